@@ -66,7 +66,8 @@ class fixed_cluster : public detail::topology_queries<fixed_cluster<N>> {
   /// No nodes (only meaningful for N == 0).
   constexpr fixed_cluster() noexcept = default;
   /// Copies the node specs and computes the prefix sums. Accepts any values; see first_error.
-  constexpr explicit fixed_cluster(const node_spec (&nodes)[N]) noexcept { init(nodes); }
+  // (N ? N : 1): a zero-size array type is ill-formed, and fixed_cluster<0> has no nodes to take.
+  constexpr explicit fixed_cluster(const node_spec (&nodes)[N ? N : 1]) noexcept { init(nodes); }
   constexpr explicit fixed_cluster(const std::array<node_spec, N>& nodes) noexcept { init(nodes); }
 
   /// The number of nodes: torchrun's --nnodes and GROUP_WORLD_SIZE.

@@ -297,8 +297,8 @@ class topology_queries {
   /// Precondition: i < node_count() and the offset fits int.
   [[nodiscard]] constexpr int rank_offset(std::size_t i) const noexcept {
     HETLAUNCH_DETAIL_EXPECTS(i < count(), "rank_offset(i): node index out of range");
-    HETLAUNCH_DETAIL_EXPECTS(offsets()[i] >= 0 && offsets()[i] <= INT_MAX,
-                             "rank_offset(i): the offset does not fit int; validate the cluster");
+    const bool fits = offsets()[i] >= 0 && offsets()[i] <= INT_MAX;
+    HETLAUNCH_DETAIL_EXPECTS(fits, "rank_offset(i): the offset does not fit int; validate the cluster");
     return static_cast<int>(offsets()[i]);
   }
 
@@ -306,8 +306,8 @@ class topology_queries {
   /// Precondition: i < node_count(), 0 <= local_rank < nproc(i), and the rank fits int.
   [[nodiscard]] constexpr int global_rank(std::size_t i, int local_rank) const noexcept {
     HETLAUNCH_DETAIL_EXPECTS(i < count(), "global_rank(i, local_rank): node index out of range");
-    HETLAUNCH_DETAIL_EXPECTS(local_rank >= 0 && local_rank < self().node_unchecked(i).nproc,
-                             "global_rank(i, local_rank): local rank out of range");
+    const bool on_node = local_rank >= 0 && local_rank < self().node_unchecked(i).nproc;
+    HETLAUNCH_DETAIL_EXPECTS(on_node, "global_rank(i, local_rank): local rank out of range");
     const long long g = offsets()[i] + local_rank;
     HETLAUNCH_DETAIL_EXPECTS(g <= INT_MAX, "global_rank(i, local_rank): the rank exceeds INT_MAX");
     return static_cast<int>(g);
@@ -316,8 +316,8 @@ class topology_queries {
   /// The node and local rank of a global rank: the inverse of global_rank. O(log N).
   /// Precondition: 0 <= global_rank < world_size().
   [[nodiscard]] constexpr rank_location locate(int global_rank) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(global_rank >= 0 && global_rank < world_ll(),
-                             "locate(global_rank): global rank out of range");
+    const bool in_world = global_rank >= 0 && global_rank < world_ll();
+    HETLAUNCH_DETAIL_EXPECTS(in_world, "locate(global_rank): global rank out of range");
     const std::size_t i = node_of_rank(offsets(), count(), global_rank);
     return {i, static_cast<int>(global_rank - offsets()[i])};
   }
@@ -326,8 +326,8 @@ class topology_queries {
   /// Precondition as for global_rank.
   [[nodiscard]] constexpr int role_rank(std::size_t i, int local_rank) const noexcept {
     HETLAUNCH_DETAIL_EXPECTS(i < count(), "role_rank(i, local_rank): node index out of range");
-    HETLAUNCH_DETAIL_EXPECTS(local_rank >= 0 && local_rank < self().node_unchecked(i).nproc,
-                             "role_rank(i, local_rank): local rank out of range");
+    const bool on_node = local_rank >= 0 && local_rank < self().node_unchecked(i).nproc;
+    HETLAUNCH_DETAIL_EXPECTS(on_node, "role_rank(i, local_rank): local rank out of range");
     const long long r = self().role_offsets_data()[i] + local_rank;
     HETLAUNCH_DETAIL_EXPECTS(r <= INT_MAX, "role_rank(i, local_rank): the rank exceeds INT_MAX");
     return static_cast<int>(r);

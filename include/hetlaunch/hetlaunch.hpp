@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: MIT
+// hetlaunch: every public header. Include <hetlaunch/cluster.hpp> for the core alone.
+#ifndef HETLAUNCH_HETLAUNCH_HPP
+#define HETLAUNCH_HETLAUNCH_HPP
+
+#include "version.hpp"
+#include "result.hpp"
+#include "node_spec.hpp"
+#include "diagnostic.hpp"
+#include "cluster.hpp"
+
+#endif  // HETLAUNCH_HETLAUNCH_HPP

@@ -1,0 +1,1288 @@
+// SPDX-License-Identifier: MIT
+// hetlaunch 0.1.0: the whole library in one header.
+// GENERATED FROM include/hetlaunch by tools/amalgamate.py; DO NOT EDIT.
+// ---- hetlaunch/hetlaunch.hpp
+// hetlaunch: every public header. Include <hetlaunch/cluster.hpp> for the core alone.
+#ifndef HETLAUNCH_HETLAUNCH_HPP
+#define HETLAUNCH_HETLAUNCH_HPP
+
+// ---- hetlaunch/version.hpp
+// hetlaunch: version of this header set.
+#ifndef HETLAUNCH_VERSION_HPP
+#define HETLAUNCH_VERSION_HPP
+
+#define HETLAUNCH_VERSION_MAJOR 0
+#define HETLAUNCH_VERSION_MINOR 1
+#define HETLAUNCH_VERSION_PATCH 0
+/// MMmmpp: 0.1.0 is 100, 1.2.3 is 10203.
+#define HETLAUNCH_VERSION \
+  (HETLAUNCH_VERSION_MAJOR * 10000 + HETLAUNCH_VERSION_MINOR * 100 + HETLAUNCH_VERSION_PATCH)
+
+#endif  // HETLAUNCH_VERSION_HPP
+// ---- hetlaunch/result.hpp
+// hetlaunch: result<T>, a value or an error, usable with and without exceptions.
+#ifndef HETLAUNCH_RESULT_HPP
+#define HETLAUNCH_RESULT_HPP
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+// ---- hetlaunch/detail/config.hpp
+// hetlaunch: configuration macros and the one place that reports a broken contract.
+#ifndef HETLAUNCH_DETAIL_CONFIG_HPP
+#define HETLAUNCH_DETAIL_CONFIG_HPP
+
+#include <cstdio>
+#include <cstdlib>
+
+// HETLAUNCH_USE_EXCEPTIONS (0/1): whether result<T>::value() throws bad_result_access on an
+// error. Defaults to whether the compiler has exceptions enabled; every translation unit of a
+// program must agree on it.
+#ifndef HETLAUNCH_USE_EXCEPTIONS
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND)
+#define HETLAUNCH_USE_EXCEPTIONS 1
+#else
+#define HETLAUNCH_USE_EXCEPTIONS 0
+#endif
+#endif
+
+#if HETLAUNCH_USE_EXCEPTIONS && !(defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND))
+#error "hetlaunch: HETLAUNCH_USE_EXCEPTIONS is 1 but exceptions are disabled in this build"
+#endif
+
+// HETLAUNCH_ON_FAILURE(message): what happens when a precondition is broken at run time (an
+// out-of-range node index passed to an unchecked accessor), or when result<T>::value() is called
+// on an error without exceptions. It must not return. The default prints the message and aborts.
+#ifndef HETLAUNCH_ON_FAILURE
+#define HETLAUNCH_ON_FAILURE(message)               \
+  (std::fputs("hetlaunch: ", stderr), std::fputs((message), stderr), \
+   std::fputc('\n', stderr), std::abort())
+#endif
+
+namespace hetlaunch {
+namespace detail {
+
+// Deliberately not constexpr: reaching it during constant evaluation makes the expression
+// non-constant, so a broken precondition in a constant expression is a compile error whose
+// diagnostic shows the literal message on the calling line.
+[[noreturn]] inline void precondition_violated(const char* message) noexcept {
+  HETLAUNCH_ON_FAILURE(message);
+#if defined(__GNUC__) || defined(__clang__)
+  __builtin_unreachable();
+#endif
+}
+
+}  // namespace detail
+}  // namespace hetlaunch
+
+// Checks a documented precondition. Unlike assert() it stays on in release builds: the cost is a
+// predictable branch, and the alternative is undefined behaviour on user input.
+#define HETLAUNCH_DETAIL_EXPECTS(condition, message) \
+  ((condition) ? void(0) : ::hetlaunch::detail::precondition_violated(message))
+
+#endif  // HETLAUNCH_DETAIL_CONFIG_HPP
+
+#if HETLAUNCH_USE_EXCEPTIONS
+#include <stdexcept>
+#endif
+
+namespace hetlaunch {
+
+/// Where and why a text input was refused. `line` and `column` count from 1; both are 0 when the
+/// input has no lines (a single environment variable, say) and the message names the place.
+struct parse_error {
+  std::size_t line = 0;
+  std::size_t column = 0;
+  std::string message;
+
+  /// "line 3, column 11: slots must be a positive integer, got '0'" (or just the message).
+  [[nodiscard]] std::string to_string() const {
+    if (line == 0) return message;
+    return "line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + message;
+  }
+  friend bool operator==(const parse_error& a, const parse_error& b) {
+    return a.line == b.line && a.column == b.column && a.message == b.message;
+  }
+  friend bool operator!=(const parse_error& a, const parse_error& b) { return !(a == b); }
+};
+
+namespace detail {
+inline std::string describe_error(const parse_error& e) { return e.to_string(); }
+template <class E>
+auto describe_error(const E& e) -> decltype(e.message()) { return e.message(); }
+}  // namespace detail
+
+#if HETLAUNCH_USE_EXCEPTIONS
+/// Thrown by result<T>::value() on an error when exceptions are enabled.
+class bad_result_access : public std::runtime_error {
+ public:
+  explicit bad_result_access(const std::string& what) : std::runtime_error(what) {}
+};
+#endif
+
+namespace detail {
+template <class E>
+[[noreturn]] void bad_access(const E& error) {
+#if HETLAUNCH_USE_EXCEPTIONS
+  throw bad_result_access(describe_error(error));
+#else
+  const std::string text = describe_error(error);
+  precondition_violated(text.c_str());
+#endif
+}
+}  // namespace detail
+
+/// Holds a T or an error E (by default a parse_error): the subset of std::expected that C++17
+/// can have. Literal, and so usable in constant expressions, when T and E are.
+///
+/// Example:
+///   auto r = hetlaunch::parse_hostfile(text);
+///   if (!r) { std::cerr << r.error().to_string() << '\n'; return 1; }
+///   hetlaunch::cluster c = *std::move(r);
+template <class T, class E = parse_error>
+class [[nodiscard]] result {
+  static_assert(!std::is_same<T, E>::value, "hetlaunch::result requires distinct value and error types");
+  std::variant<T, E> storage_;
+
+ public:
+  using value_type = T;
+  using error_type = E;
+
+  constexpr result(const T& value) : storage_(std::in_place_index<0>, value) {}  // NOLINT
+  constexpr result(T&& value) : storage_(std::in_place_index<0>, std::move(value)) {}  // NOLINT
+  constexpr result(const E& error) : storage_(std::in_place_index<1>, error) {}  // NOLINT
+  constexpr result(E&& error) : storage_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
+
+  [[nodiscard]] constexpr bool has_value() const noexcept { return storage_.index() == 0; }
+  constexpr explicit operator bool() const noexcept { return has_value(); }
+
+  /// The value; on an error throws bad_result_access, or without exceptions reports through
+  /// HETLAUNCH_ON_FAILURE (which aborts by default). Not usable on an error in a constant
+  /// expression.
+  constexpr const T& value() const& {
+    if (!has_value()) detail::bad_access(std::get<1>(storage_));
+    return std::get<0>(storage_);
+  }
+  constexpr T& value() & {
+    if (!has_value()) detail::bad_access(std::get<1>(storage_));
+    return std::get<0>(storage_);
+  }
+  constexpr T&& value() && { return std::move(value()); }
+
+  /// The error. Precondition: !has_value().
+  constexpr const E& error() const& {
+    HETLAUNCH_DETAIL_EXPECTS(!has_value(), "result::error() called on a result that holds a value");
+    return std::get<1>(storage_);
+  }
+
+  /// Precondition: has_value(); checked like value().
+  constexpr const T& operator*() const& { return value(); }
+  constexpr T& operator*() & { return value(); }
+  constexpr T&& operator*() && { return std::move(value()); }
+  constexpr const T* operator->() const { return &value(); }
+  constexpr T* operator->() { return &value(); }
+
+  /// The value, or `fallback` on an error.
+  template <class U>
+  [[nodiscard]] constexpr T value_or(U&& fallback) const& {
+    return has_value() ? std::get<0>(storage_) : static_cast<T>(std::forward<U>(fallback));
+  }
+};
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_RESULT_HPP
+// ---- hetlaunch/node_spec.hpp
+// hetlaunch: node_spec and rank_location, the value types of a topology.
+#ifndef HETLAUNCH_NODE_SPEC_HPP
+#define HETLAUNCH_NODE_SPEC_HPP
+
+#include <string_view>
+
+namespace hetlaunch {
+
+/// One node of a topology: a literal type, so `{{"node0", 8}, {"node1", 4}}` is a constant.
+struct node_spec {
+  std::string_view host;              ///< where the node's torchrun agent runs
+  int nproc = 0;                      ///< workers on this node (torchrun --nproc_per_node)
+  std::string_view role = "default";  ///< torchrun --role; ROLE_RANK counts within a role
+};
+
+/// Where a global rank lives: node index and local rank on that node.
+struct rank_location {
+  std::size_t node = 0;
+  int local_rank = 0;
+  friend constexpr bool operator==(const rank_location& a, const rank_location& b) noexcept {
+    return a.node == b.node && a.local_rank == b.local_rank;
+  }
+  friend constexpr bool operator!=(const rank_location& a, const rank_location& b) noexcept {
+    return !(a == b);
+  }
+};
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_NODE_SPEC_HPP
+// ---- hetlaunch/diagnostic.hpp
+// hetlaunch: errc and diagnostic, the problems a topology or an argument can have.
+#ifndef HETLAUNCH_DIAGNOSTIC_HPP
+#define HETLAUNCH_DIAGNOSTIC_HPP
+
+#include <climits>
+
+// ---- hetlaunch/detail/host_name.hpp
+// hetlaunch: constexpr check that a host is an RFC 1123 name or an IPv4/IPv6 literal.
+#ifndef HETLAUNCH_DETAIL_HOST_NAME_HPP
+#define HETLAUNCH_DETAIL_HOST_NAME_HPP
+
+
+namespace hetlaunch {
+
+/// Why a host was refused; `position` in the diagnostic says where.
+enum class host_issue : unsigned char {
+  none,
+  empty,                 // ""
+  too_long,              // more than 253 characters
+  bad_character,         // anything but letters, digits, '-', '.' (and ':' in IPv6)
+  empty_label,           // "a..b", ".a", "a."
+  label_too_long,        // a label over 63 characters
+  hyphen_at_label_edge,  // "-a", "a-.b": a leading '-' would read as an option to ssh or pdsh
+  numeric_not_ipv4,      // "123", "1.2.3": resolvers read these as IPv4 (0.0.0.123)
+  bad_ipv4,              // "1.2.3.256", "01.2.3.4" (a leading zero reads as octal)
+  bad_ipv6,              // "1:::2", "fe80::1%eth0", "[::1]"
+};
+
+namespace detail {
+
+struct host_check {
+  host_issue issue = host_issue::none;
+  std::size_t position = 0;
+};
+
+constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
+constexpr bool is_alpha(char c) noexcept { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+constexpr bool is_hex(char c) noexcept {
+  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+constexpr char to_lower(char c) noexcept {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+// A dotted quad with four decimal parts 0..255 and no leading zeros (inet_aton reads "010" as
+// octal 8, so such text names a different address than it seems to).
+constexpr host_check check_ipv4(std::string_view s, std::size_t base) noexcept {
+  std::size_t parts = 0;
+  std::size_t i = 0;
+  while (true) {
+    const std::size_t start = i;
+    unsigned value = 0;
+    while (i < s.size() && is_digit(s[i]) && i - start < 4) {
+      value = value * 10 + static_cast<unsigned>(s[i] - '0');
+      ++i;
+    }
+    const std::size_t len = i - start;
+    if (len == 0 || len > 3 || value > 255 || (len > 1 && s[start] == '0'))
+      return {host_issue::bad_ipv4, base + start};
+    ++parts;
+    if (i == s.size()) break;
+    if (s[i] != '.' || parts == 4) return {host_issue::bad_ipv4, base + i};
+    ++i;
+  }
+  if (parts != 4) return {host_issue::bad_ipv4, base + s.size()};
+  return {};
+}
+
+// RFC 4291 text form: eight groups of 1-4 hex digits, one "::" for a run of zero groups, and an
+// optional dotted quad in place of the last two groups. Zone ids ("%eth0") and brackets are
+// refused: torchrun's endpoint parser rejects zone ids, and brackets belong to endpoints.
+constexpr host_check check_ipv6(std::string_view s) noexcept {
+  std::size_t groups = 0;
+  bool compressed = false;
+  std::size_t i = 0;
+  if (s.size() >= 2 && s[0] == ':' && s[1] == ':') {
+    compressed = true;
+    i = 2;
+    if (i == s.size()) return {};
+  } else if (!s.empty() && s[0] == ':') {
+    return {host_issue::bad_ipv6, 0};
+  }
+  while (true) {
+    const std::size_t start = i;
+    while (i < s.size() && is_hex(s[i]) && i - start < 5) ++i;
+    if (i < s.size() && s[i] == '.') {  // embedded IPv4 ends the address
+      const host_check v4 = check_ipv4(s.substr(start), start);
+      if (v4.issue != host_issue::none) return {host_issue::bad_ipv6, v4.position};
+      groups += 2;
+      break;
+    }
+    if (i == start || i - start > 4) return {host_issue::bad_ipv6, i == start ? i : start};
+    ++groups;
+    if (i == s.size()) break;
+    if (s[i] != ':') return {host_issue::bad_ipv6, i};
+    if (i + 1 < s.size() && s[i + 1] == ':') {
+      if (compressed) return {host_issue::bad_ipv6, i};
+      compressed = true;
+      i += 2;
+      if (i == s.size()) break;
+    } else {
+      ++i;
+      if (i == s.size()) return {host_issue::bad_ipv6, i};
+    }
+  }
+  if (compressed ? groups > 7 : groups != 8) return {host_issue::bad_ipv6, s.size()};
+  return {};
+}
+
+constexpr bool is_numeric_label(std::string_view label) noexcept {
+  std::size_t i = 0;
+  if (label.size() > 2 && label[0] == '0' && (label[1] == 'x' || label[1] == 'X')) {
+    for (i = 2; i < label.size(); ++i)
+      if (!is_hex(label[i])) return false;
+    return true;
+  }
+  for (; i < label.size(); ++i)
+    if (!is_digit(label[i])) return false;
+  return !label.empty();
+}
+
+// Character classes for host names, looked up rather than computed: constant evaluation is
+// charged per call and per statement, and this keeps a host to about four steps a character.
+enum : unsigned char {
+  host_char_name = 1,        // letter, digit, '-'
+  host_char_dot = 2,         // '.'
+  host_char_underscore = 4,  // '_'
+  host_char_colon = 8,       // ':'
+  host_char_bad = 16,        // anything else
+};
+struct host_char_table {
+  unsigned char cls[256] = {};
+  constexpr host_char_table() noexcept {
+    for (int c = 0; c < 256; ++c) {
+      const char ch = static_cast<char>(c);
+      cls[c] = (is_alpha(ch) || is_digit(ch) || ch == '-') ? host_char_name
+               : ch == '.'                                 ? host_char_dot
+               : ch == '_'                                 ? host_char_underscore
+               : ch == ':'                                 ? host_char_colon
+                                                           : host_char_bad;
+    }
+  }
+};
+inline constexpr host_char_table host_chars{};
+
+constexpr std::size_t first_of_class(const char* p, std::size_t n, unsigned mask) noexcept {
+  std::size_t i = 0;
+  while (i < n && (host_chars.cls[static_cast<unsigned char>(p[i])] & mask) == 0) ++i;
+  return i;
+}
+
+/// Checks `host` as an RFC 1123 host name (letters, digits, '-', labels of 1..63 separated by
+/// '.', 253 at most, no '-' at a label's edge; '_' only when `allow_underscore`), an IPv4 dotted
+/// quad, or an IPv6 literal without brackets. Every shell metacharacter and blank is refused.
+constexpr host_check check_host(std::string_view host, bool allow_underscore = false) noexcept {
+  const char* p = host.data();
+  const std::size_t n = host.size();
+  if (n == 0) return {host_issue::empty, 0};
+  unsigned seen = 0;
+  for (std::size_t i = 0; i < n; ++i) seen |= host_chars.cls[static_cast<unsigned char>(p[i])];
+  if (seen & host_char_colon) {
+    for (std::size_t j = 0; j < n; ++j) {
+      const char c = p[j];
+      if (!is_hex(c) && c != ':' && c != '.') return {host_issue::bad_character, j};
+    }
+    return check_ipv6(host);
+  }
+  const unsigned bad = host_char_bad | (allow_underscore ? 0u : unsigned{host_char_underscore});
+  if (seen & bad) return {host_issue::bad_character, first_of_class(p, n, bad)};
+  if (n > 253) return {host_issue::too_long, 253};
+  bool all_numeric = true;
+  std::size_t labels = 0;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t end = start;
+    while (end < n && p[end] != '.') ++end;
+    const std::size_t len = end - start;
+    if (len == 0) return {host_issue::empty_label, end};
+    if (len > 63) return {host_issue::label_too_long, start};
+    if (p[start] == '-') return {host_issue::hyphen_at_label_edge, start};
+    if (p[end - 1] == '-') return {host_issue::hyphen_at_label_edge, end - 1};
+    if (all_numeric && !is_numeric_label(host.substr(start, len))) all_numeric = false;
+    ++labels;
+    if (end == n) break;
+    start = end + 1;
+  }
+  if (all_numeric) {
+    if (labels != 4) return {host_issue::numeric_not_ipv4, 0};
+    return check_ipv4(host, 0);
+  }
+  return {};
+}
+
+/// True when `host` is an IPv6 literal (it contains ':'); such hosts need brackets in endpoints.
+constexpr bool is_ipv6_literal(std::string_view host) noexcept {
+  return host.find(':') != std::string_view::npos;
+}
+
+}  // namespace detail
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_DETAIL_HOST_NAME_HPP
+
+namespace hetlaunch {
+
+/// What is wrong. Stable: values are never renumbered.
+enum class errc : int {
+  ok = 0,
+  empty_cluster = 1,             // no nodes
+  bad_nproc = 2,                 // a node's nproc < 1
+  world_size_overflow = 3,       // the sum of nproc exceeds INT_MAX (torch ranks are 32-bit)
+  bad_host = 4,                  // not an RFC 1123 name or IP literal (see host_issue)
+  duplicate_host = 5,            // two nodes name the same host (case-insensitive)
+  empty_role = 6,                // role ""
+  bad_role = 7,                  // a role torchrun's command line cannot carry (blank, control, leading '-')
+  node_out_of_range = 8,         // a node index >= node_count()
+  local_rank_out_of_range = 9,   // a local rank outside [0, nproc)
+  global_rank_out_of_range = 10, // a global rank outside [0, world_size)
+};
+
+/// A short stable name of the code: "bad_nproc".
+constexpr std::string_view to_string(errc code) noexcept {
+  switch (code) {
+    case errc::ok: return "ok";
+    case errc::empty_cluster: return "empty_cluster";
+    case errc::bad_nproc: return "bad_nproc";
+    case errc::world_size_overflow: return "world_size_overflow";
+    case errc::bad_host: return "bad_host";
+    case errc::duplicate_host: return "duplicate_host";
+    case errc::empty_role: return "empty_role";
+    case errc::bad_role: return "bad_role";
+    case errc::node_out_of_range: return "node_out_of_range";
+    case errc::local_rank_out_of_range: return "local_rank_out_of_range";
+    case errc::global_rank_out_of_range: return "global_rank_out_of_range";
+  }
+  return "unknown";
+}
+
+namespace detail {
+// Quotes text for an error message; bytes that would garble a terminal are shown as escapes.
+inline void append_quoted(std::string& out, std::string_view text) {
+  static constexpr char hex[] = "0123456789abcdef";
+  out += '\'';
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\\' || c == '\'') { out += '\\'; out += ch; }
+    else if (c < 0x20 || c == 0x7f) { out += "\\x"; out += hex[c >> 4]; out += hex[c & 15]; }
+    else out += ch;
+  }
+  out += '\'';
+}
+inline std::string quoted(std::string_view text) {
+  std::string out;
+  append_quoted(out, text);
+  return out;
+}
+}  // namespace detail
+
+/// One problem, naming the node it concerns. A literal type, so constexpr validation can return
+/// it; converts to `true` when it reports a problem:
+///   if (auto d = hetlaunch::first_error(c)) std::cerr << d.message() << '\n';
+/// `host` and `role` view the cluster's strings: keep the cluster alive while using them.
+struct diagnostic {
+  errc code = errc::ok;
+  std::size_t node = 0;          // the node concerned (the later one for a duplicate)
+  std::string_view host;         // that node's host
+  std::string_view role;         // that node's role
+  long long value = 0;           // the offending number: nproc, a rank, an index, the world size
+  std::size_t other_node = 0;    // duplicate_host: the earlier node with the same host
+  std::size_t position = 0;      // bad_host / bad_role: offset of the offending character
+  host_issue issue = host_issue::none;  // bad_host: what is wrong with the name
+  long long limit = 0;           // *_out_of_range: the exclusive bound; world_size_overflow: INT_MAX
+
+  constexpr explicit operator bool() const noexcept { return code != errc::ok; }
+
+  /// For people: "node 1 ('gpu-b'): nproc must be at least 1, got 0".
+  [[nodiscard]] std::string message() const {
+    std::string out;
+    const auto num = [](auto v) { return std::to_string(v); };
+    const auto node_prefix = [&] {
+      out += "node " + num(node) + " (";
+      detail::append_quoted(out, host);
+      out += "): ";
+    };
+    switch (code) {
+      case errc::ok:
+        return "no problem";
+      case errc::empty_cluster:
+        return "the cluster has no nodes";
+      case errc::bad_nproc:
+        node_prefix();
+        out += "nproc must be at least 1, got " + num(value);
+        return out;
+      case errc::world_size_overflow:
+        node_prefix();
+        out += "world size would be " + num(value) + ", more than " + num(limit) +
+               " (torch.distributed ranks are 32-bit)";
+        return out;
+      case errc::bad_host:
+        node_prefix();
+        out += "host is not a valid RFC 1123 name or IP literal: ";
+        out += host_issue_text();
+        return out;
+      case errc::duplicate_host:
+        node_prefix();
+        out += "host is also node " + num(other_node) +
+               "; two agents on one host must be allowed explicitly (allow_duplicate_hosts)";
+        return out;
+      case errc::empty_role:
+        node_prefix();
+        out += "role is empty";
+        return out;
+      case errc::bad_role:
+        node_prefix();
+        out += "role ";
+        detail::append_quoted(out, role);
+        out += position == 0 && !role.empty() && role[0] == '-'
+                   ? " starts with '-', which torchrun would read as an option"
+                   : " has a blank or control character at position " + num(position);
+        return out;
+      case errc::node_out_of_range:
+        return "node index " + num(value) + " is out of range: the cluster has " + num(limit) +
+               " nodes";
+      case errc::local_rank_out_of_range:
+        node_prefix();
+        out += "local rank " + num(value) + " is out of range: the node runs " + num(limit) +
+               " workers";
+        return out;
+      case errc::global_rank_out_of_range:
+        return "global rank " + num(value) + " is out of range: the world size is " + num(limit);
+    }
+    return "unknown problem";
+  }
+
+ private:
+  std::string host_issue_text() const {
+    const std::string at = " at position " + std::to_string(position);
+    switch (issue) {
+      case host_issue::none: return "no problem";
+      case host_issue::empty: return "it is empty";
+      case host_issue::too_long: return "it is longer than 253 characters";
+      case host_issue::bad_character: {
+        std::string out = "character ";
+        const char c = position < host.size() ? host[position] : '?';
+        detail::append_quoted(out, std::string_view(&c, 1));
+        out += at + " is not allowed";
+        if (c == '[' || c == ']') out += " (write IPv6 addresses without brackets)";
+        else if (c == '%') out += " (IPv6 zone ids are not supported by torchrun)";
+        else if (c == '_') out += " (allow it with allow_underscore)";
+        return out;
+      }
+      case host_issue::empty_label: return "empty label" + at;
+      case host_issue::label_too_long: return "label longer than 63 characters" + at;
+      case host_issue::hyphen_at_label_edge: return "a label starts or ends with '-'" + at;
+      case host_issue::numeric_not_ipv4:
+        return "an all-numeric name that is not a dotted quad (resolvers read it as an IPv4 address)";
+      case host_issue::bad_ipv4: return "invalid IPv4 address" + at;
+      case host_issue::bad_ipv6: return "invalid IPv6 address" + at;
+    }
+    return "unknown";
+  }
+};
+
+/// What validation tolerates.
+struct validate_options {
+  /// Several agents on one host (for example two torchrun agents on one machine, each with its
+  /// own GPUs). Off by default: a duplicate host is far more often a typo.
+  bool allow_duplicate_hosts = false;
+  /// '_' in host names, which RFC 1123 forbids but some clusters use.
+  bool allow_underscore = false;
+};
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_DIAGNOSTIC_HPP
+// ---- hetlaunch/cluster.hpp
+// hetlaunch: topologies (fixed_cluster at compile time, cluster at run time), torchrun's rank
+// math over them, and validation.
+#ifndef HETLAUNCH_CLUSTER_HPP
+#define HETLAUNCH_CLUSTER_HPP
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <vector>
+
+// ---- hetlaunch/detail/topology.hpp
+// hetlaunch: the algorithms shared by fixed_cluster and cluster: prefix sums, role ranks, lookup
+// and validation. Each works on any node source, so the constexpr and run-time topologies agree
+// by construction.
+#ifndef HETLAUNCH_DETAIL_TOPOLOGY_HPP
+#define HETLAUNCH_DETAIL_TOPOLOGY_HPP
+
+
+// ---- hetlaunch/detail/heap_sort.hpp
+// hetlaunch: a constexpr heap sort (std::sort is constexpr only from C++20).
+#ifndef HETLAUNCH_DETAIL_HEAP_SORT_HPP
+#define HETLAUNCH_DETAIL_HEAP_SORT_HPP
+
+
+namespace hetlaunch {
+namespace detail {
+
+// Heap sort: O(n log n) in the worst case with no recursion and no extra memory, which keeps
+// compile-time validation of thousands of nodes inside the compilers' default constexpr limits.
+template <class T, class Less>
+constexpr void sift_down(T* a, std::size_t root, std::size_t n, Less& less) noexcept {
+  T value = a[root];
+  while (true) {
+    std::size_t child = 2 * root + 1;
+    if (child >= n) break;
+    if (child + 1 < n && less(a[child], a[child + 1])) ++child;
+    if (!less(value, a[child])) break;
+    a[root] = a[child];
+    root = child;
+  }
+  a[root] = value;
+}
+
+template <class T, class Less>
+constexpr void heap_sort(T* a, std::size_t n, Less less) noexcept {
+  if (n < 2) return;
+  for (std::size_t i = n / 2; i-- > 0;) sift_down(a, i, n, less);
+  for (std::size_t end = n - 1; end > 0; --end) {
+    const T top = a[0];
+    a[0] = a[end];
+    a[end] = top;
+    sift_down(a, 0, end, less);
+  }
+}
+
+}  // namespace detail
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_DETAIL_HEAP_SORT_HPP
+
+namespace hetlaunch {
+
+namespace detail {
+
+// FNV-1a of the lower-cased host: host names compare case-insensitively (RFC 4343).
+constexpr std::uint64_t host_hash(std::string_view host) noexcept {
+  std::uint64_t h = 14695981039346656037ull;
+  const char* p = host.data();
+  for (std::size_t i = 0, n = host.size(); i < n; ++i)
+    h = (h ^ static_cast<unsigned char>(to_lower(p[i]))) * 1099511628211ull;
+  return h;
+}
+
+// string_view's operator== goes through char_traits, which costs several constexpr steps a
+// character; this is the same comparison in one.
+constexpr bool same_text(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  const char* x = a.data();
+  const char* y = b.data();
+  std::size_t i = 0;
+  const std::size_t n = a.size();
+  while (i < n && x[i] == y[i]) ++i;
+  return i == n;
+}
+
+constexpr int compare_host(std::string_view a, std::string_view b) noexcept {
+  const std::size_t n = a.size() < b.size() ? a.size() : b.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const char x = to_lower(a[i]);
+    const char y = to_lower(b[i]);
+    if (x != y) return x < y ? -1 : 1;
+  }
+  return a.size() == b.size() ? 0 : (a.size() < b.size() ? -1 : 1);
+}
+
+// Exclusive prefix sums of nproc: offsets[i] = sum of nproc before node i, offsets[n] = total.
+// 64-bit, so an invalid topology (a sum past INT_MAX, a negative nproc) is representable and
+// reported by validation instead of overflowing.
+template <class NodeAt>
+constexpr void compute_offsets(std::size_t n, NodeAt node_at, long long* offsets) noexcept {
+  long long sum = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    offsets[i] = sum;
+    sum += node_at(i).nproc;
+  }
+  offsets[n] = sum;
+}
+
+// Role ranks as torchrun's agent computes them (reference §2.1): the same exclusive prefix sum,
+// restricted to nodes of equal role, in node order. O(n) when every node has one role (the usual
+// case), else O(n log n) by sorting node indices on (role, index).
+template <class NodeAt>
+constexpr void compute_role_offsets(std::size_t n, NodeAt node_at, const long long* offsets,
+                                    long long* role_offsets, long long* role_totals,
+                                    std::size_t* scratch) noexcept {
+  bool one_role = true;
+  const std::string_view first_role = n ? node_at(0).role : std::string_view();
+  for (std::size_t i = 1; i < n && one_role; ++i) one_role = same_text(node_at(i).role, first_role);
+  if (one_role) {
+    for (std::size_t i = 0; i < n; ++i) {
+      role_offsets[i] = offsets[i];
+      role_totals[i] = offsets[n];
+    }
+    return;
+  }
+  for (std::size_t i = 0; i < n; ++i) scratch[i] = i;
+  heap_sort(scratch, n, [&](std::size_t a, std::size_t b) {
+    const int order = node_at(a).role.compare(node_at(b).role);
+    return order < 0 || (order == 0 && a < b);
+  });
+  std::size_t start = 0;
+  while (start < n) {
+    const std::string_view role = node_at(scratch[start]).role;
+    long long sum = 0;
+    std::size_t end = start;
+    for (; end < n && node_at(scratch[end]).role == role; ++end) {
+      role_offsets[scratch[end]] = sum;
+      sum += node_at(scratch[end]).nproc;
+    }
+    for (std::size_t k = start; k < end; ++k) role_totals[scratch[k]] = sum;
+    start = end;
+  }
+}
+
+// The node holding global rank g: the first i with offsets[i + 1] > g (an upper bound over the
+// node ends). Branchless, so its cost is the log2(n) loads and nothing else.
+// Precondition: 0 <= g < offsets[n], offsets non-decreasing.
+constexpr std::size_t node_of_rank(const long long* offsets, std::size_t n, long long g) noexcept {
+  const long long* base = offsets + 1;
+  std::size_t len = n;
+  while (len > 1) {
+    const std::size_t half = len / 2;
+    base = (base[half - 1] <= g) ? base + half : base;
+    len -= half;
+  }
+  return static_cast<std::size_t>(base - (offsets + 1)) + ((*base <= g) ? 1u : 0u);
+}
+
+constexpr std::size_t role_problem_position(std::string_view role) noexcept {
+  const char* p = role.data();
+  std::size_t i = 0;
+  const std::size_t n = role.size();
+  while (i < n && static_cast<unsigned char>(p[i]) > 0x20 && p[i] != 0x7f) ++i;
+  return i;
+}
+
+// Scratch space for validation: n elements in each array.
+struct validation_scratch {
+  std::size_t* idx;
+  std::size_t* idx_tmp;
+  std::uint64_t* key;
+  std::uint64_t* key_tmp;
+  std::size_t* dup_of;
+};
+
+// Marks duplicate hosts: dup_of[i] = the first node with the same host, or n when none.
+// Node indices are radix-sorted (stable, O(n)) on the high 32 bits of the host's hash, so equal
+// hosts land in one run, in node order. Runs longer than one (duplicates, or rare collisions) are
+// then sorted on (full hash, host, index), O(k log k). O(n log n) in the worst case, O(n) as a rule.
+template <class NodeAt>
+constexpr void find_duplicate_hosts(std::size_t n, NodeAt node_at, validation_scratch s) noexcept {
+  std::size_t* idx = s.idx;
+  std::uint64_t* key = s.key;
+  std::size_t* idx_tmp = s.idx_tmp;
+  std::uint64_t* key_tmp = s.key_tmp;
+  for (std::size_t i = 0; i < n; ++i) {
+    idx[i] = i;
+    key[i] = host_hash(node_at(i).host);
+    s.dup_of[i] = n;
+  }
+  for (unsigned shift = 32; shift < 64; shift += 8) {
+    std::size_t count[257] = {};
+    for (std::size_t i = 0; i < n; ++i) ++count[((key[i] >> shift) & 255u) + 1];
+    for (std::size_t b = 1; b < 257; ++b) count[b] += count[b - 1];
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t pos = count[(key[i] >> shift) & 255u]++;
+      idx_tmp[pos] = idx[i];
+      key_tmp[pos] = key[i];
+    }
+    std::size_t* ti = idx; idx = idx_tmp; idx_tmp = ti;
+    std::uint64_t* tk = key; key = key_tmp; key_tmp = tk;
+  }
+  // key[k] is now the hash of node idx[k]; the arrays were swapped an even number of times.
+  std::size_t start = 0;
+  while (start < n) {
+    std::size_t end = start + 1;
+    while (end < n && (key[end] >> 32) == (key[start] >> 32)) ++end;
+    if (end - start > 1) {
+      const std::size_t run = end - start;
+      for (std::size_t k = 0; k < run; ++k) key_tmp[k] = host_hash(node_at(idx[start + k]).host);
+      for (std::size_t k = 0; k < run; ++k) idx_tmp[k] = k;
+      heap_sort(idx_tmp, run, [&](std::size_t a, std::size_t b) {
+        if (key_tmp[a] != key_tmp[b]) return key_tmp[a] < key_tmp[b];
+        const int order = compare_host(node_at(idx[start + a]).host, node_at(idx[start + b]).host);
+        return order < 0 || (order == 0 && idx[start + a] < idx[start + b]);
+      });
+      for (std::size_t k = 1; k < run; ++k) {
+        const std::size_t prev = idx[start + idx_tmp[k - 1]];
+        const std::size_t cur = idx[start + idx_tmp[k]];
+        if (key_tmp[idx_tmp[k - 1]] == key_tmp[idx_tmp[k]] &&
+            compare_host(node_at(prev).host, node_at(cur).host) == 0)
+          s.dup_of[cur] = s.dup_of[prev] == n ? prev : s.dup_of[prev];
+      }
+    }
+    start = end;
+  }
+}
+
+// Reports every problem in node order; stops when `report` returns false. Scratch arrays hold n
+// elements each.
+template <class NodeAt, class Report>
+constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options options,
+                              validation_scratch scratch, Report report) noexcept {
+  if (n == 0) {
+    diagnostic d{};
+    d.code = errc::empty_cluster;
+    report(d);
+    return;
+  }
+  if (!options.allow_duplicate_hosts) find_duplicate_hosts(n, node_at, scratch);
+  long long world = 0;
+  bool overflow_reported = false;
+  // Only a failing check builds a diagnostic: the loop is charged per statement in constexpr.
+  const auto problem = [&](std::size_t i, const node_spec& node, errc code) {
+    diagnostic d{};
+    d.code = code;
+    d.node = i;
+    d.host = node.host;
+    d.role = node.role;
+    return d;
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const node_spec node = node_at(i);
+    if (node.nproc < 1) {
+      diagnostic d = problem(i, node, errc::bad_nproc);
+      d.value = node.nproc;
+      if (!report(d)) return;
+    } else {
+      world += node.nproc;
+      if (world > INT_MAX && !overflow_reported) {
+        overflow_reported = true;
+        diagnostic d = problem(i, node, errc::world_size_overflow);
+        d.value = world;
+        d.limit = INT_MAX;
+        if (!report(d)) return;
+      }
+    }
+    const host_check hc = check_host(node.host, options.allow_underscore);
+    if (hc.issue != host_issue::none) {
+      diagnostic d = problem(i, node, errc::bad_host);
+      d.issue = hc.issue;
+      d.position = hc.position;
+      if (!report(d)) return;
+    }
+    if (!options.allow_duplicate_hosts && scratch.dup_of[i] != n) {
+      diagnostic d = problem(i, node, errc::duplicate_host);
+      d.other_node = scratch.dup_of[i];
+      if (!report(d)) return;
+    }
+    if (node.role.empty()) {
+      if (!report(problem(i, node, errc::empty_role))) return;
+    } else if (i == 0 || !same_text(node.role, node_at(i - 1).role)) {
+      // A role equal to the previous node's was already checked.
+      const std::size_t pos = role_problem_position(node.role);
+      if (node.role[0] == '-' || pos != node.role.size()) {
+        diagnostic d = problem(i, node, errc::bad_role);
+        d.position = node.role[0] == '-' ? 0 : pos;
+        if (!report(d)) return;
+      }
+    }
+  }
+}
+
+// The members rank math needs; fixed_cluster and cluster provide them through topology_queries.
+template <class Derived>
+class topology_queries {
+  constexpr const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
+  constexpr const long long* offsets() const noexcept { return self().offsets_data(); }
+  constexpr std::size_t count() const noexcept { return self().node_count(); }
+
+  constexpr diagnostic range_error(errc code, long long value, long long limit) const noexcept {
+    diagnostic d{};
+    d.code = code;
+    d.value = value;
+    d.limit = limit;
+    return d;
+  }
+  constexpr diagnostic local_rank_error(std::size_t i, int local_rank) const noexcept {
+    diagnostic d = range_error(errc::local_rank_out_of_range, local_rank,
+                               self().node_unchecked(i).nproc);
+    d.node = i;
+    d.host = self().node_unchecked(i).host;
+    d.role = self().node_unchecked(i).role;
+    return d;
+  }
+  constexpr long long world_ll() const noexcept { return offsets()[count()]; }
+
+ public:
+  /// The node's host, nproc and role. Precondition: i < node_count().
+  [[nodiscard]] constexpr node_spec node(std::size_t i) const noexcept {
+    HETLAUNCH_DETAIL_EXPECTS(i < count(), "node(i): node index out of range");
+    return self().node_unchecked(i);
+  }
+
+  /// Sum of nproc over all nodes: torchrun's WORLD_SIZE. O(1).
+  /// Precondition: the sum fits int (validation reports world_size_overflow otherwise).
+  [[nodiscard]] constexpr int world_size() const noexcept {
+    HETLAUNCH_DETAIL_EXPECTS(world_ll() <= INT_MAX, "world_size(): the world size exceeds INT_MAX");
+    return static_cast<int>(world_ll());
+  }
+
+  /// Workers on node i: its LOCAL_WORLD_SIZE. O(1). Precondition: i < node_count().
+  [[nodiscard]] constexpr int nproc(std::size_t i) const noexcept {
+    HETLAUNCH_DETAIL_EXPECTS(i < count(), "nproc(i): node index out of range");
+    return self().node_unchecked(i).nproc;
+  }
+
+  /// Sum of nproc of the nodes before i: the global rank of node i's local rank 0. O(1).
+  /// Precondition: i < node_count() and the offset fits int.
+  [[nodiscard]] constexpr int rank_offset(std::size_t i) const noexcept {
+    HETLAUNCH_DETAIL_EXPECTS(i < count(), "rank_offset(i): node index out of range");
+    const bool fits = offsets()[i] >= 0 && offsets()[i] <= INT_MAX;
+    HETLAUNCH_DETAIL_EXPECTS(fits, "rank_offset(i): the offset does not fit int; validate the cluster");
+    return static_cast<int>(offsets()[i]);
+  }
+
+  /// torchrun's RANK of worker `local_rank` on node i: rank_offset(i) + local_rank. O(1).
+  /// Precondition: i < node_count(), 0 <= local_rank < nproc(i), and the rank fits int.
+  [[nodiscard]] constexpr int global_rank(std::size_t i, int local_rank) const noexcept {
+    HETLAUNCH_DETAIL_EXPECTS(i < count(), "global_rank(i, local_rank): node index out of range");
+    const bool on_node = local_rank >= 0 && local_rank < self().node_unchecked(i).nproc;
+    HETLAUNCH_DETAIL_EXPECTS(on_node, "global_rank(i, local_rank): local rank out of range");
+    const long long g = offsets()[i] + local_rank;
+    HETLAUNCH_DETAIL_EXPECTS(g <= INT_MAX, "global_rank(i, local_rank): the rank exceeds INT_MAX");
+    return static_cast<int>(g);
+  }
+
+  /// The node and local rank of a global rank: the inverse of global_rank. O(log N).
+  /// Precondition: 0 <= global_rank < world_size().
+  [[nodiscard]] constexpr rank_location locate(int global_rank) const noexcept {
+    const bool in_world = global_rank >= 0 && global_rank < world_ll();
+    HETLAUNCH_DETAIL_EXPECTS(in_world, "locate(global_rank): global rank out of range");
+    const std::size_t i = node_of_rank(offsets(), count(), global_rank);
+    return {i, static_cast<int>(global_rank - offsets()[i])};
+  }
+
+  /// torchrun's ROLE_RANK: the rank among the workers of nodes with node i's role. O(1).
+  /// Precondition as for global_rank.
+  [[nodiscard]] constexpr int role_rank(std::size_t i, int local_rank) const noexcept {
+    HETLAUNCH_DETAIL_EXPECTS(i < count(), "role_rank(i, local_rank): node index out of range");
+    const bool on_node = local_rank >= 0 && local_rank < self().node_unchecked(i).nproc;
+    HETLAUNCH_DETAIL_EXPECTS(on_node, "role_rank(i, local_rank): local rank out of range");
+    const long long r = self().role_offsets_data()[i] + local_rank;
+    HETLAUNCH_DETAIL_EXPECTS(r <= INT_MAX, "role_rank(i, local_rank): the rank exceeds INT_MAX");
+    return static_cast<int>(r);
+  }
+
+  /// torchrun's ROLE_WORLD_SIZE: the workers of all nodes with node i's role. O(1).
+  /// Precondition: i < node_count() and the sum fits int.
+  [[nodiscard]] constexpr int role_world_size(std::size_t i) const noexcept {
+    HETLAUNCH_DETAIL_EXPECTS(i < count(), "role_world_size(i): node index out of range");
+    const long long w = self().role_totals_data()[i];
+    HETLAUNCH_DETAIL_EXPECTS(w <= INT_MAX, "role_world_size(i): the sum exceeds INT_MAX");
+    return static_cast<int>(w);
+  }
+
+  // Checked variants: no precondition; an out-of-range argument gives a diagnostic
+  // (node_out_of_range, local_rank_out_of_range, global_rank_out_of_range). The cluster itself
+  // must be valid (see validate) for the values to fit int.
+
+  /// node(i), or node_out_of_range.
+  [[nodiscard]] constexpr result<node_spec, diagnostic> try_node(std::size_t i) const noexcept {
+    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
+    return self().node_unchecked(i);
+  }
+  /// nproc(i), or node_out_of_range.
+  [[nodiscard]] constexpr result<int, diagnostic> try_nproc(std::size_t i) const noexcept {
+    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
+    return self().node_unchecked(i).nproc;
+  }
+  /// rank_offset(i), or node_out_of_range.
+  [[nodiscard]] constexpr result<int, diagnostic> try_rank_offset(std::size_t i) const noexcept {
+    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
+    return rank_offset(i);
+  }
+  /// global_rank(i, local_rank), or node_out_of_range / local_rank_out_of_range.
+  [[nodiscard]] constexpr result<int, diagnostic> try_global_rank(std::size_t i, int local_rank) const noexcept {
+    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
+    if (local_rank < 0 || local_rank >= self().node_unchecked(i).nproc) return local_rank_error(i, local_rank);
+    return global_rank(i, local_rank);
+  }
+  /// locate(global_rank), or global_rank_out_of_range.
+  [[nodiscard]] constexpr result<rank_location, diagnostic> try_locate(int global_rank) const noexcept {
+    if (global_rank < 0 || global_rank >= world_ll()) return range_error(errc::global_rank_out_of_range, global_rank, world_ll());
+    return locate(global_rank);
+  }
+  /// role_rank(i, local_rank), or node_out_of_range / local_rank_out_of_range.
+  [[nodiscard]] constexpr result<int, diagnostic> try_role_rank(std::size_t i, int local_rank) const noexcept {
+    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
+    if (local_rank < 0 || local_rank >= self().node_unchecked(i).nproc) return local_rank_error(i, local_rank);
+    return role_rank(i, local_rank);
+  }
+  /// role_world_size(i), or node_out_of_range.
+  [[nodiscard]] constexpr result<int, diagnostic> try_role_world_size(std::size_t i) const noexcept {
+    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
+    return role_world_size(i);
+  }
+};
+
+}  // namespace detail
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_DETAIL_TOPOLOGY_HPP
+
+namespace hetlaunch {
+
+/// A topology fixed at compile time: N nodes, each with its host, nproc and role. Every member is
+/// usable in constant expressions (C++17); nothing allocates. The strings are views: build it from
+/// literals or other storage that outlives it.
+///
+/// The rank math follows torchrun's elastic agent with the static rendezvous: node i's workers
+/// get global ranks rank_offset(i) .. rank_offset(i) + nproc(i) - 1, where rank_offset(i) is the
+/// sum of nproc of the nodes before i.
+///
+/// Example:
+///   constexpr auto c = hetlaunch::make_cluster({{"node0", 8}, {"node1", 4}, {"node2", 2}});
+///   static_assert(c.world_size() == 14 && c.rank_offset(2) == 12);
+///   static_assert(c.locate(13) == hetlaunch::rank_location{2, 1});
+///   HETLAUNCH_STATIC_VALIDATE(c);
+template <std::size_t N>
+class fixed_cluster : public detail::topology_queries<fixed_cluster<N>> {
+  friend class detail::topology_queries<fixed_cluster<N>>;
+  template <std::size_t M>
+  friend constexpr diagnostic first_error(const fixed_cluster<M>&, validate_options) noexcept;
+
+  std::array<node_spec, N> nodes_{};
+  std::array<long long, N + 1> offsets_{};
+  std::array<long long, N> role_offsets_{};
+  std::array<long long, N> role_totals_{};
+
+  constexpr node_spec node_unchecked(std::size_t i) const noexcept { return nodes_[i]; }
+  constexpr const long long* offsets_data() const noexcept { return offsets_.data(); }
+  constexpr const long long* role_offsets_data() const noexcept { return role_offsets_.data(); }
+  constexpr const long long* role_totals_data() const noexcept { return role_totals_.data(); }
+
+  template <class Nodes>
+  constexpr void init(const Nodes& nodes) noexcept {
+    node_spec* out = nodes_.data();
+    for (std::size_t i = 0; i < N; ++i) out[i] = nodes[i];
+    const node_spec* in = nodes_.data();
+    const auto node_at = [in](std::size_t i) { return in[i]; };
+    detail::compute_offsets(N, node_at, offsets_.data());
+    std::array<std::size_t, N> scratch{};
+    detail::compute_role_offsets(N, node_at, offsets_.data(), role_offsets_.data(),
+                                 role_totals_.data(), scratch.data());
+  }
+
+ public:
+  /// No nodes (only meaningful for N == 0).
+  constexpr fixed_cluster() noexcept = default;
+  /// Copies the node specs and computes the prefix sums. Accepts any values; see first_error.
+  // (N ? N : 1): a zero-size array type is ill-formed, and fixed_cluster<0> has no nodes to take.
+  constexpr explicit fixed_cluster(const node_spec (&nodes)[N ? N : 1]) noexcept { init(nodes); }
+  constexpr explicit fixed_cluster(const std::array<node_spec, N>& nodes) noexcept { init(nodes); }
+
+  /// The number of nodes: torchrun's --nnodes and GROUP_WORLD_SIZE.
+  [[nodiscard]] constexpr std::size_t node_count() const noexcept { return N; }
+  /// All node specs, in node order.
+  [[nodiscard]] constexpr const std::array<node_spec, N>& nodes() const noexcept { return nodes_; }
+};
+
+/// Builds a fixed_cluster from a braced list of node specs:
+///   constexpr auto c = hetlaunch::make_cluster({{"node0", 8}, {"node1", 4}});
+template <std::size_t N>
+[[nodiscard]] constexpr fixed_cluster<N> make_cluster(const node_spec (&nodes)[N]) noexcept {
+  return fixed_cluster<N>(nodes);
+}
+/// Builds a fixed_cluster from a std::array of node specs.
+template <std::size_t N>
+[[nodiscard]] constexpr fixed_cluster<N> make_cluster(const std::array<node_spec, N>& nodes) noexcept {
+  return fixed_cluster<N>(nodes);
+}
+
+/// A topology known at run time. Owns copies of its host and role strings, so it may outlive
+/// whatever it was built from. Same rank math and preconditions as fixed_cluster; construction
+/// accepts any values (validate() says what is wrong).
+///
+/// Example:
+///   hetlaunch::cluster c{{"gpu-a", 8}, {"gpu-b", 4}};
+///   for (const auto& d : hetlaunch::validate(c)) std::cerr << d.message() << '\n';
+///   int rank = c.global_rank(1, 3);  // 11
+class cluster : public detail::topology_queries<cluster> {
+  friend class detail::topology_queries<cluster>;
+
+  // Strings live in one buffer and are addressed by offset, so copies and moves stay valid.
+  struct entry {
+    std::size_t host_begin;
+    std::size_t host_size;
+    std::size_t role_begin;
+    std::size_t role_size;
+    int nproc;
+  };
+  std::vector<char> text_;
+  std::vector<entry> entries_;
+  std::vector<long long> offsets_{0};
+  std::vector<long long> role_offsets_;
+  std::vector<long long> role_totals_;
+
+  node_spec node_unchecked(std::size_t i) const noexcept {
+    const entry& e = entries_[i];
+    const char* base = text_.data();
+    return {std::string_view(base + e.host_begin, e.host_size), e.nproc,
+            std::string_view(base + e.role_begin, e.role_size)};
+  }
+  const long long* offsets_data() const noexcept { return offsets_.data(); }
+  const long long* role_offsets_data() const noexcept { return role_offsets_.data(); }
+  const long long* role_totals_data() const noexcept { return role_totals_.data(); }
+
+  template <class It>
+  void assign(It first, It last, std::size_t n) {
+    entries_.reserve(n);
+    std::size_t chars = 0;
+    for (It it = first; it != last; ++it) chars += it->host.size() + it->role.size();
+    text_.reserve(chars);
+    std::string_view previous_role;
+    std::size_t previous_role_begin = 0;
+    for (It it = first; it != last; ++it) {
+      const node_spec& s = *it;
+      entry e{text_.size(), s.host.size(), 0, s.role.size(), s.nproc};
+      text_.insert(text_.end(), s.host.begin(), s.host.end());
+      // Roles repeat from node to node; store each run once.
+      if (!entries_.empty() && s.role == previous_role) {
+        e.role_begin = previous_role_begin;
+      } else {
+        e.role_begin = text_.size();
+        text_.insert(text_.end(), s.role.begin(), s.role.end());
+      }
+      previous_role = s.role;
+      previous_role_begin = e.role_begin;
+      entries_.push_back(e);
+    }
+    offsets_.assign(n + 1, 0);
+    role_offsets_.assign(n, 0);
+    role_totals_.assign(n, 0);
+    const auto node_at = [this](std::size_t i) { return node_unchecked(i); };
+    detail::compute_offsets(n, node_at, offsets_.data());
+    std::vector<std::size_t> scratch(n);
+    detail::compute_role_offsets(n, node_at, offsets_.data(), role_offsets_.data(),
+                                 role_totals_.data(), scratch.data());
+  }
+
+ public:
+  /// An empty cluster (which validation reports as empty_cluster).
+  cluster() = default;
+  cluster(std::initializer_list<node_spec> nodes) { assign(nodes.begin(), nodes.end(), nodes.size()); }
+  cluster(const std::vector<node_spec>& nodes) { assign(nodes.begin(), nodes.end(), nodes.size()); }  // NOLINT
+  template <std::size_t N>
+  cluster(const fixed_cluster<N>& fixed) {  // NOLINT: a fixed topology is a cluster
+    assign(fixed.nodes().begin(), fixed.nodes().end(), N);
+  }
+
+  /// The number of nodes: torchrun's --nnodes and GROUP_WORLD_SIZE.
+  [[nodiscard]] std::size_t node_count() const noexcept { return entries_.size(); }
+  /// Copies of all node specs (views into this cluster), in node order.
+  [[nodiscard]] std::vector<node_spec> nodes() const {
+    std::vector<node_spec> out;
+    out.reserve(entries_.size());
+    for (std::size_t i = 0; i < entries_.size(); ++i) out.push_back(node_unchecked(i));
+    return out;
+  }
+};
+
+/// The first problem of a fixed topology in node order, or a diagnostic that converts to false.
+/// O(N log N); usable in constant expressions, where it validates thousands of nodes within the
+/// compilers' default limits.
+template <std::size_t N>
+[[nodiscard]] constexpr diagnostic first_error(const fixed_cluster<N>& c,
+                                               validate_options options = {}) noexcept {
+  std::array<std::size_t, N> idx{}, idx_tmp{}, dup_of{};
+  std::array<std::uint64_t, N> key{}, key_tmp{};
+  diagnostic first{};
+  const node_spec* nodes = c.nodes_.data();
+  detail::validate_nodes(
+      N, [nodes](std::size_t i) { return nodes[i]; }, options,
+      detail::validation_scratch{idx.data(), idx_tmp.data(), key.data(), key_tmp.data(), dup_of.data()},
+      [&first](const diagnostic& d) {
+        first = d;
+        return false;
+      });
+  return first;
+}
+
+namespace detail {
+template <class NodeAt>
+std::vector<diagnostic> validate_all(std::size_t n, NodeAt node_at, validate_options options) {
+  std::vector<std::size_t> idx(n), idx_tmp(n), dup_of(n);
+  std::vector<std::uint64_t> key(n), key_tmp(n);
+  std::vector<diagnostic> out;
+  validate_nodes(n, node_at, options,
+                 validation_scratch{idx.data(), idx_tmp.data(), key.data(), key_tmp.data(), dup_of.data()},
+                 [&out](const diagnostic& d) {
+                   out.push_back(d);
+                   return true;
+                 });
+  return out;
+}
+}  // namespace detail
+
+/// Every problem of a topology, in node order (empty when it is valid). O(N log N).
+/// The diagnostics view the cluster's strings.
+[[nodiscard]] inline std::vector<diagnostic> validate(const cluster& c, validate_options options = {}) {
+  return detail::validate_all(c.node_count(), [&c](std::size_t i) { return c.node(i); }, options);
+}
+/// Every problem of a fixed topology, in node order.
+template <std::size_t N>
+[[nodiscard]] std::vector<diagnostic> validate(const fixed_cluster<N>& c, validate_options options = {}) {
+  return detail::validate_all(N, [&c](std::size_t i) { return c.node(i); }, options);
+}
+/// The first problem of a run-time topology, or a diagnostic that converts to false.
+[[nodiscard]] inline diagnostic first_error(const cluster& c, validate_options options = {}) {
+  const std::vector<diagnostic> all = validate(c, options);
+  return all.empty() ? diagnostic{} : all.front();
+}
+
+namespace detail {
+// Instantiated by HETLAUNCH_STATIC_VALIDATE with the first problem's code and node index, which
+// the compiler prints in "required from" notes; the failing assertion below says what it means.
+template <errc Code, std::size_t Node>
+struct static_validation {
+  static_assert(Code != errc::empty_cluster, "hetlaunch: invalid topology: the cluster has no nodes");
+  static_assert(Code != errc::bad_nproc, "hetlaunch: invalid topology: nproc must be at least 1 (the node index is static_validation's second argument)");
+  static_assert(Code != errc::world_size_overflow, "hetlaunch: invalid topology: the world size exceeds INT_MAX (torch.distributed ranks are 32-bit)");
+  static_assert(Code != errc::bad_host, "hetlaunch: invalid topology: a host is not a valid RFC 1123 name or IP literal (the node index is static_validation's second argument)");
+  static_assert(Code != errc::duplicate_host, "hetlaunch: invalid topology: duplicate host; allow it with validate_options{true} (the node index is static_validation's second argument)");
+  static_assert(Code != errc::empty_role, "hetlaunch: invalid topology: a role is empty (the node index is static_validation's second argument)");
+  static_assert(Code != errc::bad_role, "hetlaunch: invalid topology: a role has a blank or control character or starts with '-' (the node index is static_validation's second argument)");
+  static constexpr bool ok = Code == errc::ok;
+};
+}  // namespace detail
+
+}  // namespace hetlaunch
+
+/// Fails the build when the fixed topology `c` (a constexpr variable) is invalid, with a message
+/// that says what is wrong and, in the instantiation note, the node index. A declaration: usable
+/// at namespace, class and block scope.
+///   constexpr auto c = hetlaunch::make_cluster({{"a", 8}, {"a", 4}});
+///   HETLAUNCH_STATIC_VALIDATE(c);  // error: ... duplicate host ... static_validation<errc::duplicate_host, 1>
+#define HETLAUNCH_STATIC_VALIDATE(c) HETLAUNCH_STATIC_VALIDATE_WITH(c, ::hetlaunch::validate_options{})
+
+/// HETLAUNCH_STATIC_VALIDATE with options, e.g. hetlaunch::validate_options{true} to allow
+/// several agents on one host.
+#define HETLAUNCH_STATIC_VALIDATE_WITH(c, options)                                       \
+  static_assert(::hetlaunch::detail::static_validation<                                 \
+                    ::hetlaunch::first_error((c), (options)).code,                      \
+                    ::hetlaunch::first_error((c), (options)).node>::ok,                 \
+                "hetlaunch: invalid topology (see the message above)")
+
+#endif  // HETLAUNCH_CLUSTER_HPP
+
+#endif  // HETLAUNCH_HETLAUNCH_HPP

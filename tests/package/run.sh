@@ -1,0 +1,56 @@
+#!/bin/sh
+# Builds and runs tests/package/consumer.cpp in one way of use, in a scratch directory.
+# usage: run.sh KIND SOURCE_DIR WORK_DIR
+#   KIND: find_package | add_subdirectory | fetchcontent | pkgconfig | meson_subproject | single_header
+set -eu
+kind=$1 src=$(cd "$2" && pwd) work=$3
+here="$src/tests/package"
+rm -rf "$work" && mkdir -p "$work"
+cxx=${CXX:-c++}
+install_prefix() {  # installs hetlaunch from a fresh configure into $work/prefix
+  cmake -S "$src" -B "$work/hetlaunch-build" -DHETLAUNCH_BUILD_TESTS=OFF -DHETLAUNCH_BUILD_EXAMPLES=OFF \
+        -DHETLAUNCH_INSTALL=ON -DCMAKE_INSTALL_PREFIX="$work/prefix" >/dev/null
+  cmake --install "$work/hetlaunch-build" >/dev/null
+}
+case "$kind" in
+  find_package)
+    install_prefix
+    cmake -S "$here/cmake_find_package" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+    cmake --build "$work/build" >/dev/null
+    "$work/build/consumer" ;;
+  add_subdirectory)
+    cmake -S "$here/cmake_add_subdirectory" -B "$work/build" -DHETLAUNCH_SOURCE_DIR="$src" >/dev/null
+    cmake --build "$work/build" >/dev/null
+    "$work/build/consumer" ;;
+  fetchcontent)
+    # A clone of this repository at its current commit, fetched as a dependency is.
+    git clone -q "$src" "$work/repo"
+    rev=$(git -C "$work/repo" rev-parse HEAD)
+    cmake -S "$here/cmake_fetchcontent" -B "$work/build" -DHETLAUNCH_GIT_REPOSITORY="$work/repo" \
+          -DHETLAUNCH_GIT_TAG="$rev" >/dev/null
+    cmake --build "$work/build" >/dev/null
+    "$work/build/consumer" ;;
+  pkgconfig)
+    install_prefix
+    test -f "$work/prefix/share/pkgconfig/hetlaunch.pc"
+    if grep -q '^Libs' "$work/prefix/share/pkgconfig/hetlaunch.pc"; then
+      echo "hetlaunch.pc must not have a Libs: line (header-only)" >&2; exit 1
+    fi
+    flags=$(PKG_CONFIG_PATH="$work/prefix/share/pkgconfig" pkg-config --cflags hetlaunch)
+    test "$(PKG_CONFIG_PATH="$work/prefix/share/pkgconfig" pkg-config --modversion hetlaunch)" = "$(cat "$src/VERSION")"
+    # shellcheck disable=SC2086
+    $cxx -std=c++17 $flags "$here/consumer.cpp" -o "$work/consumer"
+    "$work/consumer" ;;
+  meson_subproject)
+    cp -r "$here/meson_subproject" "$work/project"
+    cp "$here/consumer.cpp" "$work/consumer.cpp"
+    mkdir -p "$work/project/subprojects"
+    ln -s "$src" "$work/project/subprojects/hetlaunch"
+    meson setup "$work/build" "$work/project" >/dev/null
+    meson compile -C "$work/build" >/dev/null
+    "$work/build/consumer" ;;
+  single_header)
+    $cxx -std=c++17 -Wall -Wextra -Werror -I"$src/single_include" "$here/consumer.cpp" -o "$work/consumer"
+    "$work/consumer" ;;
+  *) echo "unknown kind: $kind" >&2; exit 2 ;;
+esac

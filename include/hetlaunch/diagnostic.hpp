@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "detail/host_name.hpp"
+#include "detail/text.hpp"
 
 namespace hetlaunch {
 
@@ -25,6 +26,24 @@ enum class errc : int {
   node_out_of_range = 8,         // a node index >= node_count()
   local_rank_out_of_range = 9,   // a local rank outside [0, nproc)
   global_rank_out_of_range = 10, // a global rank outside [0, world_size)
+  // Launch options (torchrun.hpp).
+  bad_port = 11,                 // master_port outside 1..65535
+  bad_master_addr = 12,          // master_addr not a valid host or IP literal
+  missing_rdzv_id = 13,          // c10d without an rdzv_id
+  empty_script = 14,             // no training script
+  empty_program = 15,            // no launcher program
+  bad_max_restarts = 16,         // max_restarts < 0
+  ranks_decided_at_rendezvous = 17,  // c10d: torchrun orders agents when they meet
+  dash_flags_need_torch_2 = 18,  // --nproc-per-node spellings exist from torch 2.0
+  too_few_processes = 19,        // accelerate --multi_gpu needs 2 processes or more
+  // A worker's actual environment compared with the plan (check_worker_env).
+  env_missing = 20,              // a variable torchrun always sets is absent
+  env_not_a_number = 21,         // a variable that must be an integer is not
+  world_size_mismatch = 22,      // WORLD_SIZE differs from the plan
+  group_rank_out_of_range = 23,  // GROUP_RANK is not a node of the plan
+  local_world_size_mismatch = 24,  // LOCAL_WORLD_SIZE differs from the node's nproc
+  rank_mismatch = 25,            // RANK is not global_rank(GROUP_RANK, LOCAL_RANK)
+  identical_workers_on_heterogeneous = 26,  // TORCH_ELASTIC_WORKER_IDENTICAL=1 breaks mixed nodes
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -41,32 +60,26 @@ constexpr std::string_view to_string(errc code) noexcept {
     case errc::node_out_of_range: return "node_out_of_range";
     case errc::local_rank_out_of_range: return "local_rank_out_of_range";
     case errc::global_rank_out_of_range: return "global_rank_out_of_range";
+    case errc::bad_port: return "bad_port";
+    case errc::bad_master_addr: return "bad_master_addr";
+    case errc::missing_rdzv_id: return "missing_rdzv_id";
+    case errc::empty_script: return "empty_script";
+    case errc::empty_program: return "empty_program";
+    case errc::bad_max_restarts: return "bad_max_restarts";
+    case errc::ranks_decided_at_rendezvous: return "ranks_decided_at_rendezvous";
+    case errc::dash_flags_need_torch_2: return "dash_flags_need_torch_2";
+    case errc::too_few_processes: return "too_few_processes";
+    case errc::env_missing: return "env_missing";
+    case errc::env_not_a_number: return "env_not_a_number";
+    case errc::world_size_mismatch: return "world_size_mismatch";
+    case errc::group_rank_out_of_range: return "group_rank_out_of_range";
+    case errc::local_world_size_mismatch: return "local_world_size_mismatch";
+    case errc::rank_mismatch: return "rank_mismatch";
+    case errc::identical_workers_on_heterogeneous: return "identical_workers_on_heterogeneous";
   }
   return "unknown";
 }
 
-namespace detail {
-// Quotes text for an error message; bytes that would garble a terminal are shown as escapes.
-inline void append_quoted(std::string& out, std::string_view text) {
-  static constexpr char hex[] = "0123456789abcdef";
-  out += '\'';
-  for (char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\\' || c == '\'') { out += '\\'; out += ch; }
-    else if (c < 0x20 || c == 0x7f) { out += "\\x"; out += hex[c >> 4]; out += hex[c & 15]; }
-    else out += ch;
-  }
-  out += '\'';
-}
-inline std::string quoted(std::string_view text) {
-  std::string out;
-  append_quoted(out, text);
-  return out;
-}
-}  // namespace detail
 
 /// One problem, naming the node it concerns. A literal type, so constexpr validation can return
 /// it; converts to `true` when it reports a problem:
@@ -81,93 +94,109 @@ struct diagnostic {
   std::size_t other_node = 0;    // duplicate_host: the earlier node with the same host
   std::size_t position = 0;      // bad_host / bad_role: offset of the offending character
   host_issue issue = host_issue::none;  // bad_host: what is wrong with the name
-  long long limit = 0;           // *_out_of_range: the exclusive bound; world_size_overflow: INT_MAX
+  long long limit = 0;           // *_out_of_range: the exclusive bound; world_size_overflow: INT_MAX;
+                                 // *_mismatch: the planned value
+  std::string_view variable;     // env_* and *_mismatch: the environment variable; launch
+                                 // options: the option; its offending text is in `text`
+  std::string_view text;         // the offending text (an address, a variable's value)
 
   constexpr explicit operator bool() const noexcept { return code != errc::ok; }
 
   /// For people: "node 1 ('gpu-b'): nproc must be at least 1, got 0".
   [[nodiscard]] std::string message() const {
-    std::string out;
-    const auto num = [](auto v) { return std::to_string(v); };
-    const auto node_prefix = [&] {
-      out += "node " + num(node) + " (";
-      detail::append_quoted(out, host);
-      out += "): ";
-    };
+    using detail::concat;
+    const std::string who = concat("node ", node, " (", detail::quoted(host), "): ");
     switch (code) {
       case errc::ok:
         return "no problem";
       case errc::empty_cluster:
         return "the cluster has no nodes";
       case errc::bad_nproc:
-        node_prefix();
-        out += "nproc must be at least 1, got " + num(value);
-        return out;
+        return concat(who, "nproc must be at least 1, got ", value);
       case errc::world_size_overflow:
-        node_prefix();
-        out += "world size would be " + num(value) + ", more than " + num(limit) +
-               " (torch.distributed ranks are 32-bit)";
-        return out;
+        return concat(who, "world size would be ", value, ", more than ", limit,
+                      " (torch.distributed ranks are 32-bit)");
       case errc::bad_host:
-        node_prefix();
-        out += "host is not a valid RFC 1123 name or IP literal: ";
-        out += host_issue_text();
-        return out;
+        return concat(who, "host is not a valid RFC 1123 name or IP literal: ", host_issue_text());
       case errc::duplicate_host:
-        node_prefix();
-        out += "host is also node " + num(other_node) +
-               "; two agents on one host must be allowed explicitly (allow_duplicate_hosts)";
-        return out;
+        return concat(who, "host is also node ", other_node,
+                      "; two agents on one host must be allowed explicitly (allow_duplicate_hosts)");
       case errc::empty_role:
-        node_prefix();
-        out += "role is empty";
-        return out;
+        return concat(who, "role is empty");
       case errc::bad_role:
-        node_prefix();
-        out += "role ";
-        detail::append_quoted(out, role);
-        out += position == 0 && !role.empty() && role[0] == '-'
-                   ? " starts with '-', which torchrun would read as an option"
-                   : " has a blank or control character at position " + num(position);
-        return out;
+        if (!role.empty() && role[0] == '-')
+          return concat(who, "role ", detail::quoted(role), " starts with '-', which torchrun would read as an option");
+        return concat(who, "role ", detail::quoted(role), " has a blank or control character at position ", position);
       case errc::node_out_of_range:
-        return "node index " + num(value) + " is out of range: the cluster has " + num(limit) +
-               " nodes";
+        return concat("node index ", value, " is out of range: the cluster has ", limit, " nodes");
       case errc::local_rank_out_of_range:
-        node_prefix();
-        out += "local rank " + num(value) + " is out of range: the node runs " + num(limit) +
-               " workers";
-        return out;
+        return concat(who, "local rank ", value, " is out of range: the node runs ", limit, " workers");
       case errc::global_rank_out_of_range:
-        return "global rank " + num(value) + " is out of range: the world size is " + num(limit);
+        return concat("global rank ", value, " is out of range: the world size is ", limit);
+      case errc::bad_port:
+        return concat("master_port must be 1..65535, got ", value);
+      case errc::bad_master_addr:
+        return concat("master_addr ", detail::quoted(text), " is not a valid host name or IP literal");
+      case errc::missing_rdzv_id:
+        return "the c10d rendezvous needs an rdzv_id shared by every node of the job";
+      case errc::empty_script:
+        return "no training script given";
+      case errc::empty_program:
+        return "no launcher program given (program is empty)";
+      case errc::bad_max_restarts:
+        return concat("max_restarts must be 0 or more, got ", value);
+      case errc::ranks_decided_at_rendezvous:
+        return "with the c10d rendezvous torchrun orders the nodes by host name and process id when "
+               "they meet, so RANK, GROUP_RANK, ROLE_RANK and MASTER_ADDR cannot be known in advance; "
+               "use the static rendezvous to fix them";
+      case errc::dash_flags_need_torch_2:
+        return concat("dash flag spellings (--nproc-per-node) need torch 2.0 or later; the options name torch ",
+                      value / 100, ".", value % 100, " (use flag_style::underscore, which every torch accepts)");
+      case errc::too_few_processes:
+        return concat("accelerate launch --multi_gpu needs at least 2 processes; this job has ", value);
+      case errc::env_missing:
+        return concat(variable, " is not set; was this process started by torchrun (or with worker_env)?");
+      case errc::env_not_a_number:
+        return concat(variable, "=", detail::quoted(text), " is not an integer");
+      case errc::world_size_mismatch:
+        return concat("WORLD_SIZE is ", value, " but the plan's world size is ", limit);
+      case errc::group_rank_out_of_range:
+        return concat("GROUP_RANK ", value, " is not a node of the plan, which has ", limit, " nodes");
+      case errc::local_world_size_mismatch:
+        return concat(who, "started with LOCAL_WORLD_SIZE ", value, " (--nproc_per_node), but the plan gives it ",
+                      limit, " workers");
+      case errc::rank_mismatch:
+        return concat(who, "RANK is ", value, " but the plan gives LOCAL_RANK ", position, " the global rank ", limit);
+      case errc::identical_workers_on_heterogeneous:
+        return "TORCH_ELASTIC_WORKER_IDENTICAL=1 makes torchrun assume every node runs this node's worker "
+               "count, which breaks RANK and WORLD_SIZE when nodes differ; unset it";
     }
     return "unknown problem";
   }
 
  private:
   std::string host_issue_text() const {
-    const std::string at = " at position " + std::to_string(position);
+    using detail::concat;
     switch (issue) {
       case host_issue::none: return "no problem";
       case host_issue::empty: return "it is empty";
       case host_issue::too_long: return "it is longer than 253 characters";
       case host_issue::bad_character: {
-        std::string out = "character ";
         const char c = position < host.size() ? host[position] : '?';
-        detail::append_quoted(out, std::string_view(&c, 1));
-        out += at + " is not allowed";
-        if (c == '[' || c == ']') out += " (write IPv6 addresses without brackets)";
-        else if (c == '%') out += " (IPv6 zone ids are not supported by torchrun)";
-        else if (c == '_') out += " (allow it with allow_underscore)";
-        return out;
+        const char* hint = c == '[' || c == ']' ? " (write IPv6 addresses without brackets)"
+                           : c == '%'           ? " (IPv6 zone ids are not supported by torchrun)"
+                           : c == '_'           ? " (allow it with allow_underscore)"
+                                                : "";
+        return concat("character ", detail::quoted(std::string_view(&c, 1)), " at position ", position,
+                      " is not allowed", hint);
       }
-      case host_issue::empty_label: return "empty label" + at;
-      case host_issue::label_too_long: return "label longer than 63 characters" + at;
-      case host_issue::hyphen_at_label_edge: return "a label starts or ends with '-'" + at;
+      case host_issue::empty_label: return concat("empty label at position ", position);
+      case host_issue::label_too_long: return concat("label longer than 63 characters at position ", position);
+      case host_issue::hyphen_at_label_edge: return concat("a label starts or ends with '-' at position ", position);
       case host_issue::numeric_not_ipv4:
         return "an all-numeric name that is not a dotted quad (resolvers read it as an IPv4 address)";
-      case host_issue::bad_ipv4: return "invalid IPv4 address" + at;
-      case host_issue::bad_ipv6: return "invalid IPv6 address" + at;
+      case host_issue::bad_ipv4: return concat("invalid IPv4 address at position ", position);
+      case host_issue::bad_ipv6: return concat("invalid IPv6 address at position ", position);
     }
     return "unknown";
   }

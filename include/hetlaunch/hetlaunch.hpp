@@ -8,5 +8,6 @@
 #include "node_spec.hpp"
 #include "diagnostic.hpp"
 #include "cluster.hpp"
+#include "torchrun.hpp"
 
 #endif  // HETLAUNCH_HETLAUNCH_HPP

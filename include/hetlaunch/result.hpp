@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "detail/config.hpp"
+#include "detail/text.hpp"
 
 #if HETLAUNCH_USE_EXCEPTIONS
 #include <stdexcept>
@@ -27,7 +28,7 @@ struct parse_error {
   /// "line 3, column 11: slots must be a positive integer, got '0'" (or just the message).
   [[nodiscard]] std::string to_string() const {
     if (line == 0) return message;
-    return "line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + message;
+    return detail::concat("line ", line, ", column ", column, ": ", message);
   }
   friend bool operator==(const parse_error& a, const parse_error& b) {
     return a.line == b.line && a.column == b.column && a.message == b.message;

@@ -84,6 +84,57 @@ namespace detail {
   ((condition) ? void(0) : ::hetlaunch::detail::precondition_violated(message))
 
 #endif  // HETLAUNCH_DETAIL_CONFIG_HPP
+// ---- hetlaunch/detail/text.hpp
+// hetlaunch: building message text.
+#ifndef HETLAUNCH_DETAIL_TEXT_HPP
+#define HETLAUNCH_DETAIL_TEXT_HPP
+
+#include <string_view>
+
+namespace hetlaunch {
+namespace detail {
+
+inline void append_piece(std::string& out, std::string_view text) { out.append(text.data(), text.size()); }
+template <class Int, std::enable_if_t<std::is_integral<Int>::value && !std::is_same<Int, char>::value &&
+                                          !std::is_same<Int, bool>::value, int> = 0>
+void append_piece(std::string& out, Int value) {
+  out += std::to_string(value);
+}
+
+// Joins text and integers by appending. Not `"a" + std::string(...)`: GCC 12 at -O3 reports a
+// false -Wrestrict on that pattern, which would break users who build with -Werror.
+template <class... Pieces>
+std::string concat(const Pieces&... pieces) {
+  std::string out;
+  (append_piece(out, pieces), ...);
+  return out;
+}
+
+// Quotes text for an error message; bytes that would garble a terminal are shown as escapes.
+inline void append_quoted(std::string& out, std::string_view text) {
+  static constexpr char hex[] = "0123456789abcdef";
+  out += '\'';
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\\' || c == '\'') { out += '\\'; out += ch; }
+    else if (c < 0x20 || c == 0x7f) { out += "\\x"; out += hex[c >> 4]; out += hex[c & 15]; }
+    else out += ch;
+  }
+  out += '\'';
+}
+inline std::string quoted(std::string_view text) {
+  std::string out;
+  append_quoted(out, text);
+  return out;
+}
+
+}  // namespace detail
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_DETAIL_TEXT_HPP
 
 #if HETLAUNCH_USE_EXCEPTIONS
 #include <stdexcept>
@@ -101,7 +152,7 @@ struct parse_error {
   /// "line 3, column 11: slots must be a positive integer, got '0'" (or just the message).
   [[nodiscard]] std::string to_string() const {
     if (line == 0) return message;
-    return "line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + message;
+    return detail::concat("line ", line, ", column ", column, ": ", message);
   }
   friend bool operator==(const parse_error& a, const parse_error& b) {
     return a.line == b.line && a.column == b.column && a.message == b.message;
@@ -200,7 +251,6 @@ class [[nodiscard]] result {
 #ifndef HETLAUNCH_NODE_SPEC_HPP
 #define HETLAUNCH_NODE_SPEC_HPP
 
-#include <string_view>
 
 namespace hetlaunch {
 
@@ -445,6 +495,24 @@ enum class errc : int {
   node_out_of_range = 8,         // a node index >= node_count()
   local_rank_out_of_range = 9,   // a local rank outside [0, nproc)
   global_rank_out_of_range = 10, // a global rank outside [0, world_size)
+  // Launch options (torchrun.hpp).
+  bad_port = 11,                 // master_port outside 1..65535
+  bad_master_addr = 12,          // master_addr not a valid host or IP literal
+  missing_rdzv_id = 13,          // c10d without an rdzv_id
+  empty_script = 14,             // no training script
+  empty_program = 15,            // no launcher program
+  bad_max_restarts = 16,         // max_restarts < 0
+  ranks_decided_at_rendezvous = 17,  // c10d: torchrun orders agents when they meet
+  dash_flags_need_torch_2 = 18,  // --nproc-per-node spellings exist from torch 2.0
+  too_few_processes = 19,        // accelerate --multi_gpu needs 2 processes or more
+  // A worker's actual environment compared with the plan (check_worker_env).
+  env_missing = 20,              // a variable torchrun always sets is absent
+  env_not_a_number = 21,         // a variable that must be an integer is not
+  world_size_mismatch = 22,      // WORLD_SIZE differs from the plan
+  group_rank_out_of_range = 23,  // GROUP_RANK is not a node of the plan
+  local_world_size_mismatch = 24,  // LOCAL_WORLD_SIZE differs from the node's nproc
+  rank_mismatch = 25,            // RANK is not global_rank(GROUP_RANK, LOCAL_RANK)
+  identical_workers_on_heterogeneous = 26,  // TORCH_ELASTIC_WORKER_IDENTICAL=1 breaks mixed nodes
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -461,32 +529,26 @@ constexpr std::string_view to_string(errc code) noexcept {
     case errc::node_out_of_range: return "node_out_of_range";
     case errc::local_rank_out_of_range: return "local_rank_out_of_range";
     case errc::global_rank_out_of_range: return "global_rank_out_of_range";
+    case errc::bad_port: return "bad_port";
+    case errc::bad_master_addr: return "bad_master_addr";
+    case errc::missing_rdzv_id: return "missing_rdzv_id";
+    case errc::empty_script: return "empty_script";
+    case errc::empty_program: return "empty_program";
+    case errc::bad_max_restarts: return "bad_max_restarts";
+    case errc::ranks_decided_at_rendezvous: return "ranks_decided_at_rendezvous";
+    case errc::dash_flags_need_torch_2: return "dash_flags_need_torch_2";
+    case errc::too_few_processes: return "too_few_processes";
+    case errc::env_missing: return "env_missing";
+    case errc::env_not_a_number: return "env_not_a_number";
+    case errc::world_size_mismatch: return "world_size_mismatch";
+    case errc::group_rank_out_of_range: return "group_rank_out_of_range";
+    case errc::local_world_size_mismatch: return "local_world_size_mismatch";
+    case errc::rank_mismatch: return "rank_mismatch";
+    case errc::identical_workers_on_heterogeneous: return "identical_workers_on_heterogeneous";
   }
   return "unknown";
 }
 
-namespace detail {
-// Quotes text for an error message; bytes that would garble a terminal are shown as escapes.
-inline void append_quoted(std::string& out, std::string_view text) {
-  static constexpr char hex[] = "0123456789abcdef";
-  out += '\'';
-  for (char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\\' || c == '\'') { out += '\\'; out += ch; }
-    else if (c < 0x20 || c == 0x7f) { out += "\\x"; out += hex[c >> 4]; out += hex[c & 15]; }
-    else out += ch;
-  }
-  out += '\'';
-}
-inline std::string quoted(std::string_view text) {
-  std::string out;
-  append_quoted(out, text);
-  return out;
-}
-}  // namespace detail
 
 /// One problem, naming the node it concerns. A literal type, so constexpr validation can return
 /// it; converts to `true` when it reports a problem:
@@ -501,93 +563,109 @@ struct diagnostic {
   std::size_t other_node = 0;    // duplicate_host: the earlier node with the same host
   std::size_t position = 0;      // bad_host / bad_role: offset of the offending character
   host_issue issue = host_issue::none;  // bad_host: what is wrong with the name
-  long long limit = 0;           // *_out_of_range: the exclusive bound; world_size_overflow: INT_MAX
+  long long limit = 0;           // *_out_of_range: the exclusive bound; world_size_overflow: INT_MAX;
+                                 // *_mismatch: the planned value
+  std::string_view variable;     // env_* and *_mismatch: the environment variable; launch
+                                 // options: the option; its offending text is in `text`
+  std::string_view text;         // the offending text (an address, a variable's value)
 
   constexpr explicit operator bool() const noexcept { return code != errc::ok; }
 
   /// For people: "node 1 ('gpu-b'): nproc must be at least 1, got 0".
   [[nodiscard]] std::string message() const {
-    std::string out;
-    const auto num = [](auto v) { return std::to_string(v); };
-    const auto node_prefix = [&] {
-      out += "node " + num(node) + " (";
-      detail::append_quoted(out, host);
-      out += "): ";
-    };
+    using detail::concat;
+    const std::string who = concat("node ", node, " (", detail::quoted(host), "): ");
     switch (code) {
       case errc::ok:
         return "no problem";
       case errc::empty_cluster:
         return "the cluster has no nodes";
       case errc::bad_nproc:
-        node_prefix();
-        out += "nproc must be at least 1, got " + num(value);
-        return out;
+        return concat(who, "nproc must be at least 1, got ", value);
       case errc::world_size_overflow:
-        node_prefix();
-        out += "world size would be " + num(value) + ", more than " + num(limit) +
-               " (torch.distributed ranks are 32-bit)";
-        return out;
+        return concat(who, "world size would be ", value, ", more than ", limit,
+                      " (torch.distributed ranks are 32-bit)");
       case errc::bad_host:
-        node_prefix();
-        out += "host is not a valid RFC 1123 name or IP literal: ";
-        out += host_issue_text();
-        return out;
+        return concat(who, "host is not a valid RFC 1123 name or IP literal: ", host_issue_text());
       case errc::duplicate_host:
-        node_prefix();
-        out += "host is also node " + num(other_node) +
-               "; two agents on one host must be allowed explicitly (allow_duplicate_hosts)";
-        return out;
+        return concat(who, "host is also node ", other_node,
+                      "; two agents on one host must be allowed explicitly (allow_duplicate_hosts)");
       case errc::empty_role:
-        node_prefix();
-        out += "role is empty";
-        return out;
+        return concat(who, "role is empty");
       case errc::bad_role:
-        node_prefix();
-        out += "role ";
-        detail::append_quoted(out, role);
-        out += position == 0 && !role.empty() && role[0] == '-'
-                   ? " starts with '-', which torchrun would read as an option"
-                   : " has a blank or control character at position " + num(position);
-        return out;
+        if (!role.empty() && role[0] == '-')
+          return concat(who, "role ", detail::quoted(role), " starts with '-', which torchrun would read as an option");
+        return concat(who, "role ", detail::quoted(role), " has a blank or control character at position ", position);
       case errc::node_out_of_range:
-        return "node index " + num(value) + " is out of range: the cluster has " + num(limit) +
-               " nodes";
+        return concat("node index ", value, " is out of range: the cluster has ", limit, " nodes");
       case errc::local_rank_out_of_range:
-        node_prefix();
-        out += "local rank " + num(value) + " is out of range: the node runs " + num(limit) +
-               " workers";
-        return out;
+        return concat(who, "local rank ", value, " is out of range: the node runs ", limit, " workers");
       case errc::global_rank_out_of_range:
-        return "global rank " + num(value) + " is out of range: the world size is " + num(limit);
+        return concat("global rank ", value, " is out of range: the world size is ", limit);
+      case errc::bad_port:
+        return concat("master_port must be 1..65535, got ", value);
+      case errc::bad_master_addr:
+        return concat("master_addr ", detail::quoted(text), " is not a valid host name or IP literal");
+      case errc::missing_rdzv_id:
+        return "the c10d rendezvous needs an rdzv_id shared by every node of the job";
+      case errc::empty_script:
+        return "no training script given";
+      case errc::empty_program:
+        return "no launcher program given (program is empty)";
+      case errc::bad_max_restarts:
+        return concat("max_restarts must be 0 or more, got ", value);
+      case errc::ranks_decided_at_rendezvous:
+        return "with the c10d rendezvous torchrun orders the nodes by host name and process id when "
+               "they meet, so RANK, GROUP_RANK, ROLE_RANK and MASTER_ADDR cannot be known in advance; "
+               "use the static rendezvous to fix them";
+      case errc::dash_flags_need_torch_2:
+        return concat("dash flag spellings (--nproc-per-node) need torch 2.0 or later; the options name torch ",
+                      value / 100, ".", value % 100, " (use flag_style::underscore, which every torch accepts)");
+      case errc::too_few_processes:
+        return concat("accelerate launch --multi_gpu needs at least 2 processes; this job has ", value);
+      case errc::env_missing:
+        return concat(variable, " is not set; was this process started by torchrun (or with worker_env)?");
+      case errc::env_not_a_number:
+        return concat(variable, "=", detail::quoted(text), " is not an integer");
+      case errc::world_size_mismatch:
+        return concat("WORLD_SIZE is ", value, " but the plan's world size is ", limit);
+      case errc::group_rank_out_of_range:
+        return concat("GROUP_RANK ", value, " is not a node of the plan, which has ", limit, " nodes");
+      case errc::local_world_size_mismatch:
+        return concat(who, "started with LOCAL_WORLD_SIZE ", value, " (--nproc_per_node), but the plan gives it ",
+                      limit, " workers");
+      case errc::rank_mismatch:
+        return concat(who, "RANK is ", value, " but the plan gives LOCAL_RANK ", position, " the global rank ", limit);
+      case errc::identical_workers_on_heterogeneous:
+        return "TORCH_ELASTIC_WORKER_IDENTICAL=1 makes torchrun assume every node runs this node's worker "
+               "count, which breaks RANK and WORLD_SIZE when nodes differ; unset it";
     }
     return "unknown problem";
   }
 
  private:
   std::string host_issue_text() const {
-    const std::string at = " at position " + std::to_string(position);
+    using detail::concat;
     switch (issue) {
       case host_issue::none: return "no problem";
       case host_issue::empty: return "it is empty";
       case host_issue::too_long: return "it is longer than 253 characters";
       case host_issue::bad_character: {
-        std::string out = "character ";
         const char c = position < host.size() ? host[position] : '?';
-        detail::append_quoted(out, std::string_view(&c, 1));
-        out += at + " is not allowed";
-        if (c == '[' || c == ']') out += " (write IPv6 addresses without brackets)";
-        else if (c == '%') out += " (IPv6 zone ids are not supported by torchrun)";
-        else if (c == '_') out += " (allow it with allow_underscore)";
-        return out;
+        const char* hint = c == '[' || c == ']' ? " (write IPv6 addresses without brackets)"
+                           : c == '%'           ? " (IPv6 zone ids are not supported by torchrun)"
+                           : c == '_'           ? " (allow it with allow_underscore)"
+                                                : "";
+        return concat("character ", detail::quoted(std::string_view(&c, 1)), " at position ", position,
+                      " is not allowed", hint);
       }
-      case host_issue::empty_label: return "empty label" + at;
-      case host_issue::label_too_long: return "label longer than 63 characters" + at;
-      case host_issue::hyphen_at_label_edge: return "a label starts or ends with '-'" + at;
+      case host_issue::empty_label: return concat("empty label at position ", position);
+      case host_issue::label_too_long: return concat("label longer than 63 characters at position ", position);
+      case host_issue::hyphen_at_label_edge: return concat("a label starts or ends with '-' at position ", position);
       case host_issue::numeric_not_ipv4:
         return "an all-numeric name that is not a dotted quad (resolvers read it as an IPv4 address)";
-      case host_issue::bad_ipv4: return "invalid IPv4 address" + at;
-      case host_issue::bad_ipv6: return "invalid IPv6 address" + at;
+      case host_issue::bad_ipv4: return concat("invalid IPv4 address at position ", position);
+      case host_issue::bad_ipv6: return concat("invalid IPv6 address at position ", position);
     }
     return "unknown";
   }
@@ -754,6 +832,7 @@ constexpr void compute_role_offsets(std::size_t n, NodeAt node_at, const long lo
 // node ends). Branchless, so its cost is the log2(n) loads and nothing else.
 // Precondition: 0 <= g < offsets[n], offsets non-decreasing.
 constexpr std::size_t node_of_rank(const long long* offsets, std::size_t n, long long g) noexcept {
+  if (n == 0) return 0;
   const long long* base = offsets + 1;
   std::size_t len = n;
   while (len > 1) {
@@ -1284,5 +1363,574 @@ struct static_validation {
                 "hetlaunch: invalid topology (see the message above)")
 
 #endif  // HETLAUNCH_CLUSTER_HPP
+// ---- hetlaunch/torchrun.hpp
+// hetlaunch: every node's torchrun command line and every worker's environment, as torchrun's
+// elastic agent builds them with the static rendezvous.
+#ifndef HETLAUNCH_TORCHRUN_HPP
+#define HETLAUNCH_TORCHRUN_HPP
+
+#include <charconv>
+#include <system_error>
+
+
+namespace hetlaunch {
+
+/// torchrun --rdzv_backend: `static_tcp` (torchrun's `static`, the default) or `c10d`.
+/// Only the static rendezvous honours --node_rank; with c10d torchrun orders the nodes by host
+/// name and process id when they meet, so their ranks cannot be known in advance.
+enum class rendezvous { static_tcp, c10d };
+
+/// How torchrun's options are spelled: `--nproc_per_node` (every torch since 1.9) or
+/// `--nproc-per-node` (torch 2.0 and later only).
+enum class flag_style { underscore, dash };
+
+/// The torch the nodes run. It decides the NCCL async-error variable's name
+/// (NCCL_ASYNC_ERROR_HANDLING before 2.2, TORCH_NCCL_ASYNC_ERROR_HANDLING from 2.2) and whether
+/// dash spellings exist (2.0).
+struct torch_version {
+  int major = 2;
+  int minor = 5;
+  [[nodiscard]] constexpr int code() const noexcept { return major * 100 + minor; }
+};
+
+/// What torchrun needs besides the topology.
+struct launch_options {
+  /// static: --master_addr (every node connects here; node 0 hosts the store). c10d: the host of
+  /// --rdzv_endpoint. Empty means node 0's host. IPv6 literals may be given with or without
+  /// brackets.
+  std::string master_addr;
+  int master_port = 29500;
+  rendezvous backend = rendezvous::static_tcp;
+  /// --rdzv_id; workers see it as TORCHELASTIC_RUN_ID. c10d needs a real one ("none" is refused).
+  std::string rdzv_id = "none";
+  int max_restarts = 0;
+  /// The launcher: {"torchrun"}, or {"python3", "-m", "torch.distributed.run"}.
+  std::vector<std::string> program = {"torchrun"};
+  /// Extra torchrun options, placed after hetlaunch's and before the script.
+  std::vector<std::string> torchrun_args;
+  bool module = false;  ///< -m: `script` names a Python module
+  std::string script;   ///< the training script (or module)
+  std::vector<std::string> script_args;
+  flag_style flags = flag_style::underscore;
+  // Additions beyond torchrun's own flags:
+  torch_version torch{};
+  /// Static rendezvous timeout in seconds (--rdzv_conf=timeout=N): how long the agents wait for a
+  /// node that never comes. 0 keeps torchrun's default (900 s).
+  int rendezvous_timeout = 0;
+  /// Direct spawn: the Python interpreter (torchrun uses its own sys.executable).
+  std::string python = "python3";
+};
+
+/// Environment variables as (name, value) pairs, in a documented, stable order.
+using environment = std::vector<std::pair<std::string, std::string>>;
+
+namespace detail {
+
+inline bool safe_for_shell(std::string_view arg) noexcept {
+  if (arg.empty()) return false;
+  for (char c : arg) {
+    const bool plain = is_alpha(c) || is_digit(c) || c == '_' || c == '-' || c == '.' || c == '/' ||
+                       c == ',' || c == ':' || c == '=' || c == '+' || c == '@' || c == '%';
+    if (!plain) return false;
+  }
+  return true;
+}
+
+// "[::1]" -> "::1"; every other address unchanged.
+inline std::string_view unbracketed(std::string_view addr) noexcept {
+  if (addr.size() >= 2 && addr.front() == '[' && addr.back() == ']') return addr.substr(1, addr.size() - 2);
+  return addr;
+}
+
+template <class Topology>
+std::string_view master_host(const Topology& c, const launch_options& o) noexcept {
+  if (!o.master_addr.empty()) return unbracketed(o.master_addr);
+  return c.node_count() ? c.node(0).host : std::string_view();
+}
+
+inline diagnostic launch_problem(errc code) {
+  diagnostic d{};
+  d.code = code;
+  return d;
+}
+
+// Problems of the options alone, and of the node index; the topology's own come first.
+template <class Topology>
+std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node, const launch_options& o,
+                                        bool ranks_needed) {
+  std::vector<diagnostic> out = validate(c);
+  if (node >= c.node_count()) {
+    diagnostic d = launch_problem(errc::node_out_of_range);
+    d.value = static_cast<long long>(node);
+    d.limit = static_cast<long long>(c.node_count());
+    out.push_back(d);
+  }
+  if (o.master_port < 1 || o.master_port > 65535) {
+    diagnostic d = launch_problem(errc::bad_port);
+    d.value = o.master_port;
+    d.variable = "master_port";
+    out.push_back(d);
+  }
+  const std::string_view addr = master_host(c, o);
+  if (c.node_count() && check_host(addr, true).issue != host_issue::none) {
+    diagnostic d = launch_problem(errc::bad_master_addr);
+    d.variable = "master_addr";
+    d.text = addr;
+    out.push_back(d);
+  }
+  if (o.backend == rendezvous::c10d && (o.rdzv_id.empty() || o.rdzv_id == "none"))
+    out.push_back(launch_problem(errc::missing_rdzv_id));
+  if (o.script.empty()) out.push_back(launch_problem(errc::empty_script));
+  if (o.program.empty() || o.program.front().empty()) out.push_back(launch_problem(errc::empty_program));
+  if (o.max_restarts < 0) {
+    diagnostic d = launch_problem(errc::bad_max_restarts);
+    d.value = o.max_restarts;
+    out.push_back(d);
+  }
+  if (o.flags == flag_style::dash && o.torch.code() < 200) {
+    diagnostic d = launch_problem(errc::dash_flags_need_torch_2);
+    d.value = o.torch.code();
+    out.push_back(d);
+  }
+  if (ranks_needed && o.backend == rendezvous::c10d)
+    out.push_back(launch_problem(errc::ranks_decided_at_rendezvous));
+  return out;
+}
+
+inline std::string flag(const launch_options& o, std::string_view name) {
+  std::string out = "--";
+  for (char c : name) out += (o.flags == flag_style::dash && c == '_') ? '-' : c;
+  return out;
+}
+inline std::string flag(const launch_options& o, std::string_view name, std::string_view value) {
+  std::string out = flag(o, name);
+  out += '=';
+  out.append(value.data(), value.size());
+  return out;
+}
+
+template <class Topology>
+result<std::vector<std::string>, diagnostic> torchrun_argv(const Topology& c, std::size_t node,
+                                                           const launch_options& o) {
+  const std::vector<diagnostic> problems = launch_problems(c, node, o, false);
+  if (!problems.empty()) return problems.front();
+  std::vector<std::string> argv = o.program;
+  const node_spec spec = c.node(node);
+  argv.push_back(flag(o, "nnodes", std::to_string(c.node_count())));
+  if (o.backend == rendezvous::static_tcp) argv.push_back(flag(o, "node_rank", std::to_string(node)));
+  argv.push_back(flag(o, "nproc_per_node", std::to_string(spec.nproc)));
+  if (spec.role != "default") argv.push_back(flag(o, "role", spec.role));
+  argv.push_back(flag(o, "max_restarts", std::to_string(o.max_restarts)));
+  const std::string_view host = master_host(c, o);
+  if (o.backend == rendezvous::static_tcp) {
+    argv.push_back(flag(o, "master_addr", host));
+    argv.push_back(flag(o, "master_port", std::to_string(o.master_port)));
+    if (o.rendezvous_timeout > 0)
+      argv.push_back(flag(o, "rdzv_conf", concat("timeout=", o.rendezvous_timeout)));
+  } else {
+    argv.push_back(flag(o, "rdzv_backend", "c10d"));
+    argv.push_back(flag(o, "rdzv_endpoint", is_ipv6_literal(host) ? concat("[", host, "]:", o.master_port)
+                                                                 : concat(host, ":", o.master_port)));
+    if (o.rendezvous_timeout > 0)
+      argv.push_back(flag(o, "rdzv_conf", concat("join_timeout=", o.rendezvous_timeout)));
+  }
+  if (o.rdzv_id != "none" || o.backend == rendezvous::c10d) argv.push_back(flag(o, "rdzv_id", o.rdzv_id));
+  argv.insert(argv.end(), o.torchrun_args.begin(), o.torchrun_args.end());
+  if (o.module) argv.push_back("-m");
+  argv.push_back(o.script);
+  argv.insert(argv.end(), o.script_args.begin(), o.script_args.end());
+  return argv;
+}
+
+enum class spawn_mode { torchrun, direct };
+
+template <class Topology>
+result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, int local_rank,
+                                           const launch_options& o, int restart_count, spawn_mode mode) {
+  std::vector<diagnostic> problems = launch_problems(c, node, o, true);
+  if (problems.empty() && (local_rank < 0 || local_rank >= c.nproc(node))) {
+    diagnostic d = launch_problem(errc::local_rank_out_of_range);
+    d.node = node;
+    d.host = c.node(node).host;
+    d.value = local_rank;
+    d.limit = c.nproc(node);
+    problems.push_back(d);
+  }
+  if (!problems.empty()) return problems.front();
+  const node_spec spec = c.node(node);
+  environment env;
+  const auto set = [&env](const char* name, std::string value) { env.emplace_back(name, std::move(value)); };
+  set("LOCAL_RANK", std::to_string(local_rank));
+  set("RANK", std::to_string(c.global_rank(node, local_rank)));
+  set("GROUP_RANK", std::to_string(node));
+  set("ROLE_RANK", std::to_string(c.role_rank(node, local_rank)));
+  set("ROLE_NAME", std::string(spec.role));
+  set("LOCAL_WORLD_SIZE", std::to_string(spec.nproc));
+  set("WORLD_SIZE", std::to_string(c.world_size()));
+  set("GROUP_WORLD_SIZE", std::to_string(c.node_count()));
+  set("ROLE_WORLD_SIZE", std::to_string(c.role_world_size(node)));
+  set("MASTER_ADDR", std::string(master_host(c, o)));
+  set("MASTER_PORT", std::to_string(o.master_port));
+  if (mode == spawn_mode::torchrun) {
+    set("TORCHELASTIC_RESTART_COUNT", std::to_string(restart_count));
+    set("TORCHELASTIC_MAX_RESTARTS", std::to_string(o.max_restarts));
+    set("TORCHELASTIC_RUN_ID", o.rdzv_id);
+    set("TORCHELASTIC_USE_AGENT_STORE", "True");
+  } else {
+    // No agent hosts a store: worker RANK 0 must host it. "True" would make every rank a client.
+    set("TORCHELASTIC_USE_AGENT_STORE", "False");
+  }
+  set(o.torch.code() >= 202 ? "TORCH_NCCL_ASYNC_ERROR_HANDLING" : "NCCL_ASYNC_ERROR_HANDLING", "1");
+  if (spec.nproc > 1) set("OMP_NUM_THREADS", "1");
+  return env;
+}
+
+}  // namespace detail
+
+/// Quotes one argument for POSIX sh: unchanged when it is made only of characters sh never
+/// interprets, else in single quotes with each ' written as '\''. Empty gives ''.
+/// Precondition: no NUL byte (no process argument can hold one).
+[[nodiscard]] inline std::string shell_quote(std::string_view arg) {
+  if (detail::safe_for_shell(arg)) return std::string(arg);
+  std::string out = "'";
+  for (char c : arg) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  out += '\'';
+  return out;
+}
+
+/// Joins an argv into one line for POSIX sh: `sh -c "$(shell_join(argv))"` runs exactly argv,
+/// whatever bytes the arguments hold (quotes, $(), backticks, newlines, globs, blanks, '').
+[[nodiscard]] inline std::string shell_join(const std::vector<std::string>& argv) {
+  std::string out;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    if (i) out += ' ';
+    out += shell_quote(argv[i]);
+  }
+  return out;
+}
+
+/// Every problem that stops `node` of `c` from being launched with `options`, in order: the
+/// topology's (validate), then the node index, master_port, master_addr, rdzv_id (c10d), script,
+/// program, max_restarts and flag style. Empty when the launch is sound.
+[[nodiscard]] inline std::vector<diagnostic> validate_launch(const cluster& c, std::size_t node,
+                                                             const launch_options& options) {
+  return detail::launch_problems(c, node, options, false);
+}
+
+/// torchrun's argv for `node`: program, then --nnodes, --node_rank (static), --nproc_per_node
+/// (this node's own count), --role (when not "default"), --max_restarts, the rendezvous
+/// (--master_addr/--master_port, or --rdzv_backend=c10d --rdzv_endpoint=HOST:PORT with IPv6
+/// bracketed), --rdzv_id (when set), the extra torchrun_args, -m, the script and its arguments.
+/// Full option names only, all before the script. The first problem (see validate_launch) is
+/// the error.
+///
+/// Example, node 1 of {{"gpu-a", 8}, {"gpu-b", 4}} with script "train.py":
+///   torchrun --nnodes=2 --node_rank=1 --nproc_per_node=4 --max_restarts=0
+///            --master_addr=gpu-a --master_port=29500 train.py
+[[nodiscard]] inline result<std::vector<std::string>, diagnostic>
+try_torchrun_argv(const cluster& c, std::size_t node, const launch_options& options) {
+  return detail::torchrun_argv(c, node, options);
+}
+template <std::size_t N>
+[[nodiscard]] result<std::vector<std::string>, diagnostic>
+try_torchrun_argv(const fixed_cluster<N>& c, std::size_t node, const launch_options& options) {
+  return detail::torchrun_argv(c, node, options);
+}
+
+/// try_torchrun_argv(...).value(): on a problem throws bad_result_access (or, without
+/// exceptions, reports through HETLAUNCH_ON_FAILURE).
+[[nodiscard]] inline std::vector<std::string> torchrun_argv(const cluster& c, std::size_t node,
+                                                            const launch_options& options) {
+  return try_torchrun_argv(c, node, options).value();
+}
+template <std::size_t N>
+[[nodiscard]] std::vector<std::string> torchrun_argv(const fixed_cluster<N>& c, std::size_t node,
+                                                     const launch_options& options) {
+  return try_torchrun_argv(c, node, options).value();
+}
+
+/// The environment torchrun's agent gives worker `local_rank` of `node` (static rendezvous), with
+/// torchrun's names and values, in this order: LOCAL_RANK RANK GROUP_RANK ROLE_RANK ROLE_NAME
+/// LOCAL_WORLD_SIZE WORLD_SIZE GROUP_WORLD_SIZE ROLE_WORLD_SIZE MASTER_ADDR MASTER_PORT
+/// TORCHELASTIC_RESTART_COUNT TORCHELASTIC_MAX_RESTARTS TORCHELASTIC_RUN_ID
+/// TORCHELASTIC_USE_AGENT_STORE=True, NCCL_ASYNC_ERROR_HANDLING=1 (torch < 2.2) or
+/// TORCH_NCCL_ASYNC_ERROR_HANDLING=1, and OMP_NUM_THREADS=1 when the node runs more than one
+/// worker. torchrun also passes on its own environment; the last two assume it does not already
+/// set them. `restart_count` is TORCHELASTIC_RESTART_COUNT: 0 at the first start, then the
+/// number of failure restarts so far (membership changes do not count).
+/// With the c10d rendezvous the error is ranks_decided_at_rendezvous.
+[[nodiscard]] inline result<environment, diagnostic> try_worker_env(const cluster& c, std::size_t node, int local_rank,
+                                                                    const launch_options& options, int restart_count = 0) {
+  return detail::worker_env(c, node, local_rank, options, restart_count, detail::spawn_mode::torchrun);
+}
+/// try_worker_env(...).value().
+[[nodiscard]] inline environment worker_env(const cluster& c, std::size_t node, int local_rank,
+                                            const launch_options& options, int restart_count = 0) {
+  return try_worker_env(c, node, local_rank, options, restart_count).value();
+}
+template <std::size_t N>
+[[nodiscard]] environment worker_env(const fixed_cluster<N>& c, std::size_t node, int local_rank,
+                                     const launch_options& options, int restart_count = 0) {
+  return detail::worker_env(c, node, local_rank, options, restart_count, detail::spawn_mode::torchrun).value();
+}
+
+/// The environment for a launcher that starts the workers itself, without torchrun: the same
+/// rank variables as worker_env, TORCHELASTIC_USE_AGENT_STORE=False (no agent hosts a store, so
+/// worker RANK 0 hosts it at MASTER_ADDR:MASTER_PORT; claiming an agent store would leave every
+/// rank waiting as a client), and no TORCHELASTIC_RUN_ID / _RESTART_COUNT / _MAX_RESTARTS, so
+/// torch.distributed.is_torchelastic_launched() is false.
+[[nodiscard]] inline result<environment, diagnostic> try_direct_worker_env(const cluster& c, std::size_t node,
+                                                                           int local_rank, const launch_options& options) {
+  return detail::worker_env(c, node, local_rank, options, 0, detail::spawn_mode::direct);
+}
+/// try_direct_worker_env(...).value().
+[[nodiscard]] inline environment direct_worker_env(const cluster& c, std::size_t node, int local_rank,
+                                                   const launch_options& options) {
+  return try_direct_worker_env(c, node, local_rank, options).value();
+}
+
+/// Replaces the local rank in one script argument as torchrun does (Python's
+/// string.Template.safe_substitute with local_rank): "${local_rank}" and "$local_rank" become the
+/// number, "$$" becomes "$", anything else stays as it is.
+[[nodiscard]] inline std::string substitute_local_rank(std::string_view arg, int local_rank) {
+  std::string out;
+  const std::string value = std::to_string(local_rank);
+  const auto ident_char = [](char c, bool first) {
+    return detail::is_alpha(c) || c == '_' || (!first && detail::is_digit(c));
+  };
+  std::size_t i = 0;
+  while (i < arg.size()) {
+    if (arg[i] != '$' || i + 1 == arg.size()) {
+      out += arg[i++];
+      continue;
+    }
+    const char next = arg[i + 1];
+    if (next == '$') {
+      out += '$';
+      i += 2;
+    } else if (next == '{') {
+      std::size_t end = i + 2;
+      while (end < arg.size() && ident_char(arg[end], end == i + 2)) ++end;
+      if (end < arg.size() && arg[end] == '}' && arg.substr(i + 2, end - i - 2) == "local_rank") {
+        out += value;
+        i = end + 1;
+      } else {
+        out += arg[i++];
+      }
+    } else if (ident_char(next, true)) {
+      std::size_t end = i + 1;
+      while (end < arg.size() && ident_char(arg[end], end == i + 1)) ++end;
+      if (arg.substr(i + 1, end - i - 1) == "local_rank") out += value;
+      else out.append(arg.data() + i, end - i);
+      i = end;
+    } else {
+      out += arg[i++];
+    }
+  }
+  return out;
+}
+
+/// The command torchrun's agent runs for a worker, for launchers that start workers themselves:
+/// {python, "-u", ("-m",) script, script_args with the local rank substituted}.
+[[nodiscard]] inline std::vector<std::string> worker_argv(int local_rank, const launch_options& options) {
+  std::vector<std::string> argv = {options.python, "-u"};
+  if (options.module) argv.push_back("-m");
+  argv.push_back(options.script);
+  for (const std::string& a : options.script_args) argv.push_back(substitute_local_rank(a, local_rank));
+  return argv;
+}
+
+/// An environment block for execve / posix_spawn: `vars` over a base environment (usually
+/// `environ`). A base entry is dropped when `vars` sets the same name, and so are the base's
+/// TORCHELASTIC_* and TORCH_ELASTIC_WORKER_IDENTICAL, which describe some other launch.
+/// envp() stays valid while this object lives and is not modified.
+class spawn_environment {
+  std::vector<std::string> entries_;
+  std::vector<char*> pointers_;
+
+ public:
+  spawn_environment(const environment& vars, const char* const* base) {
+    const auto overridden = [&vars](std::string_view name) {
+      if (name.substr(0, 13) == "TORCHELASTIC_" || name == "TORCH_ELASTIC_WORKER_IDENTICAL") return true;
+      for (const auto& v : vars)
+        if (v.first == name) return true;
+      return false;
+    };
+    for (const char* const* e = base; e && *e; ++e) {
+      const std::string_view entry(*e);
+      const std::size_t eq = entry.find('=');
+      if (eq == std::string_view::npos || !overridden(entry.substr(0, eq))) entries_.emplace_back(entry);
+    }
+    for (const auto& v : vars) entries_.push_back(detail::concat(v.first, "=", v.second));
+    for (std::string& s : entries_) pointers_.push_back(s.data());
+    pointers_.push_back(nullptr);
+  }
+  spawn_environment(const spawn_environment&) = delete;
+  spawn_environment& operator=(const spawn_environment&) = delete;
+
+  /// The null-terminated array of "NAME=value" strings.
+  [[nodiscard]] char* const* envp() const noexcept { return pointers_.data(); }
+  [[nodiscard]] const std::vector<std::string>& entries() const noexcept { return entries_; }
+};
+
+namespace detail {
+
+template <class Getenv>
+std::vector<diagnostic> check_worker_env(const cluster& c, Getenv&& get) {
+  std::vector<diagnostic> out;
+  const auto read = [&](const char* name, long long& value) {
+    const char* text = get(name);
+    diagnostic d{};
+    d.variable = name;
+    if (text == nullptr) {
+      d.code = errc::env_missing;
+      out.push_back(d);
+      return false;
+    }
+    const std::string_view s(text);
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size()) {
+      d.code = errc::env_not_a_number;
+      d.text = s;
+      out.push_back(d);
+      return false;
+    }
+    return true;
+  };
+  long long world = 0, group = 0, local_world = 0, rank = 0, local = 0;
+  const bool have_world = read("WORLD_SIZE", world);
+  const bool have_group = read("GROUP_RANK", group);
+  const bool have_local_world = read("LOCAL_WORLD_SIZE", local_world);
+  const bool have_rank = read("RANK", rank);
+  const bool have_local = read("LOCAL_RANK", local);
+  const long long planned_world = c.node_count() ? c.world_size() : 0;
+  if (have_world && world != planned_world) {
+    diagnostic d{};
+    d.code = errc::world_size_mismatch;
+    d.variable = "WORLD_SIZE";
+    d.value = world;
+    d.limit = planned_world;
+    out.push_back(d);
+  }
+  bool mixed = false;
+  for (std::size_t i = 1; i < c.node_count() && !mixed; ++i) mixed = c.nproc(i) != c.nproc(0);
+  const char* identical = get("TORCH_ELASTIC_WORKER_IDENTICAL");
+  if (mixed && identical && std::string_view(identical) == "1") {
+    diagnostic d{};
+    d.code = errc::identical_workers_on_heterogeneous;
+    d.variable = "TORCH_ELASTIC_WORKER_IDENTICAL";
+    out.push_back(d);
+  }
+  if (!have_group) return out;
+  if (group < 0 || static_cast<unsigned long long>(group) >= c.node_count()) {
+    diagnostic d{};
+    d.code = errc::group_rank_out_of_range;
+    d.variable = "GROUP_RANK";
+    d.value = group;
+    d.limit = static_cast<long long>(c.node_count());
+    out.push_back(d);
+    return out;
+  }
+  const auto node = static_cast<std::size_t>(group);
+  const node_spec spec = c.node(node);
+  diagnostic here{};
+  here.node = node;
+  here.host = spec.host;
+  here.role = spec.role;
+  if (have_local_world && local_world != spec.nproc) {
+    diagnostic d = here;
+    d.code = errc::local_world_size_mismatch;
+    d.variable = "LOCAL_WORLD_SIZE";
+    d.value = local_world;
+    d.limit = spec.nproc;
+    out.push_back(d);
+  }
+  if (have_local && (local < 0 || local >= spec.nproc)) {
+    diagnostic d = here;
+    d.code = errc::local_rank_out_of_range;
+    d.variable = "LOCAL_RANK";
+    d.value = local;
+    d.limit = spec.nproc;
+    out.push_back(d);
+  } else if (have_local && have_rank && rank != c.global_rank(node, static_cast<int>(local))) {
+    diagnostic d = here;
+    d.code = errc::rank_mismatch;
+    d.variable = "RANK";
+    d.value = rank;
+    d.position = static_cast<std::size_t>(local);
+    d.limit = c.global_rank(node, static_cast<int>(local));
+    out.push_back(d);
+  }
+  return out;
+}
+
+}  // namespace detail
+
+/// Compares the variables a worker actually got with the plan (static rendezvous), and returns
+/// every disagreement: WORLD_SIZE, GROUP_RANK outside the plan, LOCAL_WORLD_SIZE not the node's
+/// nproc (a node started with the wrong --nproc_per_node), LOCAL_RANK outside the node, RANK not
+/// the planned global rank, missing or non-numeric variables, and TORCH_ELASTIC_WORKER_IDENTICAL=1
+/// on a layout whose nodes differ. `get(name)` returns the value or nullptr, as std::getenv does:
+///   for (const auto& d : hetlaunch::check_worker_env(plan, std::getenv)) std::cerr << d.message();
+/// The diagnostics view the strings `get` returned and the cluster's.
+template <class Getenv>
+[[nodiscard]] std::vector<diagnostic> check_worker_env(const cluster& c, Getenv&& get) {
+  return detail::check_worker_env(c, std::forward<Getenv>(get));
+}
+/// check_worker_env over an environment list (the later of two equal names wins).
+[[nodiscard]] inline std::vector<diagnostic> check_worker_env(const cluster& c, const environment& env) {
+  return detail::check_worker_env(c, [&env](const char* name) -> const char* {
+    const char* found = nullptr;
+    for (const auto& v : env)
+      if (v.first == name) found = v.second.c_str();
+    return found;
+  });
+}
+
+/// The `accelerate launch` argv for machine `node` that really yields the heterogeneous job:
+/// accelerate divides --num_processes by --num_machines to get each machine's
+/// --nproc_per_node, so each machine is given its own nproc times the machine count:
+///   accelerate launch --multi_gpu --num_machines N --machine_rank i --num_processes nproc_i*N
+///     --main_process_ip ADDR --main_process_port PORT --rdzv_backend static
+///     --max_restarts K [-m] script args...
+/// The static backend keeps --machine_rank meaningful. Roles and torchrun_args are not forwarded
+/// (accelerate has no such options); program[0] is ignored in favour of "accelerate".
+[[nodiscard]] inline result<std::vector<std::string>, diagnostic>
+try_accelerate_argv(const cluster& c, std::size_t node, const launch_options& options) {
+  launch_options o = options;
+  o.backend = rendezvous::static_tcp;
+  const std::vector<diagnostic> problems = detail::launch_problems(c, node, o, false);
+  if (!problems.empty()) return problems.front();
+  const long long total = static_cast<long long>(c.nproc(node)) * static_cast<long long>(c.node_count());
+  if (total < 2) {
+    diagnostic d = detail::launch_problem(errc::too_few_processes);
+    d.value = total;
+    return d;
+  }
+  std::vector<std::string> argv = {"accelerate", "launch", "--multi_gpu",
+                                   "--num_machines", std::to_string(c.node_count()),
+                                   "--machine_rank", std::to_string(node),
+                                   "--num_processes", std::to_string(total),
+                                   "--main_process_ip", std::string(detail::master_host(c, o)),
+                                   "--main_process_port", std::to_string(o.master_port),
+                                   "--rdzv_backend", "static",
+                                   "--max_restarts", std::to_string(o.max_restarts)};
+  if (o.module) argv.push_back("-m");
+  argv.push_back(o.script);
+  argv.insert(argv.end(), o.script_args.begin(), o.script_args.end());
+  return argv;
+}
+/// try_accelerate_argv(...).value().
+[[nodiscard]] inline std::vector<std::string> accelerate_argv(const cluster& c, std::size_t node,
+                                                              const launch_options& options) {
+  return try_accelerate_argv(c, node, options).value();
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_TORCHRUN_HPP
 
 #endif  // HETLAUNCH_HETLAUNCH_HPP

@@ -35,7 +35,7 @@ topology random_valid(rng& r) {
   topology t;
   const int n = 1 + r.below(40);
   for (int i = 0; i < n; ++i) {
-    t.hosts.push_back("node" + std::to_string(i));
+    t.hosts.push_back(hetlaunch::detail::concat("node", i));
     t.roles.push_back(std::string(1, static_cast<char>('a' + r.below(3))));
     t.nproc.push_back(1 + r.below(9));
   }
@@ -124,7 +124,7 @@ TEST_SUITE("properties") {
     // Thousands of distinct hosts put many pairs into equal 32-bit hash prefixes' neighbourhood;
     // the result must still be exactly the planted duplicates.
     std::vector<std::string> hosts;
-    for (int i = 0; i < 20000; ++i) hosts.push_back("n" + std::to_string(i));
+    for (int i = 0; i < 20000; ++i) hosts.push_back(hetlaunch::detail::concat("n", i));
     hosts.push_back("N17");
     hosts.push_back("n19999");
     std::vector<hetlaunch::node_spec> specs;

@@ -104,6 +104,7 @@ constexpr void compute_role_offsets(std::size_t n, NodeAt node_at, const long lo
 // node ends). Branchless, so its cost is the log2(n) loads and nothing else.
 // Precondition: 0 <= g < offsets[n], offsets non-decreasing.
 constexpr std::size_t node_of_rank(const long long* offsets, std::size_t n, long long g) noexcept {
+  if (n == 0) return 0;
   const long long* base = offsets + 1;
   std::size_t len = n;
   while (len > 1) {

@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: MIT
+# An end-to-end test worker. Started by torchrun (or by a launcher that spawns workers itself), it
+#  1. optionally runs the env checker, which compares this worker's environment with the plan
+#     through hetlaunch::check_worker_env, and stops with its exit status if they disagree;
+#  2. records the variables torchrun sets, in OUT_DIR/worker-RANK.env;
+#  3. joins one gloo all_reduce of RANK + 1 and records the sum.
+# usage: worker.py OUT_DIR [CHECKER PLAN] [--crash-once]
+import datetime
+import os
+import subprocess
+import sys
+
+KEYS = ["LOCAL_RANK", "RANK", "GROUP_RANK", "ROLE_RANK", "ROLE_NAME", "LOCAL_WORLD_SIZE", "WORLD_SIZE",
+        "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
+        "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE",
+        "NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "OMP_NUM_THREADS"]
+
+
+def main() -> int:
+    out_dir = sys.argv[1]
+    args = [a for a in sys.argv[2:] if a != "--crash-once"]
+    rank = os.environ.get("RANK", "unknown")
+    if len(args) >= 2:
+        checked = subprocess.run([args[0], args[1]], capture_output=True, text=True)
+        with open(os.path.join(out_dir, f"check-{rank}.txt"), "w") as f:
+            f.write(checked.stdout)
+        if checked.returncode != 0:
+            sys.stderr.write(checked.stdout)
+            return checked.returncode
+    restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    if "--crash-once" in sys.argv and restart == "0" and rank == "0":
+        return 7  # fail the first attempt; torchrun restarts the group
+    import torch
+    import torch.distributed as dist
+
+    # After a crash, the other node's workers wait here until the timeout, then torchrun restarts
+    # them too: keep that short when a crash is part of the test.
+    seconds = 15 if "--crash-once" in sys.argv else 60
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=seconds))
+    value = torch.tensor([float(int(rank) + 1)])
+    dist.all_reduce(value)
+    lines = [f"{k}={os.environ.get(k, '<unset>')}" for k in KEYS]
+    lines.append(f"SUM={int(value.item())}")
+    path = os.path.join(out_dir, f"worker-{rank}.env")
+    with open(path + ".tmp", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(path + ".tmp", path)
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

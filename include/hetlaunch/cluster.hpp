@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "detail/topology.hpp"
@@ -112,6 +113,7 @@ class cluster : public detail::topology_queries<cluster> {
   std::vector<long long> offsets_{0};
   std::vector<long long> role_offsets_;
   std::vector<long long> role_totals_;
+  std::vector<std::vector<int>> devices_;  // empty, or one (possibly empty) list per node
 
   node_spec node_unchecked(std::size_t i) const noexcept {
     const entry& e = entries_[i];
@@ -168,6 +170,22 @@ class cluster : public detail::topology_queries<cluster> {
 
   /// The number of nodes: torchrun's --nnodes and GROUP_WORLD_SIZE.
   [[nodiscard]] std::size_t node_count() const noexcept { return entries_.size(); }
+  /// The device ids node i's workers may use (for example after a DeepSpeed-style --include
+  /// filter), or an empty list when the node's devices are not restricted. Every worker of the
+  /// node sees all of them, as with torchrun (CUDA_VISIBLE_DEVICES); worker l uses the l-th.
+  /// Precondition: i < node_count().
+  [[nodiscard]] const std::vector<int>& devices(std::size_t i) const noexcept {
+    HETLAUNCH_DETAIL_EXPECTS(i < node_count(), "devices(i): node index out of range");
+    static const std::vector<int> none;
+    return devices_.empty() ? none : devices_[i];
+  }
+  /// Restricts node i to the given device ids. Precondition: i < node_count().
+  void set_devices(std::size_t i, std::vector<int> ids) {
+    HETLAUNCH_DETAIL_EXPECTS(i < node_count(), "set_devices(i, ids): node index out of range");
+    if (devices_.empty()) devices_.resize(entries_.size());
+    devices_[i] = std::move(ids);
+  }
+
   /// Copies of all node specs (views into this cluster), in node order.
   [[nodiscard]] std::vector<node_spec> nodes() const {
     std::vector<node_spec> out;

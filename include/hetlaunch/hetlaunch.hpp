@@ -9,5 +9,7 @@
 #include "diagnostic.hpp"
 #include "cluster.hpp"
 #include "torchrun.hpp"
+#include "hostfile.hpp"
+#include "slurm.hpp"
 
 #endif  // HETLAUNCH_HETLAUNCH_HPP

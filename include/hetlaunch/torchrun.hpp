@@ -189,6 +189,21 @@ result<std::vector<std::string>, diagnostic> torchrun_argv(const Topology& c, st
 
 enum class spawn_mode { torchrun, direct };
 
+inline std::string join_ids(const std::vector<int>& ids) {
+  std::string out;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(ids[i]);
+  }
+  return out;
+}
+// Only a run-time cluster carries device lists.
+inline const std::vector<int>* node_devices(const cluster& c, std::size_t node) {
+  return c.devices(node).empty() ? nullptr : &c.devices(node);
+}
+template <std::size_t N>
+const std::vector<int>* node_devices(const fixed_cluster<N>&, std::size_t) { return nullptr; }
+
 template <class Topology>
 result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, int local_rank,
                                            const launch_options& o, int restart_count, spawn_mode mode) {
@@ -227,6 +242,7 @@ result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, 
   }
   set(o.torch.code() >= 202 ? "TORCH_NCCL_ASYNC_ERROR_HANDLING" : "NCCL_ASYNC_ERROR_HANDLING", "1");
   if (spec.nproc > 1) set("OMP_NUM_THREADS", "1");
+  if (const std::vector<int>* ids = node_devices(c, node)) set("CUDA_VISIBLE_DEVICES", join_ids(*ids));
   return env;
 }
 
@@ -302,8 +318,10 @@ template <std::size_t N>
 /// LOCAL_WORLD_SIZE WORLD_SIZE GROUP_WORLD_SIZE ROLE_WORLD_SIZE MASTER_ADDR MASTER_PORT
 /// TORCHELASTIC_RESTART_COUNT TORCHELASTIC_MAX_RESTARTS TORCHELASTIC_RUN_ID
 /// TORCHELASTIC_USE_AGENT_STORE=True, NCCL_ASYNC_ERROR_HANDLING=1 (torch < 2.2) or
-/// TORCH_NCCL_ASYNC_ERROR_HANDLING=1, and OMP_NUM_THREADS=1 when the node runs more than one
-/// worker. torchrun also passes on its own environment; the last two assume it does not already
+/// TORCH_NCCL_ASYNC_ERROR_HANDLING=1, OMP_NUM_THREADS=1 when the node runs more than one
+/// worker, and CUDA_VISIBLE_DEVICES when the node carries a device list (cluster::devices): every
+/// worker of the node sees all of the node's devices, as under torchrun, which passes its own
+/// CUDA_VISIBLE_DEVICES on to each worker (so set agent_env's value in torchrun's environment). torchrun also passes on its own environment; the last two assume it does not already
 /// set them. `restart_count` is TORCHELASTIC_RESTART_COUNT: 0 at the first start, then the
 /// number of failure restarts so far (membership changes do not count).
 /// With the c10d rendezvous the error is ranks_decided_at_rendezvous.
@@ -335,6 +353,15 @@ template <std::size_t N>
 [[nodiscard]] inline environment direct_worker_env(const cluster& c, std::size_t node, int local_rank,
                                                    const launch_options& options) {
   return try_direct_worker_env(c, node, local_rank, options).value();
+}
+
+/// What torchrun's own environment on `node` needs beyond the usual: CUDA_VISIBLE_DEVICES when the
+/// node carries a device list (torchrun passes it on to every worker). Empty otherwise.
+[[nodiscard]] inline environment agent_env(const cluster& c, std::size_t node) {
+  environment env;
+  if (node < c.node_count() && !c.devices(node).empty())
+    env.emplace_back("CUDA_VISIBLE_DEVICES", detail::join_ids(c.devices(node)));
+  return env;
 }
 
 /// Replaces the local rank in one script argument as torchrun does (Python's

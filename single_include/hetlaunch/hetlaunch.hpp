@@ -1212,6 +1212,7 @@ class cluster : public detail::topology_queries<cluster> {
   std::vector<long long> offsets_{0};
   std::vector<long long> role_offsets_;
   std::vector<long long> role_totals_;
+  std::vector<std::vector<int>> devices_;  // empty, or one (possibly empty) list per node
 
   node_spec node_unchecked(std::size_t i) const noexcept {
     const entry& e = entries_[i];
@@ -1268,6 +1269,22 @@ class cluster : public detail::topology_queries<cluster> {
 
   /// The number of nodes: torchrun's --nnodes and GROUP_WORLD_SIZE.
   [[nodiscard]] std::size_t node_count() const noexcept { return entries_.size(); }
+  /// The device ids node i's workers may use (for example after a DeepSpeed-style --include
+  /// filter), or an empty list when the node's devices are not restricted. Every worker of the
+  /// node sees all of them, as with torchrun (CUDA_VISIBLE_DEVICES); worker l uses the l-th.
+  /// Precondition: i < node_count().
+  [[nodiscard]] const std::vector<int>& devices(std::size_t i) const noexcept {
+    HETLAUNCH_DETAIL_EXPECTS(i < node_count(), "devices(i): node index out of range");
+    static const std::vector<int> none;
+    return devices_.empty() ? none : devices_[i];
+  }
+  /// Restricts node i to the given device ids. Precondition: i < node_count().
+  void set_devices(std::size_t i, std::vector<int> ids) {
+    HETLAUNCH_DETAIL_EXPECTS(i < node_count(), "set_devices(i, ids): node index out of range");
+    if (devices_.empty()) devices_.resize(entries_.size());
+    devices_[i] = std::move(ids);
+  }
+
   /// Copies of all node specs (views into this cluster), in node order.
   [[nodiscard]] std::vector<node_spec> nodes() const {
     std::vector<node_spec> out;
@@ -1544,6 +1561,21 @@ result<std::vector<std::string>, diagnostic> torchrun_argv(const Topology& c, st
 
 enum class spawn_mode { torchrun, direct };
 
+inline std::string join_ids(const std::vector<int>& ids) {
+  std::string out;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(ids[i]);
+  }
+  return out;
+}
+// Only a run-time cluster carries device lists.
+inline const std::vector<int>* node_devices(const cluster& c, std::size_t node) {
+  return c.devices(node).empty() ? nullptr : &c.devices(node);
+}
+template <std::size_t N>
+const std::vector<int>* node_devices(const fixed_cluster<N>&, std::size_t) { return nullptr; }
+
 template <class Topology>
 result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, int local_rank,
                                            const launch_options& o, int restart_count, spawn_mode mode) {
@@ -1582,6 +1614,7 @@ result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, 
   }
   set(o.torch.code() >= 202 ? "TORCH_NCCL_ASYNC_ERROR_HANDLING" : "NCCL_ASYNC_ERROR_HANDLING", "1");
   if (spec.nproc > 1) set("OMP_NUM_THREADS", "1");
+  if (const std::vector<int>* ids = node_devices(c, node)) set("CUDA_VISIBLE_DEVICES", join_ids(*ids));
   return env;
 }
 
@@ -1657,8 +1690,10 @@ template <std::size_t N>
 /// LOCAL_WORLD_SIZE WORLD_SIZE GROUP_WORLD_SIZE ROLE_WORLD_SIZE MASTER_ADDR MASTER_PORT
 /// TORCHELASTIC_RESTART_COUNT TORCHELASTIC_MAX_RESTARTS TORCHELASTIC_RUN_ID
 /// TORCHELASTIC_USE_AGENT_STORE=True, NCCL_ASYNC_ERROR_HANDLING=1 (torch < 2.2) or
-/// TORCH_NCCL_ASYNC_ERROR_HANDLING=1, and OMP_NUM_THREADS=1 when the node runs more than one
-/// worker. torchrun also passes on its own environment; the last two assume it does not already
+/// TORCH_NCCL_ASYNC_ERROR_HANDLING=1, OMP_NUM_THREADS=1 when the node runs more than one
+/// worker, and CUDA_VISIBLE_DEVICES when the node carries a device list (cluster::devices): every
+/// worker of the node sees all of the node's devices, as under torchrun, which passes its own
+/// CUDA_VISIBLE_DEVICES on to each worker (so set agent_env's value in torchrun's environment). torchrun also passes on its own environment; the last two assume it does not already
 /// set them. `restart_count` is TORCHELASTIC_RESTART_COUNT: 0 at the first start, then the
 /// number of failure restarts so far (membership changes do not count).
 /// With the c10d rendezvous the error is ranks_decided_at_rendezvous.
@@ -1690,6 +1725,15 @@ template <std::size_t N>
 [[nodiscard]] inline environment direct_worker_env(const cluster& c, std::size_t node, int local_rank,
                                                    const launch_options& options) {
   return try_direct_worker_env(c, node, local_rank, options).value();
+}
+
+/// What torchrun's own environment on `node` needs beyond the usual: CUDA_VISIBLE_DEVICES when the
+/// node carries a device list (torchrun passes it on to every worker). Empty otherwise.
+[[nodiscard]] inline environment agent_env(const cluster& c, std::size_t node) {
+  environment env;
+  if (node < c.node_count() && !c.devices(node).empty())
+    env.emplace_back("CUDA_VISIBLE_DEVICES", detail::join_ids(c.devices(node)));
+  return env;
 }
 
 /// Replaces the local rank in one script argument as torchrun does (Python's
@@ -1932,5 +1976,798 @@ try_accelerate_argv(const cluster& c, std::size_t node, const launch_options& op
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_TORCHRUN_HPP
+// ---- hetlaunch/hostfile.hpp
+// hetlaunch: the host lists clusters already have — DeepSpeed and Open MPI hostfiles, MPICH
+// "host:N" files, Horovod "-H h1:4,h2:8" lists — and DeepSpeed's --include/--exclude filters.
+#ifndef HETLAUNCH_HOSTFILE_HPP
+#define HETLAUNCH_HOSTFILE_HPP
+
+#include <algorithm>
+
+
+namespace hetlaunch {
+
+namespace detail {
+
+constexpr bool is_blank(char c) noexcept { return c == ' ' || c == '\t'; }
+
+// A positive decimal int: ASCII digits only (no sign, blanks or locale), at most INT_MAX.
+inline bool positive_int(std::string_view text, int& value) {
+  if (text.empty() || text.size() > 10) return false;
+  long long v = 0;
+  for (char c : text) {
+    if (!is_digit(c)) return false;
+    v = v * 10 + (c - '0');
+  }
+  if (v < 1 || v > INT_MAX) return false;
+  value = static_cast<int>(v);
+  return true;
+}
+
+inline std::string host_problem_text(std::string_view host, const host_check& hc) {
+  diagnostic d{};
+  d.code = errc::bad_host;
+  d.host = host;
+  d.issue = hc.issue;
+  d.position = hc.position;
+  const std::string full = d.message();  // "node 0 ('h'): host is not ...": keep "is not ..."
+  const std::size_t rest = full.find("): host ") + 8;
+  return concat("host ", quoted(host), " ", full.substr(rest));
+}
+
+// The world size check of a parsed list, reported on the line (or column) of the node.
+inline result<cluster> checked_cluster(const std::vector<node_spec>& specs, const std::vector<std::size_t>& lines,
+                                       const std::vector<std::size_t>& columns) {
+  cluster c(specs);
+  long long world = 0;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    world += specs[i].nproc;
+    if (world > INT_MAX)
+      return parse_error{lines[i], columns[i],
+                         concat("the world size would be ", world, ", more than ", INT_MAX,
+                                " (torch.distributed ranks are 32-bit)")};
+  }
+  return c;
+}
+
+inline const char* const slot_keys[] = {"slots", "count", "cpu"};
+inline const char* const max_slot_keys[] = {"max_slots", "max-slots", "slots_max", "slots-max", "cpu_max", "cpu-max",
+                                            "max_cpu", "max-cpu", "count_max", "count-max", "max_count", "max-count"};
+template <std::size_t N>
+bool one_of(std::string_view key, const char* const (&keys)[N]) {
+  for (const char* k : keys)
+    if (key == k) return true;
+  return false;
+}
+
+}  // namespace detail
+
+/// What host-list parsing tolerates.
+struct hostfile_options {
+  /// '_' in host names (RFC 1123 forbids it; some clusters use it).
+  bool allow_underscore = false;
+};
+
+/// Parses a hostfile into a cluster, one node per host line, in file order:
+///   worker-0 slots=8            # DeepSpeed and Open MPI
+///   worker-1 slots=4 max_slots=4
+///   worker-2:2                  # MPICH
+///   worker-3                    # a bare host: 1 slot
+/// `#` starts a comment anywhere on a line; blank lines, tabs and CRLF line ends are fine.
+/// Open MPI's `count=`/`cpu=` mean slots, and `max_slots` (or a synonym such as `max-slots`)
+/// alone sets the slots; max_slots below slots is an error. Hosts must be RFC 1123 names or IP
+/// literals (IPv6 without brackets, and then without `:N`). Any other field, a repeated field, a
+/// host named twice, a count that is not a positive integer, or a file without hosts is an error
+/// with its line and column:
+///   line 3, column 11: slots must be a positive integer, got '0'
+[[nodiscard]] inline result<cluster> parse_hostfile(std::string_view text, hostfile_options options = {}) {
+  std::vector<node_spec> specs;
+  std::vector<std::size_t> lines, columns;
+  std::size_t line_no = 0;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    ++line_no;
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    const std::size_t line_start = pos;
+    pos = end + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const std::size_t hash = line.find('#');
+    if (hash != std::string_view::npos) line = line.substr(0, hash);
+    // Tokens with their columns.
+    std::vector<std::pair<std::string_view, std::size_t>> tokens;
+    for (std::size_t i = 0; i < line.size();) {
+      if (detail::is_blank(line[i])) {
+        ++i;
+        continue;
+      }
+      const std::size_t start = i;
+      while (i < line.size() && !detail::is_blank(line[i])) ++i;
+      tokens.emplace_back(line.substr(start, i - start), start + 1);
+    }
+    if (tokens.empty()) {
+      if (end == text.size()) break;
+      continue;
+    }
+    (void)line_start;
+    const auto error = [&](std::size_t column, std::string message) {
+      return parse_error{line_no, column, std::move(message)};
+    };
+    std::string_view host = tokens[0].first;
+    const std::size_t host_column = tokens[0].second;
+    int slots = 0, max_slots = 0;
+    std::size_t slots_column = 0;
+    const std::size_t colon = host.find(':');
+    if (colon != std::string_view::npos && host.find(':', colon + 1) == std::string_view::npos) {  // MPICH host:N
+      const std::string_view count = host.substr(colon + 1);
+      if (!detail::positive_int(count, slots))
+        return error(host_column + colon + 1,
+                     detail::concat("slots must be a positive integer, got ", detail::quoted(count)));
+      slots_column = host_column + colon + 1;
+      host = host.substr(0, colon);
+    }
+    const detail::host_check hc = detail::check_host(host, options.allow_underscore);
+    if (hc.issue != host_issue::none) return error(host_column + hc.position, detail::host_problem_text(host, hc));
+    for (std::size_t t = 1; t < tokens.size(); ++t) {
+      const std::string_view field = tokens[t].first;
+      const std::size_t column = tokens[t].second;
+      const std::size_t eq = field.find('=');
+      const std::string_view key = field.substr(0, eq);
+      const bool is_slots = eq != std::string_view::npos && detail::one_of(key, detail::slot_keys);
+      const bool is_max = eq != std::string_view::npos && detail::one_of(key, detail::max_slot_keys);
+      if (!is_slots && !is_max)
+        return error(column, detail::concat("unexpected ", detail::quoted(field), "; expected slots=N or max_slots=N"));
+      int value = 0;
+      const std::string_view number = field.substr(eq + 1);
+      if (!detail::positive_int(number, value))
+        return error(column + eq + 1, detail::concat(is_slots ? "slots" : "max_slots", " must be a positive integer, got ",
+                                                     detail::quoted(number)));
+      int& target = is_slots ? slots : max_slots;
+      if (target != 0)
+        return error(column, detail::concat(is_slots ? "slots" : "max_slots", " is given twice for host ",
+                                            detail::quoted(host)));
+      target = value;
+      if (is_slots) slots_column = column + eq + 1;
+    }
+    if (max_slots != 0 && slots != 0 && max_slots < slots)
+      return error(slots_column, detail::concat("max_slots (", max_slots, ") is less than slots (", slots, ")"));
+    if (slots == 0) slots = max_slots != 0 ? max_slots : 1;
+    for (std::size_t k = 0; k < specs.size(); ++k)
+      if (detail::compare_host(specs[k].host, host) == 0)
+        return error(host_column, detail::concat("host ", detail::quoted(host), " is already on line ", lines[k]));
+    specs.push_back({host, slots});
+    lines.push_back(line_no);
+    columns.push_back(host_column);
+    if (end == text.size()) break;
+  }
+  if (specs.empty()) return parse_error{1, 1, "the hostfile names no hosts"};
+  return detail::checked_cluster(specs, lines, columns);
+}
+
+/// Parses a Horovod-style host list, "h1:4,h2:8": comma-separated `host:slots` with blanks
+/// allowed around items; every item needs its slot count. Errors have line 1 and the column of
+/// the offending item (a host named twice, a count that is not a positive integer, an empty
+/// item). IPv6 literals cannot be written here (the ':' is the count's).
+[[nodiscard]] inline result<cluster> parse_host_list(std::string_view text, hostfile_options options = {}) {
+  std::vector<node_spec> specs;
+  std::vector<std::size_t> lines, columns;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    std::size_t b = start, e = comma;
+    while (b < e && detail::is_blank(text[b])) ++b;
+    while (e > b && detail::is_blank(text[e - 1])) --e;
+    const std::string_view item = text.substr(b, e - b);
+    const std::size_t column = b + 1;
+    if (item.empty()) return parse_error{1, column, "empty item; expected host:slots"};
+    const std::size_t colon = item.rfind(':');
+    if (colon == std::string_view::npos)
+      return parse_error{1, column, detail::concat(detail::quoted(item), " has no slot count; expected host:slots")};
+    const std::string_view host = item.substr(0, colon);
+    if (host.find(':') != std::string_view::npos)
+      return parse_error{1, column, "IPv6 addresses cannot be written in host:slots lists"};
+    int slots = 0;
+    if (!detail::positive_int(item.substr(colon + 1), slots))
+      return parse_error{1, column + colon + 1, detail::concat("slots must be a positive integer, got ",
+                                                               detail::quoted(item.substr(colon + 1)))};
+    const detail::host_check hc = detail::check_host(host, options.allow_underscore);
+    if (hc.issue != host_issue::none) return parse_error{1, column + hc.position, detail::host_problem_text(host, hc)};
+    for (std::size_t k = 0; k < specs.size(); ++k)
+      if (detail::compare_host(specs[k].host, host) == 0)
+        return parse_error{1, column, detail::concat("host ", detail::quoted(host), " is already at column ", columns[k])};
+    specs.push_back({host, slots});
+    lines.push_back(1);
+    columns.push_back(column);
+    if (comma == text.size()) break;
+    start = comma + 1;
+  }
+  return detail::checked_cluster(specs, lines, columns);
+}
+
+/// Applies DeepSpeed's --include or --exclude filter to a cluster:
+///   include "worker-0@worker-1:0,2"  keeps all of worker-0's devices and devices 0 and 2 of worker-1
+///   exclude "worker-1:0"             keeps everything but device 0 of worker-1
+/// Nodespecs are separated by '@'; `host` alone means all of its devices (DeepSpeed's documented
+/// meaning, which its code lost in 0.15.2). A node's devices are cluster::devices(i), or 0 ..
+/// nproc-1 when it has none. The result keeps the cluster's node order; each kept node runs one
+/// worker per selected device and carries the list (CUDA_VISIBLE_DEVICES). Errors, with the
+/// column: both filters given, an unknown host, a device the host does not have (upstream
+/// accepts it), a malformed device id, an IPv6 host (the ':' is the devices'), and a filter that
+/// leaves no device.
+[[nodiscard]] inline result<cluster> filter_devices(const cluster& c, std::string_view include,
+                                                    std::string_view exclude = {}) {
+  if (!include.empty() && !exclude.empty()) return parse_error{1, 1, "include and exclude are mutually exclusive"};
+  const bool including = !include.empty();
+  const std::string_view text = including ? include : exclude;
+  const std::size_t n = c.node_count();
+  std::vector<std::vector<int>> available(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    available[i] = c.devices(i);
+    if (available[i].empty())
+      for (int d = 0; d < c.nproc(i); ++d) available[i].push_back(d);
+  }
+  // named[i]: the node is in the filter; chosen[i]: its listed devices (empty = all of them).
+  std::vector<bool> named(n, false), whole(n, false);
+  std::vector<std::vector<int>> chosen(n);
+  std::size_t start = 0;
+  while (!text.empty()) {
+    std::size_t at = text.find('@', start);
+    if (at == std::string_view::npos) at = text.size();
+    const std::string_view spec = text.substr(start, at - start);
+    const std::size_t column = start + 1;
+    if (spec.empty()) return parse_error{1, column, "empty node spec; expected host or host:0,1"};
+    const std::size_t colon = spec.find(':');
+    if (colon != std::string_view::npos && spec.find(':', colon + 1) != std::string_view::npos)
+      return parse_error{1, column, "IPv6 hosts cannot be named in include/exclude filters"};
+    const std::string_view host = spec.substr(0, colon);
+    std::size_t node = n;
+    for (std::size_t i = 0; i < n && node == n; ++i)
+      if (detail::compare_host(c.node(i).host, host) == 0) node = i;
+    if (node == n) return parse_error{1, column, detail::concat("host ", detail::quoted(host), " is not in the cluster")};
+    named[node] = true;
+    if (colon == std::string_view::npos) {
+      whole[node] = true;
+    } else {
+      std::size_t s = colon + 1;
+      while (true) {
+        std::size_t comma = spec.find(',', s);
+        if (comma == std::string_view::npos) comma = spec.size();
+        const std::string_view id_text = spec.substr(s, comma - s);
+        int id = 0;
+        if (!(id_text == "0" || detail::positive_int(id_text, id)))
+          return parse_error{1, column + s, detail::concat("device id must be a non-negative integer, got ",
+                                                           detail::quoted(id_text))};
+        if (std::find(available[node].begin(), available[node].end(), id) == available[node].end()) {
+          std::string ids;
+          for (std::size_t k = 0; k < available[node].size(); ++k)
+            ids += detail::concat(k ? "," : "", available[node][k]);
+          return parse_error{1, column + s, detail::concat("device ", id, " is not on host ", detail::quoted(host),
+                                                           ", which has devices ", ids)};
+        }
+        chosen[node].push_back(id);
+        if (comma == spec.size()) break;
+        s = comma + 1;
+      }
+    }
+    if (at == text.size()) break;
+    start = at + 1;
+  }
+  std::vector<node_spec> specs;
+  std::vector<std::vector<int>> kept;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<int> ids;
+    for (int d : available[i]) {
+      const bool listed = whole[i] || std::find(chosen[i].begin(), chosen[i].end(), d) != chosen[i].end();
+      if (including ? (named[i] && listed) : !(named[i] && listed)) ids.push_back(d);
+    }
+    if (ids.empty()) continue;
+    node_spec s = c.node(i);
+    s.nproc = static_cast<int>(ids.size());
+    specs.push_back(s);
+    kept.push_back(std::move(ids));
+  }
+  if (specs.empty()) return parse_error{1, 1, "the filter leaves no devices"};
+  cluster out(specs);
+  for (std::size_t i = 0; i < kept.size(); ++i) out.set_devices(i, std::move(kept[i]));
+  return out;
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_HOSTFILE_HPP
+// ---- hetlaunch/slurm.hpp
+// hetlaunch: Slurm host lists ("gpu[01-04],cpu7"), task counts ("2(x3),1") and the job
+// environment, with Slurm's own semantics and errors where Slurm would silently go wrong.
+#ifndef HETLAUNCH_SLURM_HPP
+#define HETLAUNCH_SLURM_HPP
+
+
+
+namespace hetlaunch {
+
+namespace detail {
+
+// Slurm's limits (src/common/hostlist.c): hosts in one range item, items in one bracket, and
+// hosts of one bracket that is not the last of its name.
+constexpr unsigned long long slurm_max_range = 65536;
+constexpr std::size_t slurm_max_ranges = 256 * 1024;
+constexpr unsigned long long slurm_max_prefix_count = 65536;
+
+constexpr bool is_hostlist_separator(char c) noexcept { return c == ',' || c == ' ' || c == '\t' || c == '\n'; }
+constexpr bool is_c_space(char c) noexcept {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+struct slurm_range {
+  unsigned long long lo = 0, hi = 0;
+  std::size_t width = 0;  // printed with at least this many digits: the low bound's text length
+};
+
+struct hostlist_parser {
+  std::string_view expr;
+  std::size_t max_hosts;
+  parse_error error{};
+  bool failed = false;
+
+  bool fail(std::size_t offset, std::string message) {
+    if (!failed) error = {1, offset + 1, std::move(message)};
+    failed = true;
+    return false;
+  }
+
+  // strtoul's grammar as Slurm relies on it: blanks, an optional '+', decimal digits. Returns the
+  // end of the digits (== start when there are none). Unlike strtoul, overflow is an error.
+  bool parse_number(std::string_view text, std::size_t offset, std::size_t& end, unsigned long long& value) {
+    std::size_t i = 0;
+    while (i < text.size() && is_c_space(text[i])) ++i;
+    if (i < text.size() && text[i] == '+') ++i;
+    const std::size_t digits = i;
+    value = 0;
+    for (; i < text.size() && is_digit(text[i]); ++i) {
+      const unsigned d = static_cast<unsigned>(text[i] - '0');
+      if (value > (~0ull - d) / 10)
+        return fail(offset, concat("number ", quoted(text.substr(digits)), " is too large"));
+      value = value * 10 + d;
+    }
+    end = i == digits ? 0 : i;
+    return true;
+  }
+
+  // One item of a bracket: "7", "01-10", as _parse_single_range reads it.
+  bool parse_range(std::string_view item, std::size_t offset, slurm_range& out) {
+    const std::string shown = quoted(item);
+    if (item.find('x') != std::string_view::npos)
+      return fail(offset, concat("invalid range ", shown, ": 'x' (box syntax) is for multi-dimensional clusters"));
+    const std::size_t dash = item.find('-');
+    const std::string_view lo_text = item.substr(0, dash);
+    const std::string_view hi_text = dash == std::string_view::npos ? std::string_view() : item.substr(dash + 1);
+    if (!hi_text.empty() && hi_text[0] == '-')
+      return fail(offset, concat("invalid range ", shown, ": negative numbers are not allowed"));
+    std::size_t lo_end = 0, hi_end = 0;
+    if (!parse_number(lo_text, offset, lo_end, out.lo)) return false;
+    if (lo_end == 0) {
+      if (item.empty()) return fail(offset, "empty range item");
+      if (lo_text.empty()) return fail(offset, concat("invalid range ", shown, ": negative numbers are not allowed"));
+      return fail(offset, concat("invalid range ", shown, ": expected a number"));
+    }
+    out.width = lo_text.size();
+    if (!hi_text.empty()) {
+      if (!parse_number(hi_text, offset, hi_end, out.hi)) return false;
+      if (hi_end == 0) return fail(offset, concat("invalid range ", shown, ": expected a number after '-'"));
+      if (hi_end != hi_text.size())
+        return fail(offset, concat("invalid range ", shown, ": unexpected text after the high bound (Slurm has no steps)"));
+    } else {
+      out.hi = out.lo;  // "1-" means "1", as in Slurm
+      if (lo_end != lo_text.size()) return fail(offset, concat("invalid range ", shown, ": expected a number"));
+    }
+    if (out.lo > out.hi)
+      return fail(offset, concat("invalid range ", shown, ": the low bound is above the high bound"));
+    if (out.hi - out.lo + 1 > slurm_max_range)
+      return fail(offset, concat("too many hosts in range ", shown, " (Slurm's limit is 65536)"));
+    return true;
+  }
+
+  bool parse_range_list(std::string_view text, std::size_t offset, std::vector<slurm_range>& out) {
+    out.clear();
+    std::size_t start = 0;
+    while (true) {
+      const std::size_t comma = text.find(',', start);
+      const std::string_view item = text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+      if (out.size() == slurm_max_ranges) return fail(offset, "more than 262144 items in one bracket");
+      slurm_range r;
+      if (!parse_range(item, offset + start, r)) return false;
+      out.push_back(r);
+      if (comma == std::string_view::npos) return true;
+      start = comma + 1;
+    }
+  }
+
+  static void append_number(std::string& out, unsigned long long n, std::size_t width) {
+    const std::string digits = std::to_string(n);
+    if (digits.size() < width) out.append(width - digits.size(), '0');
+    out += digits;
+  }
+
+  // Slurm's _push_range_list: brackets left in `prefix` are expanded right to left, each the
+  // outer loop of the ones to its left, with the token's last bracket innermost. Counts when
+  // `out` is null (the first pass, which finds every error and the total before allocating).
+  bool push(const std::string& prefix, std::size_t offset, const std::vector<slurm_range>& ranges,
+            std::string_view suffix, unsigned long long& count, std::vector<std::string>* out) {
+    const std::size_t open = prefix.rfind('[');
+    const std::size_t close = open == std::string::npos ? std::string::npos : prefix.rfind(']');
+    if (open != std::string::npos && close != std::string::npos && close > open) {
+      const std::string pre = prefix.substr(0, open);
+      const std::string post = prefix.substr(close + 1);
+      std::vector<slurm_range> outer;
+      if (!parse_range_list(std::string_view(prefix).substr(open + 1, close - open - 1), offset + open + 1, outer))
+        return false;
+      unsigned long long outer_count = 0;
+      for (const slurm_range& r : outer) {
+        outer_count += r.hi - r.lo + 1;
+        if (outer_count > slurm_max_prefix_count)
+          return fail(offset + open, "a bracket before the last one of a name expands to more than 65536 hosts");
+      }
+      const bool nested = pre.find('[') != std::string::npos;
+      if (out == nullptr) {  // every value of this bracket expands alike: count one and multiply
+        std::string sample = pre;
+        append_number(sample, outer.front().lo, outer.front().width);
+        sample += post;
+        unsigned long long inner = 0;
+        if (nested) {
+          if (!push(sample, offset, ranges, suffix, inner, nullptr)) return false;
+        } else {
+          for (const slurm_range& r : ranges) inner += r.hi - r.lo + 1;
+        }
+        return add(count, outer_count, inner, offset);
+      }
+      for (const slurm_range& r : outer)
+        for (unsigned long long j = r.lo;; ++j) {
+          std::string next = pre;
+          append_number(next, j, r.width);
+          next += post;
+          if (nested) push(next, offset, ranges, suffix, count, out);
+          else emit(next, ranges, suffix, *out);
+          if (j == r.hi) break;
+        }
+      return true;
+    }
+    if (out == nullptr) {
+      unsigned long long n = 0;
+      for (const slurm_range& r : ranges) n += r.hi - r.lo + 1;
+      return add(count, 1, n, offset);
+    }
+    emit(prefix, ranges, suffix, *out);
+    return true;
+  }
+
+  static void emit(const std::string& prefix, const std::vector<slurm_range>& ranges, std::string_view suffix,
+                   std::vector<std::string>& out) {
+    for (const slurm_range& r : ranges)
+      for (unsigned long long n = r.lo;; ++n) {
+        std::string host = prefix;
+        append_number(host, n, r.width);
+        host.append(suffix.data(), suffix.size());
+        out.push_back(std::move(host));
+        if (n == r.hi) break;
+      }
+  }
+
+  // count += a * b, refusing more than max_hosts (so nothing is allocated for a list too long).
+  bool add(unsigned long long& count, unsigned long long a, unsigned long long b, std::size_t offset) {
+    const unsigned long long cap = max_hosts;
+    if (b != 0 && a > (cap + 1) / b + 1) return fail(offset, too_many());
+    const unsigned long long product = a * b;
+    if (product > cap || count + product > cap) return fail(offset, too_many());
+    count += product;
+    return true;
+  }
+  std::string too_many() const { return concat("the host list names more than ", max_hosts, " hosts (max_hosts)"); }
+
+  // One token: a plain name, or prefix[ranges]suffix with earlier brackets inside prefix.
+  bool token(std::string_view tok, std::size_t offset, unsigned long long& count, std::vector<std::string>* out) {
+    const std::size_t open = tok.rfind('[');
+    if (open == std::string_view::npos) {
+      if (out) out->emplace_back(tok);
+      return add(count, 1, 1, offset);
+    }
+    const std::size_t close = tok.find(']', open);
+    if (close == std::string_view::npos) return fail(offset + open, "'[' without a matching ']'");
+    std::vector<slurm_range> ranges;
+    if (!parse_range_list(tok.substr(open + 1, close - open - 1), offset + open + 1, ranges)) return false;
+    return push(std::string(tok.substr(0, open)), offset, ranges, tok.substr(close + 1), count, out);
+  }
+
+  // Tokens end at a separator, except between a '[' and the next ']' (Slurm's _next_tok).
+  template <class Visit>
+  bool each_token(Visit visit) {
+    std::size_t i = 0;
+    while (i < expr.size()) {
+      while (i < expr.size() && is_hostlist_separator(expr[i])) ++i;
+      if (i == expr.size()) break;
+      const std::size_t start = i;
+      while (i < expr.size() && !is_hostlist_separator(expr[i])) {
+        if (expr[i] == '[') {
+          const std::size_t close = expr.find(']', i);
+          i = close == std::string_view::npos ? i + 1 : close + 1;
+        } else {
+          ++i;
+        }
+      }
+      if (!visit(expr.substr(start, i - start), start)) return false;
+    }
+    return true;
+  }
+};
+
+}  // namespace detail
+
+/// Expands a Slurm host list as current Slurm (23.11 and later) does: "gpu[01-03],cpu[1,3]" gives
+/// gpu01 gpu02 gpu03 cpu1 cpu3. Order and duplicates are kept; a range is zero-padded to the
+/// length of its low bound's text ("[08-010]" gives 08 09 10); names may go on after a bracket
+/// ("node[1-2]-ib"); with several brackets in a name the last is the innermost loop and the
+/// others are expanded right to left, Slurm's own order. Separators are ',', blanks, tabs and
+/// newlines, but not inside brackets.
+///
+/// Errors, with the column of the offending text: what Slurm refuses (a '[' without ']', an empty
+/// item, letters, 'x', negative numbers, low above high, step syntax, more than 65536 hosts in
+/// one range), and what Slurm silently turns into garbage: numbers past 2^64 (Slurm saturates),
+/// an empty list, and more than `max_hosts` names in all, found before anything is allocated.
+[[nodiscard]] inline result<std::vector<std::string>> expand_hostlist(std::string_view expr,
+                                                                      std::size_t max_hosts = std::size_t{1} << 20) {
+  detail::hostlist_parser p{expr, max_hosts};
+  unsigned long long count = 0;
+  p.each_token([&](std::string_view tok, std::size_t offset) { return p.token(tok, offset, count, nullptr); });
+  if (p.failed) return p.error;
+  if (count == 0) return parse_error{1, 1, "the host list is empty"};
+  std::vector<std::string> hosts;
+  hosts.reserve(static_cast<std::size_t>(count));
+  p.each_token([&](std::string_view tok, std::size_t offset) { return p.token(tok, offset, count, &hosts); });
+  return hosts;
+}
+
+namespace detail {
+// A host as Slurm's hostname_create splits it: text, then a run of trailing digits.
+struct split_host {
+  std::string_view prefix;
+  bool numbered = false;
+  unsigned long long number = 0;
+  std::size_t width = 0;
+};
+inline split_host split_trailing_number(std::string_view host) {
+  std::size_t i = host.size();
+  while (i > 0 && is_digit(host[i - 1])) --i;
+  split_host s{host.substr(0, i)};
+  if (i == host.size() || host.size() - i > 19) {  // no digits, or more than fit a number
+    s.prefix = host;
+    return s;
+  }
+  s.numbered = true;
+  s.width = host.size() - i;
+  for (std::size_t k = i; k < host.size(); ++k) s.number = s.number * 10 + static_cast<unsigned>(host[k] - '0');
+  return s;
+}
+inline std::size_t digit_count(unsigned long long n) {
+  std::size_t d = 1;
+  while (n /= 10) ++d;
+  return d;
+}
+// Slurm's _width_equiv: two widths print the same numbers when the zero padding of each number
+// is the same under either width; then the narrower-padded width is taken for both.
+inline bool widths_combine(unsigned long long n, std::size_t& wn, unsigned long long m, std::size_t& wm) {
+  if (wn == wm) return true;
+  const auto pad = [](unsigned long long v, std::size_t w) { return w > digit_count(v) ? w - digit_count(v) : 0; };
+  const bool n_same = pad(n, wn) == pad(n, wm);
+  const bool m_same = pad(m, wm) == pad(m, wn);
+  if (!n_same && !m_same) return false;
+  if (!n_same) wm = wn;
+  else wn = wm;
+  return true;
+}
+}  // namespace detail
+
+/// The inverse of expand_hostlist, as `scontrol show hostlist` prints it: consecutive hosts that
+/// differ only in a trailing number of compatible width become a range, and neighbouring ranges
+/// of one prefix share a bracket: {a1, a2, a3, b08, b09} gives "a[1-3],b[08-09]". Order and
+/// duplicates are kept (sort first for the shortest form); names without a trailing number
+/// stay as they are.
+[[nodiscard]] inline std::string compress_hostlist(const std::vector<std::string>& hosts) {
+  struct range {
+    detail::split_host host;
+    unsigned long long hi;
+  };
+  std::vector<range> ranges;
+  for (const std::string& h : hosts) {
+    const detail::split_host s = detail::split_trailing_number(h);
+    if (!ranges.empty()) {
+      range& tail = ranges.back();
+      std::size_t tail_width = tail.host.width, width = s.width;
+      if (tail.host.numbered && s.numbered && tail.host.prefix == s.prefix && tail.hi + 1 == s.number &&
+          detail::widths_combine(tail.host.number, tail_width, s.number, width)) {
+        tail.host.width = tail_width;
+        tail.hi = s.number;
+        continue;
+      }
+    }
+    ranges.push_back({s, s.number});
+  }
+  std::string out;
+  const auto number = [&out](unsigned long long n, std::size_t width) { detail::hostlist_parser::append_number(out, n, width); };
+  for (std::size_t i = 0; i < ranges.size();) {
+    if (!out.empty()) out += ',';
+    const range& first = ranges[i];
+    out.append(first.host.prefix.data(), first.host.prefix.size());
+    if (!first.host.numbered) {
+      ++i;
+      continue;
+    }
+    std::size_t end = i + 1;
+    while (end < ranges.size() && ranges[end].host.numbered && ranges[end].host.prefix == first.host.prefix) ++end;
+    const bool bracket = end - i > 1 || first.hi != first.host.number;
+    if (bracket) out += '[';
+    for (std::size_t k = i; k < end; ++k) {
+      if (k > i) out += ',';
+      number(ranges[k].host.number, ranges[k].host.width);
+      if (ranges[k].hi != ranges[k].host.number) {
+        out += '-';
+        number(ranges[k].hi, ranges[k].host.width);
+      }
+    }
+    if (bracket) out += ']';
+    i = end;
+  }
+  return out;
+}
+
+/// Expands a Slurm count list (SLURM_TASKS_PER_NODE, SLURM_JOB_CPUS_PER_NODE): "2(x3),1" gives
+/// {2, 2, 2, 1}. Items are `count` or `count(xN)` with decimal digits only; counts are 0 to
+/// INT_MAX, repeats 1 or more, and more than `max_nodes` values in all is an error found before
+/// anything is allocated.
+[[nodiscard]] inline result<std::vector<int>> expand_tasks_per_node(std::string_view expr,
+                                                                   std::size_t max_nodes = std::size_t{1} << 20) {
+  struct item {
+    int count;
+    unsigned long long repeat;
+  };
+  std::vector<item> items;
+  unsigned long long total = 0;
+  std::size_t i = 0;
+  const auto number = [&](unsigned long long limit, unsigned long long& value, const char* what) -> result<bool> {
+    const std::size_t start = i;
+    value = 0;
+    while (i < expr.size() && detail::is_digit(expr[i])) {
+      value = value * 10 + static_cast<unsigned>(expr[i] - '0');
+      if (value > limit)
+        return parse_error{1, start + 1, detail::concat(what, " is larger than ", limit)};
+      ++i;
+    }
+    if (i == start)
+      return parse_error{1, start + 1, detail::concat("expected ", what, ", got ",
+                                                      i < expr.size() ? detail::quoted(expr.substr(i, 1)) : std::string("the end"))};
+    return true;
+  };
+  if (expr.empty()) return parse_error{1, 1, "the count list is empty"};
+  while (true) {
+    unsigned long long count = 0, repeat = 1;
+    if (auto r = number(0x7fffffffull, count, "a count"); !r) return r.error();
+    if (i < expr.size() && expr[i] == '(') {
+      const std::size_t open = i;
+      if (i + 1 >= expr.size() || expr[i + 1] != 'x')
+        return parse_error{1, i + 2, "expected 'x' after '(' as in 2(x3)"};
+      i += 2;
+      if (auto r = number(~0ull / 2, repeat, "a repeat count"); !r) return r.error();
+      if (repeat == 0) return parse_error{1, open + 3, "a repeat count must be at least 1"};
+      if (i >= expr.size() || expr[i] != ')') return parse_error{1, i + 1, "expected ')'"};
+      ++i;
+    }
+    total += repeat;
+    if (total > max_nodes)
+      return parse_error{1, 1, detail::concat("the count list names more than ", max_nodes, " nodes")};
+    items.push_back({static_cast<int>(count), repeat});
+    if (i == expr.size()) break;
+    if (expr[i] != ',')
+      return parse_error{1, i + 1, detail::concat("expected ',' or the end, got ", detail::quoted(expr.substr(i, 1)))};
+    ++i;
+  }
+  std::vector<int> out;
+  out.reserve(static_cast<std::size_t>(total));
+  for (const item& it : items) out.insert(out.end(), static_cast<std::size_t>(it.repeat), it.count);
+  return out;
+}
+
+/// A job's topology as Slurm describes it, and which node this process runs on.
+struct slurm_job {
+  cluster nodes;
+  /// SLURM_NODEID: this process's node index, when set.
+  bool has_this_node = false;
+  std::size_t this_node = 0;
+  /// The variable the worker counts came from.
+  std::string counts_from;
+};
+
+/// Builds the cluster of a Slurm job from its environment. `get(name)` returns a variable's value
+/// or nullptr, as std::getenv does.
+///
+/// Hosts: SLURM_JOB_NODELIST, else SLURM_NODELIST. Workers per node, the first that is set:
+///  1. HETLAUNCH_TASKS_PER_NODE: a copy of the batch script's SLURM_TASKS_PER_NODE, taken before
+///     `srun` replaces that variable with its own step's layout (one task per node, typically);
+///  2. SLURM_TASKS_PER_NODE: one worker per Slurm task (ask for one task per GPU);
+///  3. SLURM_GPUS_PER_NODE ("4" or "a100:4"): the same count on every node;
+///  4. SLURM_JOB_CPUS_PER_NODE: one worker per allocated CPU.
+/// Slurm exports only this node's GPUs (SLURM_GPUS_ON_NODE), so a per-node GPU count of other
+/// nodes cannot be read; a heterogeneous layout comes from the task counts.
+/// This node: SLURM_NODEID. A missing variable, a malformed one, or counts that do not match the
+/// host count is an error that names the variable.
+template <class Getenv>
+[[nodiscard]] result<slurm_job> cluster_from_slurm(Getenv&& get) {
+  const auto var = [&](const char* name) -> const char* { return get(name); };
+  const char* list_name = "SLURM_JOB_NODELIST";
+  const char* list = var(list_name);
+  if (list == nullptr) {
+    list_name = "SLURM_NODELIST";
+    list = var(list_name);
+  }
+  if (list == nullptr) return parse_error{0, 0, "SLURM_JOB_NODELIST is not set; is this running inside a Slurm job?"};
+  auto hosts = expand_hostlist(list);
+  if (!hosts) return parse_error{0, 0, detail::concat(list_name, ": ", hosts.error().to_string())};
+  const auto context = [](const char* name, const parse_error& e) {
+    return parse_error{0, 0, detail::concat(name, ": ", e.to_string())};
+  };
+  slurm_job job;
+  std::vector<int> counts;
+  for (const char* name : {"HETLAUNCH_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}) {
+    if (const char* text = var(name)) {
+      auto c = expand_tasks_per_node(text, hosts->size() + 1);
+      if (!c) return context(name, c.error());
+      counts = std::move(*c);
+      job.counts_from = name;
+      break;
+    }
+  }
+  if (job.counts_from.empty()) {
+    if (const char* gpus = var("SLURM_GPUS_PER_NODE")) {
+      std::string_view text(gpus);
+      const bool one_type = text.find(',') == std::string_view::npos;  // "a100:4,v100:2" is per type
+      const std::size_t colon = text.rfind(':');
+      if (colon != std::string_view::npos) text = text.substr(colon + 1);
+      auto c = expand_tasks_per_node(text, 1);
+      if (!c || !one_type)
+        return parse_error{0, 0, detail::concat("SLURM_GPUS_PER_NODE=", detail::quoted(gpus),
+                                                " is not one count ([type:]N)")};
+      counts.assign(hosts->size(), c->front());
+      job.counts_from = "SLURM_GPUS_PER_NODE";
+    } else if (const char* cpus = var("SLURM_JOB_CPUS_PER_NODE")) {
+      auto c = expand_tasks_per_node(cpus, hosts->size() + 1);
+      if (!c) return context("SLURM_JOB_CPUS_PER_NODE", c.error());
+      counts = std::move(*c);
+      job.counts_from = "SLURM_JOB_CPUS_PER_NODE";
+    } else {
+      return parse_error{0, 0, "no worker counts: none of HETLAUNCH_TASKS_PER_NODE, SLURM_TASKS_PER_NODE, "
+                               "SLURM_GPUS_PER_NODE, SLURM_JOB_CPUS_PER_NODE is set"};
+    }
+  }
+  if (counts.size() != hosts->size())
+    return parse_error{0, 0, detail::concat(job.counts_from, " gives ", counts.size(), " counts but ", list_name,
+                                            " names ", hosts->size(), " hosts")};
+  std::vector<node_spec> specs;
+  for (std::size_t i = 0; i < hosts->size(); ++i) specs.push_back({(*hosts)[i], counts[i]});
+  job.nodes = cluster(specs);
+  if (const char* id = var("SLURM_NODEID")) {
+    auto n = expand_tasks_per_node(id, 1);
+    if (!n || std::string_view(id).find_first_of(",(") != std::string_view::npos)
+      return parse_error{0, 0, detail::concat("SLURM_NODEID=", detail::quoted(id), " is not a node index")};
+    if (static_cast<std::size_t>(n->front()) >= hosts->size())
+      return parse_error{0, 0, detail::concat("SLURM_NODEID=", n->front(), " is out of range: ", list_name, " names ",
+                                              hosts->size(), " hosts")};
+    job.has_this_node = true;
+    job.this_node = static_cast<std::size_t>(n->front());
+  }
+  return job;
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_SLURM_HPP
 
 #endif  // HETLAUNCH_HETLAUNCH_HPP

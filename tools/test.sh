@@ -6,7 +6,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 2
 presets=("$@")
-[ ${#presets[@]} -gt 0 ] || presets=(ci-gcc ci-clang ci-noexcept ci-sanitize ci-single-header meson meson-noexcept)
+[ ${#presets[@]} -gt 0 ] || presets=(ci-gcc ci-clang ci-noexcept ci-sanitize ci-single-header ci-fuzz meson meson-noexcept)
 
 passed=0 failed=0 broken=()
 count() {  # adds a stage's numbers; a stage that could not run at all counts as one failure

@@ -198,8 +198,9 @@ struct hostlist_parser {
   bool token(std::string_view tok, std::size_t offset, unsigned long long& count, std::vector<std::string>* out) {
     const std::size_t open = tok.rfind('[');
     if (open == std::string_view::npos) {
-      if (out) out->emplace_back(tok);
-      return add(count, 1, 1, offset);
+      if (out == nullptr) return add(count, 1, 1, offset);
+      out->emplace_back(tok);
+      return true;
     }
     const std::size_t close = tok.find(']', open);
     if (close == std::string_view::npos) return fail(offset + open, "'[' without a matching ']'");

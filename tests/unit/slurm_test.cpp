@@ -111,6 +111,10 @@ TEST_SUITE("slurm") {
     CHECK(expand("a[1-3],b[1-3]", 5) == "ERR line 1, column 8: the host list names more than 5 hosts (max_hosts)");
     CHECK(expand("a[1-5]", 5) == "a1 a2 a3 a4 a5");
     CHECK(hetlaunch::expand_hostlist("a[0-65535]b[0-1]")->size() == 131072);
+    // More than half the cap in plain names (the generating pass must not count them again).
+    std::string names;
+    for (int i = 0; i < 3; ++i) names += hetlaunch::detail::concat(i ? "," : "", "plain", i, "x");
+    CHECK(expand(names.c_str(), 4) == "plain0x plain1x plain2x");
   }
   TEST_CASE("compress_hostlist prints what scontrol show hostlist prints") {
     CHECK(hetlaunch::compress_hostlist({"a1", "a2", "a3", "b08", "b09", "b10"}) == "a[1-3],b[08-10]");

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: MIT
 # An end-to-end test worker. Started by torchrun (or by a launcher that spawns workers itself), it
-#  1. optionally runs the env checker, which compares this worker's environment with the plan
-#     through hetlaunch::check_worker_env, and stops with its exit status if they disagree;
+#  1. optionally runs a check command (env_checker PLAN, or hetlaunch check-env ...), which
+#     compares this worker's environment with the plan through hetlaunch::check_worker_env, and
+#     stops with its exit status if they disagree;
 #  2. records the variables torchrun sets, in OUT_DIR/worker-RANK.env;
 #  3. joins one gloo all_reduce of RANK + 1 and records the sum.
-# usage: worker.py OUT_DIR [CHECKER PLAN] [--crash-once]
+# usage: worker.py OUT_DIR [CHECK_COMMAND...] [--crash-once]
 import datetime
 import os
 import subprocess
@@ -20,10 +21,10 @@ def main() -> int:
     out_dir = sys.argv[1]
     args = [a for a in sys.argv[2:] if a != "--crash-once"]
     rank = os.environ.get("RANK", "unknown")
-    if len(args) >= 2:
-        checked = subprocess.run([args[0], args[1]], capture_output=True, text=True)
+    if args:
+        checked = subprocess.run(args, capture_output=True, text=True)
         with open(os.path.join(out_dir, f"check-{rank}.txt"), "w") as f:
-            f.write(checked.stdout)
+            f.write(checked.stdout + checked.stderr)
         if checked.returncode != 0:
             sys.stderr.write(checked.stdout)
             return checked.returncode

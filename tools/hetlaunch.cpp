@@ -3,6 +3,9 @@
 // shell. Exit status: 0 success, 1 invalid input (nothing was started), 2 usage error.
 #include <hetlaunch/hetlaunch.hpp>
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -31,7 +34,8 @@ Plans and launches torchrun jobs whose nodes run different numbers of workers.
 commands:
   plan                       the rank table and every node's torchrun command
   argv --node I              node I's torchrun argv, one argument a line (--null: NUL-separated)
-  exec --node I              runs node I's torchrun directly (execvp, no shell)
+  exec --node I              runs node I's torchrun directly (execvp, no shell); refuses when
+                             node I's host is an IP address this host does not have (--any-host)
   env --node I --local-rank L
                              the environment torchrun gives that worker
   check                      validates the input and prints every problem
@@ -76,7 +80,8 @@ const command_help command_helps[] = {
              "Prints node I's torchrun argv, one argument a line, or NUL-terminated with --null.\n"},
     {"exec", "usage: hetlaunch exec --node I [INPUT] [LAUNCH OPTIONS] [--] SCRIPT [ARGS...]\n"
              "Replaces itself with node I's torchrun (execvp, no shell in between). With --slurm the\n"
-             "node defaults to SLURM_NODEID. Nothing is started when the input is invalid.\n"},
+             "node defaults to SLURM_NODEID. Nothing is started when the input is invalid, nor when node\n"
+             "I's host is an IP address that this host does not have (--any-host skips that check).\n"},
     {"env", "usage: hetlaunch env --node I --local-rank L [INPUT] [LAUNCH OPTIONS] [--format sh|json|null] [--direct]\n"
             "Prints the environment torchrun gives that worker (static rendezvous). --direct: the\n"
             "environment for starting the worker without torchrun (no agent store).\n"},
@@ -111,6 +116,7 @@ struct options {
   bool json = false;
   bool null = false;
   bool direct = false;
+  bool any_host = false;
   std::string format = "sh";
   hetlaunch::launch_options launch;
   std::vector<std::string> program;
@@ -175,6 +181,8 @@ options parse_args(int argc, char** argv) {
       o.null = true;
     } else if (a == "--direct") {
       o.direct = true;
+    } else if (a == "--any-host") {
+      o.any_host = true;
     } else if (a == "--format") {
       o.format = value(a);
       if (o.format != "sh" && o.format != "json" && o.format != "null")
@@ -300,6 +308,40 @@ std::optional<input> read_input(const options& o, int& status) {
     in.nodes = std::move(*r);
   }
   return in;
+}
+
+// Whether an IP literal is an address of this host (any loopback address counts). Names are not
+// resolved: only IP literals are checked.
+std::optional<bool> address_is_local(std::string_view host, std::string& local_addresses) {
+  in6_addr v6{};
+  in_addr v4{};
+  const std::string text(host);
+  const bool is_v4 = inet_pton(AF_INET, text.c_str(), &v4) == 1;
+  const bool is_v6 = !is_v4 && inet_pton(AF_INET6, text.c_str(), &v6) == 1;
+  if (!is_v4 && !is_v6) return std::nullopt;
+  if (is_v4 && (ntohl(v4.s_addr) >> 24) == 127) return true;
+  if (is_v6 && IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return std::nullopt;
+  bool found = false;
+  for (ifaddrs* a = list; a; a = a->ifa_next) {
+    if (!a->ifa_addr) continue;
+    char buf[INET6_ADDRSTRLEN] = {};
+    if (a->ifa_addr->sa_family == AF_INET) {
+      const auto* sin = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+      found = found || (is_v4 && sin->sin_addr.s_addr == v4.s_addr);
+      inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof buf);
+    } else if (a->ifa_addr->sa_family == AF_INET6) {
+      const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(a->ifa_addr);
+      found = found || (is_v6 && std::memcmp(&sin6->sin6_addr, &v6, sizeof v6) == 0);
+      inet_ntop(AF_INET6, &sin6->sin6_addr, buf, sizeof buf);
+    } else {
+      continue;
+    }
+    local_addresses += (local_addresses.empty() ? "" : ", ") + std::string(buf);
+  }
+  freeifaddrs(list);
+  return found;
 }
 
 // Every problem of the topology and the options; printed, and counted.
@@ -463,7 +505,15 @@ int run(options& o) {
     for (const auto& a : argv) std::printf("%s%c", a.c_str(), o.null ? '\0' : '\n');
     return 0;
   }
-  // exec: torchrun replaces this process; its environment carries the node's devices.
+  // exec: a node whose host is an IP literal must be started on the host that has that address,
+  // so two hosts cannot both run, say, node 1 (torchrun itself would let them collide).
+  std::string local;
+  const std::string_view host = c.node(node).host;
+  if (!o.any_host && address_is_local(host, local) == false)
+    return fail(hetlaunch::detail::concat("node ", node, " is ", host, ", which is not an address of this host (",
+                                          local.empty() ? "it has none" : "it has " + local,
+                                          "); start each node on its own host, or pass --any-host"));
+  // torchrun replaces this process; its environment carries the node's devices.
   for (const auto& v : hetlaunch::agent_env(c, node)) setenv(v.first.c_str(), v.second.c_str(), 1);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));

@@ -34,9 +34,10 @@ def main() -> int:
     import torch
     import torch.distributed as dist
 
-    # After a crash, the other node's workers wait here until the timeout, then torchrun restarts
-    # them too: keep that short when a crash is part of the test.
-    seconds = 15 if "--crash-once" in sys.argv else 60
+    # After a crash, the workers of the other nodes only fail, and so get restarted by their
+    # agents, when this times out: keep it short in the crashing attempt, and long in the restarted
+    # one, whose workers must wait for the other nodes' restarts.
+    seconds = 15 if "--crash-once" in sys.argv and restart == "0" else 120
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=seconds))
     value = torch.tensor([float(int(rank) + 1)])
     dist.all_reduce(value)

@@ -4,6 +4,8 @@
 #include <benchmark/benchmark.h>
 #include <hetlaunch/cluster.hpp>
 
+#include "fixture_cache.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -32,13 +34,7 @@ struct fixture {
   }
 };
 
-const fixture& get(std::size_t n) {
-  static std::vector<std::pair<std::size_t, fixture*>> cache;
-  for (auto& c : cache)
-    if (c.first == n) return *c.second;
-  cache.emplace_back(n, new fixture(n));
-  return *cache.back().second;
-}
+const fixture& get(std::size_t n) { return cached_fixture<fixture>(n); }
 
 void locate(benchmark::State& state) {
   const fixture& f = get(static_cast<std::size_t>(state.range(0)));

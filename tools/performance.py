@@ -216,7 +216,7 @@ def main():
             lines.append(f"| {c} | {n:,} | {s:.2f} | {'yes' if ok else 'no'} |")
     lines += ["", "![compile time](compile_time.png)", "",
               "The limits are what the compilers allow without flags: Clang's `-fconstexpr-steps` (1 048 576",
-              "by default) counts statements, GCC's `-fconstexpr-ops-limit` (2^33) counts operations;",
+              "by default) counts statements, GCC's `-fconstexpr-ops-limit` (33 554 432) counts operations;",
               "`tools/constexpr_limit.py` finds the exact largest size by bisection.", ""]
     (DOCS / "performance.md").write_text("\n".join(lines))
     print((DOCS / "performance.md").read_text())

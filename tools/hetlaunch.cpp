@@ -110,7 +110,6 @@ struct options {
   bool have_hosts = false;
   bool slurm = false;
   std::string include, exclude;
-  bool allow_duplicates = false;
   std::optional<std::size_t> node;
   std::optional<int> local_rank;
   bool json = false;
@@ -170,7 +169,7 @@ options parse_args(int argc, char** argv) {
     } else if (a == "--exclude") {
       o.exclude = value(a);
     } else if (a == "--allow-duplicate-hosts") {
-      o.allow_duplicates = true;
+      o.launch.validation.allow_duplicate_hosts = true;
     } else if (a == "--node") {
       o.node = static_cast<std::size_t>(to_int(a, value(a), 0, 0x7fffffff));
     } else if (a == "--local-rank") {
@@ -346,15 +345,7 @@ std::optional<bool> address_is_local(std::string_view host, std::string& local_a
 
 // Every problem of the topology and the options; printed, and counted.
 bool report_problems(const input& in, const options& o, std::size_t node) {
-  hetlaunch::validate_options vo;
-  vo.allow_duplicate_hosts = o.allow_duplicates;
-  std::vector<hetlaunch::diagnostic> problems = hetlaunch::validate(in.nodes, vo);
-  for (const auto& d : hetlaunch::validate_launch(in.nodes, node, o.launch)) {
-    if (d.code == hetlaunch::errc::duplicate_host && o.allow_duplicates) continue;
-    bool seen = false;
-    for (const auto& p : problems) seen = seen || (p.code == d.code && p.node == d.node);
-    if (!seen) problems.push_back(d);
-  }
+  const std::vector<hetlaunch::diagnostic> problems = hetlaunch::validate_launch(in.nodes, node, o.launch);
   for (const auto& d : problems) std::fprintf(stderr, "hetlaunch: %s: %s\n", in.source.c_str(), d.message().c_str());
   return problems.empty();
 }

@@ -64,6 +64,9 @@ struct launch_options {
   int rendezvous_timeout = 0;
   /// Direct spawn: the Python interpreter (torchrun uses its own sys.executable).
   std::string python = "python3";
+  /// How the topology is validated before a command or environment is built; for example
+  /// `validation.allow_duplicate_hosts = true` to run several agents on one host.
+  validate_options validation{};
 };
 
 /// Environment variables as (name, value) pairs, in a documented, stable order.
@@ -103,7 +106,7 @@ inline diagnostic launch_problem(errc code) {
 template <class Topology>
 std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node, const launch_options& o,
                                         bool ranks_needed) {
-  std::vector<diagnostic> out = validate(c);
+  std::vector<diagnostic> out = validate(c, o.validation);
   if (node >= c.node_count()) {
     diagnostic d = launch_problem(errc::node_out_of_range);
     d.value = static_cast<long long>(node);

@@ -134,6 +134,16 @@ TEST_SUITE("torchrun") {
     CHECK(hetlaunch::validate_launch(gpus, 1, ok).empty());
   }
 
+  TEST_CASE("two agents on one host: refused unless the options allow it") {
+    const cluster twice{{"gpu-a", 4, "trainer"}, {"gpu-a", 4, "eval"}};
+    launch_options o = train();
+    CHECK(hetlaunch::try_torchrun_argv(twice, 1, o).error().code == hetlaunch::errc::duplicate_host);
+    o.validation.allow_duplicate_hosts = true;
+    o.master_port = 29510;
+    CHECK(hetlaunch::torchrun_argv(twice, 1, o)[3] == "--nproc_per_node=4");
+    CHECK(value_of(hetlaunch::worker_env(twice, 1, 0, o), "RANK") == "4");
+  }
+
   TEST_CASE("worker environment: torchrun's variables for a heterogeneous job") {
     const cluster c{{"gpu-a", 3}, {"gpu-b", 1}};
     launch_options o = train();

@@ -2073,7 +2073,6 @@ struct hostfile_options {
     std::size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
     std::string_view line = text.substr(pos, end - pos);
-    const std::size_t line_start = pos;
     pos = end + 1;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const std::size_t hash = line.find('#');
@@ -2093,7 +2092,6 @@ struct hostfile_options {
       if (end == text.size()) break;
       continue;
     }
-    (void)line_start;
     const auto error = [&](std::size_t column, std::string message) {
       return parse_error{line_no, column, std::move(message)};
     };

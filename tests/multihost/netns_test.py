@@ -34,7 +34,18 @@ def ip(*args):
     subprocess.run(["ip", *args], check=True, capture_output=True)
 
 
+def remove_stale_hosts():
+    """Namespaces of an earlier run that was killed before it could clean up (its process is gone)."""
+    import re
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    for name in re.findall(r"^(hl(\d+)-(?:sw|h\d))\b", listed, re.M):
+        if not pathlib.Path(f"/proc/{name[1]}").exists() or int(name[1]) == os.getpid() % 100000:
+            subprocess.run(["ip", "netns", "del", name[0]], capture_output=True)
+            shutil.rmtree(pathlib.Path("/etc/netns") / name[0], ignore_errors=True)
+
+
 def create_hosts():
+    remove_stale_hosts()
     ip("netns", "add", SWITCH)
     ip("-n", SWITCH, "link", "set", "lo", "up")
     ip("-n", SWITCH, "link", "add", "br0", "type", "bridge")

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 
-PREFIX = f"hl{os.getpid() % 100000}"
+PREFIX = f"hl{os.getpid()}"
 SWITCH = f"{PREFIX}-sw"
 HOSTS = [f"{PREFIX}-h{i}" for i in range(3)]
 V4 = [f"198.18.0.{i + 1}" for i in range(3)]
@@ -39,7 +39,7 @@ def remove_stale_hosts():
     import re
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     for name in re.findall(r"^(hl(\d+)-(?:sw|h\d))\b", listed, re.M):
-        if not pathlib.Path(f"/proc/{name[1]}").exists() or int(name[1]) == os.getpid() % 100000:
+        if not pathlib.Path(f"/proc/{name[1]}").exists():
             subprocess.run(["ip", "netns", "del", name[0]], capture_output=True)
             shutil.rmtree(pathlib.Path("/etc/netns") / name[0], ignore_errors=True)
 

@@ -216,16 +216,18 @@ template <std::size_t N>
 }
 
 namespace detail {
+// Every problem, or only the first when `first_only`.
 template <class NodeAt>
-std::vector<diagnostic> validate_all(std::size_t n, NodeAt node_at, validate_options options) {
+std::vector<diagnostic> validate_all(std::size_t n, NodeAt node_at, validate_options options,
+                                     bool first_only = false) {
   std::vector<std::size_t> idx(n), idx_tmp(n), dup_of(n);
   std::vector<std::uint64_t> key(n), key_tmp(n);
   std::vector<diagnostic> out;
   validate_nodes(n, node_at, options,
                  validation_scratch{idx.data(), idx_tmp.data(), key.data(), key_tmp.data(), dup_of.data()},
-                 [&out](const diagnostic& d) {
+                 [&out, first_only](const diagnostic& d) {
                    out.push_back(d);
-                   return true;
+                   return !first_only;
                  });
   return out;
 }
@@ -243,8 +245,9 @@ template <std::size_t N>
 }
 /// The first problem of a run-time topology, or a diagnostic that converts to false.
 [[nodiscard]] inline diagnostic first_error(const cluster& c, validate_options options = {}) {
-  const std::vector<diagnostic> all = validate(c, options);
-  return all.empty() ? diagnostic{} : all.front();
+  const std::vector<diagnostic> first =
+      detail::validate_all(c.node_count(), [&c](std::size_t i) { return c.node(i); }, options, true);
+  return first.empty() ? diagnostic{} : first.front();
 }
 
 namespace detail {

@@ -80,6 +80,33 @@ constexpr std::string_view to_string(errc code) noexcept {
   return "unknown";
 }
 
+namespace detail {
+// What is wrong with a host name, for messages: "character ' ' at position 3 is not allowed".
+inline std::string describe_host_issue(std::string_view host, host_issue issue, std::size_t position) {
+  switch (issue) {
+    case host_issue::none: return "no problem";
+    case host_issue::empty: return "it is empty";
+    case host_issue::too_long: return "it is longer than 253 characters";
+    case host_issue::bad_character: {
+      const char c = position < host.size() ? host[position] : '?';
+      const char* hint = c == '[' || c == ']' ? " (write IPv6 addresses without brackets)"
+                         : c == '%'           ? " (IPv6 zone ids are not supported by torchrun)"
+                         : c == '_'           ? " (allow it with allow_underscore)"
+                                              : "";
+      return concat("character ", detail::quoted(std::string_view(&c, 1)), " at position ", position,
+                    " is not allowed", hint);
+    }
+    case host_issue::empty_label: return concat("empty label at position ", position);
+    case host_issue::label_too_long: return concat("label longer than 63 characters at position ", position);
+    case host_issue::hyphen_at_label_edge: return concat("a label starts or ends with '-' at position ", position);
+    case host_issue::numeric_not_ipv4:
+      return "an all-numeric name that is not a dotted quad (resolvers read it as an IPv4 address)";
+    case host_issue::bad_ipv4: return concat("invalid IPv4 address at position ", position);
+    case host_issue::bad_ipv6: return concat("invalid IPv6 address at position ", position);
+  }
+  return "unknown";
+}
+}  // namespace detail
 
 /// One problem, naming the node it concerns. A literal type, so constexpr validation can return
 /// it; converts to `true` when it reports a problem:
@@ -117,7 +144,8 @@ struct diagnostic {
         return concat(who, "world size would be ", value, ", more than ", limit,
                       " (torch.distributed ranks are 32-bit)");
       case errc::bad_host:
-        return concat(who, "host is not a valid RFC 1123 name or IP literal: ", host_issue_text());
+        return concat(who, "host is not a valid RFC 1123 name or IP literal: ",
+                      detail::describe_host_issue(host, issue, position));
       case errc::duplicate_host:
         return concat(who, "host is also node ", other_node,
                       "; two agents on one host must be allowed explicitly (allow_duplicate_hosts)");
@@ -172,33 +200,6 @@ struct diagnostic {
                "count, which breaks RANK and WORLD_SIZE when nodes differ; unset it";
     }
     return "unknown problem";
-  }
-
- private:
-  std::string host_issue_text() const {
-    using detail::concat;
-    switch (issue) {
-      case host_issue::none: return "no problem";
-      case host_issue::empty: return "it is empty";
-      case host_issue::too_long: return "it is longer than 253 characters";
-      case host_issue::bad_character: {
-        const char c = position < host.size() ? host[position] : '?';
-        const char* hint = c == '[' || c == ']' ? " (write IPv6 addresses without brackets)"
-                           : c == '%'           ? " (IPv6 zone ids are not supported by torchrun)"
-                           : c == '_'           ? " (allow it with allow_underscore)"
-                                                : "";
-        return concat("character ", detail::quoted(std::string_view(&c, 1)), " at position ", position,
-                      " is not allowed", hint);
-      }
-      case host_issue::empty_label: return concat("empty label at position ", position);
-      case host_issue::label_too_long: return concat("label longer than 63 characters at position ", position);
-      case host_issue::hyphen_at_label_edge: return concat("a label starts or ends with '-' at position ", position);
-      case host_issue::numeric_not_ipv4:
-        return "an all-numeric name that is not a dotted quad (resolvers read it as an IPv4 address)";
-      case host_issue::bad_ipv4: return concat("invalid IPv4 address at position ", position);
-      case host_issue::bad_ipv6: return concat("invalid IPv6 address at position ", position);
-    }
-    return "unknown";
   }
 };
 

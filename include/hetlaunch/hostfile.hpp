@@ -22,28 +22,17 @@ namespace detail {
 
 constexpr bool is_blank(char c) noexcept { return c == ' ' || c == '\t'; }
 
-// A positive decimal int: ASCII digits only (no sign, blanks or locale), at most INT_MAX.
+// A positive decimal int: ASCII digits only, at most INT_MAX.
 inline bool positive_int(std::string_view text, int& value) {
-  if (text.empty() || text.size() > 10) return false;
   long long v = 0;
-  for (char c : text) {
-    if (!is_digit(c)) return false;
-    v = v * 10 + (c - '0');
-  }
-  if (v < 1 || v > INT_MAX) return false;
+  if (!parse_decimal(text, INT_MAX, v) || v < 1) return false;
   value = static_cast<int>(v);
   return true;
 }
 
 inline std::string host_problem_text(std::string_view host, const host_check& hc) {
-  diagnostic d{};
-  d.code = errc::bad_host;
-  d.host = host;
-  d.issue = hc.issue;
-  d.position = hc.position;
-  const std::string full = d.message();  // "node 0 ('h'): host is not ...": keep "is not ..."
-  const std::size_t rest = full.find("): host ") + 8;
-  return concat("host ", quoted(host), " ", full.substr(rest));
+  return concat("host ", quoted(host), " is not a valid RFC 1123 name or IP literal: ",
+                describe_host_issue(host, hc.issue, hc.position));
 }
 
 // The world size check of a parsed list, reported on the line (or column) of the node.
@@ -264,18 +253,15 @@ struct hostfile_options {
         std::size_t comma = spec.find(',', s);
         if (comma == std::string_view::npos) comma = spec.size();
         const std::string_view id_text = spec.substr(s, comma - s);
-        int id = 0;
-        if (!(id_text == "0" || detail::positive_int(id_text, id)))
+        long long id = 0;
+        if (!detail::parse_decimal(id_text, INT_MAX, id))
           return parse_error{1, column + s, detail::concat("device id must be a non-negative integer, got ",
                                                            detail::quoted(id_text))};
         if (std::find(available[node].begin(), available[node].end(), id) == available[node].end()) {
-          std::string ids;
-          for (std::size_t k = 0; k < available[node].size(); ++k)
-            ids += detail::concat(k ? "," : "", available[node][k]);
           return parse_error{1, column + s, detail::concat("device ", id, " is not on host ", detail::quoted(host),
-                                                           ", which has devices ", ids)};
+                                                           ", which has devices ", detail::join_ids(available[node]))};
         }
-        chosen[node].push_back(id);
+        chosen[node].push_back(static_cast<int>(id));
         if (comma == spec.size()) break;
         s = comma + 1;
       }

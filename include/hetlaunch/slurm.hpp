@@ -484,14 +484,14 @@ template <class Getenv>
   for (std::size_t i = 0; i < hosts->size(); ++i) specs.push_back({(*hosts)[i], counts[i]});
   job.nodes = cluster(specs);
   if (const char* id = var("SLURM_NODEID")) {
-    auto n = expand_tasks_per_node(id, 1);
-    if (!n || std::string_view(id).find_first_of(",(") != std::string_view::npos)
+    long long n = 0;
+    if (!detail::parse_decimal(id, 0x7fffffff, n))
       return parse_error{0, 0, detail::concat("SLURM_NODEID=", detail::quoted(id), " is not a node index")};
-    if (static_cast<std::size_t>(n->front()) >= hosts->size())
-      return parse_error{0, 0, detail::concat("SLURM_NODEID=", n->front(), " is out of range: ", list_name, " names ",
+    if (static_cast<std::size_t>(n) >= hosts->size())
+      return parse_error{0, 0, detail::concat("SLURM_NODEID=", n, " is out of range: ", list_name, " names ",
                                               hosts->size(), " hosts")};
     job.has_this_node = true;
-    job.this_node = static_cast<std::size_t>(n->front());
+    job.this_node = static_cast<std::size_t>(n);
   }
   return job;
 }

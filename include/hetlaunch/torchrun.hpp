@@ -192,14 +192,6 @@ result<std::vector<std::string>, diagnostic> torchrun_argv(const Topology& c, st
 
 enum class spawn_mode { torchrun, direct };
 
-inline std::string join_ids(const std::vector<int>& ids) {
-  std::string out;
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (i) out += ',';
-    out += std::to_string(ids[i]);
-  }
-  return out;
-}
 // Only a run-time cluster carries device lists.
 inline const std::vector<int>* node_devices(const cluster& c, std::size_t node) {
   return c.devices(node).empty() ? nullptr : &c.devices(node);
@@ -211,13 +203,9 @@ template <class Topology>
 result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, int local_rank,
                                            const launch_options& o, int restart_count, spawn_mode mode) {
   std::vector<diagnostic> problems = launch_problems(c, node, o, true);
-  if (problems.empty() && (local_rank < 0 || local_rank >= c.nproc(node))) {
-    diagnostic d = launch_problem(errc::local_rank_out_of_range);
-    d.node = node;
-    d.host = c.node(node).host;
-    d.value = local_rank;
-    d.limit = c.nproc(node);
-    problems.push_back(d);
+  if (problems.empty()) {
+    const auto rank = c.try_global_rank(node, local_rank);  // local_rank_out_of_range, if it is
+    if (!rank) problems.push_back(rank.error());
   }
   if (!problems.empty()) return problems.front();
   const node_spec spec = c.node(node);
@@ -362,8 +350,9 @@ template <std::size_t N>
 /// node carries a device list (torchrun passes it on to every worker). Empty otherwise.
 [[nodiscard]] inline environment agent_env(const cluster& c, std::size_t node) {
   environment env;
-  if (node < c.node_count() && !c.devices(node).empty())
-    env.emplace_back("CUDA_VISIBLE_DEVICES", detail::join_ids(c.devices(node)));
+  if (node < c.node_count())
+    if (const std::vector<int>* ids = detail::node_devices(c, node))
+      env.emplace_back("CUDA_VISIBLE_DEVICES", detail::join_ids(*ids));
   return env;
 }
 

@@ -90,6 +90,7 @@ namespace detail {
 #define HETLAUNCH_DETAIL_TEXT_HPP
 
 #include <string_view>
+#include <vector>
 
 namespace hetlaunch {
 namespace detail {
@@ -107,6 +108,27 @@ template <class... Pieces>
 std::string concat(const Pieces&... pieces) {
   std::string out;
   (append_piece(out, pieces), ...);
+  return out;
+}
+
+// A decimal number of ASCII digits only (no sign, blanks or locale), at most `max`.
+inline bool parse_decimal(std::string_view text, long long max, long long& value) {
+  if (text.empty() || text.size() > 18) return false;
+  value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + (c - '0');
+  }
+  return value <= max;
+}
+
+// "0,2,3": device ids as CUDA_VISIBLE_DEVICES lists them.
+inline std::string join_ids(const std::vector<int>& ids) {
+  std::string out;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(ids[i]);
+  }
   return out;
 }
 
@@ -549,6 +571,33 @@ constexpr std::string_view to_string(errc code) noexcept {
   return "unknown";
 }
 
+namespace detail {
+// What is wrong with a host name, for messages: "character ' ' at position 3 is not allowed".
+inline std::string describe_host_issue(std::string_view host, host_issue issue, std::size_t position) {
+  switch (issue) {
+    case host_issue::none: return "no problem";
+    case host_issue::empty: return "it is empty";
+    case host_issue::too_long: return "it is longer than 253 characters";
+    case host_issue::bad_character: {
+      const char c = position < host.size() ? host[position] : '?';
+      const char* hint = c == '[' || c == ']' ? " (write IPv6 addresses without brackets)"
+                         : c == '%'           ? " (IPv6 zone ids are not supported by torchrun)"
+                         : c == '_'           ? " (allow it with allow_underscore)"
+                                              : "";
+      return concat("character ", detail::quoted(std::string_view(&c, 1)), " at position ", position,
+                    " is not allowed", hint);
+    }
+    case host_issue::empty_label: return concat("empty label at position ", position);
+    case host_issue::label_too_long: return concat("label longer than 63 characters at position ", position);
+    case host_issue::hyphen_at_label_edge: return concat("a label starts or ends with '-' at position ", position);
+    case host_issue::numeric_not_ipv4:
+      return "an all-numeric name that is not a dotted quad (resolvers read it as an IPv4 address)";
+    case host_issue::bad_ipv4: return concat("invalid IPv4 address at position ", position);
+    case host_issue::bad_ipv6: return concat("invalid IPv6 address at position ", position);
+  }
+  return "unknown";
+}
+}  // namespace detail
 
 /// One problem, naming the node it concerns. A literal type, so constexpr validation can return
 /// it; converts to `true` when it reports a problem:
@@ -586,7 +635,8 @@ struct diagnostic {
         return concat(who, "world size would be ", value, ", more than ", limit,
                       " (torch.distributed ranks are 32-bit)");
       case errc::bad_host:
-        return concat(who, "host is not a valid RFC 1123 name or IP literal: ", host_issue_text());
+        return concat(who, "host is not a valid RFC 1123 name or IP literal: ",
+                      detail::describe_host_issue(host, issue, position));
       case errc::duplicate_host:
         return concat(who, "host is also node ", other_node,
                       "; two agents on one host must be allowed explicitly (allow_duplicate_hosts)");
@@ -642,33 +692,6 @@ struct diagnostic {
     }
     return "unknown problem";
   }
-
- private:
-  std::string host_issue_text() const {
-    using detail::concat;
-    switch (issue) {
-      case host_issue::none: return "no problem";
-      case host_issue::empty: return "it is empty";
-      case host_issue::too_long: return "it is longer than 253 characters";
-      case host_issue::bad_character: {
-        const char c = position < host.size() ? host[position] : '?';
-        const char* hint = c == '[' || c == ']' ? " (write IPv6 addresses without brackets)"
-                           : c == '%'           ? " (IPv6 zone ids are not supported by torchrun)"
-                           : c == '_'           ? " (allow it with allow_underscore)"
-                                                : "";
-        return concat("character ", detail::quoted(std::string_view(&c, 1)), " at position ", position,
-                      " is not allowed", hint);
-      }
-      case host_issue::empty_label: return concat("empty label at position ", position);
-      case host_issue::label_too_long: return concat("label longer than 63 characters at position ", position);
-      case host_issue::hyphen_at_label_edge: return concat("a label starts or ends with '-' at position ", position);
-      case host_issue::numeric_not_ipv4:
-        return "an all-numeric name that is not a dotted quad (resolvers read it as an IPv4 address)";
-      case host_issue::bad_ipv4: return concat("invalid IPv4 address at position ", position);
-      case host_issue::bad_ipv6: return concat("invalid IPv6 address at position ", position);
-    }
-    return "unknown";
-  }
 };
 
 /// What validation tolerates.
@@ -692,7 +715,6 @@ struct validate_options {
 #include <array>
 #include <cstdint>
 #include <initializer_list>
-#include <vector>
 
 // ---- hetlaunch/detail/topology.hpp
 // hetlaunch: the algorithms shared by fixed_cluster and cluster: prefix sums, role ranks, lookup
@@ -1315,16 +1337,18 @@ template <std::size_t N>
 }
 
 namespace detail {
+// Every problem, or only the first when `first_only`.
 template <class NodeAt>
-std::vector<diagnostic> validate_all(std::size_t n, NodeAt node_at, validate_options options) {
+std::vector<diagnostic> validate_all(std::size_t n, NodeAt node_at, validate_options options,
+                                     bool first_only = false) {
   std::vector<std::size_t> idx(n), idx_tmp(n), dup_of(n);
   std::vector<std::uint64_t> key(n), key_tmp(n);
   std::vector<diagnostic> out;
   validate_nodes(n, node_at, options,
                  validation_scratch{idx.data(), idx_tmp.data(), key.data(), key_tmp.data(), dup_of.data()},
-                 [&out](const diagnostic& d) {
+                 [&out, first_only](const diagnostic& d) {
                    out.push_back(d);
-                   return true;
+                   return !first_only;
                  });
   return out;
 }
@@ -1342,8 +1366,9 @@ template <std::size_t N>
 }
 /// The first problem of a run-time topology, or a diagnostic that converts to false.
 [[nodiscard]] inline diagnostic first_error(const cluster& c, validate_options options = {}) {
-  const std::vector<diagnostic> all = validate(c, options);
-  return all.empty() ? diagnostic{} : all.front();
+  const std::vector<diagnostic> first =
+      detail::validate_all(c.node_count(), [&c](std::size_t i) { return c.node(i); }, options, true);
+  return first.empty() ? diagnostic{} : first.front();
 }
 
 namespace detail {
@@ -1564,14 +1589,6 @@ result<std::vector<std::string>, diagnostic> torchrun_argv(const Topology& c, st
 
 enum class spawn_mode { torchrun, direct };
 
-inline std::string join_ids(const std::vector<int>& ids) {
-  std::string out;
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (i) out += ',';
-    out += std::to_string(ids[i]);
-  }
-  return out;
-}
 // Only a run-time cluster carries device lists.
 inline const std::vector<int>* node_devices(const cluster& c, std::size_t node) {
   return c.devices(node).empty() ? nullptr : &c.devices(node);
@@ -1583,13 +1600,9 @@ template <class Topology>
 result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, int local_rank,
                                            const launch_options& o, int restart_count, spawn_mode mode) {
   std::vector<diagnostic> problems = launch_problems(c, node, o, true);
-  if (problems.empty() && (local_rank < 0 || local_rank >= c.nproc(node))) {
-    diagnostic d = launch_problem(errc::local_rank_out_of_range);
-    d.node = node;
-    d.host = c.node(node).host;
-    d.value = local_rank;
-    d.limit = c.nproc(node);
-    problems.push_back(d);
+  if (problems.empty()) {
+    const auto rank = c.try_global_rank(node, local_rank);  // local_rank_out_of_range, if it is
+    if (!rank) problems.push_back(rank.error());
   }
   if (!problems.empty()) return problems.front();
   const node_spec spec = c.node(node);
@@ -1734,8 +1747,9 @@ template <std::size_t N>
 /// node carries a device list (torchrun passes it on to every worker). Empty otherwise.
 [[nodiscard]] inline environment agent_env(const cluster& c, std::size_t node) {
   environment env;
-  if (node < c.node_count() && !c.devices(node).empty())
-    env.emplace_back("CUDA_VISIBLE_DEVICES", detail::join_ids(c.devices(node)));
+  if (node < c.node_count())
+    if (const std::vector<int>* ids = detail::node_devices(c, node))
+      env.emplace_back("CUDA_VISIBLE_DEVICES", detail::join_ids(*ids));
   return env;
 }
 
@@ -1994,28 +2008,17 @@ namespace detail {
 
 constexpr bool is_blank(char c) noexcept { return c == ' ' || c == '\t'; }
 
-// A positive decimal int: ASCII digits only (no sign, blanks or locale), at most INT_MAX.
+// A positive decimal int: ASCII digits only, at most INT_MAX.
 inline bool positive_int(std::string_view text, int& value) {
-  if (text.empty() || text.size() > 10) return false;
   long long v = 0;
-  for (char c : text) {
-    if (!is_digit(c)) return false;
-    v = v * 10 + (c - '0');
-  }
-  if (v < 1 || v > INT_MAX) return false;
+  if (!parse_decimal(text, INT_MAX, v) || v < 1) return false;
   value = static_cast<int>(v);
   return true;
 }
 
 inline std::string host_problem_text(std::string_view host, const host_check& hc) {
-  diagnostic d{};
-  d.code = errc::bad_host;
-  d.host = host;
-  d.issue = hc.issue;
-  d.position = hc.position;
-  const std::string full = d.message();  // "node 0 ('h'): host is not ...": keep "is not ..."
-  const std::size_t rest = full.find("): host ") + 8;
-  return concat("host ", quoted(host), " ", full.substr(rest));
+  return concat("host ", quoted(host), " is not a valid RFC 1123 name or IP literal: ",
+                describe_host_issue(host, hc.issue, hc.position));
 }
 
 // The world size check of a parsed list, reported on the line (or column) of the node.
@@ -2236,18 +2239,15 @@ struct hostfile_options {
         std::size_t comma = spec.find(',', s);
         if (comma == std::string_view::npos) comma = spec.size();
         const std::string_view id_text = spec.substr(s, comma - s);
-        int id = 0;
-        if (!(id_text == "0" || detail::positive_int(id_text, id)))
+        long long id = 0;
+        if (!detail::parse_decimal(id_text, INT_MAX, id))
           return parse_error{1, column + s, detail::concat("device id must be a non-negative integer, got ",
                                                            detail::quoted(id_text))};
         if (std::find(available[node].begin(), available[node].end(), id) == available[node].end()) {
-          std::string ids;
-          for (std::size_t k = 0; k < available[node].size(); ++k)
-            ids += detail::concat(k ? "," : "", available[node][k]);
           return parse_error{1, column + s, detail::concat("device ", id, " is not on host ", detail::quoted(host),
-                                                           ", which has devices ", ids)};
+                                                           ", which has devices ", detail::join_ids(available[node]))};
         }
-        chosen[node].push_back(id);
+        chosen[node].push_back(static_cast<int>(id));
         if (comma == spec.size()) break;
         s = comma + 1;
       }
@@ -2756,14 +2756,14 @@ template <class Getenv>
   for (std::size_t i = 0; i < hosts->size(); ++i) specs.push_back({(*hosts)[i], counts[i]});
   job.nodes = cluster(specs);
   if (const char* id = var("SLURM_NODEID")) {
-    auto n = expand_tasks_per_node(id, 1);
-    if (!n || std::string_view(id).find_first_of(",(") != std::string_view::npos)
+    long long n = 0;
+    if (!detail::parse_decimal(id, 0x7fffffff, n))
       return parse_error{0, 0, detail::concat("SLURM_NODEID=", detail::quoted(id), " is not a node index")};
-    if (static_cast<std::size_t>(n->front()) >= hosts->size())
-      return parse_error{0, 0, detail::concat("SLURM_NODEID=", n->front(), " is out of range: ", list_name, " names ",
+    if (static_cast<std::size_t>(n) >= hosts->size())
+      return parse_error{0, 0, detail::concat("SLURM_NODEID=", n, " is out of range: ", list_name, " names ",
                                               hosts->size(), " hosts")};
     job.has_this_node = true;
-    job.this_node = static_cast<std::size_t>(n->front());
+    job.this_node = static_cast<std::size_t>(n);
   }
   return job;
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 namespace hetlaunch {
 namespace detail {
@@ -23,6 +24,27 @@ template <class... Pieces>
 std::string concat(const Pieces&... pieces) {
   std::string out;
   (append_piece(out, pieces), ...);
+  return out;
+}
+
+// A decimal number of ASCII digits only (no sign, blanks or locale), at most `max`.
+inline bool parse_decimal(std::string_view text, long long max, long long& value) {
+  if (text.empty() || text.size() > 18) return false;
+  value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + (c - '0');
+  }
+  return value <= max;
+}
+
+// "0,2,3": device ids as CUDA_VISIBLE_DEVICES lists them.
+inline std::string join_ids(const std::vector<int>& ids) {
+  std::string out;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(ids[i]);
+  }
   return out;
 }
 

@@ -34,11 +34,62 @@ struct slurm_range {
   std::size_t width = 0;  // printed with at least this many digits: the low bound's text length
 };
 
+// One bracket of a name: its ranges, the number of values, and the bytes those values print as.
+struct slurm_bracket {
+  std::vector<slurm_range> ranges;
+  unsigned long long count = 0;
+  unsigned long long digits = 0;  // the sum of the printed lengths of every value
+};
+
+// A name with brackets, as Slurm reads it: text[0] [b0] text[1] [b1] ... [b(k-1)] text[k].
+struct slurm_name {
+  std::vector<std::string_view> text;
+  std::vector<slurm_bracket> brackets;
+};
+
+inline std::size_t decimal_digits(unsigned long long n) noexcept {
+  std::size_t d = 1;
+  while (n >= 10) {
+    n /= 10;
+    ++d;
+  }
+  return d;
+}
+
+// Sum over v in [lo, hi] of max(width, digits(v)), by decades: O(20) whatever the range.
+inline unsigned long long printed_length(const slurm_range& r) noexcept {
+  unsigned long long sum = 0;
+  unsigned long long decade_lo = 0, decade_hi = 9;
+  for (std::size_t d = 1; d <= 20; ++d) {
+    const unsigned long long a = r.lo > decade_lo ? r.lo : decade_lo;
+    const unsigned long long b = r.hi < decade_hi ? r.hi : decade_hi;
+    if (a <= b) sum += (b - a + 1) * (r.width > d ? r.width : d);  // at most 65536 * 20
+    if (decade_hi == ~0ull || decade_hi >= r.hi) break;
+    decade_lo = decade_hi + 1;
+    decade_hi = decade_hi > (~0ull - 9) / 10 ? ~0ull : decade_hi * 10 + 9;
+  }
+  return sum;
+}
+
+inline void append_number(std::string& out, unsigned long long n, std::size_t width) {
+  char digits[20];
+  std::size_t len = 0;
+  do {
+    digits[len++] = static_cast<char>('0' + n % 10);
+    n /= 10;
+  } while (n != 0);
+  if (len < width) out.append(width - len, '0');
+  while (len > 0) out += digits[--len];
+}
+
 struct hostlist_parser {
   std::string_view expr;
   std::size_t max_hosts;
+  std::size_t max_bytes;
   parse_error error{};
   bool failed = false;
+  unsigned long long hosts = 0;  // names counted so far
+  unsigned long long bytes = 0;  // their bytes
 
   bool fail(std::size_t offset, std::string message) {
     if (!failed) error = {1, offset + 1, std::move(message)};
@@ -47,7 +98,7 @@ struct hostlist_parser {
   }
 
   // strtoul's grammar as Slurm relies on it: blanks, an optional '+', decimal digits. Returns the
-  // end of the digits (== start when there are none). Unlike strtoul, overflow is an error.
+  // end of the digits (0 when there are none). Unlike strtoul, overflow is an error.
   bool parse_number(std::string_view text, std::size_t offset, std::size_t& end, unsigned long long& value) {
     std::size_t i = 0;
     while (i < text.size() && is_c_space(text[i])) ++i;
@@ -56,8 +107,12 @@ struct hostlist_parser {
     value = 0;
     for (; i < text.size() && is_digit(text[i]); ++i) {
       const unsigned d = static_cast<unsigned>(text[i] - '0');
-      if (value > (~0ull - d) / 10)
-        return fail(offset, concat("number ", quoted(text.substr(digits)), " is too large"));
+      if (value > (~0ull - d) / 10) {
+        std::size_t last = i;
+        while (last < text.size() && is_digit(text[last])) ++last;
+        return fail(offset, concat("number ", quoted(text.substr(digits, last - digits)),
+                                   " is larger than 2^64 - 1 (Slurm would silently change it)"));
+      }
       value = value * 10 + d;
     }
     end = i == digits ? 0 : i;
@@ -66,161 +121,191 @@ struct hostlist_parser {
 
   // One item of a bracket: "7", "01-10", as _parse_single_range reads it.
   bool parse_range(std::string_view item, std::size_t offset, slurm_range& out) {
-    const std::string shown = quoted(item);
-    if (item.find('x') != std::string_view::npos)
-      return fail(offset, concat("invalid range ", shown, ": 'x' (box syntax) is for multi-dimensional clusters"));
+    const auto invalid = [&](const char* why) { return fail(offset, concat("invalid range ", quoted(item), ": ", why)); };
+    if (item.find('x') != std::string_view::npos) return invalid("'x' (box syntax) is for multi-dimensional clusters");
     const std::size_t dash = item.find('-');
     const std::string_view lo_text = item.substr(0, dash);
     const std::string_view hi_text = dash == std::string_view::npos ? std::string_view() : item.substr(dash + 1);
-    if (!hi_text.empty() && hi_text[0] == '-')
-      return fail(offset, concat("invalid range ", shown, ": negative numbers are not allowed"));
+    if (!hi_text.empty() && hi_text[0] == '-') return invalid("negative numbers are not allowed");
     std::size_t lo_end = 0, hi_end = 0;
     if (!parse_number(lo_text, offset, lo_end, out.lo)) return false;
     if (lo_end == 0) {
       if (item.empty()) return fail(offset, "empty range item");
-      if (lo_text.empty()) return fail(offset, concat("invalid range ", shown, ": negative numbers are not allowed"));
-      return fail(offset, concat("invalid range ", shown, ": expected a number"));
+      if (lo_text.empty()) return invalid("negative numbers are not allowed");
+      return invalid("expected a number");
     }
     out.width = lo_text.size();
     if (!hi_text.empty()) {
       if (!parse_number(hi_text, offset, hi_end, out.hi)) return false;
-      if (hi_end == 0) return fail(offset, concat("invalid range ", shown, ": expected a number after '-'"));
-      if (hi_end != hi_text.size())
-        return fail(offset, concat("invalid range ", shown, ": unexpected text after the high bound (Slurm has no steps)"));
+      if (hi_end == 0) return invalid("expected a number after '-'");
+      if (hi_end != hi_text.size()) return invalid("unexpected text after the high bound (Slurm has no steps)");
     } else {
       out.hi = out.lo;  // "1-" means "1", as in Slurm
-      if (lo_end != lo_text.size()) return fail(offset, concat("invalid range ", shown, ": expected a number"));
+      if (lo_end != lo_text.size()) return invalid("expected a number");
     }
-    if (out.lo > out.hi)
-      return fail(offset, concat("invalid range ", shown, ": the low bound is above the high bound"));
-    if (out.hi - out.lo + 1 > slurm_max_range)
-      return fail(offset, concat("too many hosts in range ", shown, " (Slurm's limit is 65536)"));
+    if (out.lo > out.hi) return invalid("the low bound is above the high bound");
+    if (out.hi - out.lo >= slurm_max_range)  // hi - lo + 1 would wrap for [0-18446744073709551615]
+      return fail(offset, concat("too many hosts in range ", quoted(item), " (Slurm's limit is 65536)"));
     return true;
   }
 
-  bool parse_range_list(std::string_view text, std::size_t offset, std::vector<slurm_range>& out) {
-    out.clear();
+  bool parse_bracket(std::string_view text, std::size_t offset, slurm_bracket& out) {
     std::size_t start = 0;
     while (true) {
       const std::size_t comma = text.find(',', start);
       const std::string_view item = text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
-      if (out.size() == slurm_max_ranges) return fail(offset, "more than 262144 items in one bracket");
+      if (out.ranges.size() == slurm_max_ranges) return fail(offset, "more than 262144 items in one bracket");
       slurm_range r;
       if (!parse_range(item, offset + start, r)) return false;
-      out.push_back(r);
+      out.ranges.push_back(r);
+      out.count += r.hi - r.lo + 1;       // at most 2^18 items of 2^16: no wrap
+      out.digits += printed_length(r);    // at most 2^18 * 2^16 * 20: no wrap
       if (comma == std::string_view::npos) return true;
       start = comma + 1;
     }
   }
 
-  static void append_number(std::string& out, unsigned long long n, std::size_t width) {
-    const std::string digits = std::to_string(n);
-    if (digits.size() < width) out.append(width - digits.size(), '0');
-    out += digits;
+  std::string too_many_hosts() const {
+    return concat("the host list names more than ", max_hosts,
+                  " hosts, the limit (max_hosts; hetlaunch's --max-hosts raises it)");
+  }
+  std::string too_many_bytes() const {
+    return concat("the host list's names take more than ", max_bytes,
+                  " bytes, the limit (max_bytes; hetlaunch's --max-bytes raises it)");
   }
 
-  // Slurm's _push_range_list: brackets left in `prefix` are expanded right to left, each the
-  // outer loop of the ones to its left, with the token's last bracket innermost. Counts when
-  // `out` is null (the first pass, which finds every error and the total before allocating).
-  bool push(const std::string& prefix, std::size_t offset, const std::vector<slurm_range>& ranges,
-            std::string_view suffix, unsigned long long& count, std::vector<std::string>* out) {
-    const std::size_t open = prefix.rfind('[');
-    const std::size_t close = open == std::string::npos ? std::string::npos : prefix.rfind(']');
-    if (open != std::string::npos && close != std::string::npos && close > open) {
-      const std::string pre = prefix.substr(0, open);
-      const std::string post = prefix.substr(close + 1);
-      std::vector<slurm_range> outer;
-      if (!parse_range_list(std::string_view(prefix).substr(open + 1, close - open - 1), offset + open + 1, outer))
-        return false;
-      unsigned long long outer_count = 0;
-      for (const slurm_range& r : outer) {
-        outer_count += r.hi - r.lo + 1;
-        if (outer_count > slurm_max_prefix_count)
-          return fail(offset + open, "a bracket before the last one of a name expands to more than 65536 hosts");
-      }
-      const bool nested = pre.find('[') != std::string::npos;
-      if (out == nullptr) {  // every value of this bracket expands alike: count one and multiply
-        std::string sample = pre;
-        append_number(sample, outer.front().lo, outer.front().width);
-        sample += post;
-        unsigned long long inner = 0;
-        if (nested) {
-          if (!push(sample, offset, ranges, suffix, inner, nullptr)) return false;
-        } else {
-          for (const slurm_range& r : ranges) inner += r.hi - r.lo + 1;
-        }
-        return add(count, outer_count, inner, offset);
-      }
-      for (const slurm_range& r : outer)
-        for (unsigned long long j = r.lo;; ++j) {
-          std::string next = pre;
-          append_number(next, j, r.width);
-          next += post;
-          if (nested) push(next, offset, ranges, suffix, count, out);
-          else emit(next, ranges, suffix, *out);
-          if (j == r.hi) break;
-        }
-      return true;
-    }
-    if (out == nullptr) {
-      unsigned long long n = 0;
-      for (const slurm_range& r : ranges) n += r.hi - r.lo + 1;
-      return add(count, 1, n, offset);
-    }
-    emit(prefix, ranges, suffix, *out);
+  // Adds the names of one token: `count` names of `bytes` bytes, refusing more than the limits.
+  bool add(unsigned long long count, unsigned long long name_bytes, bool bytes_overflow, std::size_t offset) {
+    unsigned long long total = 0;
+    if (!checked_add(hosts, count, total) || total > max_hosts) return fail(offset, too_many_hosts());
+    unsigned long long size = 0;
+    if (bytes_overflow || !checked_add(bytes, name_bytes, size) || size > max_bytes) return fail(offset, too_many_bytes());
+    hosts = total;
+    bytes = size;
     return true;
   }
 
-  static void emit(const std::string& prefix, const std::vector<slurm_range>& ranges, std::string_view suffix,
-                   std::vector<std::string>& out) {
-    for (const slurm_range& r : ranges)
-      for (unsigned long long n = r.lo;; ++n) {
-        std::string host = prefix;
-        append_number(host, n, r.width);
-        host.append(suffix.data(), suffix.size());
-        out.push_back(std::move(host));
-        if (n == r.hi) break;
-      }
-  }
-
-  // count += a * b, refusing more than max_hosts (so nothing is allocated for a list too long).
-  bool add(unsigned long long& count, unsigned long long a, unsigned long long b, std::size_t offset) {
-    const unsigned long long cap = max_hosts;
-    if (b != 0 && a > (cap + 1) / b + 1) return fail(offset, too_many());
-    const unsigned long long product = a * b;
-    if (product > cap || count + product > cap) return fail(offset, too_many());
-    count += product;
+  // A plain name keeps a trailing number only if it fits 64 bits; Slurm saturates a larger one.
+  bool check_plain(std::string_view name, std::size_t offset) {
+    std::size_t i = name.size();
+    while (i > 0 && is_digit(name[i - 1])) --i;
+    unsigned long long value = 0;
+    for (std::size_t k = i; k < name.size(); ++k) {
+      const unsigned d = static_cast<unsigned>(name[k] - '0');
+      if (value > (~0ull - d) / 10)
+        return fail(offset + i, concat("the number at the end of ", quoted(name),
+                                       " is larger than 2^64 - 1 (Slurm would silently change it)"));
+      value = value * 10 + d;
+    }
     return true;
   }
-  std::string too_many() const { return concat("the host list names more than ", max_hosts, " hosts (max_hosts)"); }
 
-  // One token: a plain name, or prefix[ranges]suffix with earlier brackets inside prefix.
-  bool token(std::string_view tok, std::size_t offset, unsigned long long& count, std::vector<std::string>* out) {
-    const std::size_t open = tok.rfind('[');
-    if (open == std::string_view::npos) {
-      if (out == nullptr) return add(count, 1, 1, offset);
-      out->emplace_back(tok);
-      return true;
-    }
+  // Reads a token with brackets as Slurm's _push_range_list does: the last '[' ... ']' is the
+  // innermost loop; what comes before it is searched from the right for earlier brackets, each a
+  // '[' after which the prefix's last ']' stands. Text around the brackets is kept as it is.
+  bool parse_name(std::string_view tok, std::size_t offset, std::size_t open, slurm_name& name) {
     const std::size_t close = tok.find(']', open);
     if (close == std::string_view::npos) return fail(offset + open, "'[' without a matching ']'");
-    std::vector<slurm_range> ranges;
-    if (!parse_range_list(tok.substr(open + 1, close - open - 1), offset + open + 1, ranges)) return false;
-    return push(std::string(tok.substr(0, open)), offset, ranges, tok.substr(close + 1), count, out);
+    name.text.push_back(tok.substr(close + 1));
+    name.brackets.emplace_back();
+    if (!parse_bracket(tok.substr(open + 1, close - open - 1), offset + open + 1, name.brackets.back())) return false;
+    std::string_view prefix = tok.substr(0, open);
+    while (true) {
+      const std::size_t o = prefix.rfind('[');
+      const std::size_t c = o == std::string_view::npos ? std::string_view::npos : prefix.rfind(']');
+      if (o == std::string_view::npos || c == std::string_view::npos || c < o) break;
+      name.text.push_back(prefix.substr(c + 1));
+      name.brackets.emplace_back();
+      slurm_bracket& b = name.brackets.back();
+      if (!parse_bracket(prefix.substr(o + 1, c - o - 1), offset + o + 1, b)) return false;
+      if (b.count > slurm_max_prefix_count)
+        return fail(offset + o, "a bracket before the last one of a name expands to more than 65536 hosts");
+      prefix = prefix.substr(0, o);
+    }
+    name.text.push_back(prefix);
+    // Collected from the right: put text and brackets in reading order.
+    for (std::size_t a = 0, b = name.text.size() - 1; a < b; ++a, --b) std::swap(name.text[a], name.text[b]);
+    for (std::size_t a = 0, b = name.brackets.size() - 1; a < b; ++a, --b) std::swap(name.brackets[a], name.brackets[b]);
+    return true;
   }
 
-  // Tokens end at a separator, except between a '[' and the next ']' (Slurm's _next_tok).
+  // Counts a name's hosts and bytes exactly: every value of a bracket appears count / its count
+  // times, so the bytes are count * text + sum over brackets of digits * (count / bracket count).
+  bool count_name(const slurm_name& name, std::size_t offset) {
+    unsigned long long count = 1;
+    bool overflow = false;
+    for (const slurm_bracket& b : name.brackets)
+      if (!checked_mul(count, b.count, count)) return fail(offset, too_many_hosts());
+    unsigned long long text = 0;
+    for (std::string_view t : name.text) text += t.size();
+    unsigned long long name_bytes = 0;
+    overflow = !checked_mul(count, text, name_bytes);
+    for (const slurm_bracket& b : name.brackets) {
+      unsigned long long part = 0;
+      overflow = overflow || !checked_mul(b.digits, count / b.count, part) || !checked_add(name_bytes, part, name_bytes);
+    }
+    return add(count, name_bytes, overflow, offset);
+  }
+
+  // Writes a name's hosts in Slurm's order: the last bracket varies fastest, then the first,
+  // the second, ... and the last but one slowest (brackets before the last are expanded right
+  // to left, each an outer loop of those to its left).
+  static void emit(const slurm_name& name, std::vector<std::string>& out) {
+    const std::size_t k = name.brackets.size();
+    std::vector<std::size_t> order;  // brackets from fastest to slowest
+    order.push_back(k - 1);
+    for (std::size_t j = 0; j + 1 < k; ++j) order.push_back(j);
+    std::vector<std::size_t> item(k, 0);
+    std::vector<unsigned long long> value(k);
+    for (std::size_t j = 0; j < k; ++j) value[j] = name.brackets[j].ranges.front().lo;
+    std::string host;
+    while (true) {
+      host.clear();
+      for (std::size_t j = 0; j < k; ++j) {
+        host.append(name.text[j].data(), name.text[j].size());
+        append_number(host, value[j], name.brackets[j].ranges[item[j]].width);
+      }
+      host.append(name.text[k].data(), name.text[k].size());
+      out.push_back(host);
+      // Advance the odometer.
+      std::size_t digit = 0;
+      for (; digit < k; ++digit) {
+        const std::size_t j = order[digit];
+        const std::vector<slurm_range>& ranges = name.brackets[j].ranges;
+        if (value[j] != ranges[item[j]].hi) {
+          ++value[j];
+          break;
+        }
+        if (item[j] + 1 < ranges.size()) {
+          ++item[j];
+          value[j] = ranges[item[j]].lo;
+          break;
+        }
+        item[j] = 0;
+        value[j] = ranges.front().lo;
+      }
+      if (digit == k) return;
+    }
+  }
+
+  // Tokens end at a separator, except between a '[' and the next ']' (Slurm's _next_tok). The
+  // next ']' is remembered, so a text of many '[' is still read once.
   template <class Visit>
   bool each_token(Visit visit) {
     std::size_t i = 0;
+    std::size_t next_close = 0;  // the first ']' at or after next_close's search start, or npos
+    bool close_known = false;
     while (i < expr.size()) {
       while (i < expr.size() && is_hostlist_separator(expr[i])) ++i;
       if (i == expr.size()) break;
       const std::size_t start = i;
       while (i < expr.size() && !is_hostlist_separator(expr[i])) {
         if (expr[i] == '[') {
-          const std::size_t close = expr.find(']', i);
-          i = close == std::string_view::npos ? i + 1 : close + 1;
+          if (!close_known || (next_close != std::string_view::npos && next_close < i)) {
+            next_close = expr.find(']', i);
+            close_known = true;
+          }
+          i = next_close == std::string_view::npos ? i + 1 : next_close + 1;
         } else {
           ++i;
         }
@@ -242,18 +327,36 @@ struct hostlist_parser {
 ///
 /// Errors, with the column of the offending text: what Slurm refuses (a '[' without ']', an empty
 /// item, letters, 'x', negative numbers, low above high, step syntax, more than 65536 hosts in
-/// one range), and what Slurm silently turns into garbage: numbers past 2^64 (Slurm saturates),
-/// an empty list, and more than `max_hosts` names in all, found before anything is allocated.
+/// one range), and what Slurm silently turns into garbage: numbers past 2^64 - 1 (Slurm
+/// saturates), an empty list. More than `max_hosts` names, or names of more than `max_bytes`
+/// bytes in all, is an error found before anything is allocated. Time and memory are linear in
+/// the input plus the output; nothing recurses.
 [[nodiscard]] inline result<std::vector<std::string>> expand_hostlist(std::string_view expr,
-                                                                      std::size_t max_hosts = std::size_t{1} << 20) {
-  detail::hostlist_parser p{expr, max_hosts};
-  unsigned long long count = 0;
-  p.each_token([&](std::string_view tok, std::size_t offset) { return p.token(tok, offset, count, nullptr); });
+                                                                      std::size_t max_hosts = std::size_t{1} << 20,
+                                                                      std::size_t max_bytes = std::size_t{1} << 27) {
+  detail::hostlist_parser p{expr, max_hosts, max_bytes};
+  std::vector<detail::slurm_name> names;  // tokens with brackets, in order; plain ones are views
+  std::vector<std::pair<std::string_view, std::size_t>> tokens;  // (token, index into names or npos)
+  p.each_token([&](std::string_view tok, std::size_t offset) {
+    const std::size_t open = tok.rfind('[');
+    if (open == std::string_view::npos) {
+      if (!p.check_plain(tok, offset) || !p.add(1, tok.size(), false, offset)) return false;
+      tokens.emplace_back(tok, std::string_view::npos);
+      return true;
+    }
+    names.emplace_back();
+    if (!p.parse_name(tok, offset, open, names.back()) || !p.count_name(names.back(), offset)) return false;
+    tokens.emplace_back(tok, names.size() - 1);
+    return true;
+  });
   if (p.failed) return p.error;
-  if (count == 0) return parse_error{1, 1, "the host list is empty"};
+  if (p.hosts == 0) return parse_error{1, 1, "the host list is empty"};
   std::vector<std::string> hosts;
-  hosts.reserve(static_cast<std::size_t>(count));
-  p.each_token([&](std::string_view tok, std::size_t offset) { return p.token(tok, offset, count, &hosts); });
+  hosts.reserve(static_cast<std::size_t>(p.hosts));
+  for (const auto& t : tokens) {
+    if (t.second == std::string_view::npos) hosts.emplace_back(t.first);
+    else detail::hostlist_parser::emit(names[t.second], hosts);
+  }
   return hosts;
 }
 
@@ -269,20 +372,25 @@ inline split_host split_trailing_number(std::string_view host) {
   std::size_t i = host.size();
   while (i > 0 && is_digit(host[i - 1])) --i;
   split_host s{host.substr(0, i)};
-  if (i == host.size() || host.size() - i > 19) {  // no digits, or more than fit a number
+  unsigned long long value = 0;
+  for (std::size_t k = i; k < host.size(); ++k) {
+    const unsigned d = static_cast<unsigned>(host[k] - '0');
+    if (value > (~0ull - d) / 10) {  // more than fits a number: the whole name is text
+      s.prefix = host;
+      return s;
+    }
+    value = value * 10 + d;
+  }
+  if (i == host.size()) {
     s.prefix = host;
     return s;
   }
   s.numbered = true;
   s.width = host.size() - i;
-  for (std::size_t k = i; k < host.size(); ++k) s.number = s.number * 10 + static_cast<unsigned>(host[k] - '0');
+  s.number = value;
   return s;
 }
-inline std::size_t digit_count(unsigned long long n) {
-  std::size_t d = 1;
-  while (n /= 10) ++d;
-  return d;
-}
+inline std::size_t digit_count(unsigned long long n) { return decimal_digits(n); }
 // Slurm's _width_equiv: two widths print the same numbers when the zero padding of each number
 // is the same under either width; then the narrower-padded width is taken for both.
 inline bool widths_combine(unsigned long long n, std::size_t& wn, unsigned long long m, std::size_t& wm) {
@@ -313,7 +421,7 @@ inline bool widths_combine(unsigned long long n, std::size_t& wn, unsigned long 
     if (!ranges.empty()) {
       range& tail = ranges.back();
       std::size_t tail_width = tail.host.width, width = s.width;
-      if (tail.host.numbered && s.numbered && tail.host.prefix == s.prefix && tail.hi + 1 == s.number &&
+      if (tail.host.numbered && s.numbered && tail.host.prefix == s.prefix && tail.hi != ~0ull && tail.hi + 1 == s.number &&
           detail::widths_combine(tail.host.number, tail_width, s.number, width)) {
         tail.host.width = tail_width;
         tail.hi = s.number;
@@ -323,7 +431,7 @@ inline bool widths_combine(unsigned long long n, std::size_t& wn, unsigned long 
     ranges.push_back({s, s.number});
   }
   std::string out;
-  const auto number = [&out](unsigned long long n, std::size_t width) { detail::hostlist_parser::append_number(out, n, width); };
+  const auto number = [&out](unsigned long long n, std::size_t width) { detail::append_number(out, n, width); };
   for (std::size_t i = 0; i < ranges.size();) {
     if (!out.empty()) out += ',';
     const range& first = ranges[i];
@@ -350,60 +458,80 @@ inline bool widths_combine(unsigned long long n, std::size_t& wn, unsigned long 
   return out;
 }
 
+namespace detail {
+struct count_item {
+  int count;
+  unsigned long long repeat;
+};
+struct count_list {
+  std::vector<count_item> items;
+  unsigned long long total = 0;  // the number of values the list expands to
+};
+
+// Reads "2(x3),1" into items without expanding it: memory is linear in the text, and the total
+// is exact (a repeat count or a total past 2^64 - 1 is an error, never a wrapped number).
+inline result<count_list> parse_count_list(std::string_view expr) {
+  count_list list;
+  std::size_t i = 0;
+  const auto number = [&](unsigned long long limit, unsigned long long& value, const char* what) -> result<bool> {
+    const std::size_t start = i;
+    value = 0;
+    while (i < expr.size() && is_digit(expr[i])) {
+      const unsigned d = static_cast<unsigned>(expr[i] - '0');
+      if (value > (limit - d) / 10) return parse_error{1, start + 1, concat(what, " is larger than ", limit)};
+      value = value * 10 + d;
+      ++i;
+    }
+    if (i == start)
+      return parse_error{1, start + 1, concat("expected ", what, ", got ",
+                                              i < expr.size() ? quoted(character_at(expr, i)) : std::string("the end"))};
+    return true;
+  };
+  if (expr.empty()) return parse_error{1, 1, "the count list is empty"};
+  while (true) {
+    unsigned long long count = 0, repeat = 1;
+    const std::size_t item_start = i;
+    if (auto r = number(0x7fffffffull, count, "a count"); !r) return r.error();
+    if (i < expr.size() && expr[i] == '(') {
+      const std::size_t open = i;
+      if (i + 1 >= expr.size() || expr[i + 1] != 'x') return parse_error{1, i + 2, "expected 'x' after '(' as in 2(x3)"};
+      i += 2;
+      if (auto r = number(~0ull, repeat, "a repeat count"); !r) return r.error();
+      if (repeat == 0) return parse_error{1, open + 3, "a repeat count must be at least 1"};
+      if (i >= expr.size() || expr[i] != ')') return parse_error{1, i + 1, "expected ')'"};
+      ++i;
+    }
+    if (!checked_add(list.total, repeat, list.total))
+      return parse_error{1, item_start + 1, "the count list names more than 2^64 - 1 values"};
+    list.items.push_back({static_cast<int>(count), repeat});
+    if (i == expr.size()) break;
+    if (expr[i] != ',')
+      return parse_error{1, i + 1, concat("expected ',' or the end, got ", quoted(character_at(expr, i)))};
+    ++i;
+  }
+  return list;
+}
+
+inline std::vector<int> expand_count_list(const count_list& list) {
+  std::vector<int> out;
+  out.reserve(static_cast<std::size_t>(list.total));
+  for (const count_item& it : list.items) out.insert(out.end(), static_cast<std::size_t>(it.repeat), it.count);
+  return out;
+}
+}  // namespace detail
+
 /// Expands a Slurm count list (SLURM_TASKS_PER_NODE, SLURM_JOB_CPUS_PER_NODE): "2(x3),1" gives
 /// {2, 2, 2, 1}. Items are `count` or `count(xN)` with decimal digits only; counts are 0 to
 /// INT_MAX, repeats 1 or more, and more than `max_nodes` values in all is an error found before
 /// anything is allocated.
 [[nodiscard]] inline result<std::vector<int>> expand_tasks_per_node(std::string_view expr,
                                                                    std::size_t max_nodes = std::size_t{1} << 20) {
-  struct item {
-    int count;
-    unsigned long long repeat;
-  };
-  std::vector<item> items;
-  unsigned long long total = 0;
-  std::size_t i = 0;
-  const auto number = [&](unsigned long long limit, unsigned long long& value, const char* what) -> result<bool> {
-    const std::size_t start = i;
-    value = 0;
-    while (i < expr.size() && detail::is_digit(expr[i])) {
-      value = value * 10 + static_cast<unsigned>(expr[i] - '0');
-      if (value > limit)
-        return parse_error{1, start + 1, detail::concat(what, " is larger than ", limit)};
-      ++i;
-    }
-    if (i == start)
-      return parse_error{1, start + 1, detail::concat("expected ", what, ", got ",
-                                                      i < expr.size() ? detail::quoted(expr.substr(i, 1)) : std::string("the end"))};
-    return true;
-  };
-  if (expr.empty()) return parse_error{1, 1, "the count list is empty"};
-  while (true) {
-    unsigned long long count = 0, repeat = 1;
-    if (auto r = number(0x7fffffffull, count, "a count"); !r) return r.error();
-    if (i < expr.size() && expr[i] == '(') {
-      const std::size_t open = i;
-      if (i + 1 >= expr.size() || expr[i + 1] != 'x')
-        return parse_error{1, i + 2, "expected 'x' after '(' as in 2(x3)"};
-      i += 2;
-      if (auto r = number(~0ull / 2, repeat, "a repeat count"); !r) return r.error();
-      if (repeat == 0) return parse_error{1, open + 3, "a repeat count must be at least 1"};
-      if (i >= expr.size() || expr[i] != ')') return parse_error{1, i + 1, "expected ')'"};
-      ++i;
-    }
-    total += repeat;
-    if (total > max_nodes)
-      return parse_error{1, 1, detail::concat("the count list names more than ", max_nodes, " nodes")};
-    items.push_back({static_cast<int>(count), repeat});
-    if (i == expr.size()) break;
-    if (expr[i] != ',')
-      return parse_error{1, i + 1, detail::concat("expected ',' or the end, got ", detail::quoted(expr.substr(i, 1)))};
-    ++i;
-  }
-  std::vector<int> out;
-  out.reserve(static_cast<std::size_t>(total));
-  for (const item& it : items) out.insert(out.end(), static_cast<std::size_t>(it.repeat), it.count);
-  return out;
+  auto list = detail::parse_count_list(expr);
+  if (!list) return list.error();
+  if (list->total > max_nodes)
+    return parse_error{1, 1, detail::concat("the count list names ", list->total, " nodes, more than ", max_nodes,
+                                            ", the limit (max_nodes)")};
+  return detail::expand_count_list(*list);
 }
 
 /// A job's topology as Slurm describes it, and which node this process runs on.
@@ -446,12 +574,20 @@ template <class Getenv>
   };
   slurm_job job;
   std::vector<int> counts;
+  // A list of counts must give one per host; its length is known before it is expanded.
+  const auto per_host = [&](const char* name, const char* text) -> result<bool> {
+    auto parsed = detail::parse_count_list(text);
+    if (!parsed) return context(name, parsed.error());
+    if (parsed->total != hosts->size())
+      return parse_error{0, 0, detail::concat(name, " gives ", parsed->total, " counts but ", list_name, " names ",
+                                              hosts->size(), " hosts")};
+    counts = detail::expand_count_list(*parsed);
+    job.counts_from = name;
+    return true;
+  };
   for (const char* name : {"HETLAUNCH_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}) {
     if (const char* text = var(name)) {
-      auto c = expand_tasks_per_node(text, hosts->size() + 1);
-      if (!c) return context(name, c.error());
-      counts = std::move(*c);
-      job.counts_from = name;
+      if (auto r = per_host(name, text); !r) return r.error();
       break;
     }
   }
@@ -468,18 +604,12 @@ template <class Getenv>
       counts.assign(hosts->size(), c->front());
       job.counts_from = "SLURM_GPUS_PER_NODE";
     } else if (const char* cpus = var("SLURM_JOB_CPUS_PER_NODE")) {
-      auto c = expand_tasks_per_node(cpus, hosts->size() + 1);
-      if (!c) return context("SLURM_JOB_CPUS_PER_NODE", c.error());
-      counts = std::move(*c);
-      job.counts_from = "SLURM_JOB_CPUS_PER_NODE";
+      if (auto r = per_host("SLURM_JOB_CPUS_PER_NODE", cpus); !r) return r.error();
     } else {
       return parse_error{0, 0, "no worker counts: none of HETLAUNCH_TASKS_PER_NODE, SLURM_TASKS_PER_NODE, "
                                "SLURM_GPUS_PER_NODE, SLURM_JOB_CPUS_PER_NODE is set"};
     }
   }
-  if (counts.size() != hosts->size())
-    return parse_error{0, 0, detail::concat(job.counts_from, " gives ", counts.size(), " counts but ", list_name,
-                                            " names ", hosts->size(), " hosts")};
   std::vector<node_spec> specs;
   for (std::size_t i = 0; i < hosts->size(); ++i) specs.push_back({(*hosts)[i], counts[i]});
   job.nodes = cluster(specs);

@@ -101,14 +101,14 @@ TEST_SUITE("slurm") {
     CHECK(expand("a[1-3") == "ERR line 1, column 2: '[' without a matching ']'");
     CHECK(expand("a]1[") == "ERR line 1, column 4: '[' without a matching ']'");
     // Slurm saturates at 2^64 - 1.
-    CHECK(expand("a[99999999999999999999]") == "ERR line 1, column 3: number '99999999999999999999' is too large");
+    CHECK(expand("a[99999999999999999999]") == "ERR line 1, column 3: number '99999999999999999999' is larger than 2^64 - 1 (Slurm would silently change it)");
     CHECK(expand("") == "ERR line 1, column 1: the host list is empty");
     CHECK(expand(" ,\t") == "ERR line 1, column 1: the host list is empty");
   }
   TEST_CASE("the host cap is checked before anything is allocated") {
     CHECK(expand("n[0-999999999]") == "ERR line 1, column 3: too many hosts in range '0-999999999' (Slurm's limit is 65536)");
-    CHECK(expand("a[1-40000]b[1-40000]") == "ERR line 1, column 1: the host list names more than 1048576 hosts (max_hosts)");
-    CHECK(expand("a[1-3],b[1-3]", 5) == "ERR line 1, column 8: the host list names more than 5 hosts (max_hosts)");
+    CHECK(expand("a[1-40000]b[1-40000]") == "ERR line 1, column 1: the host list names more than 1048576 hosts, the limit (max_hosts; hetlaunch's --max-hosts raises it)");
+    CHECK(expand("a[1-3],b[1-3]", 5) == "ERR line 1, column 8: the host list names more than 5 hosts, the limit (max_hosts; hetlaunch's --max-hosts raises it)");
     CHECK(expand("a[1-5]", 5) == "a1 a2 a3 a4 a5");
     CHECK(hetlaunch::expand_hostlist("a[0-65535]b[0-1]")->size() == 131072);
     // More than half the cap in plain names (the generating pass must not count them again).
@@ -140,7 +140,7 @@ TEST_SUITE("slurm") {
     CHECK(counts("-1") == "ERR line 1, column 1: expected a count, got '-'");
     CHECK(counts("2 ,1") == "ERR line 1, column 2: expected ',' or the end, got ' '");
     CHECK(counts("99999999999") == "ERR line 1, column 1: a count is larger than 2147483647");
-    CHECK(counts("1(x99999999999)") == "ERR line 1, column 1: the count list names more than 1048576 nodes");
+    CHECK(counts("1(x99999999999)") == "ERR line 1, column 1: the count list names 99999999999 nodes, more than 1048576, the limit (max_nodes)");
   }
   TEST_CASE("cluster_from_slurm: nodes from the node list, counts by documented precedence") {
     fake_env env{{{"SLURM_JOB_NODELIST", "gpu[01-02],cpu7"}, {"SLURM_TASKS_PER_NODE", "8,4,2"}, {"SLURM_NODEID", "1"}}};

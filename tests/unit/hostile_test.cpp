@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: MIT
+// Hostile input, by class: numbers that would wrap, input that multiplies, lists that would be
+// quadratic, text that is not UTF-8. Every case ends in the right answer or a clear error, and
+// nothing grows faster than the input. Where a simple reference exists, every input up to a size
+// is compared with it.
+#include <doctest/doctest.h>
+
+#include <hetlaunch/hetlaunch.hpp>
+
+#include <climits>
+#include <string>
+#include <vector>
+
+using strings = std::vector<std::string>;
+
+namespace {
+
+// Slurm's expansion written the obvious way: recursion over the brackets of the prefix, no
+// limits. Only for short inputs.
+struct naive_hostlist {
+  bool failed = false;
+  static bool number(std::string_view t, unsigned long long& v, std::size_t& end) {
+    std::size_t i = 0;
+    while (i < t.size() && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\v' || t[i] == '\f' || t[i] == '\r')) ++i;
+    if (i < t.size() && t[i] == '+') ++i;
+    const std::size_t d = i;
+    v = 0;
+    for (; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i) v = v * 10 + static_cast<unsigned>(t[i] - '0');
+    end = i == d ? 0 : i;
+    return i - d < 19;  // short inputs only: no overflow to model
+  }
+  struct range {
+    unsigned long long lo, hi;
+    std::size_t width;
+  };
+  bool ranges(std::string_view text, std::vector<range>& out) {
+    std::size_t start = 0;
+    while (true) {
+      const std::size_t comma = text.find(',', start);
+      const std::string_view item = text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+      if (item.find('x') != std::string_view::npos) return false;
+      const std::size_t dash = item.find('-');
+      const std::string_view lo = item.substr(0, dash);
+      const std::string_view hi = dash == std::string_view::npos ? std::string_view() : item.substr(dash + 1);
+      if (!hi.empty() && hi[0] == '-') return false;
+      range r{0, 0, lo.size()};
+      std::size_t le = 0, he = 0;
+      if (!number(lo, r.lo, le) || le == 0) return false;
+      if (!hi.empty()) {
+        if (!number(hi, r.hi, he) || he == 0 || he != hi.size()) return false;
+      } else {
+        r.hi = r.lo;
+        if (le != lo.size()) return false;
+      }
+      if (r.lo > r.hi || r.hi - r.lo >= 65536) return false;
+      out.push_back(r);
+      if (comma == std::string_view::npos) return true;
+      start = comma + 1;
+    }
+  }
+  static std::string num(unsigned long long n, std::size_t w) {
+    std::string d = std::to_string(n);
+    return std::string(d.size() < w ? w - d.size() : 0, '0') + d;
+  }
+  void push(const std::string& prefix, const std::vector<range>& last, std::string_view suffix, strings& out) {
+    const std::size_t open = prefix.rfind('[');
+    const std::size_t close = open == std::string::npos ? std::string::npos : prefix.rfind(']');
+    if (open != std::string::npos && close != std::string::npos && close > open) {
+      std::vector<range> outer;
+      if (!ranges(std::string_view(prefix).substr(open + 1, close - open - 1), outer)) {
+        failed = true;
+        return;
+      }
+      unsigned long long n = 0;
+      for (const range& r : outer) n += r.hi - r.lo + 1;
+      if (n > 65536) {
+        failed = true;
+        return;
+      }
+      for (const range& r : outer)
+        for (unsigned long long j = r.lo; j <= r.hi; ++j)
+          push(prefix.substr(0, open) + num(j, r.width) + prefix.substr(close + 1), last, suffix, out);
+      return;
+    }
+    for (const range& r : last)
+      for (unsigned long long j = r.lo; j <= r.hi; ++j) out.push_back(prefix + num(j, r.width) + std::string(suffix));
+  }
+  // Returns false on an error.
+  bool expand(std::string_view expr, strings& out) {
+    std::size_t i = 0;
+    while (i < expr.size()) {
+      const auto sep = [](char c) { return c == ',' || c == ' ' || c == '\t' || c == '\n'; };
+      while (i < expr.size() && sep(expr[i])) ++i;
+      if (i == expr.size()) break;
+      const std::size_t start = i;
+      while (i < expr.size() && !sep(expr[i])) {
+        if (expr[i] == '[') {
+          const std::size_t c = expr.find(']', i);
+          i = c == std::string_view::npos ? i + 1 : c + 1;
+        } else {
+          ++i;
+        }
+      }
+      const std::string_view tok = expr.substr(start, i - start);
+      const std::size_t open = tok.rfind('[');
+      if (open == std::string_view::npos) {
+        out.emplace_back(tok);
+        continue;
+      }
+      const std::size_t close = tok.find(']', open);
+      if (close == std::string_view::npos) return false;
+      std::vector<range> last;
+      if (!ranges(tok.substr(open + 1, close - open - 1), last)) return false;
+      push(std::string(tok.substr(0, open)), last, tok.substr(close + 1), out);
+      if (failed) return false;
+    }
+    return !out.empty();
+  }
+};
+
+// Every string of length 1..max_len over `alphabet`, in order.
+template <class Visit>
+void every_string(const std::string& alphabet, std::size_t max_len, Visit visit) {
+  std::string s;
+  for (std::size_t len = 1; len <= max_len; ++len) {
+    std::vector<std::size_t> digit(len, 0);
+    while (true) {
+      s.assign(len, ' ');
+      for (std::size_t k = 0; k < len; ++k) s[k] = alphabet[digit[k]];
+      visit(s);
+      std::size_t k = 0;
+      while (k < len && ++digit[k] == alphabet.size()) digit[k++] = 0;
+      if (k == len) break;
+    }
+  }
+}
+
+}  // namespace
+
+TEST_SUITE("hostile input") {
+  // Compares every expression over `alphabet` up to `max_len` characters with the naive expansion
+  // (capped at `cap` names), and returns how many expanded; the first disagreement fails.
+  static std::size_t agree_with_naive(const std::string& alphabet, std::size_t max_len, std::size_t cap) {
+    std::size_t expanded = 0;
+    std::string first_mismatch;
+    every_string(alphabet, max_len, [&](const std::string& expr) {
+      if (!first_mismatch.empty()) return;
+      strings naive;
+      naive_hostlist reference;
+      const bool ok = reference.expand(expr, naive) && naive.size() <= cap;
+      const auto ours = hetlaunch::expand_hostlist(expr, cap);
+      const bool same = ours ? ok && *ours == naive
+                             : !ok && ours.error().column >= 1 && ours.error().column <= expr.size() + 1;
+      if (!same) first_mismatch = expr;
+      if (ours) ++expanded;
+    });
+    INFO("first disagreement: '" << first_mismatch << "'");
+    CHECK(first_mismatch.empty());
+    return expanded;
+  }
+  TEST_CASE("property: every host list of up to 6 characters expands as the naive expansion, or is refused") {
+    CHECK(agree_with_naive("a1[]-,0", 6, 64) > 5000);
+  }
+  TEST_CASE("property: with several brackets and padding, every expression of up to 7 characters agrees") {
+    CHECK(agree_with_naive("b0[]2-,", 7, 1000) > 20000);
+  }
+
+  TEST_CASE("numbers that would wrap are refused, never wrapped") {
+    const auto error = [](std::string_view expr) {
+      const auto r = hetlaunch::expand_hostlist(expr);
+      return r ? std::string("OK") : r.error().to_string();
+    };
+    // hi - lo + 1 is 0 in 64 bits: a range of 2^64 hosts.
+    CHECK(error("n[0-18446744073709551615],m") ==
+          "line 1, column 3: too many hosts in range '0-18446744073709551615' (Slurm's limit is 65536)");
+    CHECK(error("n[0-18446744073709551615]") ==
+          "line 1, column 3: too many hosts in range '0-18446744073709551615' (Slurm's limit is 65536)");
+    CHECK(error("n[1-18446744073709551615]") ==
+          "line 1, column 3: too many hosts in range '1-18446744073709551615' (Slurm's limit is 65536)");
+    CHECK(error("n[18446744073709551616]") ==
+          "line 1, column 3: number '18446744073709551616' is larger than 2^64 - 1 (Slurm would silently change it)");
+    // A plain name's trailing number is read by Slurm too, and saturated past 2^64 - 1.
+    CHECK(error("n99999999999999999999") ==
+          "line 1, column 2: the number at the end of 'n99999999999999999999' is larger than 2^64 - 1 (Slurm would silently change it)");
+    CHECK(error("ok,n18446744073709551616") ==
+          "line 1, column 5: the number at the end of 'n18446744073709551616' is larger than 2^64 - 1 (Slurm would silently change it)");
+    // The largest numbers themselves are fine, and so are long zero-padded ones.
+    CHECK(*hetlaunch::expand_hostlist("n[18446744073709551614-18446744073709551615]") ==
+          strings{"n18446744073709551614", "n18446744073709551615"});
+    CHECK(*hetlaunch::expand_hostlist("n18446744073709551615,n0000000000000000000000001") ==
+          strings{"n18446744073709551615", "n0000000000000000000000001"});
+  }
+
+  TEST_CASE("the caps on names and bytes are exact, also at SIZE_MAX") {
+    CHECK(hetlaunch::expand_hostlist("a[1-3]", SIZE_MAX)->size() == 3);
+    CHECK(hetlaunch::expand_hostlist("a[1-3]", SIZE_MAX, SIZE_MAX)->size() == 3);
+    CHECK(hetlaunch::expand_hostlist("a[1-3]", 3)->size() == 3);
+    CHECK(!hetlaunch::expand_hostlist("a[1-3]", 2));
+    // a8 a9 a10 a11: 2 + 2 + 3 + 3 bytes.
+    CHECK(hetlaunch::expand_hostlist("a[8-11]", 100, 10)->size() == 4);
+    CHECK(hetlaunch::expand_hostlist("a[8-11]", 100, 9).error().to_string() ==
+          "line 1, column 1: the host list's names take more than 9 bytes, the limit (max_bytes; hetlaunch's --max-bytes raises it)");
+    // Padding counts: b008 b009 b010 are 4 bytes each, and so are the names of earlier brackets.
+    CHECK(hetlaunch::expand_hostlist("b[008-010]", 100, 12)->size() == 3);
+    CHECK(!hetlaunch::expand_hostlist("b[008-010]", 100, 11));
+    CHECK(hetlaunch::expand_hostlist("r[1-2]n[9-10]", 100, 18)->size() == 4);  // r1n9 r1n10 r2n9 r2n10
+    CHECK(!hetlaunch::expand_hostlist("r[1-2]n[9-10]", 100, 17));
+    CHECK(hetlaunch::expand_hostlist("r[9-10]n[1-2]", 100, 18)->size() == 4);  // r9n1 r9n2 r10n1 r10n2
+    CHECK(!hetlaunch::expand_hostlist("r[9-10]n[1-2]", 100, 17));
+    CHECK(!hetlaunch::expand_hostlist("plain", 100, 4));
+    CHECK(hetlaunch::expand_hostlist("plain", 100, 5)->size() == 1);
+  }
+
+  TEST_CASE("input that multiplies is refused by its size before anything is allocated") {
+    // 65536 names of 120 kB each would be 8 GB.
+    const std::string wide = std::string(120000, 'x') + "[0-65535]";
+    CHECK(hetlaunch::expand_hostlist(wide).error().message ==
+          "the host list's names take more than 134217728 bytes, the limit (max_bytes; hetlaunch's --max-bytes raises it)");
+    // 30000 brackets in one name: no recursion, one name of 60000 bytes.
+    std::string many;
+    for (int i = 0; i < 30000; ++i) many += "a[1]";
+    const auto r = hetlaunch::expand_hostlist(many);
+    REQUIRE(r);
+    CHECK(r->size() == 1);
+    CHECK(r->front().size() == 60000);
+    // Brackets that multiply: 65536^2 names.
+    CHECK(!hetlaunch::expand_hostlist("a[0-65535]b[0-65535]"));
+    // Many '[' without ']': read once, not once per '['.
+    const std::string open(200000, '[');
+    CHECK(hetlaunch::expand_hostlist(open).error().message == "'[' without a matching ']'");
+    std::string opens;
+    for (int i = 0; i < 50000; ++i) opens += "a[,";
+    CHECK(!hetlaunch::expand_hostlist(opens));
+  }
+
+  TEST_CASE("count lists: repeat counts and totals that would wrap are refused") {
+    // 2^64 + 4 would wrap to 4.
+    CHECK(hetlaunch::expand_tasks_per_node("2(x18446744073709551620)").error().to_string() ==
+          "line 1, column 4: a repeat count is larger than 18446744073709551615");
+    CHECK(hetlaunch::expand_tasks_per_node("2(x18446744073709551615),1(x1)").error().to_string() ==
+          "line 1, column 26: the count list names more than 2^64 - 1 values");
+    CHECK(hetlaunch::expand_tasks_per_node("2(x18446744073709551615)").error().to_string() ==
+          "line 1, column 1: the count list names 18446744073709551615 nodes, more than 1048576, the limit (max_nodes)");
+    CHECK(hetlaunch::expand_tasks_per_node("2(x3)", SIZE_MAX)->size() == 3);
+    CHECK(hetlaunch::expand_tasks_per_node("2147483648").error().to_string() ==
+          "line 1, column 1: a count is larger than 2147483647");
+  }
+
+  TEST_CASE("compress_hostlist merges numbers up to 2^64 - 1 as scontrol does, and never wraps") {
+    CHECK(hetlaunch::compress_hostlist({"n18446744073709551614", "n18446744073709551615"}) ==
+          "n[18446744073709551614-18446744073709551615]");
+    CHECK(hetlaunch::compress_hostlist({"n10000000000000000000", "n10000000000000000001"}) ==
+          "n[10000000000000000000-10000000000000000001]");
+    CHECK(hetlaunch::compress_hostlist({"n000000000000000000001", "n000000000000000000002"}) ==
+          "n[000000000000000000001-000000000000000000002]");
+    // scontrol 22.05 prints n[18446744073709551615] here, losing n0: 2^64 - 1 + 1 wraps to 0.
+    CHECK(hetlaunch::compress_hostlist({"n18446744073709551615", "n0"}) == "n[18446744073709551615,0]");
+    // Past 2^64 - 1 a name is text, as it is.
+    CHECK(hetlaunch::compress_hostlist({"n99999999999999999999"}) == "n99999999999999999999");
+  }
+}

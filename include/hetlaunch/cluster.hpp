@@ -4,13 +4,16 @@
 #ifndef HETLAUNCH_CLUSTER_HPP
 #define HETLAUNCH_CLUSTER_HPP
 
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -48,8 +51,8 @@ class fixed_cluster : public detail::topology_queries<fixed_cluster<N>> {
 
   constexpr node_spec node_unchecked(std::size_t i) const noexcept { return nodes_[i]; }
   constexpr const long long* offsets_data() const noexcept { return offsets_.data(); }
-  constexpr const long long* role_offsets_data() const noexcept { return role_offsets_.data(); }
-  constexpr const long long* role_totals_data() const noexcept { return role_totals_.data(); }
+  constexpr long long role_offset_unchecked(std::size_t i) const noexcept { return role_offsets_[i]; }
+  constexpr long long role_total_unchecked(std::size_t i) const noexcept { return role_totals_[i]; }
 
   template <class Nodes>
   constexpr void init(const Nodes& nodes) noexcept {
@@ -99,64 +102,70 @@ template <std::size_t N>
 ///   int rank = c.global_rank(1, 3);  // 11
 class cluster : public detail::topology_queries<cluster> {
   friend class detail::topology_queries<cluster>;
+  friend class cluster_builder;
 
-  // Strings live in one buffer and are addressed by offset, so copies and moves stay valid.
-  struct entry {
-    std::size_t host_begin;
-    std::size_t host_size;
-    std::size_t role_begin;
-    std::size_t role_size;
-    int nproc;
-  };
-  std::vector<char> text_;
-  std::vector<entry> entries_;
+  // Hosts are stored back to back in one buffer and found by their end offsets; roles are ids
+  // into a table of distinct roles. A node costs 24 bytes plus its host's characters, and copies
+  // and moves stay valid because nothing points into the buffer.
+  std::string text_;
+  std::vector<std::size_t> host_end_;
+  std::vector<int> nproc_;
+  std::vector<std::uint32_t> role_id_;
+  std::vector<std::pair<std::size_t, std::size_t>> roles_;  // (begin, size) in text_, by id
   std::vector<long long> offsets_{0};
-  std::vector<long long> role_offsets_;
-  std::vector<long long> role_totals_;
+  std::vector<long long> role_offsets_;  // per node, only when there are several roles
+  std::vector<long long> role_totals_;   // per role id
   std::vector<std::vector<int>> devices_;  // empty, or one (possibly empty) list per node
 
   node_spec node_unchecked(std::size_t i) const noexcept {
-    const entry& e = entries_[i];
     const char* base = text_.data();
-    return {std::string_view(base + e.host_begin, e.host_size), e.nproc,
-            std::string_view(base + e.role_begin, e.role_size)};
+    const std::size_t begin = i == 0 ? 0 : host_end_[i - 1];
+    const auto& role = roles_[role_id_[i]];
+    return {std::string_view(base + begin, host_end_[i] - begin), nproc_[i],
+            std::string_view(base + role.first, role.second)};
   }
   const long long* offsets_data() const noexcept { return offsets_.data(); }
-  const long long* role_offsets_data() const noexcept { return role_offsets_.data(); }
-  const long long* role_totals_data() const noexcept { return role_totals_.data(); }
+  long long role_offset_unchecked(std::size_t i) const noexcept {
+    return role_offsets_.empty() ? offsets_[i] : role_offsets_[i];
+  }
+  long long role_total_unchecked(std::size_t i) const noexcept { return role_totals_[role_id_[i]]; }
+
+  // Hosts first, roles after them: a role's text is appended when it is first seen.
+  void reserve(std::size_t n, std::size_t host_chars) {
+    text_.reserve(host_chars);
+    host_end_.reserve(n);
+    nproc_.reserve(n);
+    role_id_.reserve(n);
+    offsets_.reserve(n + 1);
+  }
+  void append(std::string_view host, int nproc, std::uint32_t role_id) {
+    text_.append(host.data(), host.size());
+    host_end_.push_back(text_.size());
+    nproc_.push_back(nproc);
+    role_id_.push_back(role_id);
+    offsets_.push_back(offsets_.back() + nproc);  // 64-bit: n * INT_MAX cannot wrap
+  }
+  // Role texts go after every host, so they are added at the end.
+  void finish(const std::vector<std::string_view>& role_texts) {
+    roles_.clear();
+    for (std::string_view r : role_texts) {
+      roles_.emplace_back(text_.size(), r.size());
+      text_.append(r.data(), r.size());
+    }
+    role_totals_.assign(roles_.size(), 0);
+    if (roles_.size() > 1) {
+      role_offsets_.resize(nproc_.size());
+      for (std::size_t i = 0; i < nproc_.size(); ++i) {
+        role_offsets_[i] = role_totals_[role_id_[i]];
+        role_totals_[role_id_[i]] += nproc_[i];
+      }
+    } else if (!roles_.empty()) {
+      role_totals_[0] = offsets_.back();
+    }
+  }
 
   template <class It>
-  void assign(It first, It last, std::size_t n) {
-    entries_.reserve(n);
-    std::size_t chars = 0;
-    for (It it = first; it != last; ++it) chars += it->host.size() + it->role.size();
-    text_.reserve(chars);
-    std::string_view previous_role;
-    std::size_t previous_role_begin = 0;
-    for (It it = first; it != last; ++it) {
-      const node_spec& s = *it;
-      entry e{text_.size(), s.host.size(), 0, s.role.size(), s.nproc};
-      text_.insert(text_.end(), s.host.begin(), s.host.end());
-      // Roles repeat from node to node; store each run once.
-      if (!entries_.empty() && s.role == previous_role) {
-        e.role_begin = previous_role_begin;
-      } else {
-        e.role_begin = text_.size();
-        text_.insert(text_.end(), s.role.begin(), s.role.end());
-      }
-      previous_role = s.role;
-      previous_role_begin = e.role_begin;
-      entries_.push_back(e);
-    }
-    offsets_.assign(n + 1, 0);
-    role_offsets_.assign(n, 0);
-    role_totals_.assign(n, 0);
-    const auto node_at = [this](std::size_t i) { return node_unchecked(i); };
-    detail::compute_offsets(n, node_at, offsets_.data());
-    std::vector<std::size_t> scratch(n);
-    detail::compute_role_offsets(n, node_at, offsets_.data(), role_offsets_.data(),
-                                 role_totals_.data(), scratch.data());
-  }
+  void assign(It first, It last, std::size_t n);
 
  public:
   /// An empty cluster (which validation reports as empty_cluster).
@@ -169,7 +178,7 @@ class cluster : public detail::topology_queries<cluster> {
   }
 
   /// The number of nodes: torchrun's --nnodes and GROUP_WORLD_SIZE.
-  [[nodiscard]] std::size_t node_count() const noexcept { return entries_.size(); }
+  [[nodiscard]] std::size_t node_count() const noexcept { return nproc_.size(); }
   /// The device ids node i's workers may use (for example after a DeepSpeed-style --include
   /// filter), or an empty list when the node's devices are not restricted. Every worker of the
   /// node sees all of them, as with torchrun (CUDA_VISIBLE_DEVICES); worker l uses the l-th.
@@ -182,18 +191,67 @@ class cluster : public detail::topology_queries<cluster> {
   /// Restricts node i to the given device ids. Precondition: i < node_count().
   void set_devices(std::size_t i, std::vector<int> ids) {
     HETLAUNCH_DETAIL_EXPECTS(i < node_count(), "set_devices(i, ids): node index out of range");
-    if (devices_.empty()) devices_.resize(entries_.size());
+    if (devices_.empty()) devices_.resize(node_count());
     devices_[i] = std::move(ids);
   }
 
   /// Copies of all node specs (views into this cluster), in node order.
   [[nodiscard]] std::vector<node_spec> nodes() const {
     std::vector<node_spec> out;
-    out.reserve(entries_.size());
-    for (std::size_t i = 0; i < entries_.size(); ++i) out.push_back(node_unchecked(i));
+    out.reserve(node_count());
+    for (std::size_t i = 0; i < node_count(); ++i) out.push_back(node_unchecked(i));
     return out;
   }
 };
+
+/// Builds a cluster node by node without an intermediate list: the parsers use it so that a
+/// million hosts cost their characters and 24 bytes each.
+class cluster_builder {
+  cluster c_;
+  std::vector<std::string_view> role_texts_;  // views into the cluster's own role copies
+  std::deque<std::string> role_storage_;  // a deque: its elements never move
+  std::unordered_map<std::string_view, std::uint32_t> role_ids_;
+  std::string_view last_role_;
+  std::uint32_t last_role_id_ = 0;
+
+ public:
+  /// Reserves room for `nodes` nodes whose hosts have `host_chars` characters in all.
+  void reserve(std::size_t nodes, std::size_t host_chars) { c_.reserve(nodes, host_chars); }
+  /// Appends a node. O(1) amortized; a role equal to the previous node's costs no lookup.
+  void add(std::string_view host, int nproc, std::string_view role = "default") {
+    if (role_texts_.empty() || role != last_role_) {
+      const auto found = role_ids_.find(role);
+      if (found != role_ids_.end()) {
+        last_role_id_ = found->second;
+      } else {
+        role_storage_.emplace_back(role);
+        last_role_id_ = static_cast<std::uint32_t>(role_texts_.size());
+        role_texts_.emplace_back(role_storage_.back());
+        role_ids_.emplace(role_texts_.back(), last_role_id_);
+      }
+      last_role_ = role_texts_[last_role_id_];
+    }
+    c_.append(host, nproc, last_role_id_);
+  }
+  [[nodiscard]] std::size_t node_count() const noexcept { return c_.node_count(); }
+  /// The cluster; the builder is left empty.
+  [[nodiscard]] cluster finish() {
+    c_.finish(role_texts_);
+    cluster out = std::move(c_);
+    *this = cluster_builder();
+    return out;
+  }
+};
+
+template <class It>
+void cluster::assign(It first, It last, std::size_t n) {
+  cluster_builder b;
+  std::size_t chars = 0;
+  for (It it = first; it != last; ++it) chars += it->host.size();
+  b.reserve(n, chars);
+  for (It it = first; it != last; ++it) b.add(it->host, it->nproc, it->role);
+  *this = b.finish();
+}
 
 /// The first problem of a fixed topology in node order, or a diagnostic that converts to false.
 /// O(N log N); usable in constant expressions, where it validates thousands of nodes within the
@@ -205,9 +263,12 @@ template <std::size_t N>
   std::array<std::uint64_t, N> key{}, key_tmp{};
   diagnostic first{};
   const node_spec* nodes = c.nodes_.data();
+  const auto node_at = [nodes](std::size_t i) { return nodes[i]; };
+  if (!options.allow_duplicate_hosts)
+    detail::find_duplicate_hosts(
+        N, node_at, detail::validation_scratch{idx.data(), idx_tmp.data(), key.data(), key_tmp.data(), dup_of.data()});
   detail::validate_nodes(
-      N, [nodes](std::size_t i) { return nodes[i]; }, options,
-      detail::validation_scratch{idx.data(), idx_tmp.data(), key.data(), key_tmp.data(), dup_of.data()},
+      N, node_at, options, [&dup_of](std::size_t i) { return dup_of[i]; },
       [&first](const diagnostic& d) {
         first = d;
         return false;
@@ -216,19 +277,83 @@ template <std::size_t N>
 }
 
 namespace detail {
+// Every node whose host an earlier node has, as (node, first node with that host), in node
+// order. Keys pack the upper 32 bits of the host's hash with the node index, and a stable radix
+// sort on the hash bits brings equal hosts together in node order: 16 bytes a node, O(n). Runs
+// that share the hash bits (duplicates, or rare collisions) are sorted on (full hash, host,
+// index), O(k log k), so the worst case is O(n log n).
+template <class NodeAt>
+std::vector<std::pair<std::size_t, std::size_t>> duplicate_hosts(std::size_t n, NodeAt node_at) {
+  std::vector<std::pair<std::size_t, std::size_t>> dups;
+  if (n > 0xffffffffu) {  // more nodes than 32-bit indices: the general algorithm
+    std::vector<std::size_t> idx(n), idx_tmp(n), dup_of(n);
+    std::vector<std::uint64_t> key(n), key_tmp(n);
+    find_duplicate_hosts(n, node_at, validation_scratch{idx.data(), idx_tmp.data(), key.data(), key_tmp.data(), dup_of.data()});
+    for (std::size_t i = 0; i < n; ++i)
+      if (dup_of[i] != n) dups.emplace_back(i, dup_of[i]);
+    return dups;
+  }
+  std::vector<std::uint64_t> keys(n), tmp(n);
+  for (std::size_t i = 0; i < n; ++i) keys[i] = (host_hash(node_at(i).host) & 0xffffffff00000000ull) | i;
+  for (unsigned shift = 32; shift < 64; shift += 8) {
+    std::size_t count[257] = {};
+    for (std::size_t i = 0; i < n; ++i) ++count[((keys[i] >> shift) & 255u) + 1];
+    for (std::size_t b = 1; b < 257; ++b) count[b] += count[b - 1];
+    for (std::size_t i = 0; i < n; ++i) tmp[count[(keys[i] >> shift) & 255u]++] = keys[i];
+    keys.swap(tmp);
+  }
+  tmp.clear();
+  tmp.shrink_to_fit();
+  std::vector<std::uint64_t> full;   // a run's full hashes
+  std::vector<std::size_t> order;    // a run's positions, sorted
+  std::size_t start = 0;
+  while (start < n) {
+    std::size_t end = start + 1;
+    while (end < n && (keys[end] >> 32) == (keys[start] >> 32)) ++end;
+    if (end - start > 1) {
+      const std::size_t run = end - start;
+      const auto node = [&](std::size_t k) { return static_cast<std::size_t>(keys[start + k] & 0xffffffffu); };
+      full.resize(run);
+      order.resize(run);
+      for (std::size_t k = 0; k < run; ++k) {
+        full[k] = host_hash(node_at(node(k)).host);
+        order[k] = k;
+      }
+      heap_sort(order.data(), run, [&](std::size_t a, std::size_t b) {
+        if (full[a] != full[b]) return full[a] < full[b];
+        const int cmp = compare_host(node_at(node(a)).host, node_at(node(b)).host);
+        return cmp < 0 || (cmp == 0 && node(a) < node(b));
+      });
+      std::size_t first = node(order[0]);
+      for (std::size_t k = 1; k < run; ++k) {
+        const std::size_t prev = order[k - 1], cur = order[k];
+        const bool same = full[prev] == full[cur] && compare_host(node_at(node(prev)).host, node_at(node(cur)).host) == 0;
+        if (same) dups.emplace_back(node(cur), first);
+        else first = node(cur);
+      }
+    }
+    start = end;
+  }
+  std::sort(dups.begin(), dups.end());
+  return dups;
+}
+
 // Every problem, or only the first when `first_only`.
 template <class NodeAt>
 std::vector<diagnostic> validate_all(std::size_t n, NodeAt node_at, validate_options options,
                                      bool first_only = false) {
-  std::vector<std::size_t> idx(n), idx_tmp(n), dup_of(n);
-  std::vector<std::uint64_t> key(n), key_tmp(n);
+  std::vector<std::pair<std::size_t, std::size_t>> dups;
+  if (!options.allow_duplicate_hosts) dups = duplicate_hosts(n, node_at);
+  std::size_t next_dup = 0;
+  const auto duplicate_of = [&](std::size_t i) {
+    while (next_dup < dups.size() && dups[next_dup].first < i) ++next_dup;
+    return next_dup < dups.size() && dups[next_dup].first == i ? dups[next_dup].second : n;
+  };
   std::vector<diagnostic> out;
-  validate_nodes(n, node_at, options,
-                 validation_scratch{idx.data(), idx_tmp.data(), key.data(), key_tmp.data(), dup_of.data()},
-                 [&out, first_only](const diagnostic& d) {
-                   out.push_back(d);
-                   return !first_only;
-                 });
+  validate_nodes(n, node_at, options, duplicate_of, [&out, first_only](const diagnostic& d) {
+    out.push_back(d);
+    return !first_only;
+  });
   return out;
 }
 }  // namespace detail

@@ -93,8 +93,7 @@ inline std::string describe_host_issue(std::string_view host, host_issue issue, 
                          : c == '%'           ? " (IPv6 zone ids are not supported by torchrun)"
                          : c == '_'           ? " (allow it with allow_underscore)"
                                               : "";
-      return concat("character ", detail::quoted(std::string_view(&c, 1)), " at position ", position,
-                    " is not allowed", hint);
+      return concat(describe_character(host, position), " at position ", position, " is not allowed", hint);
     }
     case host_issue::empty_label: return concat("empty label at position ", position);
     case host_issue::label_too_long: return concat("label longer than 63 characters at position ", position);

@@ -690,8 +690,7 @@ inline std::string describe_host_issue(std::string_view host, host_issue issue, 
                          : c == '%'           ? " (IPv6 zone ids are not supported by torchrun)"
                          : c == '_'           ? " (allow it with allow_underscore)"
                                               : "";
-      return concat("character ", detail::quoted(std::string_view(&c, 1)), " at position ", position,
-                    " is not allowed", hint);
+      return concat(describe_character(host, position), " at position ", position, " is not allowed", hint);
     }
     case host_issue::empty_label: return concat("empty label at position ", position);
     case host_issue::label_too_long: return concat("label longer than 63 characters at position ", position);
@@ -818,9 +817,12 @@ struct validate_options {
 #ifndef HETLAUNCH_CLUSTER_HPP
 #define HETLAUNCH_CLUSTER_HPP
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <initializer_list>
+#include <unordered_map>
 
 // ---- hetlaunch/detail/topology.hpp
 // hetlaunch: the algorithms shared by fixed_cluster and cluster: prefix sums, role ranks, lookup
@@ -1041,18 +1043,18 @@ constexpr void find_duplicate_hosts(std::size_t n, NodeAt node_at, validation_sc
   }
 }
 
-// Reports every problem in node order; stops when `report` returns false. Scratch arrays hold n
-// elements each.
-template <class NodeAt, class Report>
+// Reports every problem in node order; stops when `report` returns false. `duplicate_of(i)` is
+// the first earlier node with node i's host, or n; it is asked in increasing node order, and only
+// when duplicates are not allowed.
+template <class NodeAt, class DuplicateOf, class Report>
 constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options options,
-                              validation_scratch scratch, Report report) noexcept {
+                              DuplicateOf duplicate_of, Report report) noexcept {
   if (n == 0) {
     diagnostic d{};
     d.code = errc::empty_cluster;
     report(d);
     return;
   }
-  if (!options.allow_duplicate_hosts) find_duplicate_hosts(n, node_at, scratch);
   long long world = 0;
   bool overflow_reported = false;
   // Only a failing check builds a diagnostic: the loop is charged per statement in constexpr.
@@ -1087,10 +1089,13 @@ constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options op
       d.position = hc.position;
       if (!report(d)) return;
     }
-    if (!options.allow_duplicate_hosts && scratch.dup_of[i] != n) {
-      diagnostic d = problem(i, node, errc::duplicate_host);
-      d.other_node = scratch.dup_of[i];
-      if (!report(d)) return;
+    if (!options.allow_duplicate_hosts) {
+      const std::size_t first = duplicate_of(i);
+      if (first != n) {
+        diagnostic d = problem(i, node, errc::duplicate_host);
+        d.other_node = first;
+        if (!report(d)) return;
+      }
     }
     if (node.role.empty()) {
       if (!report(problem(i, node, errc::empty_role))) return;
@@ -1185,7 +1190,7 @@ class topology_queries {
     HETLAUNCH_DETAIL_EXPECTS(i < count(), "role_rank(i, local_rank): node index out of range");
     const bool on_node = local_rank >= 0 && local_rank < self().node_unchecked(i).nproc;
     HETLAUNCH_DETAIL_EXPECTS(on_node, "role_rank(i, local_rank): local rank out of range");
-    const long long r = self().role_offsets_data()[i] + local_rank;
+    const long long r = self().role_offset_unchecked(i) + local_rank;
     HETLAUNCH_DETAIL_EXPECTS(r <= INT_MAX, "role_rank(i, local_rank): the rank exceeds INT_MAX");
     return static_cast<int>(r);
   }
@@ -1194,7 +1199,7 @@ class topology_queries {
   /// Precondition: i < node_count() and the sum fits int.
   [[nodiscard]] constexpr int role_world_size(std::size_t i) const noexcept {
     HETLAUNCH_DETAIL_EXPECTS(i < count(), "role_world_size(i): node index out of range");
-    const long long w = self().role_totals_data()[i];
+    const long long w = self().role_total_unchecked(i);
     HETLAUNCH_DETAIL_EXPECTS(w <= INT_MAX, "role_world_size(i): the sum exceeds INT_MAX");
     return static_cast<int>(w);
   }
@@ -1275,8 +1280,8 @@ class fixed_cluster : public detail::topology_queries<fixed_cluster<N>> {
 
   constexpr node_spec node_unchecked(std::size_t i) const noexcept { return nodes_[i]; }
   constexpr const long long* offsets_data() const noexcept { return offsets_.data(); }
-  constexpr const long long* role_offsets_data() const noexcept { return role_offsets_.data(); }
-  constexpr const long long* role_totals_data() const noexcept { return role_totals_.data(); }
+  constexpr long long role_offset_unchecked(std::size_t i) const noexcept { return role_offsets_[i]; }
+  constexpr long long role_total_unchecked(std::size_t i) const noexcept { return role_totals_[i]; }
 
   template <class Nodes>
   constexpr void init(const Nodes& nodes) noexcept {
@@ -1326,64 +1331,70 @@ template <std::size_t N>
 ///   int rank = c.global_rank(1, 3);  // 11
 class cluster : public detail::topology_queries<cluster> {
   friend class detail::topology_queries<cluster>;
+  friend class cluster_builder;
 
-  // Strings live in one buffer and are addressed by offset, so copies and moves stay valid.
-  struct entry {
-    std::size_t host_begin;
-    std::size_t host_size;
-    std::size_t role_begin;
-    std::size_t role_size;
-    int nproc;
-  };
-  std::vector<char> text_;
-  std::vector<entry> entries_;
+  // Hosts are stored back to back in one buffer and found by their end offsets; roles are ids
+  // into a table of distinct roles. A node costs 24 bytes plus its host's characters, and copies
+  // and moves stay valid because nothing points into the buffer.
+  std::string text_;
+  std::vector<std::size_t> host_end_;
+  std::vector<int> nproc_;
+  std::vector<std::uint32_t> role_id_;
+  std::vector<std::pair<std::size_t, std::size_t>> roles_;  // (begin, size) in text_, by id
   std::vector<long long> offsets_{0};
-  std::vector<long long> role_offsets_;
-  std::vector<long long> role_totals_;
+  std::vector<long long> role_offsets_;  // per node, only when there are several roles
+  std::vector<long long> role_totals_;   // per role id
   std::vector<std::vector<int>> devices_;  // empty, or one (possibly empty) list per node
 
   node_spec node_unchecked(std::size_t i) const noexcept {
-    const entry& e = entries_[i];
     const char* base = text_.data();
-    return {std::string_view(base + e.host_begin, e.host_size), e.nproc,
-            std::string_view(base + e.role_begin, e.role_size)};
+    const std::size_t begin = i == 0 ? 0 : host_end_[i - 1];
+    const auto& role = roles_[role_id_[i]];
+    return {std::string_view(base + begin, host_end_[i] - begin), nproc_[i],
+            std::string_view(base + role.first, role.second)};
   }
   const long long* offsets_data() const noexcept { return offsets_.data(); }
-  const long long* role_offsets_data() const noexcept { return role_offsets_.data(); }
-  const long long* role_totals_data() const noexcept { return role_totals_.data(); }
+  long long role_offset_unchecked(std::size_t i) const noexcept {
+    return role_offsets_.empty() ? offsets_[i] : role_offsets_[i];
+  }
+  long long role_total_unchecked(std::size_t i) const noexcept { return role_totals_[role_id_[i]]; }
+
+  // Hosts first, roles after them: a role's text is appended when it is first seen.
+  void reserve(std::size_t n, std::size_t host_chars) {
+    text_.reserve(host_chars);
+    host_end_.reserve(n);
+    nproc_.reserve(n);
+    role_id_.reserve(n);
+    offsets_.reserve(n + 1);
+  }
+  void append(std::string_view host, int nproc, std::uint32_t role_id) {
+    text_.append(host.data(), host.size());
+    host_end_.push_back(text_.size());
+    nproc_.push_back(nproc);
+    role_id_.push_back(role_id);
+    offsets_.push_back(offsets_.back() + nproc);  // 64-bit: n * INT_MAX cannot wrap
+  }
+  // Role texts go after every host, so they are added at the end.
+  void finish(const std::vector<std::string_view>& role_texts) {
+    roles_.clear();
+    for (std::string_view r : role_texts) {
+      roles_.emplace_back(text_.size(), r.size());
+      text_.append(r.data(), r.size());
+    }
+    role_totals_.assign(roles_.size(), 0);
+    if (roles_.size() > 1) {
+      role_offsets_.resize(nproc_.size());
+      for (std::size_t i = 0; i < nproc_.size(); ++i) {
+        role_offsets_[i] = role_totals_[role_id_[i]];
+        role_totals_[role_id_[i]] += nproc_[i];
+      }
+    } else if (!roles_.empty()) {
+      role_totals_[0] = offsets_.back();
+    }
+  }
 
   template <class It>
-  void assign(It first, It last, std::size_t n) {
-    entries_.reserve(n);
-    std::size_t chars = 0;
-    for (It it = first; it != last; ++it) chars += it->host.size() + it->role.size();
-    text_.reserve(chars);
-    std::string_view previous_role;
-    std::size_t previous_role_begin = 0;
-    for (It it = first; it != last; ++it) {
-      const node_spec& s = *it;
-      entry e{text_.size(), s.host.size(), 0, s.role.size(), s.nproc};
-      text_.insert(text_.end(), s.host.begin(), s.host.end());
-      // Roles repeat from node to node; store each run once.
-      if (!entries_.empty() && s.role == previous_role) {
-        e.role_begin = previous_role_begin;
-      } else {
-        e.role_begin = text_.size();
-        text_.insert(text_.end(), s.role.begin(), s.role.end());
-      }
-      previous_role = s.role;
-      previous_role_begin = e.role_begin;
-      entries_.push_back(e);
-    }
-    offsets_.assign(n + 1, 0);
-    role_offsets_.assign(n, 0);
-    role_totals_.assign(n, 0);
-    const auto node_at = [this](std::size_t i) { return node_unchecked(i); };
-    detail::compute_offsets(n, node_at, offsets_.data());
-    std::vector<std::size_t> scratch(n);
-    detail::compute_role_offsets(n, node_at, offsets_.data(), role_offsets_.data(),
-                                 role_totals_.data(), scratch.data());
-  }
+  void assign(It first, It last, std::size_t n);
 
  public:
   /// An empty cluster (which validation reports as empty_cluster).
@@ -1396,7 +1407,7 @@ class cluster : public detail::topology_queries<cluster> {
   }
 
   /// The number of nodes: torchrun's --nnodes and GROUP_WORLD_SIZE.
-  [[nodiscard]] std::size_t node_count() const noexcept { return entries_.size(); }
+  [[nodiscard]] std::size_t node_count() const noexcept { return nproc_.size(); }
   /// The device ids node i's workers may use (for example after a DeepSpeed-style --include
   /// filter), or an empty list when the node's devices are not restricted. Every worker of the
   /// node sees all of them, as with torchrun (CUDA_VISIBLE_DEVICES); worker l uses the l-th.
@@ -1409,18 +1420,67 @@ class cluster : public detail::topology_queries<cluster> {
   /// Restricts node i to the given device ids. Precondition: i < node_count().
   void set_devices(std::size_t i, std::vector<int> ids) {
     HETLAUNCH_DETAIL_EXPECTS(i < node_count(), "set_devices(i, ids): node index out of range");
-    if (devices_.empty()) devices_.resize(entries_.size());
+    if (devices_.empty()) devices_.resize(node_count());
     devices_[i] = std::move(ids);
   }
 
   /// Copies of all node specs (views into this cluster), in node order.
   [[nodiscard]] std::vector<node_spec> nodes() const {
     std::vector<node_spec> out;
-    out.reserve(entries_.size());
-    for (std::size_t i = 0; i < entries_.size(); ++i) out.push_back(node_unchecked(i));
+    out.reserve(node_count());
+    for (std::size_t i = 0; i < node_count(); ++i) out.push_back(node_unchecked(i));
     return out;
   }
 };
+
+/// Builds a cluster node by node without an intermediate list: the parsers use it so that a
+/// million hosts cost their characters and 24 bytes each.
+class cluster_builder {
+  cluster c_;
+  std::vector<std::string_view> role_texts_;  // views into the cluster's own role copies
+  std::deque<std::string> role_storage_;  // a deque: its elements never move
+  std::unordered_map<std::string_view, std::uint32_t> role_ids_;
+  std::string_view last_role_;
+  std::uint32_t last_role_id_ = 0;
+
+ public:
+  /// Reserves room for `nodes` nodes whose hosts have `host_chars` characters in all.
+  void reserve(std::size_t nodes, std::size_t host_chars) { c_.reserve(nodes, host_chars); }
+  /// Appends a node. O(1) amortized; a role equal to the previous node's costs no lookup.
+  void add(std::string_view host, int nproc, std::string_view role = "default") {
+    if (role_texts_.empty() || role != last_role_) {
+      const auto found = role_ids_.find(role);
+      if (found != role_ids_.end()) {
+        last_role_id_ = found->second;
+      } else {
+        role_storage_.emplace_back(role);
+        last_role_id_ = static_cast<std::uint32_t>(role_texts_.size());
+        role_texts_.emplace_back(role_storage_.back());
+        role_ids_.emplace(role_texts_.back(), last_role_id_);
+      }
+      last_role_ = role_texts_[last_role_id_];
+    }
+    c_.append(host, nproc, last_role_id_);
+  }
+  [[nodiscard]] std::size_t node_count() const noexcept { return c_.node_count(); }
+  /// The cluster; the builder is left empty.
+  [[nodiscard]] cluster finish() {
+    c_.finish(role_texts_);
+    cluster out = std::move(c_);
+    *this = cluster_builder();
+    return out;
+  }
+};
+
+template <class It>
+void cluster::assign(It first, It last, std::size_t n) {
+  cluster_builder b;
+  std::size_t chars = 0;
+  for (It it = first; it != last; ++it) chars += it->host.size();
+  b.reserve(n, chars);
+  for (It it = first; it != last; ++it) b.add(it->host, it->nproc, it->role);
+  *this = b.finish();
+}
 
 /// The first problem of a fixed topology in node order, or a diagnostic that converts to false.
 /// O(N log N); usable in constant expressions, where it validates thousands of nodes within the
@@ -1432,9 +1492,12 @@ template <std::size_t N>
   std::array<std::uint64_t, N> key{}, key_tmp{};
   diagnostic first{};
   const node_spec* nodes = c.nodes_.data();
+  const auto node_at = [nodes](std::size_t i) { return nodes[i]; };
+  if (!options.allow_duplicate_hosts)
+    detail::find_duplicate_hosts(
+        N, node_at, detail::validation_scratch{idx.data(), idx_tmp.data(), key.data(), key_tmp.data(), dup_of.data()});
   detail::validate_nodes(
-      N, [nodes](std::size_t i) { return nodes[i]; }, options,
-      detail::validation_scratch{idx.data(), idx_tmp.data(), key.data(), key_tmp.data(), dup_of.data()},
+      N, node_at, options, [&dup_of](std::size_t i) { return dup_of[i]; },
       [&first](const diagnostic& d) {
         first = d;
         return false;
@@ -1443,19 +1506,83 @@ template <std::size_t N>
 }
 
 namespace detail {
+// Every node whose host an earlier node has, as (node, first node with that host), in node
+// order. Keys pack the upper 32 bits of the host's hash with the node index, and a stable radix
+// sort on the hash bits brings equal hosts together in node order: 16 bytes a node, O(n). Runs
+// that share the hash bits (duplicates, or rare collisions) are sorted on (full hash, host,
+// index), O(k log k), so the worst case is O(n log n).
+template <class NodeAt>
+std::vector<std::pair<std::size_t, std::size_t>> duplicate_hosts(std::size_t n, NodeAt node_at) {
+  std::vector<std::pair<std::size_t, std::size_t>> dups;
+  if (n > 0xffffffffu) {  // more nodes than 32-bit indices: the general algorithm
+    std::vector<std::size_t> idx(n), idx_tmp(n), dup_of(n);
+    std::vector<std::uint64_t> key(n), key_tmp(n);
+    find_duplicate_hosts(n, node_at, validation_scratch{idx.data(), idx_tmp.data(), key.data(), key_tmp.data(), dup_of.data()});
+    for (std::size_t i = 0; i < n; ++i)
+      if (dup_of[i] != n) dups.emplace_back(i, dup_of[i]);
+    return dups;
+  }
+  std::vector<std::uint64_t> keys(n), tmp(n);
+  for (std::size_t i = 0; i < n; ++i) keys[i] = (host_hash(node_at(i).host) & 0xffffffff00000000ull) | i;
+  for (unsigned shift = 32; shift < 64; shift += 8) {
+    std::size_t count[257] = {};
+    for (std::size_t i = 0; i < n; ++i) ++count[((keys[i] >> shift) & 255u) + 1];
+    for (std::size_t b = 1; b < 257; ++b) count[b] += count[b - 1];
+    for (std::size_t i = 0; i < n; ++i) tmp[count[(keys[i] >> shift) & 255u]++] = keys[i];
+    keys.swap(tmp);
+  }
+  tmp.clear();
+  tmp.shrink_to_fit();
+  std::vector<std::uint64_t> full;   // a run's full hashes
+  std::vector<std::size_t> order;    // a run's positions, sorted
+  std::size_t start = 0;
+  while (start < n) {
+    std::size_t end = start + 1;
+    while (end < n && (keys[end] >> 32) == (keys[start] >> 32)) ++end;
+    if (end - start > 1) {
+      const std::size_t run = end - start;
+      const auto node = [&](std::size_t k) { return static_cast<std::size_t>(keys[start + k] & 0xffffffffu); };
+      full.resize(run);
+      order.resize(run);
+      for (std::size_t k = 0; k < run; ++k) {
+        full[k] = host_hash(node_at(node(k)).host);
+        order[k] = k;
+      }
+      heap_sort(order.data(), run, [&](std::size_t a, std::size_t b) {
+        if (full[a] != full[b]) return full[a] < full[b];
+        const int cmp = compare_host(node_at(node(a)).host, node_at(node(b)).host);
+        return cmp < 0 || (cmp == 0 && node(a) < node(b));
+      });
+      std::size_t first = node(order[0]);
+      for (std::size_t k = 1; k < run; ++k) {
+        const std::size_t prev = order[k - 1], cur = order[k];
+        const bool same = full[prev] == full[cur] && compare_host(node_at(node(prev)).host, node_at(node(cur)).host) == 0;
+        if (same) dups.emplace_back(node(cur), first);
+        else first = node(cur);
+      }
+    }
+    start = end;
+  }
+  std::sort(dups.begin(), dups.end());
+  return dups;
+}
+
 // Every problem, or only the first when `first_only`.
 template <class NodeAt>
 std::vector<diagnostic> validate_all(std::size_t n, NodeAt node_at, validate_options options,
                                      bool first_only = false) {
-  std::vector<std::size_t> idx(n), idx_tmp(n), dup_of(n);
-  std::vector<std::uint64_t> key(n), key_tmp(n);
+  std::vector<std::pair<std::size_t, std::size_t>> dups;
+  if (!options.allow_duplicate_hosts) dups = duplicate_hosts(n, node_at);
+  std::size_t next_dup = 0;
+  const auto duplicate_of = [&](std::size_t i) {
+    while (next_dup < dups.size() && dups[next_dup].first < i) ++next_dup;
+    return next_dup < dups.size() && dups[next_dup].first == i ? dups[next_dup].second : n;
+  };
   std::vector<diagnostic> out;
-  validate_nodes(n, node_at, options,
-                 validation_scratch{idx.data(), idx_tmp.data(), key.data(), key_tmp.data(), dup_of.data()},
-                 [&out, first_only](const diagnostic& d) {
-                   out.push_back(d);
-                   return !first_only;
-                 });
+  validate_nodes(n, node_at, options, duplicate_of, [&out, first_only](const diagnostic& d) {
+    out.push_back(d);
+    return !first_only;
+  });
   return out;
 }
 }  // namespace detail
@@ -2105,7 +2232,6 @@ try_accelerate_argv(const cluster& c, std::size_t node, const launch_options& op
 #ifndef HETLAUNCH_HOSTFILE_HPP
 #define HETLAUNCH_HOSTFILE_HPP
 
-#include <algorithm>
 
 
 namespace hetlaunch {
@@ -2127,21 +2253,6 @@ inline std::string host_problem_text(std::string_view host, const host_check& hc
                 describe_host_issue(host, hc.issue, hc.position));
 }
 
-// The world size check of a parsed list, reported on the line (or column) of the node.
-inline result<cluster> checked_cluster(const std::vector<node_spec>& specs, const std::vector<std::size_t>& lines,
-                                       const std::vector<std::size_t>& columns) {
-  cluster c(specs);
-  long long world = 0;
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    world += specs[i].nproc;
-    if (world > INT_MAX)
-      return parse_error{lines[i], columns[i],
-                         concat("the world size would be ", world, ", more than ", INT_MAX,
-                                " (torch.distributed ranks are 32-bit)")};
-  }
-  return c;
-}
-
 inline const char* const slot_keys[] = {"slots", "count", "cpu"};
 inline const char* const max_slot_keys[] = {"max_slots", "max-slots", "slots_max", "slots-max", "cpu_max", "cpu-max",
                                             "max_cpu", "max-cpu", "count_max", "count-max", "max_count", "max-count"};
@@ -2152,12 +2263,137 @@ bool one_of(std::string_view key, const char* const (&keys)[N]) {
   return false;
 }
 
+// One line of a hostfile, read: a host and its slots, or nothing (blank or comment).
+struct hostfile_entry {
+  bool has_host = false;
+  std::string_view host;
+  std::size_t column = 0;  // of the host, from 1
+  int slots = 0;
+};
+
+// Reads one line (without its '\n'). Fields are key=value, with blanks allowed around '=' as
+// Open MPI allows them ("slots = 4").
+inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::size_t line_no, bool allow_underscore) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  const std::size_t hash = line.find('#');
+  if (hash != std::string_view::npos) line = line.substr(0, hash);
+  const auto error = [line_no](std::size_t column, std::string message) {
+    return parse_error{line_no, column, std::move(message)};
+  };
+  std::size_t i = 0;
+  const auto skip_blanks = [&] {
+    while (i < line.size() && is_blank(line[i])) ++i;
+  };
+  skip_blanks();
+  hostfile_entry e;
+  if (i == line.size()) return e;
+  const std::size_t host_start = i;
+  while (i < line.size() && !is_blank(line[i])) ++i;
+  e.has_host = true;
+  e.host = line.substr(host_start, i - host_start);
+  e.column = host_start + 1;
+  int slots = 0, max_slots = 0;
+  std::size_t slots_column = 0;
+  std::string_view slots_key;  // the key that gave the slots, for "given twice"
+  const std::size_t colon = e.host.find(':');
+  if (colon != std::string_view::npos && e.host.find(':', colon + 1) == std::string_view::npos) {  // MPICH host:N
+    const std::string_view count = e.host.substr(colon + 1);
+    if (!positive_int(count, slots))
+      return error(e.column + colon + 1, concat("slots must be a positive integer, got ", quoted(count)));
+    slots_column = e.column + colon + 1;
+    slots_key = "host:N";
+    e.host = e.host.substr(0, colon);
+  }
+  const host_check hc = check_host(e.host, allow_underscore);
+  if (hc.issue != host_issue::none) return error(e.column + hc.position, host_problem_text(e.host, hc));
+  while (true) {
+    skip_blanks();
+    if (i == line.size()) break;
+    const std::size_t field_start = i;
+    while (i < line.size() && !is_blank(line[i]) && line[i] != '=') ++i;
+    const std::string_view key = line.substr(field_start, i - field_start);
+    skip_blanks();
+    const bool has_value = i < line.size() && line[i] == '=';
+    std::string_view value;
+    std::size_t value_start = i;
+    if (has_value) {
+      ++i;
+      skip_blanks();
+      value_start = i;
+      while (i < line.size() && !is_blank(line[i])) ++i;
+      value = line.substr(value_start, i - value_start);
+    }
+    const bool is_slots = has_value && one_of(key, slot_keys);
+    const bool is_max = has_value && one_of(key, max_slot_keys);
+    if (!is_slots && !is_max) {
+      const std::size_t shown_end = has_value ? i : field_start + key.size();
+      return error(field_start + 1, concat("unexpected ", quoted(line.substr(field_start, shown_end - field_start)),
+                                           "; expected slots=N or max_slots=N"));
+    }
+    int number = 0;
+    if (!positive_int(value, number))
+      return error(value_start + 1, concat(is_slots ? "slots" : "max_slots", " must be a positive integer, got ", quoted(value)));
+    if (is_slots) {
+      if (slots != 0)
+        return error(field_start + 1, key == slots_key || slots_key.empty()
+                                          ? concat(key, " is given twice for host ", quoted(e.host))
+                                          : concat(key, "= gives the slots of host ", quoted(e.host), " again (", slots_key,
+                                                   slots_key == "host:N" ? " gave them)" : "= gave them)"));
+      slots = number;
+      slots_key = key;
+      slots_column = value_start + 1;
+    } else {
+      if (max_slots != 0) return error(field_start + 1, concat("max_slots is given twice for host ", quoted(e.host)));
+      max_slots = number;
+    }
+  }
+  if (max_slots != 0 && slots != 0 && max_slots < slots)
+    return error(slots_column, concat("max_slots (", max_slots, ") is less than slots (", slots, ")"));
+  e.slots = slots != 0 ? slots : (max_slots != 0 ? max_slots : 1);
+  return e;
+}
+
+// Calls visit(line, line_no) for every line; stops when visit returns false.
+template <class Visit>
+void each_line(std::string_view text, Visit visit) {
+  std::size_t pos = 0, line_no = 0;
+  while (pos <= text.size()) {
+    ++line_no;
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    if (!visit(text.substr(pos, end - pos), line_no)) return;
+    if (end == text.size()) return;
+    pos = end + 1;
+  }
+}
+
+// The error for the first problem validation finds in a parsed list: a duplicate host or a world
+// size past INT_MAX (every other problem was refused where it was read). `place(i)` gives node
+// i's (line, column); `where(line, column)` how a message names a place ("line 3", "column 7").
+template <class Place, class Where>
+result<cluster> checked(cluster c, validate_options options, Place place, Where where) {
+  const diagnostic d = first_error(c, options);
+  if (!d) return c;
+  const std::pair<std::size_t, std::size_t> at = place(d.node);
+  if (d.code == errc::duplicate_host) {
+    const std::pair<std::size_t, std::size_t> earlier = place(d.other_node);
+    return parse_error{at.first, at.second, concat("host ", quoted(c.node(d.node).host), " is already ",
+                                                   where(earlier.first, earlier.second))};
+  }
+  if (d.code == errc::world_size_overflow)
+    return parse_error{at.first, at.second, concat("the world size would be ", d.value, ", more than ", d.limit,
+                                                   " (torch.distributed ranks are 32-bit)")};
+  return parse_error{at.first, at.second, d.message()};
+}
+
 }  // namespace detail
 
 /// What host-list parsing tolerates.
 struct hostfile_options {
   /// '_' in host names (RFC 1123 forbids it; some clusters use it).
   bool allow_underscore = false;
+  /// A host named twice (several agents on one host), as validate_options::allow_duplicate_hosts.
+  bool allow_duplicate_hosts = false;
 };
 
 /// Parses a hostfile into a cluster, one node per host line, in file order:
@@ -2165,162 +2401,198 @@ struct hostfile_options {
 ///   worker-1 slots=4 max_slots=4
 ///   worker-2:2                  # MPICH
 ///   worker-3                    # a bare host: 1 slot
-/// `#` starts a comment anywhere on a line; blank lines, tabs and CRLF line ends are fine.
-/// Open MPI's `count=`/`cpu=` mean slots, and `max_slots` (or a synonym such as `max-slots`)
-/// alone sets the slots; max_slots below slots is an error. Hosts must be RFC 1123 names or IP
-/// literals (IPv6 without brackets, and then without `:N`). Any other field, a repeated field, a
-/// host named twice, a count that is not a positive integer, or a file without hosts is an error
-/// with its line and column:
+/// `#` starts a comment anywhere on a line; blank lines, tabs and CRLF line ends are fine, and so
+/// are blanks around '=' ("slots = 4"), as Open MPI allows. Open MPI's `count=`/`cpu=` mean slots,
+/// and `max_slots` (or a synonym such as `max-slots`) alone sets the slots; max_slots below slots
+/// is an error. Hosts must be RFC 1123 names or IP literals (IPv6 without brackets, and then
+/// without `:N`). Any other field, a repeated field, a host named twice, a count that is not a
+/// positive integer, a byte order mark, or a file without hosts is an error with its line and
+/// column:
 ///   line 3, column 11: slots must be a positive integer, got '0'
+/// Time and memory are linear in the text; the cluster costs 24 bytes a host plus its name.
 [[nodiscard]] inline result<cluster> parse_hostfile(std::string_view text, hostfile_options options = {}) {
-  std::vector<node_spec> specs;
-  std::vector<std::size_t> lines, columns;
-  std::size_t line_no = 0;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    ++line_no;
-    std::size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    const std::size_t hash = line.find('#');
-    if (hash != std::string_view::npos) line = line.substr(0, hash);
-    // Tokens with their columns.
-    std::vector<std::pair<std::string_view, std::size_t>> tokens;
-    for (std::size_t i = 0; i < line.size();) {
-      if (detail::is_blank(line[i])) {
-        ++i;
-        continue;
-      }
-      const std::size_t start = i;
-      while (i < line.size() && !detail::is_blank(line[i])) ++i;
-      tokens.emplace_back(line.substr(start, i - start), start + 1);
+  if (text.substr(0, 3) == "\xef\xbb\xbf")
+    return parse_error{1, 1, "the file starts with a UTF-8 byte order mark (U+FEFF), which is not part of a "
+                             "host name; save it without one"};
+  // First pass: every error, and the exact size of the cluster.
+  std::size_t hosts = 0, chars = 0;
+  parse_error error{};
+  bool failed = false;
+  detail::each_line(text, [&](std::string_view line, std::size_t line_no) {
+    auto e = detail::read_hostfile_line(line, line_no, options.allow_underscore);
+    if (!e) {
+      error = e.error();
+      failed = true;
+      return false;
     }
-    if (tokens.empty()) {
-      if (end == text.size()) break;
-      continue;
+    if (e->has_host) {
+      ++hosts;
+      chars += e->host.size();
     }
-    const auto error = [&](std::size_t column, std::string message) {
-      return parse_error{line_no, column, std::move(message)};
-    };
-    std::string_view host = tokens[0].first;
-    const std::size_t host_column = tokens[0].second;
-    int slots = 0, max_slots = 0;
-    std::size_t slots_column = 0;
-    const std::size_t colon = host.find(':');
-    if (colon != std::string_view::npos && host.find(':', colon + 1) == std::string_view::npos) {  // MPICH host:N
-      const std::string_view count = host.substr(colon + 1);
-      if (!detail::positive_int(count, slots))
-        return error(host_column + colon + 1,
-                     detail::concat("slots must be a positive integer, got ", detail::quoted(count)));
-      slots_column = host_column + colon + 1;
-      host = host.substr(0, colon);
-    }
-    const detail::host_check hc = detail::check_host(host, options.allow_underscore);
-    if (hc.issue != host_issue::none) return error(host_column + hc.position, detail::host_problem_text(host, hc));
-    for (std::size_t t = 1; t < tokens.size(); ++t) {
-      const std::string_view field = tokens[t].first;
-      const std::size_t column = tokens[t].second;
-      const std::size_t eq = field.find('=');
-      const std::string_view key = field.substr(0, eq);
-      const bool is_slots = eq != std::string_view::npos && detail::one_of(key, detail::slot_keys);
-      const bool is_max = eq != std::string_view::npos && detail::one_of(key, detail::max_slot_keys);
-      if (!is_slots && !is_max)
-        return error(column, detail::concat("unexpected ", detail::quoted(field), "; expected slots=N or max_slots=N"));
-      int value = 0;
-      const std::string_view number = field.substr(eq + 1);
-      if (!detail::positive_int(number, value))
-        return error(column + eq + 1, detail::concat(is_slots ? "slots" : "max_slots", " must be a positive integer, got ",
-                                                     detail::quoted(number)));
-      int& target = is_slots ? slots : max_slots;
-      if (target != 0)
-        return error(column, detail::concat(is_slots ? "slots" : "max_slots", " is given twice for host ",
-                                            detail::quoted(host)));
-      target = value;
-      if (is_slots) slots_column = column + eq + 1;
-    }
-    if (max_slots != 0 && slots != 0 && max_slots < slots)
-      return error(slots_column, detail::concat("max_slots (", max_slots, ") is less than slots (", slots, ")"));
-    if (slots == 0) slots = max_slots != 0 ? max_slots : 1;
-    for (std::size_t k = 0; k < specs.size(); ++k)
-      if (detail::compare_host(specs[k].host, host) == 0)
-        return error(host_column, detail::concat("host ", detail::quoted(host), " is already on line ", lines[k]));
-    specs.push_back({host, slots});
-    lines.push_back(line_no);
-    columns.push_back(host_column);
-    if (end == text.size()) break;
-  }
-  if (specs.empty()) return parse_error{1, 1, "the hostfile names no hosts"};
-  return detail::checked_cluster(specs, lines, columns);
+    return true;
+  });
+  if (failed) return error;
+  if (hosts == 0) return parse_error{1, 1, "the hostfile names no hosts"};
+  cluster_builder b;
+  b.reserve(hosts, chars);
+  detail::each_line(text, [&](std::string_view line, std::size_t line_no) {
+    const auto e = detail::read_hostfile_line(line, line_no, options.allow_underscore);
+    if (e->has_host) b.add(e->host, e->slots);
+    return true;
+  });
+  // Duplicates and the world size through validation; a node is found again on its line.
+  const auto place = [text, &options](std::size_t node) {
+    std::pair<std::size_t, std::size_t> at{1, 1};
+    std::size_t seen = 0;
+    detail::each_line(text, [&](std::string_view line, std::size_t line_no) {
+      const auto e = detail::read_hostfile_line(line, line_no, options.allow_underscore);
+      if (!e->has_host) return true;
+      if (seen++ < node) return true;
+      at = {line_no, e->column};
+      return false;
+    });
+    return at;
+  };
+  const auto where = [](std::size_t line, std::size_t) { return detail::concat("on line ", line); };
+  return detail::checked(b.finish(), {options.allow_duplicate_hosts, options.allow_underscore}, place, where);
 }
 
-/// Parses a Horovod-style host list, "h1:4,h2:8": comma-separated `host:slots` with blanks
-/// allowed around items; every item needs its slot count. Errors have line 1 and the column of
-/// the offending item (a host named twice, a count that is not a positive integer, an empty
-/// item). IPv6 literals cannot be written here (the ':' is the count's).
-[[nodiscard]] inline result<cluster> parse_host_list(std::string_view text, hostfile_options options = {}) {
-  std::vector<node_spec> specs;
-  std::vector<std::size_t> lines, columns;
+namespace detail {
+// One item of a host:slots list, read.
+struct host_list_item {
+  std::string_view host;
+  std::size_t column = 0;
+  int slots = 0;
+};
+inline result<host_list_item> read_host_list_item(std::string_view text, std::size_t b, std::size_t e,
+                                                  bool allow_underscore) {
+  while (b < e && is_blank(text[b])) ++b;
+  while (e > b && is_blank(text[e - 1])) --e;
+  const std::string_view item = text.substr(b, e - b);
+  const std::size_t column = b + 1;
+  if (item.empty()) return parse_error{1, column, "empty item; expected host:slots"};
+  const std::size_t colon = item.rfind(':');
+  if (colon == std::string_view::npos)
+    return parse_error{1, column, concat(quoted(item), " has no slot count; expected host:slots")};
+  const std::string_view host = item.substr(0, colon);
+  const host_check hc = check_host(host, allow_underscore);
+  if (host.find(':') != std::string_view::npos && (hc.issue == host_issue::none || hc.issue == host_issue::bad_ipv6))
+    return parse_error{1, column, "IPv6 addresses cannot be written in host:slots lists"};
+  int slots = 0;
+  if (!positive_int(item.substr(colon + 1), slots))
+    return parse_error{1, column + colon + 1,
+                       concat("slots must be a positive integer, got ", quoted(item.substr(colon + 1)))};
+  if (hc.issue != host_issue::none) return parse_error{1, column + hc.position, host_problem_text(host, hc)};
+  return host_list_item{host, column, slots};
+}
+template <class Visit>
+void each_item(std::string_view text, Visit visit) {
   std::size_t start = 0;
   while (true) {
     std::size_t comma = text.find(',', start);
     if (comma == std::string_view::npos) comma = text.size();
-    std::size_t b = start, e = comma;
-    while (b < e && detail::is_blank(text[b])) ++b;
-    while (e > b && detail::is_blank(text[e - 1])) --e;
-    const std::string_view item = text.substr(b, e - b);
-    const std::size_t column = b + 1;
-    if (item.empty()) return parse_error{1, column, "empty item; expected host:slots"};
-    const std::size_t colon = item.rfind(':');
-    if (colon == std::string_view::npos)
-      return parse_error{1, column, detail::concat(detail::quoted(item), " has no slot count; expected host:slots")};
-    const std::string_view host = item.substr(0, colon);
-    if (host.find(':') != std::string_view::npos)
-      return parse_error{1, column, "IPv6 addresses cannot be written in host:slots lists"};
-    int slots = 0;
-    if (!detail::positive_int(item.substr(colon + 1), slots))
-      return parse_error{1, column + colon + 1, detail::concat("slots must be a positive integer, got ",
-                                                               detail::quoted(item.substr(colon + 1)))};
-    const detail::host_check hc = detail::check_host(host, options.allow_underscore);
-    if (hc.issue != host_issue::none) return parse_error{1, column + hc.position, detail::host_problem_text(host, hc)};
-    for (std::size_t k = 0; k < specs.size(); ++k)
-      if (detail::compare_host(specs[k].host, host) == 0)
-        return parse_error{1, column, detail::concat("host ", detail::quoted(host), " is already at column ", columns[k])};
-    specs.push_back({host, slots});
-    lines.push_back(1);
-    columns.push_back(column);
-    if (comma == text.size()) break;
+    if (!visit(start, comma)) return;
+    if (comma == text.size()) return;
     start = comma + 1;
   }
-  return detail::checked_cluster(specs, lines, columns);
+}
+}  // namespace detail
+
+/// Parses a Horovod-style host list, "h1:4,h2:8": comma-separated `host:slots` with blanks
+/// allowed around items; every item needs its slot count. Errors have line 1 and the column of
+/// the offending item (a host named twice, a count that is not a positive integer, an empty
+/// item). IPv6 literals cannot be written here (the ':' is the count's). Linear in the text.
+[[nodiscard]] inline result<cluster> parse_host_list(std::string_view text, hostfile_options options = {}) {
+  std::size_t hosts = 0, chars = 0;
+  parse_error error{};
+  bool failed = false;
+  detail::each_item(text, [&](std::size_t b, std::size_t e) {
+    auto item = detail::read_host_list_item(text, b, e, options.allow_underscore);
+    if (!item) {
+      error = item.error();
+      failed = true;
+      return false;
+    }
+    ++hosts;
+    chars += item->host.size();
+    return true;
+  });
+  if (failed) return error;
+  cluster_builder builder;
+  builder.reserve(hosts, chars);
+  detail::each_item(text, [&](std::size_t b, std::size_t e) {
+    const auto item = detail::read_host_list_item(text, b, e, options.allow_underscore);
+    builder.add(item->host, item->slots);
+    return true;
+  });
+  const auto place = [text, &options](std::size_t node) {
+    std::pair<std::size_t, std::size_t> at{1, 1};
+    std::size_t seen = 0;
+    detail::each_item(text, [&](std::size_t b, std::size_t e) {
+      if (seen++ < node) return true;
+      at = {1, detail::read_host_list_item(text, b, e, options.allow_underscore)->column};
+      return false;
+    });
+    return at;
+  };
+  const auto where = [](std::size_t, std::size_t column) { return detail::concat("at column ", column); };
+  return detail::checked(builder.finish(), {options.allow_duplicate_hosts, options.allow_underscore}, place, where);
 }
 
-/// Applies DeepSpeed's --include or --exclude filter to a cluster:
-///   include "worker-0@worker-1:0,2"  keeps all of worker-0's devices and devices 0 and 2 of worker-1
-///   exclude "worker-1:0"             keeps everything but device 0 of worker-1
-/// Nodespecs are separated by '@'; `host` alone means all of its devices (DeepSpeed's documented
-/// meaning, which its code lost in 0.15.2). A node's devices are cluster::devices(i), or 0 ..
-/// nproc-1 when it has none. The result keeps the cluster's node order; each kept node runs one
-/// worker per selected device and carries the list (CUDA_VISIBLE_DEVICES). Errors, with the
-/// column: both filters given, an unknown host, a device the host does not have (upstream
-/// accepts it), a malformed device id, an IPv6 host (the ':' is the devices'), and a filter that
-/// leaves no device.
-[[nodiscard]] inline result<cluster> filter_devices(const cluster& c, std::string_view include,
-                                                    std::string_view exclude = {}) {
+/// A cluster after a device filter, and where each of its nodes came from.
+struct filtered_cluster {
+  cluster nodes;
+  /// source_node[k]: the index, in the cluster that was filtered, of node k.
+  std::vector<std::size_t> source_node;
+};
+
+namespace detail {
+constexpr std::size_t max_listed_devices = 65536;
+
+// "0,1,2,3", or the first ids and the count for a long list; "0..N-1" for a node's own range.
+inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
+  if (ids.empty()) return nproc <= 16 ? join_ids([&] {
+    std::vector<int> all;
+    for (int d = 0; d < nproc; ++d) all.push_back(d);
+    return all;
+  }()) : concat("0..", nproc - 1);
+  if (ids.size() <= 16) return join_ids(ids);
+  return concat(join_ids(std::vector<int>(ids.begin(), ids.begin() + 16)), ",... (", ids.size(), " devices)");
+}
+}  // namespace detail
+
+/// filter_devices, also saying which node of `c` each kept node is (see filtered_cluster).
+[[nodiscard]] inline result<filtered_cluster> filter_devices_mapped(const cluster& c, std::string_view include,
+                                                                    std::string_view exclude = {}) {
   if (!include.empty() && !exclude.empty()) return parse_error{1, 1, "include and exclude are mutually exclusive"};
   const bool including = !include.empty();
   const std::string_view text = including ? include : exclude;
   const std::size_t n = c.node_count();
-  std::vector<std::vector<int>> available(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    available[i] = c.devices(i);
-    if (available[i].empty())
-      for (int d = 0; d < c.nproc(i); ++d) available[i].push_back(d);
-  }
-  // named[i]: the node is in the filter; chosen[i]: its listed devices (empty = all of them).
-  std::vector<bool> named(n, false), whole(n, false);
-  std::vector<std::vector<int>> chosen(n);
+  // Hosts by name (case-insensitively, the first node of a name first): O(n log n), then O(log n)
+  // a node spec.
+  std::vector<std::size_t> by_host(n);
+  for (std::size_t i = 0; i < n; ++i) by_host[i] = i;
+  std::sort(by_host.begin(), by_host.end(), [&c](std::size_t a, std::size_t b) {
+    const int cmp = detail::compare_host(c.node(a).host, c.node(b).host);
+    return cmp < 0 || (cmp == 0 && a < b);
+  });
+  const auto find_node = [&](std::string_view host) {
+    const auto it = std::lower_bound(by_host.begin(), by_host.end(), host, [&c](std::size_t a, std::string_view h) {
+      return detail::compare_host(c.node(a).host, h) < 0;
+    });
+    return it != by_host.end() && detail::compare_host(c.node(*it).host, host) == 0 ? *it : n;
+  };
+  const auto has_device = [&c](std::size_t node, long long id) {
+    const std::vector<int>& listed = c.devices(node);
+    if (listed.empty()) return id < c.nproc(node);
+    return std::find(listed.begin(), listed.end(), id) != listed.end();
+  };
+  // The nodes the filter names: all of their devices (whole), or the ids listed.
+  struct selection {
+    bool whole = false;
+    std::vector<int> ids;
+  };
+  std::unordered_map<std::size_t, selection> named;
   std::size_t start = 0;
   while (!text.empty()) {
     std::size_t at = text.find('@', start);
@@ -2332,13 +2604,11 @@ struct hostfile_options {
     if (colon != std::string_view::npos && spec.find(':', colon + 1) != std::string_view::npos)
       return parse_error{1, column, "IPv6 hosts cannot be named in include/exclude filters"};
     const std::string_view host = spec.substr(0, colon);
-    std::size_t node = n;
-    for (std::size_t i = 0; i < n && node == n; ++i)
-      if (detail::compare_host(c.node(i).host, host) == 0) node = i;
+    const std::size_t node = find_node(host);
     if (node == n) return parse_error{1, column, detail::concat("host ", detail::quoted(host), " is not in the cluster")};
-    named[node] = true;
+    selection& sel = named[node];
     if (colon == std::string_view::npos) {
-      whole[node] = true;
+      sel.whole = true;
     } else {
       std::size_t s = colon + 1;
       while (true) {
@@ -2349,11 +2619,11 @@ struct hostfile_options {
         if (!detail::parse_decimal(id_text, INT_MAX, id))
           return parse_error{1, column + s, detail::concat("device id must be a non-negative integer, got ",
                                                            detail::quoted(id_text))};
-        if (std::find(available[node].begin(), available[node].end(), id) == available[node].end()) {
+        if (!has_device(node, id))
           return parse_error{1, column + s, detail::concat("device ", id, " is not on host ", detail::quoted(host),
-                                                           ", which has devices ", detail::join_ids(available[node]))};
-        }
-        chosen[node].push_back(static_cast<int>(id));
+                                                           ", which has devices ",
+                                                           detail::describe_devices(c.devices(node), c.nproc(node)))};
+        sel.ids.push_back(static_cast<int>(id));
         if (comma == spec.size()) break;
         s = comma + 1;
       }
@@ -2361,24 +2631,70 @@ struct hostfile_options {
     if (at == text.size()) break;
     start = at + 1;
   }
-  std::vector<node_spec> specs;
-  std::vector<std::vector<int>> kept;
-  for (std::size_t i = 0; i < n; ++i) {
-    std::vector<int> ids;
-    for (int d : available[i]) {
-      const bool listed = whole[i] || std::find(chosen[i].begin(), chosen[i].end(), d) != chosen[i].end();
-      if (including ? (named[i] && listed) : !(named[i] && listed)) ids.push_back(d);
-    }
-    if (ids.empty()) continue;
-    node_spec s = c.node(i);
-    s.nproc = static_cast<int>(ids.size());
-    specs.push_back(s);
-    kept.push_back(std::move(ids));
+  for (auto& entry : named) {
+    std::sort(entry.second.ids.begin(), entry.second.ids.end());
+    entry.second.ids.erase(std::unique(entry.second.ids.begin(), entry.second.ids.end()), entry.second.ids.end());
   }
-  if (specs.empty()) return parse_error{1, 1, "the filter leaves no devices"};
-  cluster out(specs);
-  for (std::size_t i = 0; i < kept.size(); ++i) out.set_devices(i, std::move(kept[i]));
+  // Each node keeps its devices in their order, less (exclude) or only (include) those selected.
+  cluster_builder builder;
+  std::vector<std::vector<int>> kept;
+  filtered_cluster out;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto found = named.find(i);
+    const selection* sel = found == named.end() ? nullptr : &found->second;
+    const auto selected = [sel](int d) {
+      return sel && (sel->whole || std::binary_search(sel->ids.begin(), sel->ids.end(), d));
+    };
+    if (including && !sel) continue;
+    if (!including && sel && sel->whole) continue;
+    const std::vector<int>& listed = c.devices(i);
+    // How many devices the node keeps, before any list is built.
+    long long keep = 0;
+    if (including) keep = sel->whole ? (listed.empty() ? c.nproc(i) : static_cast<long long>(listed.size()))
+                                     : static_cast<long long>(sel->ids.size());
+    else keep = (listed.empty() ? c.nproc(i) : static_cast<long long>(listed.size())) -
+                (sel ? static_cast<long long>(sel->ids.size()) : 0);
+    if (keep <= 0) continue;
+    if (keep > static_cast<long long>(detail::max_listed_devices))
+      return parse_error{1, 1, detail::concat("node ", i, " (", detail::quoted(c.node(i).host), ") would list ", keep,
+                                              " devices, more than ", detail::max_listed_devices,
+                                              " (a filtered node lists every device it keeps)")};
+    std::vector<int> ids;
+    ids.reserve(static_cast<std::size_t>(keep));
+    if (listed.empty()) {
+      for (int d = 0; d < c.nproc(i); ++d)  // at most max_listed_devices kept: the loop skips the rest cheaply
+        if (including ? selected(d) : !selected(d)) ids.push_back(d);
+        else if (including && sel && !sel->whole && d > sel->ids.back()) break;
+    } else {
+      for (int d : listed)
+        if (including ? selected(d) : !selected(d)) ids.push_back(d);
+    }
+    const node_spec spec = c.node(i);
+    builder.add(spec.host, static_cast<int>(ids.size()), spec.role);
+    kept.push_back(std::move(ids));
+    out.source_node.push_back(i);
+  }
+  if (kept.empty()) return parse_error{1, 1, "the filter leaves no devices"};
+  out.nodes = builder.finish();
+  for (std::size_t k = 0; k < kept.size(); ++k) out.nodes.set_devices(k, std::move(kept[k]));
   return out;
+}
+
+/// Applies DeepSpeed's --include or --exclude filter to a cluster:
+///   include "worker-0@worker-1:0,2"  keeps all of worker-0's devices and devices 0 and 2 of worker-1
+///   exclude "worker-1:0"             keeps everything but device 0 of worker-1
+/// Nodespecs are separated by '@'; `host` alone means all of its devices (DeepSpeed's documented
+/// meaning, which its code lost in 0.15.2). A node's devices are cluster::devices(i), or 0 ..
+/// nproc-1 when it has none. The result keeps the cluster's node order; each kept node runs one
+/// worker per selected device and carries the list (CUDA_VISIBLE_DEVICES). Errors, with the
+/// column: both filters given, an unknown host, a device the host does not have (upstream
+/// accepts it), a malformed device id, an IPv6 host (the ':' is the devices'), a filter that
+/// leaves no device, and a node that would list more than 65536 devices. O(n log n + filter).
+[[nodiscard]] inline result<cluster> filter_devices(const cluster& c, std::string_view include,
+                                                    std::string_view exclude = {}) {
+  auto r = filter_devices_mapped(c, include, exclude);
+  if (!r) return r.error();
+  return std::move(r->nodes);
 }
 
 }  // namespace hetlaunch

@@ -60,7 +60,9 @@ TEST_SUITE("hostfile") {
     CHECK(hostfile("a slot=4") == "ERR 1:3: unexpected 'slot=4'; expected slots=N or max_slots=N");
     CHECK(hostfile("a SLOTS=4") == "ERR 1:3: unexpected 'SLOTS=4'; expected slots=N or max_slots=N");
     CHECK(hostfile("a slots=2 slots=3") == "ERR 1:11: slots is given twice for host 'a'");
-    CHECK(hostfile("a:2 slots=3") == "ERR 1:5: slots is given twice for host 'a'");
+    CHECK(hostfile("a:2 slots=3") == "ERR 1:5: slots= gives the slots of host 'a' again (host:N gave them)");
+    CHECK(hostfile("a count=2 cpu=2") == "ERR 1:11: cpu= gives the slots of host 'a' again (count= gave them)");
+    CHECK(hostfile("a max_slots=2 max-slots=3") == "ERR 1:15: max_slots is given twice for host 'a'");
     CHECK(hostfile("a slots=4 max_slots=2") == "ERR 1:9: max_slots (2) is less than slots (4)");
     CHECK(hostfile("a\nb\n\nA slots=2") == "ERR 4:1: host 'A' is already on line 1");
     CHECK(hostfile("gpu;reboot slots=2") ==

@@ -258,4 +258,121 @@ TEST_SUITE("hostile input") {
     // Past 2^64 - 1 a name is text, as it is.
     CHECK(hetlaunch::compress_hostlist({"n99999999999999999999"}) == "n99999999999999999999");
   }
+
+  TEST_CASE("hostfiles: Open MPI's blanks around '=', and what each field says when it repeats") {
+    const auto layout = [](std::string_view text) {
+      const auto r = hetlaunch::parse_hostfile(text);
+      if (!r) return "ERR " + r.error().to_string();
+      std::string out;
+      for (std::size_t i = 0; i < r->node_count(); ++i) out += hetlaunch::detail::concat(i ? " " : "", r->node(i).host, ":", r->nproc(i));
+      return out;
+    };
+    CHECK(layout("a slots = 4\nb slots= 2 max_slots =3\nc\tcount\t=\t5") == "a:4 b:2 c:5");
+    CHECK(layout("a slots =") == "ERR line 1, column 10: slots must be a positive integer, got ''");
+    CHECK(layout("a slots 4") == "ERR line 1, column 3: unexpected 'slots'; expected slots=N or max_slots=N");
+    CHECK(layout("a = 4") == "ERR line 1, column 3: unexpected '= 4'; expected slots=N or max_slots=N");
+  }
+
+  TEST_CASE("messages name a byte order mark, keep whole UTF-8 characters and cut long text") {
+    CHECK(hetlaunch::parse_hostfile("\xef\xbb\xbfgpu-a slots=8").error().to_string() ==
+          "line 1, column 1: the file starts with a UTF-8 byte order mark (U+FEFF), which is not part of a host "
+          "name; save it without one");
+    CHECK(hetlaunch::parse_hostfile("gpu-a slots=8\n\xef\xbb\xbfgpu-b").error().to_string() ==
+          "line 2, column 1: host '\\u{FEFF}gpu-b' is not a valid RFC 1123 name or IP literal: a UTF-8 byte order mark "
+          "(U+FEFF) at position 0 is not allowed");
+    CHECK(hetlaunch::parse_hostfile("n\xc3\xa9ud slots=1").error().to_string() ==
+          "line 1, column 2: host 'n\xc3\xa9ud' is not a valid RFC 1123 name or IP literal: character '\xc3\xa9' at "
+          "position 1 is not allowed");
+    CHECK(hetlaunch::parse_hostfile("n\xff\xfe slots=1").error().to_string() ==
+          "line 1, column 2: host 'n\\xff\\xfe' is not a valid RFC 1123 name or IP literal: character '\\xff' at "
+          "position 1 is not allowed");
+    // A 10 MB line is not echoed whole.
+    const std::string huge = "host " + std::string(10u << 20, 'x');
+    const std::string message = hetlaunch::parse_hostfile(huge).error().message;
+    CHECK(message.size() < 200);
+    CHECK(message.find("... (10485760 bytes)") != std::string::npos);
+    CHECK(hetlaunch::detail::quoted(std::string(100, 'a')) == "'" + std::string(80, 'a') + "'... (100 bytes)");
+    // A cut never splits a character: 40 two-byte characters then one more.
+    std::string accents;
+    for (int i = 0; i < 41; ++i) accents += "\xc3\xa9";
+    CHECK(hetlaunch::detail::quoted(accents).find("\xc3\xa9'... (82 bytes)") != std::string::npos);
+  }
+
+  TEST_CASE("host:slots lists blame the character, not IPv6") {
+    CHECK(hetlaunch::parse_host_list("a:1;b:1").error().to_string() ==
+          "line 1, column 4: host 'a:1;b' is not a valid RFC 1123 name or IP literal: character ';' at position 3 is not allowed");
+    CHECK(hetlaunch::parse_host_list("fe80::1:4").error().to_string() ==
+          "line 1, column 1: IPv6 addresses cannot be written in host:slots lists");
+  }
+
+  TEST_CASE("property: duplicate hosts are found in linear time exactly as a pairwise search finds them") {
+    unsigned seed = 12345;
+    const auto next = [&seed] { return seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff; };
+    for (int round = 0; round < 200; ++round) {
+      const std::size_t n = 1 + next() % 40;
+      std::vector<std::string> hosts;
+      for (std::size_t i = 0; i < n; ++i) {
+        std::string h = hetlaunch::detail::concat("h", next() % 8);  // few names: many duplicates
+        if (next() % 2) h[0] = 'H';                                 // case differs, host is the same
+        hosts.push_back(h);
+      }
+      std::vector<hetlaunch::node_spec> specs;
+      for (const auto& h : hosts) specs.push_back({h, 1});
+      const hetlaunch::cluster c(specs);
+      std::vector<std::pair<std::size_t, std::size_t>> expected;
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = 0; j < i; ++j)
+          if (hetlaunch::detail::compare_host(hosts[i], hosts[j]) == 0) {
+            expected.emplace_back(i, j);
+            break;
+          }
+      std::vector<std::pair<std::size_t, std::size_t>> found;
+      for (const auto& d : hetlaunch::validate(c))
+        if (d.code == hetlaunch::errc::duplicate_host) found.emplace_back(d.node, d.other_node);
+      CHECK(found == expected);
+    }
+  }
+
+  TEST_CASE("hostfile and host list duplicates are reported on their line, whatever the size") {
+    std::string text;
+    for (int i = 0; i < 100000; ++i) text += hetlaunch::detail::concat("worker-", i, " slots=8\n");
+    text += "WORKER-77 slots=1\n";
+    CHECK(hetlaunch::parse_hostfile(text).error().to_string() == "line 100001, column 1: host 'WORKER-77' is already on line 78");
+    hetlaunch::hostfile_options allow;
+    allow.allow_duplicate_hosts = true;
+    CHECK(hetlaunch::parse_hostfile(text, allow)->node_count() == 100001);
+    CHECK(hetlaunch::parse_host_list("a:1, b:2,A:3").error().to_string() == "line 1, column 10: host 'A' is already at column 1");
+    CHECK(hetlaunch::parse_host_list("a:1,A:3", allow)->node_count() == 2);
+  }
+
+  TEST_CASE("device filters allocate per listed device, not per worker") {
+    const hetlaunch::cluster big{{"a", INT_MAX}, {"b", 2}};
+    const auto one = hetlaunch::filter_devices(big, "a:0");
+    REQUIRE(one);
+    CHECK(one->node_count() == 1);
+    CHECK(one->devices(0) == std::vector<int>{0});
+    CHECK(hetlaunch::filter_devices(big, "a:2147483646")->devices(0) == std::vector<int>{2147483646});
+    CHECK(hetlaunch::filter_devices(big, "a").error().message ==
+          "node 0 ('a') would list 2147483647 devices, more than 65536 (a filtered node lists every device it keeps)");
+    CHECK(hetlaunch::filter_devices(big, "", "b").error().message ==
+          "node 0 ('a') would list 2147483647 devices, more than 65536 (a filtered node lists every device it keeps)");
+    CHECK(hetlaunch::filter_devices(big, "a:2147483647").error().message ==
+          "device 2147483647 is not on host 'a', which has devices 0..2147483646");
+    // A long include list is sorted once, not searched once per device.
+    std::string ids = "w:";
+    for (int d = 0; d < 60000; ++d) ids += hetlaunch::detail::concat(d ? "," : "", 59999 - d);
+    const auto many = hetlaunch::filter_devices(hetlaunch::cluster{{"w", 60000}}, ids);
+    REQUIRE(many);
+    CHECK(many->nproc(0) == 60000);
+    CHECK(many->devices(0).front() == 0);
+    CHECK(many->devices(0).back() == 59999);
+  }
+
+  TEST_CASE("filter_devices_mapped says where each kept node came from") {
+    const hetlaunch::cluster c{{"n1", 2}, {"n2", 2}, {"n3", 2}};
+    const auto r = hetlaunch::filter_devices_mapped(c, "", "n1");
+    REQUIRE(r);
+    CHECK(r->source_node == std::vector<std::size_t>{1, 2});
+    CHECK(r->nodes.node(0).host == "n2");
+  }
 }

@@ -185,18 +185,18 @@ constexpr void find_duplicate_hosts(std::size_t n, NodeAt node_at, validation_sc
   }
 }
 
-// Reports every problem in node order; stops when `report` returns false. Scratch arrays hold n
-// elements each.
-template <class NodeAt, class Report>
+// Reports every problem in node order; stops when `report` returns false. `duplicate_of(i)` is
+// the first earlier node with node i's host, or n; it is asked in increasing node order, and only
+// when duplicates are not allowed.
+template <class NodeAt, class DuplicateOf, class Report>
 constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options options,
-                              validation_scratch scratch, Report report) noexcept {
+                              DuplicateOf duplicate_of, Report report) noexcept {
   if (n == 0) {
     diagnostic d{};
     d.code = errc::empty_cluster;
     report(d);
     return;
   }
-  if (!options.allow_duplicate_hosts) find_duplicate_hosts(n, node_at, scratch);
   long long world = 0;
   bool overflow_reported = false;
   // Only a failing check builds a diagnostic: the loop is charged per statement in constexpr.
@@ -231,10 +231,13 @@ constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options op
       d.position = hc.position;
       if (!report(d)) return;
     }
-    if (!options.allow_duplicate_hosts && scratch.dup_of[i] != n) {
-      diagnostic d = problem(i, node, errc::duplicate_host);
-      d.other_node = scratch.dup_of[i];
-      if (!report(d)) return;
+    if (!options.allow_duplicate_hosts) {
+      const std::size_t first = duplicate_of(i);
+      if (first != n) {
+        diagnostic d = problem(i, node, errc::duplicate_host);
+        d.other_node = first;
+        if (!report(d)) return;
+      }
     }
     if (node.role.empty()) {
       if (!report(problem(i, node, errc::empty_role))) return;
@@ -329,7 +332,7 @@ class topology_queries {
     HETLAUNCH_DETAIL_EXPECTS(i < count(), "role_rank(i, local_rank): node index out of range");
     const bool on_node = local_rank >= 0 && local_rank < self().node_unchecked(i).nproc;
     HETLAUNCH_DETAIL_EXPECTS(on_node, "role_rank(i, local_rank): local rank out of range");
-    const long long r = self().role_offsets_data()[i] + local_rank;
+    const long long r = self().role_offset_unchecked(i) + local_rank;
     HETLAUNCH_DETAIL_EXPECTS(r <= INT_MAX, "role_rank(i, local_rank): the rank exceeds INT_MAX");
     return static_cast<int>(r);
   }
@@ -338,7 +341,7 @@ class topology_queries {
   /// Precondition: i < node_count() and the sum fits int.
   [[nodiscard]] constexpr int role_world_size(std::size_t i) const noexcept {
     HETLAUNCH_DETAIL_EXPECTS(i < count(), "role_world_size(i): node index out of range");
-    const long long w = self().role_totals_data()[i];
+    const long long w = self().role_total_unchecked(i);
     HETLAUNCH_DETAIL_EXPECTS(w <= INT_MAX, "role_world_size(i): the sum exceeds INT_MAX");
     return static_cast<int>(w);
   }

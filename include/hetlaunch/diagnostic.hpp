@@ -44,6 +44,9 @@ enum class errc : int {
   local_world_size_mismatch = 24,  // LOCAL_WORLD_SIZE differs from the node's nproc
   rank_mismatch = 25,            // RANK is not global_rank(GROUP_RANK, LOCAL_RANK)
   identical_workers_on_heterogeneous = 26,  // TORCH_ELASTIC_WORKER_IDENTICAL=1 breaks mixed nodes
+  bad_rendezvous_timeout = 27,   // rendezvous_timeout < 0
+  overriding_torchrun_arg = 28,  // an extra torchrun argument names a flag hetlaunch computes
+  script_looks_like_option = 29, // a script starting with '-', which torchrun would read as its own option
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -76,6 +79,9 @@ constexpr std::string_view to_string(errc code) noexcept {
     case errc::local_world_size_mismatch: return "local_world_size_mismatch";
     case errc::rank_mismatch: return "rank_mismatch";
     case errc::identical_workers_on_heterogeneous: return "identical_workers_on_heterogeneous";
+    case errc::bad_rendezvous_timeout: return "bad_rendezvous_timeout";
+    case errc::overriding_torchrun_arg: return "overriding_torchrun_arg";
+    case errc::script_looks_like_option: return "script_looks_like_option";
   }
   return "unknown";
 }
@@ -197,6 +203,16 @@ struct diagnostic {
       case errc::identical_workers_on_heterogeneous:
         return "TORCH_ELASTIC_WORKER_IDENTICAL=1 makes torchrun assume every node runs this node's worker "
                "count, which breaks RANK and WORLD_SIZE when nodes differ; unset it";
+      case errc::bad_rendezvous_timeout:
+        return concat("rendezvous_timeout must be 0 (torchrun's default) or more seconds, got ", value);
+      case errc::overriding_torchrun_arg:
+        return concat("the extra torchrun argument ", detail::quoted(text),
+                      " names an option hetlaunch computes (--nnodes, --node_rank, --nproc_per_node, --master_addr, "
+                      "--master_port, --rdzv_*, --max_restarts, --role, --standalone); set it through the launch "
+                      "options instead");
+      case errc::script_looks_like_option:
+        return concat("the script ", detail::quoted(text),
+                      " starts with '-', so torchrun would read it as one of its own options");
     }
     return "unknown problem";
   }

@@ -9,6 +9,7 @@
 #include "diagnostic.hpp"
 #include "cluster.hpp"
 #include "torchrun.hpp"
+#include "plan.hpp"
 #include "hostfile.hpp"
 #include "slurm.hpp"
 

@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "detail/config.hpp"
 #include "detail/text.hpp"
@@ -40,6 +41,16 @@ namespace detail {
 inline std::string describe_error(const parse_error& e) { return e.to_string(); }
 template <class E>
 auto describe_error(const E& e) -> decltype(e.message()) { return e.message(); }
+// A list of problems (make_plan's): every message, one a line.
+template <class E>
+auto describe_error(const std::vector<E>& problems) -> decltype(problems.front().message()) {
+  std::string out;
+  for (const E& e : problems) {
+    if (!out.empty()) out += '\n';
+    out += e.message();
+  }
+  return out;
+}
 }  // namespace detail
 
 #if HETLAUNCH_USE_EXCEPTIONS

@@ -102,6 +102,75 @@ inline diagnostic launch_problem(errc code) {
   return d;
 }
 
+// torchrun's options that hetlaunch computes; an extra argument naming one (in either spelling,
+// or abbreviated, which argparse accepts) would silently replace the computed value.
+inline bool overrides_computed_flag(std::string_view arg) noexcept {
+  if (arg.size() < 3 || arg[0] != '-' || arg[1] != '-') return false;
+  std::string_view name = arg.substr(2);
+  name = name.substr(0, name.find('='));
+  if (name.empty()) return false;
+  static constexpr const char* computed[] = {"nnodes",      "node_rank",     "nproc_per_node", "master_addr",
+                                             "master_port", "rdzv_backend",  "rdzv_endpoint",  "rdzv_id",
+                                             "rdzv_conf",   "max_restarts",  "role",           "standalone"};
+  for (const char* full : computed) {
+    const std::string_view f(full);
+    if (name.size() > f.size()) continue;
+    bool prefix = true;
+    for (std::size_t k = 0; k < name.size() && prefix; ++k) prefix = (name[k] == '-' ? '_' : name[k]) == f[k];
+    if (prefix) return true;
+  }
+  return false;
+}
+
+// Problems of the options alone (a plan without a script is valid). `nodes` is the node count and
+// `first_host` node 0's host, for the master address.
+inline std::vector<diagnostic> option_problems(std::size_t nodes, std::string_view first_host, const launch_options& o) {
+  std::vector<diagnostic> out;
+  if (o.master_port < 1 || o.master_port > 65535) {
+    diagnostic d = launch_problem(errc::bad_port);
+    d.value = o.master_port;
+    d.variable = "master_port";
+    out.push_back(d);
+  }
+  const std::string_view addr = o.master_addr.empty() ? first_host : unbracketed(o.master_addr);
+  if (nodes && check_host(addr, true).issue != host_issue::none) {
+    diagnostic d = launch_problem(errc::bad_master_addr);
+    d.variable = "master_addr";
+    d.text = addr;
+    out.push_back(d);
+  }
+  if (o.backend == rendezvous::c10d && (o.rdzv_id.empty() || o.rdzv_id == "none"))
+    out.push_back(launch_problem(errc::missing_rdzv_id));
+  if (o.program.empty() || o.program.front().empty()) out.push_back(launch_problem(errc::empty_program));
+  if (o.max_restarts < 0) {
+    diagnostic d = launch_problem(errc::bad_max_restarts);
+    d.value = o.max_restarts;
+    out.push_back(d);
+  }
+  if (o.rendezvous_timeout < 0) {
+    diagnostic d = launch_problem(errc::bad_rendezvous_timeout);
+    d.value = o.rendezvous_timeout;
+    out.push_back(d);
+  }
+  if (o.flags == flag_style::dash && o.torch.code() < 200) {
+    diagnostic d = launch_problem(errc::dash_flags_need_torch_2);
+    d.value = o.torch.code();
+    out.push_back(d);
+  }
+  for (const std::string& arg : o.torchrun_args)
+    if (overrides_computed_flag(arg)) {
+      diagnostic d = launch_problem(errc::overriding_torchrun_arg);
+      d.text = arg;
+      out.push_back(d);
+    }
+  if (!o.script.empty() && o.script[0] == '-') {
+    diagnostic d = launch_problem(errc::script_looks_like_option);
+    d.text = o.script;
+    out.push_back(d);
+  }
+  return out;
+}
+
 // Problems of the options alone, and of the node index; the topology's own come first.
 template <class Topology>
 std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node, const launch_options& o,
@@ -113,33 +182,9 @@ std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node, con
     d.limit = static_cast<long long>(c.node_count());
     out.push_back(d);
   }
-  if (o.master_port < 1 || o.master_port > 65535) {
-    diagnostic d = launch_problem(errc::bad_port);
-    d.value = o.master_port;
-    d.variable = "master_port";
+  for (const diagnostic& d : option_problems(c.node_count(), c.node_count() ? c.node(0).host : std::string_view(), o))
     out.push_back(d);
-  }
-  const std::string_view addr = master_host(c, o);
-  if (c.node_count() && check_host(addr, true).issue != host_issue::none) {
-    diagnostic d = launch_problem(errc::bad_master_addr);
-    d.variable = "master_addr";
-    d.text = addr;
-    out.push_back(d);
-  }
-  if (o.backend == rendezvous::c10d && (o.rdzv_id.empty() || o.rdzv_id == "none"))
-    out.push_back(launch_problem(errc::missing_rdzv_id));
   if (o.script.empty()) out.push_back(launch_problem(errc::empty_script));
-  if (o.program.empty() || o.program.front().empty()) out.push_back(launch_problem(errc::empty_program));
-  if (o.max_restarts < 0) {
-    diagnostic d = launch_problem(errc::bad_max_restarts);
-    d.value = o.max_restarts;
-    out.push_back(d);
-  }
-  if (o.flags == flag_style::dash && o.torch.code() < 200) {
-    diagnostic d = launch_problem(errc::dash_flags_need_torch_2);
-    d.value = o.torch.code();
-    out.push_back(d);
-  }
   if (ranks_needed && o.backend == rendezvous::c10d)
     out.push_back(launch_problem(errc::ranks_decided_at_rendezvous));
   return out;
@@ -158,10 +203,7 @@ inline std::string flag(const launch_options& o, std::string_view name, std::str
 }
 
 template <class Topology>
-result<std::vector<std::string>, diagnostic> torchrun_argv(const Topology& c, std::size_t node,
-                                                           const launch_options& o) {
-  const std::vector<diagnostic> problems = launch_problems(c, node, o, false);
-  if (!problems.empty()) return problems.front();
+std::vector<std::string> build_torchrun_argv(const Topology& c, std::size_t node, const launch_options& o) {
   std::vector<std::string> argv = o.program;
   const node_spec spec = c.node(node);
   argv.push_back(flag(o, "nnodes", std::to_string(c.node_count())));
@@ -190,6 +232,14 @@ result<std::vector<std::string>, diagnostic> torchrun_argv(const Topology& c, st
   return argv;
 }
 
+template <class Topology>
+result<std::vector<std::string>, diagnostic> torchrun_argv(const Topology& c, std::size_t node,
+                                                           const launch_options& o) {
+  const std::vector<diagnostic> problems = launch_problems(c, node, o, false);
+  if (!problems.empty()) return problems.front();
+  return build_torchrun_argv(c, node, o);
+}
+
 enum class spawn_mode { torchrun, direct };
 
 // Only a run-time cluster carries device lists.
@@ -200,14 +250,8 @@ template <std::size_t N>
 const std::vector<int>* node_devices(const fixed_cluster<N>&, std::size_t) { return nullptr; }
 
 template <class Topology>
-result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, int local_rank,
-                                           const launch_options& o, int restart_count, spawn_mode mode) {
-  std::vector<diagnostic> problems = launch_problems(c, node, o, true);
-  if (problems.empty()) {
-    const auto rank = c.try_global_rank(node, local_rank);  // local_rank_out_of_range, if it is
-    if (!rank) problems.push_back(rank.error());
-  }
-  if (!problems.empty()) return problems.front();
+environment build_worker_env(const Topology& c, std::size_t node, int local_rank, const launch_options& o,
+                             int restart_count, spawn_mode mode) {
   const node_spec spec = c.node(node);
   environment env;
   const auto set = [&env](const char* name, std::string value) { env.emplace_back(name, std::move(value)); };
@@ -235,6 +279,18 @@ result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, 
   if (spec.nproc > 1) set("OMP_NUM_THREADS", "1");
   if (const std::vector<int>* ids = node_devices(c, node)) set("CUDA_VISIBLE_DEVICES", join_ids(*ids));
   return env;
+}
+
+template <class Topology>
+result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, int local_rank,
+                                           const launch_options& o, int restart_count, spawn_mode mode) {
+  std::vector<diagnostic> problems = launch_problems(c, node, o, true);
+  if (problems.empty()) {
+    const auto rank = c.try_global_rank(node, local_rank);  // local_rank_out_of_range, if it is
+    if (!rank) problems.push_back(rank.error());
+  }
+  if (!problems.empty()) return problems.front();
+  return build_worker_env(c, node, local_rank, o, restart_count, mode);
 }
 
 }  // namespace detail
@@ -566,6 +622,8 @@ template <class Getenv>
 try_accelerate_argv(const cluster& c, std::size_t node, const launch_options& options) {
   launch_options o = options;
   o.backend = rendezvous::static_tcp;
+  o.program = {"accelerate"};  // accelerate ignores the launcher program and its extra arguments
+  o.torchrun_args.clear();
   const std::vector<diagnostic> problems = detail::launch_problems(c, node, o, false);
   if (!problems.empty()) return problems.front();
   const long long total = static_cast<long long>(c.nproc(node)) * static_cast<long long>(c.node_count());

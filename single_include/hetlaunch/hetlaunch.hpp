@@ -29,6 +29,7 @@
 #include <type_traits>
 #include <utility>
 #include <variant>
+#include <vector>
 
 // ---- hetlaunch/detail/config.hpp
 // hetlaunch: configuration macros and the one place that reports a broken contract.
@@ -90,7 +91,6 @@ namespace detail {
 #define HETLAUNCH_DETAIL_TEXT_HPP
 
 #include <string_view>
-#include <vector>
 
 namespace hetlaunch {
 namespace detail {
@@ -292,6 +292,16 @@ namespace detail {
 inline std::string describe_error(const parse_error& e) { return e.to_string(); }
 template <class E>
 auto describe_error(const E& e) -> decltype(e.message()) { return e.message(); }
+// A list of problems (make_plan's): every message, one a line.
+template <class E>
+auto describe_error(const std::vector<E>& problems) -> decltype(problems.front().message()) {
+  std::string out;
+  for (const E& e : problems) {
+    if (!out.empty()) out += '\n';
+    out += e.message();
+  }
+  return out;
+}
 }  // namespace detail
 
 #if HETLAUNCH_USE_EXCEPTIONS
@@ -641,6 +651,9 @@ enum class errc : int {
   local_world_size_mismatch = 24,  // LOCAL_WORLD_SIZE differs from the node's nproc
   rank_mismatch = 25,            // RANK is not global_rank(GROUP_RANK, LOCAL_RANK)
   identical_workers_on_heterogeneous = 26,  // TORCH_ELASTIC_WORKER_IDENTICAL=1 breaks mixed nodes
+  bad_rendezvous_timeout = 27,   // rendezvous_timeout < 0
+  overriding_torchrun_arg = 28,  // an extra torchrun argument names a flag hetlaunch computes
+  script_looks_like_option = 29, // a script starting with '-', which torchrun would read as its own option
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -673,6 +686,9 @@ constexpr std::string_view to_string(errc code) noexcept {
     case errc::local_world_size_mismatch: return "local_world_size_mismatch";
     case errc::rank_mismatch: return "rank_mismatch";
     case errc::identical_workers_on_heterogeneous: return "identical_workers_on_heterogeneous";
+    case errc::bad_rendezvous_timeout: return "bad_rendezvous_timeout";
+    case errc::overriding_torchrun_arg: return "overriding_torchrun_arg";
+    case errc::script_looks_like_option: return "script_looks_like_option";
   }
   return "unknown";
 }
@@ -794,6 +810,16 @@ struct diagnostic {
       case errc::identical_workers_on_heterogeneous:
         return "TORCH_ELASTIC_WORKER_IDENTICAL=1 makes torchrun assume every node runs this node's worker "
                "count, which breaks RANK and WORLD_SIZE when nodes differ; unset it";
+      case errc::bad_rendezvous_timeout:
+        return concat("rendezvous_timeout must be 0 (torchrun's default) or more seconds, got ", value);
+      case errc::overriding_torchrun_arg:
+        return concat("the extra torchrun argument ", detail::quoted(text),
+                      " names an option hetlaunch computes (--nnodes, --node_rank, --nproc_per_node, --master_addr, "
+                      "--master_port, --rdzv_*, --max_restarts, --role, --standalone); set it through the launch "
+                      "options instead");
+      case errc::script_looks_like_option:
+        return concat("the script ", detail::quoted(text),
+                      " starts with '-', so torchrun would read it as one of its own options");
     }
     return "unknown problem";
   }
@@ -1732,6 +1758,75 @@ inline diagnostic launch_problem(errc code) {
   return d;
 }
 
+// torchrun's options that hetlaunch computes; an extra argument naming one (in either spelling,
+// or abbreviated, which argparse accepts) would silently replace the computed value.
+inline bool overrides_computed_flag(std::string_view arg) noexcept {
+  if (arg.size() < 3 || arg[0] != '-' || arg[1] != '-') return false;
+  std::string_view name = arg.substr(2);
+  name = name.substr(0, name.find('='));
+  if (name.empty()) return false;
+  static constexpr const char* computed[] = {"nnodes",      "node_rank",     "nproc_per_node", "master_addr",
+                                             "master_port", "rdzv_backend",  "rdzv_endpoint",  "rdzv_id",
+                                             "rdzv_conf",   "max_restarts",  "role",           "standalone"};
+  for (const char* full : computed) {
+    const std::string_view f(full);
+    if (name.size() > f.size()) continue;
+    bool prefix = true;
+    for (std::size_t k = 0; k < name.size() && prefix; ++k) prefix = (name[k] == '-' ? '_' : name[k]) == f[k];
+    if (prefix) return true;
+  }
+  return false;
+}
+
+// Problems of the options alone (a plan without a script is valid). `nodes` is the node count and
+// `first_host` node 0's host, for the master address.
+inline std::vector<diagnostic> option_problems(std::size_t nodes, std::string_view first_host, const launch_options& o) {
+  std::vector<diagnostic> out;
+  if (o.master_port < 1 || o.master_port > 65535) {
+    diagnostic d = launch_problem(errc::bad_port);
+    d.value = o.master_port;
+    d.variable = "master_port";
+    out.push_back(d);
+  }
+  const std::string_view addr = o.master_addr.empty() ? first_host : unbracketed(o.master_addr);
+  if (nodes && check_host(addr, true).issue != host_issue::none) {
+    diagnostic d = launch_problem(errc::bad_master_addr);
+    d.variable = "master_addr";
+    d.text = addr;
+    out.push_back(d);
+  }
+  if (o.backend == rendezvous::c10d && (o.rdzv_id.empty() || o.rdzv_id == "none"))
+    out.push_back(launch_problem(errc::missing_rdzv_id));
+  if (o.program.empty() || o.program.front().empty()) out.push_back(launch_problem(errc::empty_program));
+  if (o.max_restarts < 0) {
+    diagnostic d = launch_problem(errc::bad_max_restarts);
+    d.value = o.max_restarts;
+    out.push_back(d);
+  }
+  if (o.rendezvous_timeout < 0) {
+    diagnostic d = launch_problem(errc::bad_rendezvous_timeout);
+    d.value = o.rendezvous_timeout;
+    out.push_back(d);
+  }
+  if (o.flags == flag_style::dash && o.torch.code() < 200) {
+    diagnostic d = launch_problem(errc::dash_flags_need_torch_2);
+    d.value = o.torch.code();
+    out.push_back(d);
+  }
+  for (const std::string& arg : o.torchrun_args)
+    if (overrides_computed_flag(arg)) {
+      diagnostic d = launch_problem(errc::overriding_torchrun_arg);
+      d.text = arg;
+      out.push_back(d);
+    }
+  if (!o.script.empty() && o.script[0] == '-') {
+    diagnostic d = launch_problem(errc::script_looks_like_option);
+    d.text = o.script;
+    out.push_back(d);
+  }
+  return out;
+}
+
 // Problems of the options alone, and of the node index; the topology's own come first.
 template <class Topology>
 std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node, const launch_options& o,
@@ -1743,33 +1838,9 @@ std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node, con
     d.limit = static_cast<long long>(c.node_count());
     out.push_back(d);
   }
-  if (o.master_port < 1 || o.master_port > 65535) {
-    diagnostic d = launch_problem(errc::bad_port);
-    d.value = o.master_port;
-    d.variable = "master_port";
+  for (const diagnostic& d : option_problems(c.node_count(), c.node_count() ? c.node(0).host : std::string_view(), o))
     out.push_back(d);
-  }
-  const std::string_view addr = master_host(c, o);
-  if (c.node_count() && check_host(addr, true).issue != host_issue::none) {
-    diagnostic d = launch_problem(errc::bad_master_addr);
-    d.variable = "master_addr";
-    d.text = addr;
-    out.push_back(d);
-  }
-  if (o.backend == rendezvous::c10d && (o.rdzv_id.empty() || o.rdzv_id == "none"))
-    out.push_back(launch_problem(errc::missing_rdzv_id));
   if (o.script.empty()) out.push_back(launch_problem(errc::empty_script));
-  if (o.program.empty() || o.program.front().empty()) out.push_back(launch_problem(errc::empty_program));
-  if (o.max_restarts < 0) {
-    diagnostic d = launch_problem(errc::bad_max_restarts);
-    d.value = o.max_restarts;
-    out.push_back(d);
-  }
-  if (o.flags == flag_style::dash && o.torch.code() < 200) {
-    diagnostic d = launch_problem(errc::dash_flags_need_torch_2);
-    d.value = o.torch.code();
-    out.push_back(d);
-  }
   if (ranks_needed && o.backend == rendezvous::c10d)
     out.push_back(launch_problem(errc::ranks_decided_at_rendezvous));
   return out;
@@ -1788,10 +1859,7 @@ inline std::string flag(const launch_options& o, std::string_view name, std::str
 }
 
 template <class Topology>
-result<std::vector<std::string>, diagnostic> torchrun_argv(const Topology& c, std::size_t node,
-                                                           const launch_options& o) {
-  const std::vector<diagnostic> problems = launch_problems(c, node, o, false);
-  if (!problems.empty()) return problems.front();
+std::vector<std::string> build_torchrun_argv(const Topology& c, std::size_t node, const launch_options& o) {
   std::vector<std::string> argv = o.program;
   const node_spec spec = c.node(node);
   argv.push_back(flag(o, "nnodes", std::to_string(c.node_count())));
@@ -1820,6 +1888,14 @@ result<std::vector<std::string>, diagnostic> torchrun_argv(const Topology& c, st
   return argv;
 }
 
+template <class Topology>
+result<std::vector<std::string>, diagnostic> torchrun_argv(const Topology& c, std::size_t node,
+                                                           const launch_options& o) {
+  const std::vector<diagnostic> problems = launch_problems(c, node, o, false);
+  if (!problems.empty()) return problems.front();
+  return build_torchrun_argv(c, node, o);
+}
+
 enum class spawn_mode { torchrun, direct };
 
 // Only a run-time cluster carries device lists.
@@ -1830,14 +1906,8 @@ template <std::size_t N>
 const std::vector<int>* node_devices(const fixed_cluster<N>&, std::size_t) { return nullptr; }
 
 template <class Topology>
-result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, int local_rank,
-                                           const launch_options& o, int restart_count, spawn_mode mode) {
-  std::vector<diagnostic> problems = launch_problems(c, node, o, true);
-  if (problems.empty()) {
-    const auto rank = c.try_global_rank(node, local_rank);  // local_rank_out_of_range, if it is
-    if (!rank) problems.push_back(rank.error());
-  }
-  if (!problems.empty()) return problems.front();
+environment build_worker_env(const Topology& c, std::size_t node, int local_rank, const launch_options& o,
+                             int restart_count, spawn_mode mode) {
   const node_spec spec = c.node(node);
   environment env;
   const auto set = [&env](const char* name, std::string value) { env.emplace_back(name, std::move(value)); };
@@ -1865,6 +1935,18 @@ result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, 
   if (spec.nproc > 1) set("OMP_NUM_THREADS", "1");
   if (const std::vector<int>* ids = node_devices(c, node)) set("CUDA_VISIBLE_DEVICES", join_ids(*ids));
   return env;
+}
+
+template <class Topology>
+result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, int local_rank,
+                                           const launch_options& o, int restart_count, spawn_mode mode) {
+  std::vector<diagnostic> problems = launch_problems(c, node, o, true);
+  if (problems.empty()) {
+    const auto rank = c.try_global_rank(node, local_rank);  // local_rank_out_of_range, if it is
+    if (!rank) problems.push_back(rank.error());
+  }
+  if (!problems.empty()) return problems.front();
+  return build_worker_env(c, node, local_rank, o, restart_count, mode);
 }
 
 }  // namespace detail
@@ -2196,6 +2278,8 @@ template <class Getenv>
 try_accelerate_argv(const cluster& c, std::size_t node, const launch_options& options) {
   launch_options o = options;
   o.backend = rendezvous::static_tcp;
+  o.program = {"accelerate"};  // accelerate ignores the launcher program and its extra arguments
+  o.torchrun_args.clear();
   const std::vector<diagnostic> problems = detail::launch_problems(c, node, o, false);
   if (!problems.empty()) return problems.front();
   const long long total = static_cast<long long>(c.nproc(node)) * static_cast<long long>(c.node_count());
@@ -2226,6 +2310,135 @@ try_accelerate_argv(const cluster& c, std::size_t node, const launch_options& op
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_TORCHRUN_HPP
+// ---- hetlaunch/plan.hpp
+// hetlaunch: launch_plan, a topology and launch options validated once, whose every output then
+// costs only its own size.
+#ifndef HETLAUNCH_PLAN_HPP
+#define HETLAUNCH_PLAN_HPP
+
+
+
+namespace hetlaunch {
+
+class launch_plan;
+
+/// Every problem of the topology and the launch options at once, in order: the topology's
+/// (validate), then the options' (port, master address, rdzv_id with c10d, program, max_restarts,
+/// rendezvous_timeout, flag style, extra torchrun arguments that name a computed option, a script
+/// that starts with '-'). A missing script is not a problem: a plan without one serves
+/// environments. The diagnostics view the cluster's strings and the options'. O(N).
+[[nodiscard]] inline std::vector<diagnostic> validate_plan(const cluster& c, const launch_options& options) {
+  std::vector<diagnostic> out = validate(c, options.validation);
+  for (const diagnostic& d :
+       detail::option_problems(c.node_count(), c.node_count() ? c.node(0).host : std::string_view(), options))
+    out.push_back(d);
+  return out;
+}
+
+/// A topology and its launch options, validated once by make_plan. It owns copies of both, so
+/// nothing it returns refers to the caller's storage, and every output costs O(its own size):
+/// building every node's command of a 100,000-node plan is linear, not quadratic.
+///
+///   auto plan = hetlaunch::make_plan(c, options);
+///   if (!plan) { for (const auto& d : plan.error()) std::cerr << d.message() << '\n'; return 1; }
+///   for (std::size_t i = 0; i < plan->topology().node_count(); ++i)
+///     std::cout << hetlaunch::shell_join(plan->torchrun_argv(i)) << '\n';
+class launch_plan {
+  cluster topology_;
+  launch_options options_;
+
+  launch_plan(cluster c, launch_options o) : topology_(std::move(c)), options_(std::move(o)) {}
+  friend result<launch_plan, std::vector<diagnostic>> make_plan(const cluster&, const launch_options&);
+
+  diagnostic node_error(std::size_t node) const {
+    diagnostic d = detail::launch_problem(errc::node_out_of_range);
+    d.value = static_cast<long long>(node);
+    d.limit = static_cast<long long>(topology_.node_count());
+    return d;
+  }
+  result<bool, diagnostic> worker_error(std::size_t node, int local_rank) const {
+    if (node >= topology_.node_count()) return node_error(node);
+    const auto rank = topology_.try_global_rank(node, local_rank);
+    if (!rank) return rank.error();
+    return true;
+  }
+
+ public:
+  /// The topology (fixed_cluster inputs are copied into a cluster).
+  [[nodiscard]] const cluster& topology() const noexcept { return topology_; }
+  /// The launch options.
+  [[nodiscard]] const launch_options& options() const noexcept { return options_; }
+  /// Node `node`'s torchrun argv (see hetlaunch::torchrun_argv); node_out_of_range, or
+  /// empty_script when the plan has no script.
+  [[nodiscard]] result<std::vector<std::string>, diagnostic> try_torchrun_argv(std::size_t node) const {
+    if (node >= topology_.node_count()) return node_error(node);
+    if (options_.script.empty()) return detail::launch_problem(errc::empty_script);
+    return detail::build_torchrun_argv(topology_, node, options_);
+  }
+  /// try_torchrun_argv(node).value(). Preconditions: node < node_count() and a script.
+  [[nodiscard]] std::vector<std::string> torchrun_argv(std::size_t node) const { return try_torchrun_argv(node).value(); }
+
+  /// The environment torchrun's agent gives worker `local_rank` of `node` (see
+  /// hetlaunch::worker_env): node_out_of_range, local_rank_out_of_range, or
+  /// ranks_decided_at_rendezvous with c10d.
+  [[nodiscard]] result<environment, diagnostic> try_worker_env(std::size_t node, int local_rank,
+                                                               int restart_count = 0) const {
+    if (auto e = worker_error(node, local_rank); !e) return e.error();
+    if (options_.backend == rendezvous::c10d) return detail::launch_problem(errc::ranks_decided_at_rendezvous);
+    return detail::build_worker_env(topology_, node, local_rank, options_, restart_count, detail::spawn_mode::torchrun);
+  }
+  /// try_worker_env(...).value().
+  [[nodiscard]] environment worker_env(std::size_t node, int local_rank, int restart_count = 0) const {
+    return try_worker_env(node, local_rank, restart_count).value();
+  }
+  /// The environment for starting the worker without torchrun (see hetlaunch::direct_worker_env).
+  [[nodiscard]] result<environment, diagnostic> try_direct_worker_env(std::size_t node, int local_rank) const {
+    if (auto e = worker_error(node, local_rank); !e) return e.error();
+    if (options_.backend == rendezvous::c10d) return detail::launch_problem(errc::ranks_decided_at_rendezvous);
+    return detail::build_worker_env(topology_, node, local_rank, options_, 0, detail::spawn_mode::direct);
+  }
+  /// try_direct_worker_env(...).value().
+  [[nodiscard]] environment direct_worker_env(std::size_t node, int local_rank) const {
+    return try_direct_worker_env(node, local_rank).value();
+  }
+  /// What torchrun's own environment on `node` needs (see hetlaunch::agent_env); node_out_of_range.
+  [[nodiscard]] result<environment, diagnostic> try_agent_env(std::size_t node) const {
+    if (node >= topology_.node_count()) return node_error(node);
+    return hetlaunch::agent_env(topology_, node);
+  }
+  /// try_agent_env(node).value().
+  [[nodiscard]] environment agent_env(std::size_t node) const { return try_agent_env(node).value(); }
+  /// Machine `node`'s `accelerate launch` argv (see hetlaunch::accelerate_argv).
+  [[nodiscard]] result<std::vector<std::string>, diagnostic> try_accelerate_argv(std::size_t node) const {
+    if (node >= topology_.node_count()) return node_error(node);
+    return hetlaunch::try_accelerate_argv(topology_, node, options_);
+  }
+};
+
+/// Validates `c` and `options` once (validate_plan) and, when there is no problem, returns a plan
+/// that owns copies of both; otherwise every problem, whose diagnostics view `c` and `options`.
+[[nodiscard]] inline result<launch_plan, std::vector<diagnostic>> make_plan(const cluster& c,
+                                                                            const launch_options& options) {
+  std::vector<diagnostic> problems = validate_plan(c, options);
+  if (!problems.empty()) return problems;
+  return launch_plan(c, options);
+}
+/// make_plan for a fixed topology, copied into a cluster. The diagnostics of a failure view the
+/// fixed topology's strings and the options'.
+template <std::size_t N>
+[[nodiscard]] result<launch_plan, std::vector<diagnostic>> make_plan(const fixed_cluster<N>& c,
+                                                                     const launch_options& options) {
+  std::vector<diagnostic> problems = validate(c, options.validation);
+  for (const diagnostic& d : detail::option_problems(N, N ? c.node(0).host : std::string_view(), options))
+    problems.push_back(d);
+  if (!problems.empty()) return problems;
+  auto plan = make_plan(cluster(c), options);  // valid: cannot fail
+  return plan;
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_PLAN_HPP
 // ---- hetlaunch/hostfile.hpp
 // hetlaunch: the host lists clusters already have — DeepSpeed and Open MPI hostfiles, MPICH
 // "host:N" files, Horovod "-H h1:4,h2:8" lists — and DeepSpeed's --include/--exclude filters.

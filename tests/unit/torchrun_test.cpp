@@ -121,9 +121,9 @@ TEST_SUITE("torchrun") {
               "master_port must be 1..65535, got 0",
               "master_addr 'a b' is not a valid host name or IP literal",
               "the c10d rendezvous needs an rdzv_id shared by every node of the job",
-              "no training script given",
               "max_restarts must be 0 or more, got -1",
               "dash flag spellings (--nproc-per-node) need torch 2.0 or later; the options name torch 1.13 (use flag_style::underscore, which every torch accepts)",
+              "no training script given",
           });
     const cluster idle{{"gpu-a", 0}};  // diagnostics view the cluster's strings: keep it alive
     const auto r = hetlaunch::try_torchrun_argv(idle, 0, train());

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+// hetlaunch: launch_plan, a topology and launch options validated once, whose every output then
+// costs only its own size.
+#ifndef HETLAUNCH_PLAN_HPP
+#define HETLAUNCH_PLAN_HPP
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cluster.hpp"
+#include "diagnostic.hpp"
+#include "result.hpp"
+#include "torchrun.hpp"
+
+namespace hetlaunch {
+
+class launch_plan;
+
+/// Every problem of the topology and the launch options at once, in order: the topology's
+/// (validate), then the options' (port, master address, rdzv_id with c10d, program, max_restarts,
+/// rendezvous_timeout, flag style, extra torchrun arguments that name a computed option, a script
+/// that starts with '-'). A missing script is not a problem: a plan without one serves
+/// environments. The diagnostics view the cluster's strings and the options'. O(N).
+[[nodiscard]] inline std::vector<diagnostic> validate_plan(const cluster& c, const launch_options& options) {
+  std::vector<diagnostic> out = validate(c, options.validation);
+  for (const diagnostic& d :
+       detail::option_problems(c.node_count(), c.node_count() ? c.node(0).host : std::string_view(), options))
+    out.push_back(d);
+  return out;
+}
+
+/// A topology and its launch options, validated once by make_plan. It owns copies of both, so
+/// nothing it returns refers to the caller's storage, and every output costs O(its own size):
+/// building every node's command of a 100,000-node plan is linear, not quadratic.
+///
+///   auto plan = hetlaunch::make_plan(c, options);
+///   if (!plan) { for (const auto& d : plan.error()) std::cerr << d.message() << '\n'; return 1; }
+///   for (std::size_t i = 0; i < plan->topology().node_count(); ++i)
+///     std::cout << hetlaunch::shell_join(plan->torchrun_argv(i)) << '\n';
+class launch_plan {
+  cluster topology_;
+  launch_options options_;
+
+  launch_plan(cluster c, launch_options o) : topology_(std::move(c)), options_(std::move(o)) {}
+  friend result<launch_plan, std::vector<diagnostic>> make_plan(const cluster&, const launch_options&);
+
+  diagnostic node_error(std::size_t node) const {
+    diagnostic d = detail::launch_problem(errc::node_out_of_range);
+    d.value = static_cast<long long>(node);
+    d.limit = static_cast<long long>(topology_.node_count());
+    return d;
+  }
+  result<bool, diagnostic> worker_error(std::size_t node, int local_rank) const {
+    if (node >= topology_.node_count()) return node_error(node);
+    const auto rank = topology_.try_global_rank(node, local_rank);
+    if (!rank) return rank.error();
+    return true;
+  }
+
+ public:
+  /// The topology (fixed_cluster inputs are copied into a cluster).
+  [[nodiscard]] const cluster& topology() const noexcept { return topology_; }
+  /// The launch options.
+  [[nodiscard]] const launch_options& options() const noexcept { return options_; }
+  /// Node `node`'s torchrun argv (see hetlaunch::torchrun_argv); node_out_of_range, or
+  /// empty_script when the plan has no script.
+  [[nodiscard]] result<std::vector<std::string>, diagnostic> try_torchrun_argv(std::size_t node) const {
+    if (node >= topology_.node_count()) return node_error(node);
+    if (options_.script.empty()) return detail::launch_problem(errc::empty_script);
+    return detail::build_torchrun_argv(topology_, node, options_);
+  }
+  /// try_torchrun_argv(node).value(). Preconditions: node < node_count() and a script.
+  [[nodiscard]] std::vector<std::string> torchrun_argv(std::size_t node) const { return try_torchrun_argv(node).value(); }
+
+  /// The environment torchrun's agent gives worker `local_rank` of `node` (see
+  /// hetlaunch::worker_env): node_out_of_range, local_rank_out_of_range, or
+  /// ranks_decided_at_rendezvous with c10d.
+  [[nodiscard]] result<environment, diagnostic> try_worker_env(std::size_t node, int local_rank,
+                                                               int restart_count = 0) const {
+    if (auto e = worker_error(node, local_rank); !e) return e.error();
+    if (options_.backend == rendezvous::c10d) return detail::launch_problem(errc::ranks_decided_at_rendezvous);
+    return detail::build_worker_env(topology_, node, local_rank, options_, restart_count, detail::spawn_mode::torchrun);
+  }
+  /// try_worker_env(...).value().
+  [[nodiscard]] environment worker_env(std::size_t node, int local_rank, int restart_count = 0) const {
+    return try_worker_env(node, local_rank, restart_count).value();
+  }
+  /// The environment for starting the worker without torchrun (see hetlaunch::direct_worker_env).
+  [[nodiscard]] result<environment, diagnostic> try_direct_worker_env(std::size_t node, int local_rank) const {
+    if (auto e = worker_error(node, local_rank); !e) return e.error();
+    if (options_.backend == rendezvous::c10d) return detail::launch_problem(errc::ranks_decided_at_rendezvous);
+    return detail::build_worker_env(topology_, node, local_rank, options_, 0, detail::spawn_mode::direct);
+  }
+  /// try_direct_worker_env(...).value().
+  [[nodiscard]] environment direct_worker_env(std::size_t node, int local_rank) const {
+    return try_direct_worker_env(node, local_rank).value();
+  }
+  /// What torchrun's own environment on `node` needs (see hetlaunch::agent_env); node_out_of_range.
+  [[nodiscard]] result<environment, diagnostic> try_agent_env(std::size_t node) const {
+    if (node >= topology_.node_count()) return node_error(node);
+    return hetlaunch::agent_env(topology_, node);
+  }
+  /// try_agent_env(node).value().
+  [[nodiscard]] environment agent_env(std::size_t node) const { return try_agent_env(node).value(); }
+  /// Machine `node`'s `accelerate launch` argv (see hetlaunch::accelerate_argv).
+  [[nodiscard]] result<std::vector<std::string>, diagnostic> try_accelerate_argv(std::size_t node) const {
+    if (node >= topology_.node_count()) return node_error(node);
+    return hetlaunch::try_accelerate_argv(topology_, node, options_);
+  }
+};
+
+/// Validates `c` and `options` once (validate_plan) and, when there is no problem, returns a plan
+/// that owns copies of both; otherwise every problem, whose diagnostics view `c` and `options`.
+[[nodiscard]] inline result<launch_plan, std::vector<diagnostic>> make_plan(const cluster& c,
+                                                                            const launch_options& options) {
+  std::vector<diagnostic> problems = validate_plan(c, options);
+  if (!problems.empty()) return problems;
+  return launch_plan(c, options);
+}
+/// make_plan for a fixed topology, copied into a cluster. The diagnostics of a failure view the
+/// fixed topology's strings and the options'.
+template <std::size_t N>
+[[nodiscard]] result<launch_plan, std::vector<diagnostic>> make_plan(const fixed_cluster<N>& c,
+                                                                     const launch_options& options) {
+  std::vector<diagnostic> problems = validate(c, options.validation);
+  for (const diagnostic& d : detail::option_problems(N, N ? c.node(0).host : std::string_view(), options))
+    problems.push_back(d);
+  if (!problems.empty()) return problems;
+  auto plan = make_plan(cluster(c), options);  // valid: cannot fail
+  return plan;
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_PLAN_HPP

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+// plan.hpp: a plan is validated once, reports every problem at once, and then gives the same
+// commands and environments as the one-call functions, each at the cost of its own size.
+#include <doctest/doctest.h>
+
+#include <hetlaunch/plan.hpp>
+
+#include <string>
+#include <vector>
+
+using strings = std::vector<std::string>;
+
+TEST_SUITE("plan") {
+  TEST_CASE("a plan's outputs are the one-call functions' outputs") {
+    const hetlaunch::cluster c{{"gpu-a", 8}, {"gpu-b", 4}, {"gpu-c", 2, "ps"}};
+    hetlaunch::launch_options o;
+    o.script = "train.py";
+    o.script_args = {"--epochs", "3"};
+    const auto plan = hetlaunch::make_plan(c, o);
+    REQUIRE(plan);
+    for (std::size_t i = 0; i < c.node_count(); ++i) {
+      CHECK(plan->torchrun_argv(i) == hetlaunch::torchrun_argv(c, i, o));
+      CHECK(plan->agent_env(i) == hetlaunch::agent_env(c, i));
+      for (int l = 0; l < c.nproc(i); ++l) {
+        CHECK(plan->worker_env(i, l) == hetlaunch::worker_env(c, i, l, o));
+        CHECK(plan->worker_env(i, l, 2) == hetlaunch::worker_env(c, i, l, o, 2));
+        CHECK(plan->direct_worker_env(i, l) == hetlaunch::direct_worker_env(c, i, l, o));
+      }
+      CHECK(plan->try_accelerate_argv(i).value() == hetlaunch::accelerate_argv(c, i, o));
+    }
+  }
+
+  TEST_CASE("a plan owns its topology and options") {
+    hetlaunch::launch_options o;
+    o.script = "train.py";
+    auto plan = [&] {
+      std::string host = "gpu-a";
+      const hetlaunch::cluster c{{host, 2}};
+      return *hetlaunch::make_plan(c, o);
+    }();
+    o.script = "other.py";
+    CHECK(plan.topology().node(0).host == "gpu-a");
+    CHECK(plan.torchrun_argv(0).back() == "train.py");
+  }
+
+  TEST_CASE("a plan without a script serves environments and refuses commands") {
+    const hetlaunch::cluster c{{"a", 2}, {"b", 1}};
+    const auto plan = hetlaunch::make_plan(c, hetlaunch::launch_options{});
+    REQUIRE(plan);
+    CHECK(plan->worker_env(1, 0).size() > 10);
+    CHECK(plan->try_torchrun_argv(0).error().code == hetlaunch::errc::empty_script);
+    CHECK(plan->try_torchrun_argv(2).error().code == hetlaunch::errc::node_out_of_range);
+    CHECK(plan->try_worker_env(0, 2).error().code == hetlaunch::errc::local_rank_out_of_range);
+    CHECK(plan->try_worker_env(5, 0).error().code == hetlaunch::errc::node_out_of_range);
+    CHECK(plan->try_agent_env(2).error().code == hetlaunch::errc::node_out_of_range);
+  }
+
+  TEST_CASE("every problem of topology and options at once") {
+    const hetlaunch::cluster c{{"a", 0}, {"A", 1}};
+    hetlaunch::launch_options o;
+    o.master_port = 0;
+    o.rendezvous_timeout = -5;
+    o.torchrun_args = {"--nproc_per_node=99", "--redirects", "3", "--node-rank", "5", "--nnode=1", "--rdzv=x", "--tee=3"};
+    o.script = "--max_restarts=9";
+    const auto plan = hetlaunch::make_plan(c, o);
+    REQUIRE(!plan);
+    std::vector<std::string> messages;
+    for (const auto& d : plan.error()) messages.push_back(d.message());
+    CHECK(messages == strings{
+        "node 0 ('a'): nproc must be at least 1, got 0",
+        "node 1 ('A'): host is also node 0; two agents on one host must be allowed explicitly (allow_duplicate_hosts)",
+        "master_port must be 1..65535, got 0",
+        "rendezvous_timeout must be 0 (torchrun's default) or more seconds, got -5",
+        "the extra torchrun argument '--nproc_per_node=99' names an option hetlaunch computes (--nnodes, --node_rank, "
+        "--nproc_per_node, --master_addr, --master_port, --rdzv_*, --max_restarts, --role, --standalone); set it "
+        "through the launch options instead",
+        "the extra torchrun argument '--node-rank' names an option hetlaunch computes (--nnodes, --node_rank, "
+        "--nproc_per_node, --master_addr, --master_port, --rdzv_*, --max_restarts, --role, --standalone); set it "
+        "through the launch options instead",
+        "the extra torchrun argument '--nnode=1' names an option hetlaunch computes (--nnodes, --node_rank, "
+        "--nproc_per_node, --master_addr, --master_port, --rdzv_*, --max_restarts, --role, --standalone); set it "
+        "through the launch options instead",
+        "the extra torchrun argument '--rdzv=x' names an option hetlaunch computes (--nnodes, --node_rank, "
+        "--nproc_per_node, --master_addr, --master_port, --rdzv_*, --max_restarts, --role, --standalone); set it "
+        "through the launch options instead",
+        "the script '--max_restarts=9' starts with '-', so torchrun would read it as one of its own options",
+    });
+  }
+
+  TEST_CASE("the one-call functions refuse overriding arguments too") {
+    const hetlaunch::cluster c{{"a", 2}, {"b", 1}};
+    hetlaunch::launch_options o;
+    o.script = "train.py";
+    o.torchrun_args = {"--master-port", "1"};
+    CHECK(hetlaunch::try_torchrun_argv(c, 0, o).error().code == hetlaunch::errc::overriding_torchrun_arg);
+    o.torchrun_args = {"--redirects", "2", "--tee", "2", "--log-dir=/tmp/x", "--monitor_interval=1"};
+    CHECK(hetlaunch::try_torchrun_argv(c, 0, o));
+  }
+
+  TEST_CASE("accelerate ignores the launcher program, so an empty one is no problem for it") {
+    const hetlaunch::cluster c{{"a", 2}, {"b", 1}};
+    hetlaunch::launch_options o;
+    o.script = "train.py";
+    o.program.clear();
+    CHECK(hetlaunch::try_accelerate_argv(c, 0, o));
+    CHECK(hetlaunch::try_torchrun_argv(c, 0, o).error().code == hetlaunch::errc::empty_program);
+  }
+
+  TEST_CASE("a fixed topology makes a plan too") {
+    constexpr auto fixed = hetlaunch::make_cluster({{"n0", 3}, {"n1", 1}});
+    hetlaunch::launch_options o;
+    o.script = "t.py";
+    const auto plan = hetlaunch::make_plan(fixed, o);
+    REQUIRE(plan);
+    CHECK(plan->topology().world_size() == 4);
+    CHECK(plan->worker_env(1, 0) == hetlaunch::worker_env(fixed, 1, 0, o));
+  }
+
+  TEST_CASE("100,000 nodes: every command costs its own size") {
+    std::vector<std::string> hosts;
+    for (int i = 0; i < 100000; ++i) hosts.push_back(hetlaunch::detail::concat("n", i));
+    std::vector<hetlaunch::node_spec> specs;
+    for (int i = 0; i < 100000; ++i) specs.push_back({hosts[static_cast<std::size_t>(i)], 1 + i % 8});
+    hetlaunch::launch_options o;
+    o.script = "train.py";
+    const auto plan = hetlaunch::make_plan(hetlaunch::cluster(specs), o);
+    REQUIRE(plan);
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < 100000; ++i) bytes += plan->torchrun_argv(i).size();
+    CHECK(bytes == 100000 * 8);
+  }
+}

@@ -6,6 +6,8 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,8 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+#include <algorithm>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -51,6 +52,9 @@ input (default: a built-in example cluster of 8 + 4 + 2 workers):
   --include FILTER / --exclude FILTER
                              DeepSpeed-style device filters ("w0@w1:0,2")
   --allow-duplicate-hosts    several agents on one host
+  --max-hosts N / --max-bytes N
+                             limits of a Slurm host list's expansion (default 1048576 names,
+                             134217728 bytes)
 
 launch options:
   --master-addr HOST         default: the first node's host
@@ -88,10 +92,12 @@ const command_help command_helps[] = {
     {"check", "usage: hetlaunch check [INPUT] [LAUNCH OPTIONS]\n"
               "Validates the input and the launch options and prints every problem.\n"
               "Exit status 0: valid; 1: invalid; 2: usage error.\n"},
-    {"check-env", "usage: hetlaunch check-env [INPUT]\n"
+    {"check-env", "usage: hetlaunch check-env [INPUT] [LAUNCH OPTIONS]\n"
                   "Run inside a worker: compares its RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK and\n"
                   "LOCAL_RANK with the plan and prints every disagreement. Exit status 1 on any.\n"},
-    {"expand", "usage: hetlaunch expand EXPR\nExpands a Slurm host list (\"gpu[01-04],cpu7\"), one host a line.\n"},
+    {"expand", "usage: hetlaunch expand [--max-hosts N] [--max-bytes N] EXPR\n"
+               "Expands a Slurm host list (\"gpu[01-04],cpu7\"), one host a line. At most --max-hosts names\n"
+               "(default 1048576) of --max-bytes bytes in all (default 134217728).\n"},
     {"compress", "usage: hetlaunch compress HOST...\nPrints the hosts as a Slurm host list, as `scontrol show hostlist` does.\n"},
     {"accelerate", "usage: hetlaunch accelerate --node I [INPUT] [LAUNCH OPTIONS] [--] SCRIPT [ARGS...]\n"
                    "Prints machine I's `accelerate launch` command: --num_processes is the machine's own\n"
@@ -117,6 +123,8 @@ struct options {
   bool direct = false;
   bool any_host = false;
   std::string format = "sh";
+  std::size_t max_hosts = std::size_t{1} << 20;
+  std::size_t max_bytes = std::size_t{1} << 27;
   hetlaunch::launch_options launch;
   std::vector<std::string> program;
   std::vector<std::string> positional;
@@ -170,6 +178,10 @@ options parse_args(int argc, char** argv) {
       o.exclude = value(a);
     } else if (a == "--allow-duplicate-hosts") {
       o.launch.validation.allow_duplicate_hosts = true;
+    } else if (a == "--max-hosts") {
+      o.max_hosts = static_cast<std::size_t>(to_int(a, value(a), 1, 0x7fffffff));
+    } else if (a == "--max-bytes") {
+      o.max_bytes = static_cast<std::size_t>(to_int(a, value(a), 1, 0x7fffffff));
     } else if (a == "--node") {
       o.node = static_cast<std::size_t>(to_int(a, value(a), 0, 0x7fffffff));
     } else if (a == "--local-rank") {
@@ -226,24 +238,37 @@ options parse_args(int argc, char** argv) {
   return o;
 }
 
+// A JSON string that is valid UTF-8 whatever the bytes: UTF-8 characters stay as they are, and a
+// byte that is not part of one is written \udcXX (Python's surrogateescape: json.loads, then
+// .encode("utf-8", "surrogateescape"), gives the bytes back).
 std::string json_string(std::string_view s) {
   std::string out = "\"";
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
+  char buf[8];
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t n = hetlaunch::detail::utf8_sequence_length(s, i);
+    if (n > 1) {
+      out.append(s.data() + i, n);
+      i += n;
+      continue;
+    }
     if (c == '"' || c == '\\') {
       out += '\\';
-      out += ch;
+      out += static_cast<char>(c);
     } else if (c == '\n') {
       out += "\\n";
     } else if (c == '\t') {
       out += "\\t";
-    } else if (c < 0x20) {
-      char buf[8];
+    } else if (c < 0x20 || c == 0x7f) {
       std::snprintf(buf, sizeof buf, "\\u%04x", c);
       out += buf;
+    } else if (c >= 0x80) {
+      std::snprintf(buf, sizeof buf, "\\udc%02x", c);
+      out += buf;
     } else {
-      out += ch;
+      out += static_cast<char>(c);
     }
+    ++i;
   }
   return out + "\"";
 }
@@ -261,9 +286,51 @@ int fail(const std::string& message) {
 
 struct input {
   hetlaunch::cluster nodes;
-  std::optional<std::size_t> this_node;  // from SLURM_NODEID
+  std::optional<std::size_t> this_node;  // from SLURM_NODEID, in the filtered cluster
+  std::string excluded;                  // why SLURM_NODEID's node has no place in the filtered cluster
   std::string source;                    // for messages: the file, "--hosts", ...
 };
+
+// The largest hostfile read: far above any real cluster's, far below what would exhaust memory.
+constexpr std::size_t max_hostfile_bytes = std::size_t{256} << 20;
+
+// Reads a whole file, refusing directories, files past max_hostfile_bytes and read errors with the
+// path and the system's reason. Endless files (/dev/zero) end at the limit.
+std::optional<std::string> read_file(const std::string& path, std::string& error) {
+  const auto fail_with = [&](const std::string& why) {
+    error = hetlaunch::detail::concat(path, ": ", why);
+    return std::nullopt;
+  };
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail_with(hetlaunch::detail::concat("cannot read: ", std::strerror(errno)));
+  struct closer {
+    int fd;
+    ~closer() { close(fd); }
+  } close_on_return{fd};
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return fail_with(hetlaunch::detail::concat("cannot read: ", std::strerror(errno)));
+  if (S_ISDIR(st.st_mode)) return fail_with("cannot read: it is a directory");
+  const auto too_large = [&] {
+    return fail_with(hetlaunch::detail::concat("is larger than ", max_hostfile_bytes, " bytes, the limit of a hostfile"));
+  };
+  std::string text;
+  if (S_ISREG(st.st_mode)) {
+    if (static_cast<unsigned long long>(st.st_size) > max_hostfile_bytes) return too_large();
+    text.reserve(static_cast<std::size_t>(st.st_size));
+  }
+  char buffer[1 << 16];
+  while (true) {
+    const ssize_t got = read(fd, buffer, sizeof buffer);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return fail_with(hetlaunch::detail::concat("cannot read: ", std::strerror(errno)));
+    }
+    if (got == 0) break;
+    if (text.size() + static_cast<std::size_t>(got) > max_hostfile_bytes) return too_large();
+    text.append(buffer, static_cast<std::size_t>(got));
+  }
+  return text;
+}
 
 // Reads the cluster from the chosen input; an error names where (file:line:column) and why.
 std::optional<input> read_input(const options& o, int& status) {
@@ -275,24 +342,27 @@ std::optional<input> read_input(const options& o, int& status) {
                          : hetlaunch::detail::concat(where, ": ", e.message));
     return std::nullopt;
   };
+  hetlaunch::hostfile_options parsing;
+  parsing.allow_duplicate_hosts = o.launch.validation.allow_duplicate_hosts;
   if (o.have_hostfile) {
-    std::ifstream file(o.hostfile, std::ios::binary);
-    if (!file) {
-      status = fail(hetlaunch::detail::concat(o.hostfile, ": cannot read: ", std::strerror(errno)));
+    std::string error;
+    std::optional<std::string> text = read_file(o.hostfile, error);
+    if (!text) {
+      status = fail(error);
       return std::nullopt;
     }
-    const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-    auto r = hetlaunch::parse_hostfile(text);
+    auto r = hetlaunch::parse_hostfile(*text, parsing);
     if (!r) return parse_failed(o.hostfile, r.error());
     in.nodes = std::move(*r);
     in.source = o.hostfile;
   } else if (o.have_hosts) {
-    auto r = hetlaunch::parse_host_list(o.hosts);
+    auto r = hetlaunch::parse_host_list(o.hosts, parsing);
     if (!r) return parse_failed("--hosts", r.error());
     in.nodes = std::move(*r);
     in.source = "--hosts";
   } else if (o.slurm) {
-    auto job = hetlaunch::cluster_from_slurm([](const char* name) { return std::getenv(name); });
+    auto job = hetlaunch::cluster_from_slurm([](const char* name) { return std::getenv(name); }, o.max_hosts,
+                                             o.max_bytes);
     if (!job) return parse_failed("--slurm", job.error());
     in.nodes = std::move(job->nodes);
     if (job->has_this_node) in.this_node = job->this_node;
@@ -302,9 +372,24 @@ std::optional<input> read_input(const options& o, int& status) {
     in.source = "the built-in example";
   }
   if (!o.include.empty() || !o.exclude.empty()) {
-    auto r = hetlaunch::filter_devices(in.nodes, o.include, o.exclude);
-    if (!r) return parse_failed(o.include.empty() ? "--exclude" : "--include", r.error());
-    in.nodes = std::move(*r);
+    const char* filter = o.include.empty() ? "--exclude" : "--include";
+    auto r = hetlaunch::filter_devices_mapped(in.nodes, o.include, o.exclude);
+    if (!r) return parse_failed(filter, r.error());
+    // SLURM_NODEID counts the job's nodes; this process's node is found again among those kept.
+    if (in.this_node) {
+      const std::size_t job_node = *in.this_node;
+      const auto& kept = r->source_node;
+      const auto it = std::lower_bound(kept.begin(), kept.end(), job_node);
+      if (it != kept.end() && *it == job_node) {
+        in.this_node = static_cast<std::size_t>(it - kept.begin());
+      } else {
+        in.excluded = hetlaunch::detail::concat("this is the job's node ", job_node, " (SLURM_NODEID), host ",
+                                                hetlaunch::detail::quoted(in.nodes.node(job_node).host), ", which ",
+                                                filter, " leaves out: there is nothing to start here");
+        in.this_node.reset();
+      }
+    }
+    in.nodes = std::move(r->nodes);
   }
   return in;
 }
@@ -343,11 +428,12 @@ std::optional<bool> address_is_local(std::string_view host, std::string& local_a
   return found;
 }
 
-// Every problem of the topology and the options; printed, and counted.
-bool report_problems(const input& in, const options& o, std::size_t node) {
-  const std::vector<hetlaunch::diagnostic> problems = hetlaunch::validate_launch(in.nodes, node, o.launch);
-  for (const auto& d : problems) std::fprintf(stderr, "hetlaunch: %s: %s\n", in.source.c_str(), d.message().c_str());
-  return problems.empty();
+// Prints every problem of the topology and the options, once; the plan when there is none.
+std::optional<hetlaunch::launch_plan> make_plan(const input& in, const options& o) {
+  auto plan = hetlaunch::make_plan(in.nodes, o.launch);
+  if (plan) return std::move(*plan);
+  for (const auto& d : plan.error()) std::fprintf(stderr, "hetlaunch: %s: %s\n", in.source.c_str(), d.message().c_str());
+  return std::nullopt;
 }
 
 std::size_t chosen_node(const options& o, const input& in) {
@@ -359,54 +445,70 @@ std::size_t chosen_node(const options& o, const input& in) {
 void set_script(options& o, bool required) {
   if (o.positional.empty()) {
     if (required) throw usage_error{"a training script is needed: hetlaunch " + o.command + " ... [--] SCRIPT [ARGS...]"};
-    o.launch.script = "train.py";
     return;
   }
   o.launch.script = o.positional.front();
   o.launch.script_args.assign(o.positional.begin() + 1, o.positional.end());
 }
 
-int plan(options& o, const input& in) {
-  if (!report_problems(in, o, 0)) return exit_invalid;
-  const hetlaunch::cluster& c = in.nodes;
-  std::vector<std::vector<std::string>> commands;
-  for (std::size_t i = 0; i < c.node_count(); ++i) commands.push_back(hetlaunch::torchrun_argv(c, i, o.launch));
-  if (o.json) {
+// A problem of one node's output, reported like the plan's.
+int node_failed(const input& in, const hetlaunch::diagnostic& d) {
+  return fail(hetlaunch::detail::concat(in.source, ": ", d.message()));
+}
+
+std::string agent_prefix(const hetlaunch::launch_plan& plan, std::size_t node) {
+  std::string prefix;
+  for (const auto& v : plan.agent_env(node)) prefix += v.first + "=" + hetlaunch::shell_quote(v.second) + " ";
+  return prefix;
+}
+
+// The plan's table and commands, written node by node: memory does not grow with the output.
+int print_plan(const hetlaunch::launch_plan& plan, bool json) {
+  const hetlaunch::cluster& c = plan.topology();
+  const bool c10d = plan.options().backend == hetlaunch::rendezvous::c10d;
+  if (json) {
     std::printf("{\n  \"world_size\": %d,\n  \"node_count\": %zu,\n  \"rendezvous\": \"%s\",\n  \"nodes\": [\n",
-                c.world_size(), c.node_count(), o.launch.backend == hetlaunch::rendezvous::c10d ? "c10d" : "static");
+                c.world_size(), c.node_count(), c10d ? "c10d" : "static");
+    std::string line;
     for (std::size_t i = 0; i < c.node_count(); ++i) {
       const auto n = c.node(i);
-      std::printf("    {\"node\": %zu, \"host\": %s, \"nproc\": %d, \"role\": %s, \"rank_offset\": %d, "
-                  "\"global_ranks\": [%d, %d], \"devices\": [",
-                  i, json_string(n.host).c_str(), n.nproc, json_string(n.role).c_str(), c.rank_offset(i),
-                  c.rank_offset(i), c.rank_offset(i) + n.nproc - 1);
-      for (std::size_t k = 0; k < c.devices(i).size(); ++k) std::printf("%s%d", k ? ", " : "", c.devices(i)[k]);
-      std::printf("], \"argv\": %s, \"command\": %s}%s\n", json_array(commands[i]).c_str(),
-                  json_string(hetlaunch::shell_join(commands[i])).c_str(), i + 1 < c.node_count() ? "," : "");
+      const std::vector<std::string> argv = plan.torchrun_argv(i);
+      line = hetlaunch::detail::concat("    {\"node\": ", i, ", \"host\": ", json_string(n.host), ", \"nproc\": ", n.nproc,
+                                       ", \"role\": ", json_string(n.role), ", \"rank_offset\": ", c.rank_offset(i),
+                                       ", \"global_ranks\": [", c.rank_offset(i), ", ", c.rank_offset(i) + n.nproc - 1,
+                                       "], \"devices\": [");
+      for (std::size_t k = 0; k < c.devices(i).size(); ++k) line += hetlaunch::detail::concat(k ? ", " : "", c.devices(i)[k]);
+      line += "], \"argv\": " + json_array(argv) + ", \"command\": " + json_string(hetlaunch::shell_join(argv)) + "}";
+      line += i + 1 < c.node_count() ? ",\n" : "\n";
+      std::fwrite(line.data(), 1, line.size(), stdout);
     }
     std::printf("  ]\n}\n");
     return 0;
   }
-  std::printf("%zu nodes, world size %d, %s rendezvous\n\n", c.node_count(), c.world_size(),
-              o.launch.backend == hetlaunch::rendezvous::c10d ? "c10d" : "static");
+  std::printf("%zu nodes, world size %d, %s rendezvous\n\n", c.node_count(), c.world_size(), c10d ? "c10d" : "static");
   std::printf("%-5s %-20s %6s  %-10s %7s  %s\n", "node", "host", "nproc", "role", "offset", "global ranks");
   for (std::size_t i = 0; i < c.node_count(); ++i) {
     const auto n = c.node(i);
-    std::printf("%-5zu %-20s %6d  %-10s %7d  %d..%d\n", i, std::string(n.host).c_str(), n.nproc,
-                std::string(n.role).c_str(), c.rank_offset(i), c.rank_offset(i), c.rank_offset(i) + n.nproc - 1);
+    std::printf("%-5zu %-20.*s %6d  %-10.*s %7d  %d..%d\n", i, static_cast<int>(n.host.size()), n.host.data(), n.nproc,
+                static_cast<int>(n.role.size()), n.role.data(), c.rank_offset(i), c.rank_offset(i),
+                c.rank_offset(i) + n.nproc - 1);
   }
-  if (o.launch.backend == hetlaunch::rendezvous::c10d)
+  if (c10d)
     std::printf("\nwith c10d, torchrun orders the nodes by host name and process id when they meet: the offsets\n"
                 "above hold only if that order is node order; use --rdzv static to fix them\n");
   std::printf("\ntorchrun commands:\n");
   for (std::size_t i = 0; i < c.node_count(); ++i) {
-    const hetlaunch::environment agent = hetlaunch::agent_env(c, i);
-    std::string prefix;
-    for (const auto& v : agent) prefix += v.first + "=" + hetlaunch::shell_quote(v.second) + " ";
-    std::printf("  # node %zu on %s\n  %s%s\n", i, std::string(c.node(i).host).c_str(), prefix.c_str(),
-                hetlaunch::shell_join(commands[i]).c_str());
+    const std::string command = agent_prefix(plan, i) + hetlaunch::shell_join(plan.torchrun_argv(i));
+    const auto host = c.node(i).host;
+    std::printf("  # node %zu on %.*s\n  %s\n", i, static_cast<int>(host.size()), host.data(), command.c_str());
   }
   return 0;
+}
+
+bool mixed(const hetlaunch::cluster& c) {
+  for (std::size_t i = 1; i < c.node_count(); ++i)
+    if (c.nproc(i) != c.nproc(0)) return true;
+  return false;
 }
 
 int run(options& o) {
@@ -428,9 +530,12 @@ int run(options& o) {
   }
   if (o.command == "expand") {
     if (o.positional.size() != 1) throw usage_error{"expand takes one host list"};
-    const auto r = hetlaunch::expand_hostlist(o.positional[0]);
+    const auto r = hetlaunch::expand_hostlist(o.positional[0], o.max_hosts, o.max_bytes);
     if (!r) return fail(hetlaunch::detail::concat("expand: ", r.error().to_string()));
-    for (const auto& h : *r) std::printf("%s\n", h.c_str());
+    for (const auto& h : *r) {
+      std::fwrite(h.data(), 1, h.size(), stdout);
+      std::fputc('\n', stdout);
+    }
     return 0;
   }
   if (o.command == "compress") {
@@ -445,31 +550,44 @@ int run(options& o) {
   int status = 0;
   const std::optional<input> in = read_input(o, status);
   if (!in) return status;
-  const hetlaunch::cluster& c = in->nodes;
+  const bool needs_script = o.command == "argv" || o.command == "exec" || o.command == "accelerate";
+  set_script(o, needs_script);
 
   if (o.command == "check") {
-    set_script(o, false);
-    if (!report_problems(*in, o, 0)) return exit_invalid;
-    std::printf("%s: valid: %zu nodes, world size %d\n", in->source.c_str(), c.node_count(), c.world_size());
+    // One validation; with --node, that node must exist too.
+    const std::vector<hetlaunch::diagnostic> problems = hetlaunch::validate_plan(in->nodes, o.launch);
+    for (const auto& d : problems) std::fprintf(stderr, "hetlaunch: %s: %s\n", in->source.c_str(), d.message().c_str());
+    if (!problems.empty()) return exit_invalid;
+    if (o.node && *o.node >= in->nodes.node_count())
+      return fail(hetlaunch::detail::concat(in->source, ": node index ", *o.node, " is out of range: the cluster has ",
+                                            in->nodes.node_count(), " nodes"));
+    std::printf("%s: valid: %zu nodes, world size %d\n", in->source.c_str(), in->nodes.node_count(), in->nodes.world_size());
     return 0;
   }
+  const std::optional<hetlaunch::launch_plan> plan = make_plan(*in, o);
+  if (!plan) return exit_invalid;
+  const hetlaunch::cluster& c = plan->topology();
+
   if (o.command == "check-env") {
     const auto problems = hetlaunch::check_worker_env(c, [](const char* name) { return std::getenv(name); });
     for (const auto& d : problems) std::fprintf(stderr, "hetlaunch: check-env: %s\n", d.message().c_str());
     return problems.empty() ? 0 : exit_invalid;
   }
   if (o.command == "plan") {
-    set_script(o, false);
-    return plan(o, *in);
+    if (o.launch.script.empty()) {  // the table needs a script to show; train.py stands for it
+      options shown = o;
+      shown.launch.script = "train.py";
+      const auto example = hetlaunch::make_plan(c, shown.launch);
+      return print_plan(*example, o.json);
+    }
+    return print_plan(*plan, o.json);
   }
+  if (!o.node && !in->excluded.empty()) return fail(in->excluded);
   const std::size_t node = chosen_node(o, *in);
   if (o.command == "env") {
     if (!o.local_rank) throw usage_error{"env needs --local-rank L"};
-    set_script(o, false);
-    if (!report_problems(*in, o, node)) return exit_invalid;
-    const auto r = o.direct ? hetlaunch::try_direct_worker_env(c, node, *o.local_rank, o.launch)
-                            : hetlaunch::try_worker_env(c, node, *o.local_rank, o.launch);
-    if (!r) return fail(r.error().message());
+    const auto r = o.direct ? plan->try_direct_worker_env(node, *o.local_rank) : plan->try_worker_env(node, *o.local_rank);
+    if (!r) return node_failed(*in, r.error());
     if (o.format == "json") {
       std::printf("{");
       for (std::size_t i = 0; i < r->size(); ++i)
@@ -483,17 +601,19 @@ int run(options& o) {
     }
     return 0;
   }
-  set_script(o, true);
-  if (!report_problems(*in, o, node)) return exit_invalid;
   if (o.command == "accelerate") {
-    const auto r = hetlaunch::try_accelerate_argv(c, node, o.launch);
-    if (!r) return fail(r.error().message());
+    const auto r = plan->try_accelerate_argv(node);
+    if (!r) return node_failed(*in, r.error());
     std::printf("%s\n", hetlaunch::shell_join(*r).c_str());
     return 0;
   }
-  const std::vector<std::string> argv = hetlaunch::torchrun_argv(c, node, o.launch);
+  const auto argv = plan->try_torchrun_argv(node);
+  if (!argv) return node_failed(*in, argv.error());
   if (o.command == "argv") {
-    for (const auto& a : argv) std::printf("%s%c", a.c_str(), o.null ? '\0' : '\n');
+    for (const auto& a : *argv) {
+      std::fwrite(a.data(), 1, a.size(), stdout);
+      std::fputc(o.null ? '\0' : '\n', stdout);
+    }
     return 0;
   }
   // exec: a node whose host is an IP literal must be started on the host that has that address,
@@ -504,14 +624,33 @@ int run(options& o) {
     return fail(hetlaunch::detail::concat("node ", node, " is ", host, ", which is not an address of this host (",
                                           local.empty() ? "it has none" : "it has " + local,
                                           "); start each node on its own host, or pass --any-host"));
+  // torch 2.5+ computes ranks as if every node ran this node's count when this is set.
+  const char* identical = std::getenv("TORCH_ELASTIC_WORKER_IDENTICAL");
+  if (identical && std::string_view(identical) == "1" && mixed(c)) {
+    std::fprintf(stderr, "hetlaunch: unsetting TORCH_ELASTIC_WORKER_IDENTICAL=1: the nodes of this plan run different "
+                         "numbers of workers, which it would make torchrun ignore\n");
+    unsetenv("TORCH_ELASTIC_WORKER_IDENTICAL");
+  }
   // torchrun replaces this process; its environment carries the node's devices.
-  for (const auto& v : hetlaunch::agent_env(c, node)) setenv(v.first.c_str(), v.second.c_str(), 1);
+  for (const auto& v : plan->agent_env(node)) setenv(v.first.c_str(), v.second.c_str(), 1);
   std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& a : *argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  std::fflush(stdout);
+  if (std::fflush(stdout) != 0) return fail(hetlaunch::detail::concat("cannot write the output: ", std::strerror(errno)));
   execvp(args[0], args.data());
-  return fail(hetlaunch::detail::concat("cannot run ", hetlaunch::detail::quoted(argv[0]), ": ", std::strerror(errno)));
+  return fail(hetlaunch::detail::concat("cannot run ", hetlaunch::detail::quoted((*argv)[0]), ": ", std::strerror(errno)));
+}
+
+// Every write is checked: a full disk or a closed pipe must not look like success.
+int finish_output(int status) {
+  const bool flushed = std::fflush(stdout) == 0;
+  const int flush_errno = errno;
+  const bool clean = flushed && !std::ferror(stdout);
+  const bool closed = std::fclose(stdout) == 0;
+  if (clean && closed) return status;
+  std::fprintf(stderr, "hetlaunch: cannot write the output: %s\n",
+               std::strerror(!flushed ? flush_errno : (errno ? errno : EIO)));
+  return status == 0 ? exit_invalid : status;
 }
 
 }  // namespace
@@ -519,7 +658,7 @@ int run(options& o) {
 int main(int argc, char** argv) {
   try {
     options o = parse_args(argc, argv);
-    return run(o);
+    return finish_output(run(o));
   } catch (const usage_error& e) {
     std::fprintf(stderr, "hetlaunch: %s\nTry `hetlaunch --help`.\n", e.message.c_str());
     return exit_usage;

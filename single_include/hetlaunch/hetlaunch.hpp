@@ -3463,9 +3463,11 @@ struct slurm_job {
 /// Slurm exports only this node's GPUs (SLURM_GPUS_ON_NODE), so a per-node GPU count of other
 /// nodes cannot be read; a heterogeneous layout comes from the task counts.
 /// This node: SLURM_NODEID. A missing variable, a malformed one, or counts that do not match the
-/// host count is an error that names the variable.
+/// host count is an error that names the variable. `max_hosts` and `max_bytes` bound the node
+/// list's expansion, as for expand_hostlist.
 template <class Getenv>
-[[nodiscard]] result<slurm_job> cluster_from_slurm(Getenv&& get) {
+[[nodiscard]] result<slurm_job> cluster_from_slurm(Getenv&& get, std::size_t max_hosts = std::size_t{1} << 20,
+                                                   std::size_t max_bytes = std::size_t{1} << 27) {
   const auto var = [&](const char* name) -> const char* { return get(name); };
   const char* list_name = "SLURM_JOB_NODELIST";
   const char* list = var(list_name);
@@ -3474,7 +3476,7 @@ template <class Getenv>
     list = var(list_name);
   }
   if (list == nullptr) return parse_error{0, 0, "SLURM_JOB_NODELIST is not set; is this running inside a Slurm job?"};
-  auto hosts = expand_hostlist(list);
+  auto hosts = expand_hostlist(list, max_hosts, max_bytes);
   if (!hosts) return parse_error{0, 0, detail::concat(list_name, ": ", hosts.error().to_string())};
   const auto context = [](const char* name, const parse_error& e) {
     return parse_error{0, 0, detail::concat(name, ": ", e.to_string())};

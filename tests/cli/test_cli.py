@@ -96,6 +96,89 @@ def slurm_case(binary):
     return 0 if ok else 1
 
 
+def limited():
+    """In the child: at most 1 GiB of address space, so a runaway allocation fails fast."""
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+
+def hostile_cases(binary):
+    """Hostile input, each case under 1 GiB and 10 seconds: the right answer or a clear error."""
+    failures = 0
+    empty_env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_") and k != "TORCH_ELASTIC_WORKER_IDENTICAL"}
+
+    def case(name, args, status, stderr_has="", stdout=None, env=None, check=None, out_file=None):
+        nonlocal failures
+        try:
+            with open(out_file, "wb") if out_file else open(os.devnull, "wb") as sink:
+                r = subprocess.run([binary] + args, stdout=sink if out_file else subprocess.PIPE,
+                                   stderr=subprocess.PIPE, env=env or empty_env, timeout=10, preexec_fn=limited)
+            out = r.stdout or b""
+            err = r.stderr.decode("utf-8", "replace")
+            ok = r.returncode == status and stderr_has in err and (stdout is None or out == stdout)
+            ok = ok and (check is None or check(out))
+        except subprocess.TimeoutExpired:
+            ok, err, r = False, "timed out", None
+        if not ok:
+            failures += 1
+            print(f"FAIL {name}: exit {r and r.returncode} (expected {status}), stderr {err[:300]!r}")
+        else:
+            print(f"ok   {name}")
+
+    case("expand_wrapping_range", ["expand", "n[0-18446744073709551615],m"], 1, "too many hosts in range")
+    case("expand_number_past_2^64", ["expand", "n99999999999999999999"], 1, "larger than 2^64 - 1")
+    case("expand_many_brackets", ["expand", "a[1]" * 30000], 0, stdout=b"a1" * 30000 + b"\n")
+    case("expand_wide_names", ["expand", "x" * 120000 + "[0-65535]"], 1, "more than 134217728 bytes, the limit (max_bytes")
+    case("expand_max_bytes_raised", ["expand", "--max-bytes", "1000000000", "x" * 120000 + "[0-65535]"], 1,
+         "more than 1000000000 bytes")
+    case("expand_max_hosts", ["expand", "--max-hosts", "3", "a[1-4]"], 1, "more than 3 hosts, the limit (max_hosts")
+    case("plan_huge_node_one_device", ["plan", "--hosts", "a:2147483647", "--include", "a:0"], 0)
+    case("plan_huge_node_whole", ["plan", "--hosts", "a:2147483647", "--include", "a"], 1, "more than 65536")
+    case("hostfile_directory", ["check", "--hostfile", str(DATA)], 1, "cannot read: it is a directory")
+    case("hostfile_proc_mem", ["check", "--hostfile", "/proc/self/mem"], 1, "cannot read: Input/output error")
+    case("hostfile_endless", ["check", "--hostfile", "/dev/zero"], 1, "is larger than 268435456 bytes, the limit of a hostfile")
+    case("hostfile_bom", ["check", "--hostfile", str(DATA / "bom.hostfile")], 1,
+         "bom.hostfile:1:1: the file starts with a UTF-8 byte order mark (U+FEFF)")
+    for command in (["plan"], ["plan", "--json"], ["argv", "--node", "0", "t.py"], ["env", "--node", "0", "--local-rank", "0"],
+                    ["check"], ["expand", "a[1-3]"], ["compress", "a1", "a2"], ["accelerate", "--node", "0", "t.py"],
+                    ["--help"], ["--version"], ["plan", "--help"]):
+        case("full_disk_" + "_".join(c.strip("-") for c in command), command, 1,
+             "cannot write the output: No space left on device", out_file="/dev/full")
+    slurm = dict(empty_env, SLURM_JOB_NODELIST="n[1-3]", SLURM_TASKS_PER_NODE="2(x3)")
+    case("slurm_excluded_node", ["argv", "--slurm", "--exclude", "n1", "t.py"], 1,
+         "this is the job's node 0 (SLURM_NODEID), host 'n1', which --exclude leaves out",
+         env=dict(slurm, SLURM_NODEID="0"))
+    case("slurm_filtered_node", ["argv", "--slurm", "--exclude", "n1", "t.py"], 0,
+         stdout=b"torchrun\n--nnodes=2\n--node_rank=0\n--nproc_per_node=2\n--max_restarts=0\n--master_addr=n2\n"
+                b"--master_port=29500\nt.py\n", env=dict(slurm, SLURM_NODEID="1"))
+    case("slurm_filtered_env", ["env", "--slurm", "--exclude", "n1", "--local-rank", "1"], 0,
+         check=lambda out: b"export RANK=3\n" in out and b"export GROUP_RANK=1\n" in out and b"MASTER_ADDR=n2\n" in out,
+         env=dict(slurm, SLURM_NODEID="2"))
+    case("slurm_filtered_devices", ["argv", "--slurm", "--exclude", "n2:0", "t.py"], 0,
+         check=lambda out: b"--nproc_per_node=1\n" in out and b"--node_rank=1\n" in out, env=dict(slurm, SLURM_NODEID="1"))
+    case("check_env_overflowing_plan", ["check-env", "--hosts", "a:2147483647,b:1"], 1, "world size would be 2147483648")
+    case("check_node_out_of_range", ["check", "--node", "7"], 1, "node index 7 is out of range: the cluster has 3 nodes")
+    case("hosts_semicolon", ["check", "--hosts", "a:1;b:1"], 1, "character ';' at position 3 is not allowed")
+    case("script_like_an_option", ["plan", "--", "--nproc_per_node=99", "train.py"], 1, "starts with '-'")
+    case("overriding_torchrun_arg", ["check", "--torchrun-arg", "--node_rank=5"], 1, "names an option hetlaunch computes")
+    case("negative_rdzv_timeout", ["check", "--rdzv-timeout", "-1"], 2, "--rdzv-timeout needs an integer from 1")
+
+    def utf8_json(out):
+        import json
+        text = out.decode("utf-8")  # strict: invalid UTF-8 raises
+        data = json.loads(text)
+        arg = data["nodes"][0]["argv"][-1]
+        return arg.encode("utf-8", "surrogateescape") == b"caf\xc3\xa9\xff"
+    case("json_is_utf8", ["plan", "--json", "--", "t.py", "caf\u00e9\udcff".encode("utf-8", "surrogateescape").decode("utf-8", "surrogateescape")],
+         0, check=utf8_json)
+    identical = dict(empty_env, TORCH_ELASTIC_WORKER_IDENTICAL="1")
+    case("exec_unsets_identical_workers",
+         ["exec", "--hosts", "a:2,b:1", "--node", "0", "--program", sys.executable, "--program", "-c", "--program",
+          "import os; print(os.environ.get('TORCH_ELASTIC_WORKER_IDENTICAL'))", "--", "t.py"], 0,
+         "unsetting TORCH_ELASTIC_WORKER_IDENTICAL=1", stdout=b"None\n", env=identical)
+    return failures
+
+
 def exec_e2e(binary, worker, work):
     """hetlaunch exec starts real torchrun agents for a heterogeneous hostfile; the job completes."""
     work = pathlib.Path(work)
@@ -143,7 +226,7 @@ def exec_e2e(binary, worker, work):
 def main():
     binary = sys.argv[1]
     update = "--update" in sys.argv
-    failures = golden_cases(binary, update) + slurm_case(binary)
+    failures = golden_cases(binary, update) + slurm_case(binary) + hostile_cases(binary)
     if "--e2e" in sys.argv:
         i = sys.argv.index("--e2e")
         failures += exec_e2e(binary, sys.argv[i + 1], sys.argv[i + 2])

@@ -289,6 +289,7 @@ struct input {
   std::optional<std::size_t> this_node;  // from SLURM_NODEID, in the filtered cluster
   std::string excluded;                  // why SLURM_NODEID's node has no place in the filtered cluster
   std::string source;                    // for messages: the file, "--hosts", ...
+  bool validated = false;                // the parser validated the topology with these options
 };
 
 // The largest hostfile read: far above any real cluster's, far below what would exhaust memory.
@@ -355,11 +356,13 @@ std::optional<input> read_input(const options& o, int& status) {
     if (!r) return parse_failed(o.hostfile, r.error());
     in.nodes = std::move(*r);
     in.source = o.hostfile;
+    in.validated = !o.launch.validation.allow_underscore;
   } else if (o.have_hosts) {
     auto r = hetlaunch::parse_host_list(o.hosts, parsing);
     if (!r) return parse_failed("--hosts", r.error());
     in.nodes = std::move(*r);
     in.source = "--hosts";
+    in.validated = !o.launch.validation.allow_underscore;
   } else if (o.slurm) {
     auto job = hetlaunch::cluster_from_slurm([](const char* name) { return std::getenv(name); }, o.max_hosts,
                                              o.max_bytes);
@@ -554,8 +557,11 @@ int run(options& o) {
   set_script(o, needs_script);
 
   if (o.command == "check") {
-    // One validation; with --node, that node must exist too.
-    const std::vector<hetlaunch::diagnostic> problems = hetlaunch::validate_plan(in->nodes, o.launch);
+    // One validation (a parsed topology was validated as it was read; a filter keeps it valid);
+    // with --node, that node must exist too.
+    const std::vector<hetlaunch::diagnostic> problems =
+        in->validated ? hetlaunch::detail::option_problems(in->nodes.node_count(), in->nodes.node(0).host, o.launch)
+                      : hetlaunch::validate_plan(in->nodes, o.launch);
     for (const auto& d : problems) std::fprintf(stderr, "hetlaunch: %s: %s\n", in->source.c_str(), d.message().c_str());
     if (!problems.empty()) return exit_invalid;
     if (o.node && *o.node >= in->nodes.node_count())

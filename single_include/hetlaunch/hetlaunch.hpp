@@ -1359,13 +1359,13 @@ class cluster : public detail::topology_queries<cluster> {
   friend class detail::topology_queries<cluster>;
   friend class cluster_builder;
 
-  // Hosts are stored back to back in one buffer and found by their end offsets; roles are ids
-  // into a table of distinct roles. A node costs 24 bytes plus its host's characters, and copies
-  // and moves stay valid because nothing points into the buffer.
+  // Hosts are stored back to back in one buffer and found by their end offsets; nproc is the step
+  // between rank offsets; roles are ids into a table of distinct roles, stored only when there
+  // are several. A node costs 16 bytes plus its host's characters, and copies and moves stay
+  // valid because nothing points into the buffer.
   std::string text_;
   std::vector<std::size_t> host_end_;
-  std::vector<int> nproc_;
-  std::vector<std::uint32_t> role_id_;
+  std::vector<std::uint32_t> role_id_;  // per node, only when there are several roles (else all 0)
   std::vector<std::pair<std::size_t, std::size_t>> roles_;  // (begin, size) in text_, by id
   std::vector<long long> offsets_{0};
   std::vector<long long> role_offsets_;  // per node, only when there are several roles
@@ -1375,29 +1375,30 @@ class cluster : public detail::topology_queries<cluster> {
   node_spec node_unchecked(std::size_t i) const noexcept {
     const char* base = text_.data();
     const std::size_t begin = i == 0 ? 0 : host_end_[i - 1];
-    const auto& role = roles_[role_id_[i]];
-    return {std::string_view(base + begin, host_end_[i] - begin), nproc_[i],
+    const auto& role = roles_[role_of(i)];
+    return {std::string_view(base + begin, host_end_[i] - begin), nproc_of(i),
             std::string_view(base + role.first, role.second)};
   }
   const long long* offsets_data() const noexcept { return offsets_.data(); }
   long long role_offset_unchecked(std::size_t i) const noexcept {
     return role_offsets_.empty() ? offsets_[i] : role_offsets_[i];
   }
-  long long role_total_unchecked(std::size_t i) const noexcept { return role_totals_[role_id_[i]]; }
+  long long role_total_unchecked(std::size_t i) const noexcept { return role_totals_[role_of(i)]; }
+  std::uint32_t role_of(std::size_t i) const noexcept { return role_id_.empty() ? 0 : role_id_[i]; }
+  // A node's nproc is the step between its offset and the next: stored once, as the offsets.
+  int nproc_of(std::size_t i) const noexcept { return static_cast<int>(offsets_[i + 1] - offsets_[i]); }
 
   // Hosts first, roles after them: a role's text is appended when it is first seen.
   void reserve(std::size_t n, std::size_t host_chars) {
     text_.reserve(host_chars);
     host_end_.reserve(n);
-    nproc_.reserve(n);
-    role_id_.reserve(n);
     offsets_.reserve(n + 1);
   }
   void append(std::string_view host, int nproc, std::uint32_t role_id) {
     text_.append(host.data(), host.size());
     host_end_.push_back(text_.size());
-    nproc_.push_back(nproc);
-    role_id_.push_back(role_id);
+    if (role_id != 0 && role_id_.empty()) role_id_.assign(host_end_.size() - 1, 0);  // a second role: ids from here on
+    if (!role_id_.empty()) role_id_.push_back(role_id);
     offsets_.push_back(offsets_.back() + nproc);  // 64-bit: n * INT_MAX cannot wrap
   }
   // Role texts go after every host, so they are added at the end.
@@ -1409,10 +1410,10 @@ class cluster : public detail::topology_queries<cluster> {
     }
     role_totals_.assign(roles_.size(), 0);
     if (roles_.size() > 1) {
-      role_offsets_.resize(nproc_.size());
-      for (std::size_t i = 0; i < nproc_.size(); ++i) {
-        role_offsets_[i] = role_totals_[role_id_[i]];
-        role_totals_[role_id_[i]] += nproc_[i];
+      role_offsets_.resize(node_count());
+      for (std::size_t i = 0; i < node_count(); ++i) {
+        role_offsets_[i] = role_totals_[role_of(i)];
+        role_totals_[role_of(i)] += nproc_of(i);
       }
     } else if (!roles_.empty()) {
       role_totals_[0] = offsets_.back();
@@ -1433,7 +1434,7 @@ class cluster : public detail::topology_queries<cluster> {
   }
 
   /// The number of nodes: torchrun's --nnodes and GROUP_WORLD_SIZE.
-  [[nodiscard]] std::size_t node_count() const noexcept { return nproc_.size(); }
+  [[nodiscard]] std::size_t node_count() const noexcept { return host_end_.size(); }
   /// The device ids node i's workers may use (for example after a DeepSpeed-style --include
   /// filter), or an empty list when the node's devices are not restricted. Every worker of the
   /// node sees all of them, as with torchrun (CUDA_VISIBLE_DEVICES); worker l uses the l-th.
@@ -1533,10 +1534,10 @@ template <std::size_t N>
 
 namespace detail {
 // Every node whose host an earlier node has, as (node, first node with that host), in node
-// order. Keys pack the upper 32 bits of the host's hash with the node index, and a stable radix
-// sort on the hash bits brings equal hosts together in node order: 16 bytes a node, O(n). Runs
-// that share the hash bits (duplicates, or rare collisions) are sorted on (full hash, host,
-// index), O(k log k), so the worst case is O(n log n).
+// order. Keys pack the upper 32 bits of the host's hash with the node index, so sorting them
+// brings equal hosts together in node order: 8 bytes a node, O(n) as a rule. Runs that share the
+// hash bits (duplicates, or rare collisions) are sorted on (full hash, host, index), O(k log k),
+// so the worst case is O(n log n).
 template <class NodeAt>
 std::vector<std::pair<std::size_t, std::size_t>> duplicate_hosts(std::size_t n, NodeAt node_at) {
   std::vector<std::pair<std::size_t, std::size_t>> dups;
@@ -1548,17 +1549,31 @@ std::vector<std::pair<std::size_t, std::size_t>> duplicate_hosts(std::size_t n, 
       if (dup_of[i] != n) dups.emplace_back(i, dup_of[i]);
     return dups;
   }
-  std::vector<std::uint64_t> keys(n), tmp(n);
+  std::vector<std::uint64_t> keys(n);
   for (std::size_t i = 0; i < n; ++i) keys[i] = (host_hash(node_at(i).host) & 0xffffffff00000000ull) | i;
-  for (unsigned shift = 32; shift < 64; shift += 8) {
-    std::size_t count[257] = {};
-    for (std::size_t i = 0; i < n; ++i) ++count[((keys[i] >> shift) & 255u) + 1];
-    for (std::size_t b = 1; b < 257; ++b) count[b] += count[b - 1];
-    for (std::size_t i = 0; i < n; ++i) tmp[count[(keys[i] >> shift) & 255u]++] = keys[i];
-    keys.swap(tmp);
+  // In place, by the top 16 bits (American flag sort), then each bucket by its whole key: the
+  // buckets hold n / 65536 keys on average, so this is linear, and it needs no second array.
+  if (n <= 65536) {
+    std::sort(keys.begin(), keys.end());
+  } else {
+    std::vector<std::size_t> start(65537, 0);
+    for (std::size_t i = 0; i < n; ++i) ++start[(keys[i] >> 48) + 1];
+    for (std::size_t b = 1; b <= 65536; ++b) start[b] += start[b - 1];
+    std::vector<std::size_t> next(start.begin(), start.end() - 1);
+    for (std::size_t b = 0; b < 65536; ++b)
+      while (next[b] < start[b + 1]) {
+        std::uint64_t k = keys[next[b]];
+        std::size_t home = static_cast<std::size_t>(k >> 48);
+        while (home != b) {  // cycle each key to its bucket
+          std::swap(k, keys[next[home]++]);
+          home = static_cast<std::size_t>(k >> 48);
+        }
+        keys[next[b]++] = k;
+      }
+    for (std::size_t b = 0; b < 65536; ++b)
+      if (start[b + 1] - start[b] > 1) std::sort(keys.begin() + static_cast<std::ptrdiff_t>(start[b]),
+                                                 keys.begin() + static_cast<std::ptrdiff_t>(start[b + 1]));
   }
-  tmp.clear();
-  tmp.shrink_to_fit();
   std::vector<std::uint64_t> full;   // a run's full hashes
   std::vector<std::size_t> order;    // a run's positions, sorted
   std::size_t start = 0;
@@ -2486,7 +2501,9 @@ struct hostfile_entry {
 
 // Reads one line (without its '\n'). Fields are key=value, with blanks allowed around '=' as
 // Open MPI allows them ("slots = 4").
-inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::size_t line_no, bool allow_underscore) {
+// `checked`: the line was read before without error, so the host need not be checked again.
+inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::size_t line_no, bool allow_underscore,
+                                                 bool checked = false) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   const std::size_t hash = line.find('#');
   if (hash != std::string_view::npos) line = line.substr(0, hash);
@@ -2517,8 +2534,10 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
     slots_key = "host:N";
     e.host = e.host.substr(0, colon);
   }
-  const host_check hc = check_host(e.host, allow_underscore);
-  if (hc.issue != host_issue::none) return error(e.column + hc.position, host_problem_text(e.host, hc));
+  if (!checked) {
+    const host_check hc = check_host(e.host, allow_underscore);
+    if (hc.issue != host_issue::none) return error(e.column + hc.position, host_problem_text(e.host, hc));
+  }
   while (true) {
     skip_blanks();
     if (i == line.size()) break;
@@ -2583,20 +2602,32 @@ void each_line(std::string_view text, Visit visit) {
 // The error for the first problem validation finds in a parsed list: a duplicate host or a world
 // size past INT_MAX (every other problem was refused where it was read). `place(i)` gives node
 // i's (line, column); `where(line, column)` how a message names a place ("line 3", "column 7").
+// Every host was checked and every count is positive where it was read; what is left is the first
+// node, in node order, that repeats a host or takes the world size past INT_MAX.
 template <class Place, class Where>
 result<cluster> checked(cluster c, validate_options options, Place place, Where where) {
-  const diagnostic d = first_error(c, options);
-  if (!d) return c;
-  const std::pair<std::size_t, std::size_t> at = place(d.node);
-  if (d.code == errc::duplicate_host) {
-    const std::pair<std::size_t, std::size_t> earlier = place(d.other_node);
-    return parse_error{at.first, at.second, concat("host ", quoted(c.node(d.node).host), " is already ",
+  std::size_t overflow = c.node_count();
+  long long world = 0;
+  for (std::size_t i = 0; i < c.node_count() && overflow == c.node_count(); ++i)
+    if ((world += c.nproc(i)) > INT_MAX) overflow = i;
+  std::pair<std::size_t, std::size_t> dup{c.node_count(), 0};
+  if (!options.allow_duplicate_hosts) {
+    const auto dups = duplicate_hosts(c.node_count(), [&c](std::size_t i) { return c.node(i); });
+    if (!dups.empty()) dup = dups.front();
+  }
+  if (dup.first < overflow) {
+    const std::pair<std::size_t, std::size_t> at = place(dup.first), earlier = place(dup.second);
+    return parse_error{at.first, at.second, concat("host ", quoted(c.node(dup.first).host), " is already ",
                                                    where(earlier.first, earlier.second))};
   }
-  if (d.code == errc::world_size_overflow)
-    return parse_error{at.first, at.second, concat("the world size would be ", d.value, ", more than ", d.limit,
+  if (overflow < c.node_count()) {
+    long long total = 0;
+    for (std::size_t i = 0; i <= overflow; ++i) total += c.nproc(i);
+    const std::pair<std::size_t, std::size_t> at = place(overflow);
+    return parse_error{at.first, at.second, concat("the world size would be ", total, ", more than ", INT_MAX,
                                                    " (torch.distributed ranks are 32-bit)")};
-  return parse_error{at.first, at.second, d.message()};
+  }
+  return c;
 }
 
 }  // namespace detail
@@ -2622,7 +2653,7 @@ struct hostfile_options {
 /// positive integer, a byte order mark, or a file without hosts is an error with its line and
 /// column:
 ///   line 3, column 11: slots must be a positive integer, got '0'
-/// Time and memory are linear in the text; the cluster costs 24 bytes a host plus its name.
+/// Time and memory are linear in the text; the cluster costs 16 bytes a host plus its name.
 [[nodiscard]] inline result<cluster> parse_hostfile(std::string_view text, hostfile_options options = {}) {
   if (text.substr(0, 3) == "\xef\xbb\xbf")
     return parse_error{1, 1, "the file starts with a UTF-8 byte order mark (U+FEFF), which is not part of a "
@@ -2649,7 +2680,7 @@ struct hostfile_options {
   cluster_builder b;
   b.reserve(hosts, chars);
   detail::each_line(text, [&](std::string_view line, std::size_t line_no) {
-    const auto e = detail::read_hostfile_line(line, line_no, options.allow_underscore);
+    const auto e = detail::read_hostfile_line(line, line_no, options.allow_underscore, true);
     if (e->has_host) b.add(e->host, e->slots);
     return true;
   });
@@ -2658,7 +2689,7 @@ struct hostfile_options {
     std::pair<std::size_t, std::size_t> at{1, 1};
     std::size_t seen = 0;
     detail::each_line(text, [&](std::string_view line, std::size_t line_no) {
-      const auto e = detail::read_hostfile_line(line, line_no, options.allow_underscore);
+      const auto e = detail::read_hostfile_line(line, line_no, options.allow_underscore, true);
       if (!e->has_host) return true;
       if (seen++ < node) return true;
       at = {line_no, e->column};

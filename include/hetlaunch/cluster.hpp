@@ -4,16 +4,13 @@
 #ifndef HETLAUNCH_CLUSTER_HPP
 #define HETLAUNCH_CLUSTER_HPP
 
-#include <algorithm>
 #include <array>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <initializer_list>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -142,7 +139,7 @@ class cluster : public detail::topology_queries<cluster> {
   void append(std::string_view host, int nproc, std::uint32_t role_id) {
     text_.append(host.data(), host.size());
     host_end_.push_back(text_.size());
-    if (role_id != 0 && role_id_.empty()) role_id_.assign(host_end_.size() - 1, 0);  // a second role: ids from here on
+    if (role_id != 0 && role_id_.empty()) role_id_.assign(host_end_.size() - 1, 0);  // a second run: ids from here on
     if (!role_id_.empty()) role_id_.push_back(role_id);
     offsets_.push_back(offsets_.back() + nproc);  // 64-bit: n * INT_MAX cannot wrap
   }
@@ -206,38 +203,59 @@ class cluster : public detail::topology_queries<cluster> {
 };
 
 /// Builds a cluster node by node without an intermediate list: the parsers use it so that a
-/// million hosts cost their characters and 24 bytes each.
+/// million hosts cost their characters and 16 bytes each.
 class cluster_builder {
   cluster c_;
-  std::vector<std::string_view> role_texts_;  // views into the cluster's own role copies
-  std::deque<std::string> role_storage_;  // a deque: its elements never move
-  std::unordered_map<std::string_view, std::uint32_t> role_ids_;
-  std::string_view last_role_;
-  std::uint32_t last_role_id_ = 0;
+  // Each run of equal roles gets an id as it comes; finish() gives equal roles one id. The runs'
+  // texts live in one buffer, addressed by offset.
+  std::string role_text_;
+  std::vector<std::pair<std::size_t, std::size_t>> runs_;  // (begin, size) in role_text_
+  std::string_view run_text(std::size_t r) const noexcept {
+    return std::string_view(role_text_).substr(runs_[r].first, runs_[r].second);
+  }
 
  public:
   /// Reserves room for `nodes` nodes whose hosts have `host_chars` characters in all.
   void reserve(std::size_t nodes, std::size_t host_chars) { c_.reserve(nodes, host_chars); }
-  /// Appends a node. O(1) amortized; a role equal to the previous node's costs no lookup.
+  /// Appends a node. O(1) amortized.
   void add(std::string_view host, int nproc, std::string_view role = "default") {
-    if (role_texts_.empty() || role != last_role_) {
-      const auto found = role_ids_.find(role);
-      if (found != role_ids_.end()) {
-        last_role_id_ = found->second;
-      } else {
-        role_storage_.emplace_back(role);
-        last_role_id_ = static_cast<std::uint32_t>(role_texts_.size());
-        role_texts_.emplace_back(role_storage_.back());
-        role_ids_.emplace(role_texts_.back(), last_role_id_);
-      }
-      last_role_ = role_texts_[last_role_id_];
+    if (runs_.empty() || !detail::same_text(role, run_text(runs_.size() - 1))) {
+      runs_.emplace_back(role_text_.size(), role.size());
+      role_text_.append(role.data(), role.size());
     }
-    c_.append(host, nproc, last_role_id_);
+    c_.append(host, nproc, static_cast<std::uint32_t>(runs_.size() - 1));
   }
   [[nodiscard]] std::size_t node_count() const noexcept { return c_.node_count(); }
-  /// The cluster; the builder is left empty.
+  /// The cluster; the builder is left empty. O(n + r log r) for r runs of roles.
   [[nodiscard]] cluster finish() {
-    c_.finish(role_texts_);
+    // Runs sorted by text give each distinct role one id, in order of first appearance.
+    const std::size_t r = runs_.size();
+    std::vector<std::size_t> order(r);
+    for (std::size_t k = 0; k < r; ++k) order[k] = k;
+    detail::heap_sort(order.data(), r, [this](std::size_t a, std::size_t b) {
+      const int cmp = run_text(a).compare(run_text(b));
+      return cmp < 0 || (cmp == 0 && a < b);
+    });
+    std::vector<std::uint32_t> first_run(r);  // the first run with the same text
+    for (std::size_t k = 0; k < r; ++k)
+      first_run[order[k]] = k > 0 && run_text(order[k]) == run_text(order[k - 1])
+                                ? first_run[order[k - 1]]
+                                : static_cast<std::uint32_t>(order[k]);
+    std::vector<std::uint32_t> id(r);
+    std::vector<std::string_view> roles;
+    for (std::size_t k = 0; k < r; ++k) {
+      if (first_run[k] == k) {
+        id[k] = static_cast<std::uint32_t>(roles.size());
+        roles.push_back(run_text(k));
+      } else {
+        id[k] = id[first_run[k]];
+      }
+    }
+    if (roles.size() > 1)
+      for (std::uint32_t& role : c_.role_id_) role = id[role];
+    else
+      c_.role_id_.clear();
+    c_.finish(roles);
     cluster out = std::move(c_);
     *this = cluster_builder();
     return out;
@@ -298,8 +316,9 @@ std::vector<std::pair<std::size_t, std::size_t>> duplicate_hosts(std::size_t n, 
   for (std::size_t i = 0; i < n; ++i) keys[i] = (host_hash(node_at(i).host) & 0xffffffff00000000ull) | i;
   // In place, by the top 16 bits (American flag sort), then each bucket by its whole key: the
   // buckets hold n / 65536 keys on average, so this is linear, and it needs no second array.
+  const auto less = [](std::uint64_t a, std::uint64_t b) { return a < b; };
   if (n <= 65536) {
-    std::sort(keys.begin(), keys.end());
+    heap_sort(keys.data(), n, less);
   } else {
     std::vector<std::size_t> start(65537, 0);
     for (std::size_t i = 0; i < n; ++i) ++start[(keys[i] >> 48) + 1];
@@ -310,14 +329,15 @@ std::vector<std::pair<std::size_t, std::size_t>> duplicate_hosts(std::size_t n, 
         std::uint64_t k = keys[next[b]];
         std::size_t home = static_cast<std::size_t>(k >> 48);
         while (home != b) {  // cycle each key to its bucket
-          std::swap(k, keys[next[home]++]);
+          const std::uint64_t displaced = keys[next[home]];
+          keys[next[home]++] = k;
+          k = displaced;
           home = static_cast<std::size_t>(k >> 48);
         }
         keys[next[b]++] = k;
       }
     for (std::size_t b = 0; b < 65536; ++b)
-      if (start[b + 1] - start[b] > 1) std::sort(keys.begin() + static_cast<std::ptrdiff_t>(start[b]),
-                                                 keys.begin() + static_cast<std::ptrdiff_t>(start[b + 1]));
+      if (start[b + 1] - start[b] > 1) heap_sort(keys.data() + start[b], start[b + 1] - start[b], less);
   }
   std::vector<std::uint64_t> full;   // a run's full hashes
   std::vector<std::size_t> order;    // a run's positions, sorted
@@ -349,7 +369,8 @@ std::vector<std::pair<std::size_t, std::size_t>> duplicate_hosts(std::size_t n, 
     }
     start = end;
   }
-  std::sort(dups.begin(), dups.end());
+  heap_sort(dups.data(), dups.size(), [](const std::pair<std::size_t, std::size_t>& a,
+                                         const std::pair<std::size_t, std::size_t>& b) { return a.first < b.first; });
   return dups;
 }
 

@@ -461,10 +461,12 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
                                               " (a filtered node lists every device it keeps)")};
     std::vector<int> ids;
     ids.reserve(static_cast<std::size_t>(keep));
-    if (listed.empty()) {
-      for (int d = 0; d < c.nproc(i); ++d)  // at most max_listed_devices kept: the loop skips the rest cheaply
+    if (listed.empty() && including && !sel->whole) {
+      ids = sel->ids;  // sorted, and each one of the node's 0 .. nproc-1
+    } else if (listed.empty()) {
+      // All of 0 .. nproc-1 but the excluded: nproc is at most max_listed_devices plus their count.
+      for (int d = 0; d < c.nproc(i); ++d)
         if (including ? selected(d) : !selected(d)) ids.push_back(d);
-        else if (including && sel && !sel->whole && d > sel->ids.back()) break;
     } else {
       for (int d : listed)
         if (including ? selected(d) : !selected(d)) ids.push_back(d);

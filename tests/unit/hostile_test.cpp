@@ -186,11 +186,11 @@ TEST_SUITE("hostile input") {
           "line 1, column 2: host 'n\\xff\\xfe' is not a valid RFC 1123 name or IP literal: character '\\xff' at "
           "position 1 is not allowed");
     // A 10 MB line is not echoed whole.
-    const std::string huge = "host " + std::string(10u << 20, 'x');
+    const std::string huge = hetlaunch::detail::concat("host ", std::string(10u << 20, 'x'));
     const std::string message = hetlaunch::parse_hostfile(huge).error().message;
     CHECK(message.size() < 200);
     CHECK(message.find("... (10485760 bytes)") != std::string::npos);
-    CHECK(hetlaunch::detail::quoted(std::string(100, 'a')) == "'" + std::string(80, 'a') + "'... (100 bytes)");
+    CHECK(hetlaunch::detail::quoted(std::string(100, 'a')) == hetlaunch::detail::concat("'", std::string(80, 'a'), "'... (100 bytes)"));
     // A cut never splits a character: 40 two-byte characters then one more.
     std::string accents;
     for (int i = 0; i < 41; ++i) accents += "\xc3\xa9";

@@ -6,11 +6,12 @@ For hostfiles of 1,000 to 1,000,000 lines ("worker-0000001 slots=N"):
   - `hetlaunch check --hostfile F` against `sort F` and `LC_ALL=C sort F`;
   - `hetlaunch plan --hostfile F` against an awk script that prints the same table and commands
     (its output is compared with hetlaunch's byte for byte first, so the reference is honest).
-Each time is the median wall-clock time of several runs, output to /dev/null; peak memory is the
-process's maximum resident set (wait4), shown less that of `hetlaunch --version` (the process
-itself) and as a multiple of the input plus the output.
+Each time is the median wall-clock time of several runs, output to a file; peak memory is the
+process's maximum resident set as GNU time reports it (a fork of this Python process would count
+the parent's pages), shown less that of `hetlaunch --version` (the process itself) and as a
+multiple of the input plus the output.
 
-Needs: cmake, ninja, g++, awk, sort, gnuplot (for the plot).
+Needs: cmake, ninja, g++, awk, sort, GNU time (/usr/bin/time), gnuplot (for the plot).
 usage: tools/cli_performance.py [--quick]
 """
 import os
@@ -50,26 +51,40 @@ END {
 
 def build():
     subprocess.run(["cmake", "-S", str(ROOT), "-B", str(BUILD), "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
-                    "-DHETLAUNCH_BUILD_TESTS=OFF"], check=True, capture_output=True)
-    subprocess.run(["cmake", "--build", str(BUILD), "--target", "hetlaunch_cli"], check=True, capture_output=True)
+                    "-DHETLAUNCH_BUILD_TESTS=OFF", "-DHETLAUNCH_BUILD_BENCHMARKS=ON"], check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", str(BUILD), "--target", "hetlaunch_cli", "bench_plan"], check=True,
+                   capture_output=True)
     return BUILD / "tools" / "hetlaunch"
+
+
+def primitives():
+    """{(benchmark, nodes): median CPU ms} from bench_plan."""
+    out = subprocess.run([str(BUILD / "bench" / "bench_plan"), "--benchmark_format=json",
+                          f"--benchmark_repetitions={REPEAT}", "--benchmark_report_aggregates_only=true"],
+                         check=True, capture_output=True, text=True).stdout
+    import json
+    results = {}
+    for b in json.loads(out)["benchmarks"]:
+        if b.get("aggregate_name") == "median" and "/" in b["run_name"]:
+            name, n = b["run_name"].split("/")[:2]
+            results[(name, int(n))] = b["cpu_time"]
+    return results
 
 
 def measure(cmd, env=None):
     """(median seconds, peak RSS in bytes, output bytes) of a command whose output goes to a file."""
     times, peaks = [], []
     size = 0
-    with tempfile.TemporaryFile() as out:
+    with tempfile.TemporaryFile() as out, tempfile.NamedTemporaryFile("r") as rss:
         for _ in range(REPEAT):
             out.seek(0)
             out.truncate()
             start = time.monotonic()
-            p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, env=env)
-            _, status, usage = os.wait4(p.pid, 0)
+            subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss.name] + cmd, stdout=out,
+                           stderr=subprocess.DEVNULL, env=env, check=True)
             times.append(time.monotonic() - start)
-            if os.waitstatus_to_exitcode(status) != 0:
-                raise SystemExit(f"{cmd} failed")
-            peaks.append(usage.ru_maxrss * 1024)
+            rss.seek(0)
+            peaks.append(int(rss.read().split()[-1]) * 1024)
             size = out.tell()
     return statistics.median(times), max(peaks), size
 
@@ -126,9 +141,10 @@ def main():
         for n in SIZES:
             f = hostfile(d, n)
             size = f.stat().st_size
-            ours = subprocess.run([str(binary), "plan", "--hostfile", str(f)], capture_output=True, check=True).stdout
-            theirs = subprocess.run([awk, "-f", str(program), str(f)], capture_output=True, check=True).stdout
-            if ours != theirs:
+            with open(d / "ours", "wb") as o, open(d / "theirs", "wb") as t:
+                subprocess.run([str(binary), "plan", "--hostfile", str(f)], stdout=o, check=True)
+                subprocess.run([awk, "-f", str(program), str(f)], stdout=t, check=True)
+            if subprocess.run(["cmp", "-s", str(d / "ours"), str(d / "theirs")]).returncode != 0:
                 raise SystemExit(f"the awk reference differs from hetlaunch plan at {n} nodes")
             check, check_rss, _ = measure([str(binary), "check", "--hostfile", str(f)])
             sort, sort_rss, _ = measure(["sort", str(f)])
@@ -140,6 +156,7 @@ def main():
             print(f"{n}: check {check * 1000:.1f} ms, sort {sort * 1000:.1f} ms, C sort {sort_c * 1000:.1f} ms, "
                   f"plan {plan * 1000:.1f} ms, awk {awk_t * 1000:.1f} ms", file=sys.stderr)
     have_plot = plot(rows)
+    prim = primitives()
     top = next(r for r in rows if r["n"] == 1000000)
     hundred_k = next(r for r in rows if r["n"] == 100000)
     lines = [
@@ -182,11 +199,19 @@ def main():
                      f"{r['sort_c'] * 1000:.1f} | {mb(r['check_rss']):.1f} | {mb(r['sort_rss']):.1f} | "
                      f"{r['plan'] * 1000:.1f} | {r['awk'] * 1000:.1f} | {mb(r['plan_out']):.1f} | "
                      f"{mb(r['plan_rss']):.1f} | {mb(r['awk_rss']):.1f} |")
-    lines += ["", "Both commands are linear: ten times the nodes cost ten times the time. `plan` writes node by node, so "
+    lines += ["", "Both commands are linear: from 10,000 nodes up, ten times the nodes cost about ten times the time (below that, starting the process dominates). `plan` writes node by node, so "
               "its memory is that of the plan (16 bytes a node plus its host name, and the rank offsets), not of its "
               "output; `check` holds the file, the cluster and, while it looks for duplicate hosts, 8 bytes a node."]
     if have_plot:
         lines += ["", "![end to end](cli.png)"]
+    lines += ["", "The primitives behind them (`bench/bench_plan.cpp`, CPU time, medians): `parse_hostfile` of the same "
+              "text beside splitting it into lines (the floor of any parser), and every node's shell-quoted torchrun "
+              "command from one `make_plan`.", "",
+              "| nodes | parse_hostfile (ms) | split into lines (ms) | make_plan + every command (ms) |",
+              "| ---: | ---: | ---: | ---: |"]
+    for n in SIZES:
+        lines.append(f"| {n:,} | {prim[('parse_hostfile', n)]:.2f} | {prim[('split_lines', n)]:.2f} | "
+                     f"{prim[('plan_commands', n)]:.2f} |")
     lines.append("<!-- cli-end -->")
     section = "\n".join(lines) + "\n"
     doc = (DOCS / "performance.md").read_text()

@@ -4,6 +4,7 @@ default constexpr limits (no -fconstexpr-steps / -fconstexpr-ops-limit), by bise
 
 Nodes are named like real clusters: "gpu-node-00001.rack07" (21 characters), 1..8 workers each.
 usage: tools/constexpr_limit.py [COMPILER...]   (default: g++ clang++)
+       tools/constexpr_limit.py --source N         (prints the test source for N nodes)
 """
 import pathlib
 import subprocess
@@ -46,6 +47,9 @@ def largest(compiler: str) -> tuple:
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["--source"]:
+        sys.stdout.write(source(int(sys.argv[2])))
+        return 0
     for compiler in sys.argv[1:] or ["g++", "clang++"]:
         version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
         n, seconds = largest(compiler)

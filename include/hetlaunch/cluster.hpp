@@ -287,7 +287,7 @@ template <std::size_t N>
     detail::find_duplicate_hosts(
         N, node_at, detail::validation_scratch{idx.data(), idx_tmp.data(), key.data(), key_tmp.data(), dup_of.data()});
   detail::validate_nodes(
-      N, node_at, options, [&dup_of](std::size_t i) { return dup_of[i]; },
+      N, node_at, options, dup_of.data(),
       [&first](const diagnostic& d) {
         first = d;
         return false;
@@ -380,11 +380,16 @@ std::vector<diagnostic> validate_all(std::size_t n, NodeAt node_at, validate_opt
                                      bool first_only = false) {
   std::vector<std::pair<std::size_t, std::size_t>> dups;
   if (!options.allow_duplicate_hosts) dups = duplicate_hosts(n, node_at);
-  std::size_t next_dup = 0;
-  const auto duplicate_of = [&](std::size_t i) {
-    while (next_dup < dups.size() && dups[next_dup].first < i) ++next_dup;
-    return next_dup < dups.size() && dups[next_dup].first == i ? dups[next_dup].second : n;
-  };
+  // The sparse duplicates read as the array validate_nodes expects, in increasing node order.
+  struct sparse_duplicates {
+    const std::vector<std::pair<std::size_t, std::size_t>>& dups;
+    std::size_t n;
+    std::size_t next = 0;
+    std::size_t operator[](std::size_t i) {
+      while (next < dups.size() && dups[next].first < i) ++next;
+      return next < dups.size() && dups[next].first == i ? dups[next].second : n;
+    }
+  } duplicate_of{dups, n};
   std::vector<diagnostic> out;
   validate_nodes(n, node_at, options, duplicate_of, [&out, first_only](const diagnostic& d) {
     out.push_back(d);

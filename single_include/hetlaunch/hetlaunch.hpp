@@ -1066,9 +1066,10 @@ constexpr void find_duplicate_hosts(std::size_t n, NodeAt node_at, validation_sc
   }
 }
 
-// Reports every problem in node order; stops when `report` returns false. `duplicate_of(i)` is
+// Reports every problem in node order; stops when `report` returns false. `duplicate_of[i]` is
 // the first earlier node with node i's host, or n; it is asked in increasing node order, and only
-// when duplicates are not allowed.
+// when duplicates are not allowed. An array at compile time: indexing costs one constexpr step
+// where a call costs several, and Clang's default limit is counted in steps.
 template <class NodeAt, class DuplicateOf, class Report>
 constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options options,
                               DuplicateOf duplicate_of, Report report) noexcept {
@@ -1112,13 +1113,10 @@ constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options op
       d.position = hc.position;
       if (!report(d)) return;
     }
-    if (!options.allow_duplicate_hosts) {
-      const std::size_t first = duplicate_of(i);
-      if (first != n) {
-        diagnostic d = problem(i, node, errc::duplicate_host);
-        d.other_node = first;
-        if (!report(d)) return;
-      }
+    if (!options.allow_duplicate_hosts && duplicate_of[i] != n) {
+      diagnostic d = problem(i, node, errc::duplicate_host);
+      d.other_node = duplicate_of[i];
+      if (!report(d)) return;
     }
     if (node.role.empty()) {
       if (!report(problem(i, node, errc::empty_role))) return;
@@ -1542,7 +1540,7 @@ template <std::size_t N>
     detail::find_duplicate_hosts(
         N, node_at, detail::validation_scratch{idx.data(), idx_tmp.data(), key.data(), key_tmp.data(), dup_of.data()});
   detail::validate_nodes(
-      N, node_at, options, [&dup_of](std::size_t i) { return dup_of[i]; },
+      N, node_at, options, dup_of.data(),
       [&first](const diagnostic& d) {
         first = d;
         return false;
@@ -1635,11 +1633,16 @@ std::vector<diagnostic> validate_all(std::size_t n, NodeAt node_at, validate_opt
                                      bool first_only = false) {
   std::vector<std::pair<std::size_t, std::size_t>> dups;
   if (!options.allow_duplicate_hosts) dups = duplicate_hosts(n, node_at);
-  std::size_t next_dup = 0;
-  const auto duplicate_of = [&](std::size_t i) {
-    while (next_dup < dups.size() && dups[next_dup].first < i) ++next_dup;
-    return next_dup < dups.size() && dups[next_dup].first == i ? dups[next_dup].second : n;
-  };
+  // The sparse duplicates read as the array validate_nodes expects, in increasing node order.
+  struct sparse_duplicates {
+    const std::vector<std::pair<std::size_t, std::size_t>>& dups;
+    std::size_t n;
+    std::size_t next = 0;
+    std::size_t operator[](std::size_t i) {
+      while (next < dups.size() && dups[next].first < i) ++next;
+      return next < dups.size() && dups[next].first == i ? dups[next].second : n;
+    }
+  } duplicate_of{dups, n};
   std::vector<diagnostic> out;
   validate_nodes(n, node_at, options, duplicate_of, [&out, first_only](const diagnostic& d) {
     out.push_back(d);

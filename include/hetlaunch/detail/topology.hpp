@@ -185,9 +185,10 @@ constexpr void find_duplicate_hosts(std::size_t n, NodeAt node_at, validation_sc
   }
 }
 
-// Reports every problem in node order; stops when `report` returns false. `duplicate_of(i)` is
+// Reports every problem in node order; stops when `report` returns false. `duplicate_of[i]` is
 // the first earlier node with node i's host, or n; it is asked in increasing node order, and only
-// when duplicates are not allowed.
+// when duplicates are not allowed. An array at compile time: indexing costs one constexpr step
+// where a call costs several, and Clang's default limit is counted in steps.
 template <class NodeAt, class DuplicateOf, class Report>
 constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options options,
                               DuplicateOf duplicate_of, Report report) noexcept {
@@ -231,13 +232,10 @@ constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options op
       d.position = hc.position;
       if (!report(d)) return;
     }
-    if (!options.allow_duplicate_hosts) {
-      const std::size_t first = duplicate_of(i);
-      if (first != n) {
-        diagnostic d = problem(i, node, errc::duplicate_host);
-        d.other_node = first;
-        if (!report(d)) return;
-      }
+    if (!options.allow_duplicate_hosts && duplicate_of[i] != n) {
+      diagnostic d = problem(i, node, errc::duplicate_host);
+      d.other_node = duplicate_of[i];
+      if (!report(d)) return;
     }
     if (node.role.empty()) {
       if (!report(problem(i, node, errc::empty_role))) return;

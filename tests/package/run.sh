@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds and runs tests/package/consumer.cpp in one way of use, in a scratch directory.
 # usage: run.sh KIND SOURCE_DIR WORK_DIR
-#   KIND: find_package | add_subdirectory | fetchcontent | pkgconfig | meson_subproject | single_header
+#   KIND: readme_install | find_package | add_subdirectory | fetchcontent | pkgconfig | meson_subproject | single_header
 set -eu
 kind=$1 src=$(cd "$2" && pwd) work=$3
 here="$src/tests/package"
@@ -13,6 +13,16 @@ install_prefix() {  # installs hetlaunch from a fresh configure into $work/prefi
   cmake --install "$work/hetlaunch-build" >/dev/null
 }
 case "$kind" in
+  readme_install)
+    # The README's install command, word for word but for the prefix, from a clean copy.
+    git clone -q "$src" "$work/repo"
+    (cd "$work/repo" && cmake -S . -B build -DHETLAUNCH_BUILD_TESTS=OFF >/dev/null && cmake --build build >/dev/null &&
+       cmake --install build --prefix "$work/prefix" >/dev/null)
+    "$work/prefix/bin/hetlaunch" --version >/dev/null
+    grep -q 'CMAKE_BUILD_TYPE:STRING=Release' "$work/repo/build/CMakeCache.txt"
+    cmake -S "$here/cmake_find_package" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+    cmake --build "$work/build" >/dev/null
+    "$work/build/consumer" ;;
   find_package)
     install_prefix
     cmake -S "$here/cmake_find_package" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null

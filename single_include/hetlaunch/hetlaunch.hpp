@@ -2194,7 +2194,7 @@ class spawn_environment {
 namespace detail {
 
 template <class Getenv>
-std::vector<diagnostic> check_worker_env(const cluster& c, Getenv&& get) {
+std::vector<diagnostic> compare_worker_env(const cluster& c, Getenv&& get) {
   std::vector<diagnostic> out;
   const auto read = [&](const char* name, long long& value) {
     const char* text = get(name);
@@ -2293,11 +2293,11 @@ std::vector<diagnostic> check_worker_env(const cluster& c, Getenv&& get) {
 /// The diagnostics view the strings `get` returned and the cluster's.
 template <class Getenv>
 [[nodiscard]] std::vector<diagnostic> check_worker_env(const cluster& c, Getenv&& get) {
-  return detail::check_worker_env(c, std::forward<Getenv>(get));
+  return detail::compare_worker_env(c, std::forward<Getenv>(get));
 }
 /// check_worker_env over an environment list (the later of two equal names wins).
 [[nodiscard]] inline std::vector<diagnostic> check_worker_env(const cluster& c, const environment& env) {
-  return detail::check_worker_env(c, [&env](const char* name) -> const char* {
+  return detail::compare_worker_env(c, [&env](const char* name) -> const char* {
     const char* found = nullptr;
     for (const auto& v : env)
       if (v.first == name) found = v.second.c_str();

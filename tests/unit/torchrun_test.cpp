@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -282,5 +283,13 @@ TEST_SUITE("torchrun") {
       argv.insert(argv.end(), args.begin(), args.end());
       CHECK(run_sh(hetlaunch::shell_join(argv)) == args);
     }
+  }
+
+  TEST_CASE("check_worker_env(c, std::getenv) is unambiguous under using namespace hetlaunch") {
+    using namespace hetlaunch;  // argument-dependent lookup must not find an internal overload too
+    const cluster one{{"a", 1}};
+    const auto problems = check_worker_env(one, [](const char*) -> const char* { return nullptr; });
+    CHECK(problems.size() == 5);  // WORLD_SIZE GROUP_RANK LOCAL_WORLD_SIZE RANK LOCAL_RANK missing
+    CHECK(check_worker_env(one, std::getenv).size() < 10);  // the point: this call compiles
   }
 }

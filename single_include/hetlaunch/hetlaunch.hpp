@@ -2099,11 +2099,12 @@ template <std::size_t N>
 
 /// What torchrun's own environment on `node` needs beyond the usual: CUDA_VISIBLE_DEVICES when the
 /// node carries a device list (torchrun passes it on to every worker). Empty otherwise.
+/// Precondition: node < c.node_count() (launch_plan::try_agent_env checks it instead).
 [[nodiscard]] inline environment agent_env(const cluster& c, std::size_t node) {
+  HETLAUNCH_DETAIL_EXPECTS(node < c.node_count(), "agent_env(c, node): node index out of range");
   environment env;
-  if (node < c.node_count())
-    if (const std::vector<int>* ids = detail::node_devices(c, node))
-      env.emplace_back("CUDA_VISIBLE_DEVICES", detail::join_ids(*ids));
+  if (const std::vector<int>* ids = detail::node_devices(c, node))
+    env.emplace_back("CUDA_VISIBLE_DEVICES", detail::join_ids(*ids));
   return env;
 }
 

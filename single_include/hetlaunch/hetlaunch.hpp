@@ -3023,6 +3023,24 @@ inline std::size_t decimal_digits(unsigned long long n) noexcept {
   return d;
 }
 
+// Where the run of digits at the end of `text` starts (text.size() when there is none).
+inline std::size_t trailing_digits(std::string_view text) noexcept {
+  std::size_t i = text.size();
+  while (i > 0 && is_digit(text[i - 1])) --i;
+  return i;
+}
+
+// The value of a run of decimal digits; false when it passes 2^64 - 1, which Slurm saturates.
+inline bool digits_value(std::string_view digits, unsigned long long& value) noexcept {
+  value = 0;
+  for (char c : digits) {
+    const unsigned d = static_cast<unsigned>(c - '0');
+    if (value > (~0ull - d) / 10) return false;
+    value = value * 10 + d;
+  }
+  return true;
+}
+
 // Sum over v in [lo, hi] of max(width, digits(v)), by decades: O(20) whatever the range.
 inline unsigned long long printed_length(const slurm_range& r) noexcept {
   unsigned long long sum = 0;
@@ -3071,17 +3089,10 @@ struct hostlist_parser {
     while (i < text.size() && is_c_space(text[i])) ++i;
     if (i < text.size() && text[i] == '+') ++i;
     const std::size_t digits = i;
-    value = 0;
-    for (; i < text.size() && is_digit(text[i]); ++i) {
-      const unsigned d = static_cast<unsigned>(text[i] - '0');
-      if (value > (~0ull - d) / 10) {
-        std::size_t last = i;
-        while (last < text.size() && is_digit(text[last])) ++last;
-        return fail(offset, concat("number ", quoted(text.substr(digits, last - digits)),
-                                   " is larger than 2^64 - 1 (Slurm would silently change it)"));
-      }
-      value = value * 10 + d;
-    }
+    while (i < text.size() && is_digit(text[i])) ++i;
+    if (!digits_value(text.substr(digits, i - digits), value))
+      return fail(offset, concat("number ", quoted(text.substr(digits, i - digits)),
+                                 " is larger than 2^64 - 1 (Slurm would silently change it)"));
     end = i == digits ? 0 : i;
     return true;
   }
@@ -3154,17 +3165,11 @@ struct hostlist_parser {
 
   // A plain name keeps a trailing number only if it fits 64 bits; Slurm saturates a larger one.
   bool check_plain(std::string_view name, std::size_t offset) {
-    std::size_t i = name.size();
-    while (i > 0 && is_digit(name[i - 1])) --i;
+    const std::size_t i = trailing_digits(name);
     unsigned long long value = 0;
-    for (std::size_t k = i; k < name.size(); ++k) {
-      const unsigned d = static_cast<unsigned>(name[k] - '0');
-      if (value > (~0ull - d) / 10)
-        return fail(offset + i, concat("the number at the end of ", quoted(name),
-                                       " is larger than 2^64 - 1 (Slurm would silently change it)"));
-      value = value * 10 + d;
-    }
-    return true;
+    if (digits_value(name.substr(i), value)) return true;
+    return fail(offset + i, concat("the number at the end of ", quoted(name),
+                                   " is larger than 2^64 - 1 (Slurm would silently change it)"));
   }
 
   // Reads a token with brackets as Slurm's _push_range_list does: the last '[' ... ']' is the
@@ -3191,8 +3196,8 @@ struct hostlist_parser {
     }
     name.text.push_back(prefix);
     // Collected from the right: put text and brackets in reading order.
-    for (std::size_t a = 0, b = name.text.size() - 1; a < b; ++a, --b) std::swap(name.text[a], name.text[b]);
-    for (std::size_t a = 0, b = name.brackets.size() - 1; a < b; ++a, --b) std::swap(name.brackets[a], name.brackets[b]);
+    std::reverse(name.text.begin(), name.text.end());
+    std::reverse(name.brackets.begin(), name.brackets.end());
     return true;
   }
 
@@ -3336,33 +3341,20 @@ struct split_host {
   std::size_t width = 0;
 };
 inline split_host split_trailing_number(std::string_view host) {
-  std::size_t i = host.size();
-  while (i > 0 && is_digit(host[i - 1])) --i;
-  split_host s{host.substr(0, i)};
-  unsigned long long value = 0;
-  for (std::size_t k = i; k < host.size(); ++k) {
-    const unsigned d = static_cast<unsigned>(host[k] - '0');
-    if (value > (~0ull - d) / 10) {  // more than fits a number: the whole name is text
-      s.prefix = host;
-      return s;
-    }
-    value = value * 10 + d;
-  }
-  if (i == host.size()) {
-    s.prefix = host;
-    return s;
-  }
+  const std::size_t i = trailing_digits(host);
+  split_host s{host};
+  // No digits, or more than fit a number: the whole name is text.
+  if (i == host.size() || !digits_value(host.substr(i), s.number)) return {host};
+  s.prefix = host.substr(0, i);
   s.numbered = true;
   s.width = host.size() - i;
-  s.number = value;
   return s;
 }
-inline std::size_t digit_count(unsigned long long n) { return decimal_digits(n); }
 // Slurm's _width_equiv: two widths print the same numbers when the zero padding of each number
 // is the same under either width; then the narrower-padded width is taken for both.
 inline bool widths_combine(unsigned long long n, std::size_t& wn, unsigned long long m, std::size_t& wm) {
   if (wn == wm) return true;
-  const auto pad = [](unsigned long long v, std::size_t w) { return w > digit_count(v) ? w - digit_count(v) : 0; };
+  const auto pad = [](unsigned long long v, std::size_t w) { return w > decimal_digits(v) ? w - decimal_digits(v) : 0; };
   const bool n_same = pad(n, wn) == pad(n, wm);
   const bool m_same = pad(m, wm) == pad(m, wn);
   if (!n_same && !m_same) return false;

@@ -2629,10 +2629,48 @@ void each_line(std::string_view text, Visit visit) {
 // The error for the first problem validation finds in a parsed list: a duplicate host or a world
 // size past INT_MAX (every other problem was refused where it was read). `place(i)` gives node
 // i's (line, column); `where(line, column)` how a message names a place ("line 3", "column 7").
-// Every host was checked and every count is positive where it was read; what is left is the first
-// node, in node order, that repeats a host or takes the world size past INT_MAX.
-template <class Place, class Where>
-result<cluster> checked(cluster c, validate_options options, Place place, Where where) {
+// One host of a list, where it was read.
+struct list_entry {
+  std::string_view host;
+  int slots = 0;
+  std::size_t line = 0, column = 0;
+};
+
+// The cluster of a host list read by `each(checked, visit)`, which calls visit(list_entry) for every
+// host in order until visit returns false, and returns the first error of the text (with
+// `checked`, the text is known to have none). Three passes: every error and the exact size; the
+// cluster, at that size; and, for a host named twice or a world size past INT_MAX (all a single
+// entry cannot tell), the place of the node concerned, named by `where(line, column)`.
+template <class Each, class Where>
+result<cluster> parse_entries(Each each, validate_options options, Where where, const char* no_hosts) {
+  std::size_t hosts = 0, chars = 0;
+  if (auto r = each(false, [&](const list_entry& e) {
+        ++hosts;
+        chars += e.host.size();
+        return true;
+      });
+      !r)
+    return r.error();
+  if (hosts == 0) return parse_error{1, 1, no_hosts};
+  cluster_builder builder;
+  builder.reserve(hosts, chars);
+  (void)each(true, [&](const list_entry& e) {
+    builder.add(e.host, e.slots);
+    return true;
+  });
+  cluster c = builder.finish();  // not const: returned by move
+  const auto place = [&each](std::size_t node) {
+    std::pair<std::size_t, std::size_t> at{1, 1};
+    std::size_t seen = 0;
+    (void)each(true, [&](const list_entry& e) {
+      if (seen++ < node) return true;
+      at = {e.line, e.column};
+      return false;
+    });
+    return at;
+  };
+  // Every host was checked and every count is positive where it was read; what is left is the
+  // first node, in node order, that repeats a host or takes the world size past INT_MAX.
   std::size_t overflow = c.node_count();
   long long world = 0;
   for (std::size_t i = 0; i < c.node_count() && overflow == c.node_count(); ++i)
@@ -2648,10 +2686,8 @@ result<cluster> checked(cluster c, validate_options options, Place place, Where 
                                                    where(earlier.first, earlier.second))};
   }
   if (overflow < c.node_count()) {
-    long long total = 0;
-    for (std::size_t i = 0; i <= overflow; ++i) total += c.nproc(i);
     const std::pair<std::size_t, std::size_t> at = place(overflow);
-    return parse_error{at.first, at.second, concat("the world size would be ", total, ", more than ", INT_MAX,
+    return parse_error{at.first, at.second, concat("the world size would be ", world, ", more than ", INT_MAX,
                                                    " (torch.distributed ranks are 32-bit)")};
   }
   return c;
@@ -2685,47 +2721,24 @@ struct hostfile_options {
   if (text.substr(0, 3) == "\xef\xbb\xbf")
     return parse_error{1, 1, "the file starts with a UTF-8 byte order mark (U+FEFF), which is not part of a "
                              "host name; save it without one"};
-  // First pass: every error, and the exact size of the cluster.
-  std::size_t hosts = 0, chars = 0;
-  parse_error error{};
-  bool failed = false;
-  detail::each_line(text, [&](std::string_view line, std::size_t line_no) {
-    auto e = detail::read_hostfile_line(line, line_no, options.allow_underscore);
-    if (!e) {
-      error = e.error();
-      failed = true;
-      return false;
-    }
-    if (e->has_host) {
-      ++hosts;
-      chars += e->host.size();
-    }
-    return true;
-  });
-  if (failed) return error;
-  if (hosts == 0) return parse_error{1, 1, "the hostfile names no hosts"};
-  cluster_builder b;
-  b.reserve(hosts, chars);
-  detail::each_line(text, [&](std::string_view line, std::size_t line_no) {
-    const auto e = detail::read_hostfile_line(line, line_no, options.allow_underscore, true);
-    if (e->has_host) b.add(e->host, e->slots);
-    return true;
-  });
-  // Duplicates and the world size through validation; a node is found again on its line.
-  const auto place = [text, &options](std::size_t node) {
-    std::pair<std::size_t, std::size_t> at{1, 1};
-    std::size_t seen = 0;
+  const auto each = [text, &options](bool checked, auto visit) -> result<bool> {
+    parse_error error{};
+    bool failed = false;
     detail::each_line(text, [&](std::string_view line, std::size_t line_no) {
-      const auto e = detail::read_hostfile_line(line, line_no, options.allow_underscore, true);
-      if (!e->has_host) return true;
-      if (seen++ < node) return true;
-      at = {line_no, e->column};
-      return false;
+      const auto e = detail::read_hostfile_line(line, line_no, options.allow_underscore, checked);
+      if (!e) {
+        error = e.error();
+        failed = true;
+        return false;
+      }
+      return !e->has_host || visit(detail::list_entry{e->host, e->slots, line_no, e->column});
     });
-    return at;
+    if (failed) return error;
+    return true;
   };
   const auto where = [](std::size_t line, std::size_t) { return detail::concat("on line ", line); };
-  return detail::checked(b.finish(), {options.allow_duplicate_hosts, options.allow_underscore}, place, where);
+  return detail::parse_entries(each, {options.allow_duplicate_hosts, options.allow_underscore}, where,
+                               "the hostfile names no hosts");
 }
 
 namespace detail {
@@ -2774,40 +2787,24 @@ void each_item(std::string_view text, Visit visit) {
 /// the offending item (a host named twice, a count that is not a positive integer, an empty
 /// item). IPv6 literals cannot be written here (the ':' is the count's). Linear in the text.
 [[nodiscard]] inline result<cluster> parse_host_list(std::string_view text, hostfile_options options = {}) {
-  std::size_t hosts = 0, chars = 0;
-  parse_error error{};
-  bool failed = false;
-  detail::each_item(text, [&](std::size_t b, std::size_t e) {
-    auto item = detail::read_host_list_item(text, b, e, options.allow_underscore);
-    if (!item) {
-      error = item.error();
-      failed = true;
-      return false;
-    }
-    ++hosts;
-    chars += item->host.size();
-    return true;
-  });
-  if (failed) return error;
-  cluster_builder builder;
-  builder.reserve(hosts, chars);
-  detail::each_item(text, [&](std::size_t b, std::size_t e) {
-    const auto item = detail::read_host_list_item(text, b, e, options.allow_underscore);
-    builder.add(item->host, item->slots);
-    return true;
-  });
-  const auto place = [text, &options](std::size_t node) {
-    std::pair<std::size_t, std::size_t> at{1, 1};
-    std::size_t seen = 0;
+  const auto each = [text, &options](bool, auto visit) -> result<bool> {
+    parse_error error{};
+    bool failed = false;
     detail::each_item(text, [&](std::size_t b, std::size_t e) {
-      if (seen++ < node) return true;
-      at = {1, detail::read_host_list_item(text, b, e, options.allow_underscore)->column};
-      return false;
+      const auto item = detail::read_host_list_item(text, b, e, options.allow_underscore);
+      if (!item) {
+        error = item.error();
+        failed = true;
+        return false;
+      }
+      return visit(detail::list_entry{item->host, item->slots, 1, item->column});
     });
-    return at;
+    if (failed) return error;
+    return true;
   };
   const auto where = [](std::size_t, std::size_t column) { return detail::concat("at column ", column); };
-  return detail::checked(builder.finish(), {options.allow_duplicate_hosts, options.allow_underscore}, place, where);
+  return detail::parse_entries(each, {options.allow_duplicate_hosts, options.allow_underscore}, where,
+                               "the host list names no hosts");
 }
 
 /// A cluster after a device filter, and where each of its nodes came from.

@@ -347,25 +347,12 @@ std::vector<std::pair<std::size_t, std::size_t>> duplicate_hosts(std::size_t n, 
     while (end < n && (keys[end] >> 32) == (keys[start] >> 32)) ++end;
     if (end - start > 1) {
       const std::size_t run = end - start;
-      const auto node = [&](std::size_t k) { return static_cast<std::size_t>(keys[start + k] & 0xffffffffu); };
+      const std::uint64_t* run_keys = keys.data() + start;
       full.resize(run);
       order.resize(run);
-      for (std::size_t k = 0; k < run; ++k) {
-        full[k] = host_hash(node_at(node(k)).host);
-        order[k] = k;
-      }
-      heap_sort(order.data(), run, [&](std::size_t a, std::size_t b) {
-        if (full[a] != full[b]) return full[a] < full[b];
-        const int cmp = compare_host(node_at(node(a)).host, node_at(node(b)).host);
-        return cmp < 0 || (cmp == 0 && node(a) < node(b));
-      });
-      std::size_t first = node(order[0]);
-      for (std::size_t k = 1; k < run; ++k) {
-        const std::size_t prev = order[k - 1], cur = order[k];
-        const bool same = full[prev] == full[cur] && compare_host(node_at(node(prev)).host, node_at(node(cur)).host) == 0;
-        if (same) dups.emplace_back(node(cur), first);
-        else first = node(cur);
-      }
+      find_run_duplicates(
+          run, node_at, [run_keys](std::size_t k) { return static_cast<std::size_t>(run_keys[k] & 0xffffffffu); },
+          full.data(), order.data(), [&dups](std::size_t node, std::size_t first) { dups.emplace_back(node, first); });
     }
     start = end;
   }

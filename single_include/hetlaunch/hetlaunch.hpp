@@ -1013,6 +1013,32 @@ struct validation_scratch {
   std::size_t* dup_of;
 };
 
+// Within a run of `run` nodes whose hashes share their upper 32 bits (run_node(k) gives the k-th's
+// index), finds the nodes whose host an earlier node has: sorts them on (full hash, host, index)
+// and calls duplicate(node, first node with that host) for each. O(k log k). `full` and `order`
+// hold `run` elements. Runs longer than one come only from duplicates or rare collisions.
+template <class NodeAt, class RunNode, class Duplicate>
+constexpr void find_run_duplicates(std::size_t run, NodeAt node_at, RunNode run_node, std::uint64_t* full,
+                                   std::size_t* order, Duplicate duplicate) noexcept {
+  for (std::size_t k = 0; k < run; ++k) {
+    full[k] = host_hash(node_at(run_node(k)).host);
+    order[k] = k;
+  }
+  heap_sort(order, run, [&](std::size_t a, std::size_t b) {
+    if (full[a] != full[b]) return full[a] < full[b];
+    const int cmp = compare_host(node_at(run_node(a)).host, node_at(run_node(b)).host);
+    return cmp < 0 || (cmp == 0 && run_node(a) < run_node(b));
+  });
+  std::size_t first = run_node(order[0]);
+  for (std::size_t k = 1; k < run; ++k) {
+    const std::size_t prev = order[k - 1], cur = order[k];
+    if (full[prev] == full[cur] && compare_host(node_at(run_node(prev)).host, node_at(run_node(cur)).host) == 0)
+      duplicate(run_node(cur), first);
+    else
+      first = run_node(cur);
+  }
+}
+
 // Marks duplicate hosts: dup_of[i] = the first node with the same host, or n when none.
 // Node indices are radix-sorted (stable, O(n)) on the high 32 bits of the host's hash, so equal
 // hosts land in one run, in node order. Runs longer than one (duplicates, or rare collisions) are
@@ -1046,21 +1072,10 @@ constexpr void find_duplicate_hosts(std::size_t n, NodeAt node_at, validation_sc
     std::size_t end = start + 1;
     while (end < n && (key[end] >> 32) == (key[start] >> 32)) ++end;
     if (end - start > 1) {
-      const std::size_t run = end - start;
-      for (std::size_t k = 0; k < run; ++k) key_tmp[k] = host_hash(node_at(idx[start + k]).host);
-      for (std::size_t k = 0; k < run; ++k) idx_tmp[k] = k;
-      heap_sort(idx_tmp, run, [&](std::size_t a, std::size_t b) {
-        if (key_tmp[a] != key_tmp[b]) return key_tmp[a] < key_tmp[b];
-        const int order = compare_host(node_at(idx[start + a]).host, node_at(idx[start + b]).host);
-        return order < 0 || (order == 0 && idx[start + a] < idx[start + b]);
-      });
-      for (std::size_t k = 1; k < run; ++k) {
-        const std::size_t prev = idx[start + idx_tmp[k - 1]];
-        const std::size_t cur = idx[start + idx_tmp[k]];
-        if (key_tmp[idx_tmp[k - 1]] == key_tmp[idx_tmp[k]] &&
-            compare_host(node_at(prev).host, node_at(cur).host) == 0)
-          s.dup_of[cur] = s.dup_of[prev] == n ? prev : s.dup_of[prev];
-      }
+      const std::size_t* run_idx = idx + start;
+      find_run_duplicates(
+          end - start, node_at, [run_idx](std::size_t k) { return run_idx[k]; }, key_tmp, idx_tmp,
+          [&s](std::size_t node, std::size_t first) { s.dup_of[node] = first; });
     }
     start = end;
   }
@@ -1600,25 +1615,12 @@ std::vector<std::pair<std::size_t, std::size_t>> duplicate_hosts(std::size_t n, 
     while (end < n && (keys[end] >> 32) == (keys[start] >> 32)) ++end;
     if (end - start > 1) {
       const std::size_t run = end - start;
-      const auto node = [&](std::size_t k) { return static_cast<std::size_t>(keys[start + k] & 0xffffffffu); };
+      const std::uint64_t* run_keys = keys.data() + start;
       full.resize(run);
       order.resize(run);
-      for (std::size_t k = 0; k < run; ++k) {
-        full[k] = host_hash(node_at(node(k)).host);
-        order[k] = k;
-      }
-      heap_sort(order.data(), run, [&](std::size_t a, std::size_t b) {
-        if (full[a] != full[b]) return full[a] < full[b];
-        const int cmp = compare_host(node_at(node(a)).host, node_at(node(b)).host);
-        return cmp < 0 || (cmp == 0 && node(a) < node(b));
-      });
-      std::size_t first = node(order[0]);
-      for (std::size_t k = 1; k < run; ++k) {
-        const std::size_t prev = order[k - 1], cur = order[k];
-        const bool same = full[prev] == full[cur] && compare_host(node_at(node(prev)).host, node_at(node(cur)).host) == 0;
-        if (same) dups.emplace_back(node(cur), first);
-        else first = node(cur);
-      }
+      find_run_duplicates(
+          run, node_at, [run_keys](std::size_t k) { return static_cast<std::size_t>(run_keys[k] & 0xffffffffu); },
+          full.data(), order.data(), [&dups](std::size_t node, std::size_t first) { dups.emplace_back(node, first); });
     }
     start = end;
   }

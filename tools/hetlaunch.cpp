@@ -508,12 +508,6 @@ int print_plan(const hetlaunch::launch_plan& plan, bool json) {
   return 0;
 }
 
-bool mixed(const hetlaunch::cluster& c) {
-  for (std::size_t i = 1; i < c.node_count(); ++i)
-    if (c.nproc(i) != c.nproc(0)) return true;
-  return false;
-}
-
 int run(options& o) {
   if (o.command == "--version") {
     std::printf("hetlaunch %d.%d.%d\n", HETLAUNCH_VERSION_MAJOR, HETLAUNCH_VERSION_MINOR, HETLAUNCH_VERSION_PATCH);
@@ -560,7 +554,7 @@ int run(options& o) {
     // One validation (a parsed topology was validated as it was read; a filter keeps it valid);
     // with --node, that node must exist too.
     const std::vector<hetlaunch::diagnostic> problems =
-        in->validated ? hetlaunch::detail::option_problems(in->nodes.node_count(), in->nodes.node(0).host, o.launch)
+        in->validated ? hetlaunch::detail::option_problems(in->nodes, o.launch)
                       : hetlaunch::validate_plan(in->nodes, o.launch);
     for (const auto& d : problems) std::fprintf(stderr, "hetlaunch: %s: %s\n", in->source.c_str(), d.message().c_str());
     if (!problems.empty()) return exit_invalid;
@@ -632,7 +626,7 @@ int run(options& o) {
                                           "); start each node on its own host, or pass --any-host"));
   // torch 2.5+ computes ranks as if every node ran this node's count when this is set.
   const char* identical = std::getenv("TORCH_ELASTIC_WORKER_IDENTICAL");
-  if (identical && std::string_view(identical) == "1" && mixed(c)) {
+  if (identical && std::string_view(identical) == "1" && hetlaunch::detail::nodes_differ(c)) {
     std::fprintf(stderr, "hetlaunch: unsetting TORCH_ELASTIC_WORKER_IDENTICAL=1: the nodes of this plan run different "
                          "numbers of workers, which it would make torchrun ignore\n");
     unsetenv("TORCH_ELASTIC_WORKER_IDENTICAL");

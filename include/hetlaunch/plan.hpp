@@ -18,17 +18,23 @@ namespace hetlaunch {
 
 class launch_plan;
 
+namespace detail {
+// The topology's problems, then the options'.
+template <class Topology>
+std::vector<diagnostic> plan_problems(const Topology& c, const launch_options& options) {
+  std::vector<diagnostic> out = validate(c, options.validation);
+  for (const diagnostic& d : option_problems(c, options)) out.push_back(d);
+  return out;
+}
+}  // namespace detail
+
 /// Every problem of the topology and the launch options at once, in order: the topology's
 /// (validate), then the options' (port, master address, rdzv_id with c10d, program, max_restarts,
 /// rendezvous_timeout, flag style, extra torchrun arguments that name a computed option, a script
 /// that starts with '-'). A missing script is not a problem: a plan without one serves
 /// environments. The diagnostics view the cluster's strings and the options'. O(N).
 [[nodiscard]] inline std::vector<diagnostic> validate_plan(const cluster& c, const launch_options& options) {
-  std::vector<diagnostic> out = validate(c, options.validation);
-  for (const diagnostic& d :
-       detail::option_problems(c.node_count(), c.node_count() ? c.node(0).host : std::string_view(), options))
-    out.push_back(d);
-  return out;
+  return detail::plan_problems(c, options);
 }
 
 /// A topology and its launch options, validated once by make_plan. It owns copies of both, so
@@ -52,10 +58,12 @@ class launch_plan {
     d.limit = static_cast<long long>(topology_.node_count());
     return d;
   }
+  // Why worker `local_rank` of `node` has no environment to give, if it has none.
   result<bool, diagnostic> worker_error(std::size_t node, int local_rank) const {
     if (node >= topology_.node_count()) return node_error(node);
     const auto rank = topology_.try_global_rank(node, local_rank);
     if (!rank) return rank.error();
+    if (options_.backend == rendezvous::c10d) return detail::launch_problem(errc::ranks_decided_at_rendezvous);
     return true;
   }
 
@@ -80,7 +88,6 @@ class launch_plan {
   [[nodiscard]] result<environment, diagnostic> try_worker_env(std::size_t node, int local_rank,
                                                                int restart_count = 0) const {
     if (auto e = worker_error(node, local_rank); !e) return e.error();
-    if (options_.backend == rendezvous::c10d) return detail::launch_problem(errc::ranks_decided_at_rendezvous);
     return detail::build_worker_env(topology_, node, local_rank, options_, restart_count, detail::spawn_mode::torchrun);
   }
   /// try_worker_env(...).value().
@@ -90,7 +97,6 @@ class launch_plan {
   /// The environment for starting the worker without torchrun (see hetlaunch::direct_worker_env).
   [[nodiscard]] result<environment, diagnostic> try_direct_worker_env(std::size_t node, int local_rank) const {
     if (auto e = worker_error(node, local_rank); !e) return e.error();
-    if (options_.backend == rendezvous::c10d) return detail::launch_problem(errc::ranks_decided_at_rendezvous);
     return detail::build_worker_env(topology_, node, local_rank, options_, 0, detail::spawn_mode::direct);
   }
   /// try_direct_worker_env(...).value().
@@ -124,9 +130,7 @@ class launch_plan {
 template <std::size_t N>
 [[nodiscard]] result<launch_plan, std::vector<diagnostic>> make_plan(const fixed_cluster<N>& c,
                                                                      const launch_options& options) {
-  std::vector<diagnostic> problems = validate(c, options.validation);
-  for (const diagnostic& d : detail::option_problems(N, N ? c.node(0).host : std::string_view(), options))
-    problems.push_back(d);
+  std::vector<diagnostic> problems = detail::plan_problems(c, options);
   if (!problems.empty()) return problems;
   auto plan = make_plan(cluster(c), options);  // valid: cannot fail
   return plan;

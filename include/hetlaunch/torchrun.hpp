@@ -122,9 +122,10 @@ inline bool overrides_computed_flag(std::string_view arg) noexcept {
   return false;
 }
 
-// Problems of the options alone (a plan without a script is valid). `nodes` is the node count and
-// `first_host` node 0's host, for the master address.
-inline std::vector<diagnostic> option_problems(std::size_t nodes, std::string_view first_host, const launch_options& o) {
+// Problems of the options alone (a plan without a script is valid); the topology gives the master
+// address when none is set.
+template <class Topology>
+std::vector<diagnostic> option_problems(const Topology& c, const launch_options& o) {
   std::vector<diagnostic> out;
   if (o.master_port < 1 || o.master_port > 65535) {
     diagnostic d = launch_problem(errc::bad_port);
@@ -132,8 +133,8 @@ inline std::vector<diagnostic> option_problems(std::size_t nodes, std::string_vi
     d.variable = "master_port";
     out.push_back(d);
   }
-  const std::string_view addr = o.master_addr.empty() ? first_host : unbracketed(o.master_addr);
-  if (nodes && check_host(addr, true).issue != host_issue::none) {
+  const std::string_view addr = master_host(c, o);
+  if (c.node_count() && check_host(addr, true).issue != host_issue::none) {
     diagnostic d = launch_problem(errc::bad_master_addr);
     d.variable = "master_addr";
     d.text = addr;
@@ -182,8 +183,7 @@ std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node, con
     d.limit = static_cast<long long>(c.node_count());
     out.push_back(d);
   }
-  for (const diagnostic& d : option_problems(c.node_count(), c.node_count() ? c.node(0).host : std::string_view(), o))
-    out.push_back(d);
+  for (const diagnostic& d : option_problems(c, o)) out.push_back(d);
   if (o.script.empty()) out.push_back(launch_problem(errc::empty_script));
   if (ranks_needed && o.backend == rendezvous::c10d)
     out.push_back(launch_problem(errc::ranks_decided_at_rendezvous));
@@ -499,6 +499,14 @@ class spawn_environment {
 
 namespace detail {
 
+// Whether the nodes run different numbers of workers, which TORCH_ELASTIC_WORKER_IDENTICAL=1
+// would make torchrun ignore.
+inline bool nodes_differ(const cluster& c) noexcept {
+  for (std::size_t i = 1; i < c.node_count(); ++i)
+    if (c.nproc(i) != c.nproc(0)) return true;
+  return false;
+}
+
 template <class Getenv>
 std::vector<diagnostic> compare_worker_env(const cluster& c, Getenv&& get) {
   std::vector<diagnostic> out;
@@ -536,10 +544,8 @@ std::vector<diagnostic> compare_worker_env(const cluster& c, Getenv&& get) {
     d.limit = planned_world;
     out.push_back(d);
   }
-  bool mixed = false;
-  for (std::size_t i = 1; i < c.node_count() && !mixed; ++i) mixed = c.nproc(i) != c.nproc(0);
   const char* identical = get("TORCH_ELASTIC_WORKER_IDENTICAL");
-  if (mixed && identical && std::string_view(identical) == "1") {
+  if (nodes_differ(c) && identical && std::string_view(identical) == "1") {
     diagnostic d{};
     d.code = errc::identical_workers_on_heterogeneous;
     d.variable = "TORCH_ELASTIC_WORKER_IDENTICAL";

@@ -1819,9 +1819,10 @@ inline bool overrides_computed_flag(std::string_view arg) noexcept {
   return false;
 }
 
-// Problems of the options alone (a plan without a script is valid). `nodes` is the node count and
-// `first_host` node 0's host, for the master address.
-inline std::vector<diagnostic> option_problems(std::size_t nodes, std::string_view first_host, const launch_options& o) {
+// Problems of the options alone (a plan without a script is valid); the topology gives the master
+// address when none is set.
+template <class Topology>
+std::vector<diagnostic> option_problems(const Topology& c, const launch_options& o) {
   std::vector<diagnostic> out;
   if (o.master_port < 1 || o.master_port > 65535) {
     diagnostic d = launch_problem(errc::bad_port);
@@ -1829,8 +1830,8 @@ inline std::vector<diagnostic> option_problems(std::size_t nodes, std::string_vi
     d.variable = "master_port";
     out.push_back(d);
   }
-  const std::string_view addr = o.master_addr.empty() ? first_host : unbracketed(o.master_addr);
-  if (nodes && check_host(addr, true).issue != host_issue::none) {
+  const std::string_view addr = master_host(c, o);
+  if (c.node_count() && check_host(addr, true).issue != host_issue::none) {
     diagnostic d = launch_problem(errc::bad_master_addr);
     d.variable = "master_addr";
     d.text = addr;
@@ -1879,8 +1880,7 @@ std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node, con
     d.limit = static_cast<long long>(c.node_count());
     out.push_back(d);
   }
-  for (const diagnostic& d : option_problems(c.node_count(), c.node_count() ? c.node(0).host : std::string_view(), o))
-    out.push_back(d);
+  for (const diagnostic& d : option_problems(c, o)) out.push_back(d);
   if (o.script.empty()) out.push_back(launch_problem(errc::empty_script));
   if (ranks_needed && o.backend == rendezvous::c10d)
     out.push_back(launch_problem(errc::ranks_decided_at_rendezvous));
@@ -2196,6 +2196,14 @@ class spawn_environment {
 
 namespace detail {
 
+// Whether the nodes run different numbers of workers, which TORCH_ELASTIC_WORKER_IDENTICAL=1
+// would make torchrun ignore.
+inline bool nodes_differ(const cluster& c) noexcept {
+  for (std::size_t i = 1; i < c.node_count(); ++i)
+    if (c.nproc(i) != c.nproc(0)) return true;
+  return false;
+}
+
 template <class Getenv>
 std::vector<diagnostic> compare_worker_env(const cluster& c, Getenv&& get) {
   std::vector<diagnostic> out;
@@ -2233,10 +2241,8 @@ std::vector<diagnostic> compare_worker_env(const cluster& c, Getenv&& get) {
     d.limit = planned_world;
     out.push_back(d);
   }
-  bool mixed = false;
-  for (std::size_t i = 1; i < c.node_count() && !mixed; ++i) mixed = c.nproc(i) != c.nproc(0);
   const char* identical = get("TORCH_ELASTIC_WORKER_IDENTICAL");
-  if (mixed && identical && std::string_view(identical) == "1") {
+  if (nodes_differ(c) && identical && std::string_view(identical) == "1") {
     diagnostic d{};
     d.code = errc::identical_workers_on_heterogeneous;
     d.variable = "TORCH_ELASTIC_WORKER_IDENTICAL";
@@ -2364,17 +2370,23 @@ namespace hetlaunch {
 
 class launch_plan;
 
+namespace detail {
+// The topology's problems, then the options'.
+template <class Topology>
+std::vector<diagnostic> plan_problems(const Topology& c, const launch_options& options) {
+  std::vector<diagnostic> out = validate(c, options.validation);
+  for (const diagnostic& d : option_problems(c, options)) out.push_back(d);
+  return out;
+}
+}  // namespace detail
+
 /// Every problem of the topology and the launch options at once, in order: the topology's
 /// (validate), then the options' (port, master address, rdzv_id with c10d, program, max_restarts,
 /// rendezvous_timeout, flag style, extra torchrun arguments that name a computed option, a script
 /// that starts with '-'). A missing script is not a problem: a plan without one serves
 /// environments. The diagnostics view the cluster's strings and the options'. O(N).
 [[nodiscard]] inline std::vector<diagnostic> validate_plan(const cluster& c, const launch_options& options) {
-  std::vector<diagnostic> out = validate(c, options.validation);
-  for (const diagnostic& d :
-       detail::option_problems(c.node_count(), c.node_count() ? c.node(0).host : std::string_view(), options))
-    out.push_back(d);
-  return out;
+  return detail::plan_problems(c, options);
 }
 
 /// A topology and its launch options, validated once by make_plan. It owns copies of both, so
@@ -2398,10 +2410,12 @@ class launch_plan {
     d.limit = static_cast<long long>(topology_.node_count());
     return d;
   }
+  // Why worker `local_rank` of `node` has no environment to give, if it has none.
   result<bool, diagnostic> worker_error(std::size_t node, int local_rank) const {
     if (node >= topology_.node_count()) return node_error(node);
     const auto rank = topology_.try_global_rank(node, local_rank);
     if (!rank) return rank.error();
+    if (options_.backend == rendezvous::c10d) return detail::launch_problem(errc::ranks_decided_at_rendezvous);
     return true;
   }
 
@@ -2426,7 +2440,6 @@ class launch_plan {
   [[nodiscard]] result<environment, diagnostic> try_worker_env(std::size_t node, int local_rank,
                                                                int restart_count = 0) const {
     if (auto e = worker_error(node, local_rank); !e) return e.error();
-    if (options_.backend == rendezvous::c10d) return detail::launch_problem(errc::ranks_decided_at_rendezvous);
     return detail::build_worker_env(topology_, node, local_rank, options_, restart_count, detail::spawn_mode::torchrun);
   }
   /// try_worker_env(...).value().
@@ -2436,7 +2449,6 @@ class launch_plan {
   /// The environment for starting the worker without torchrun (see hetlaunch::direct_worker_env).
   [[nodiscard]] result<environment, diagnostic> try_direct_worker_env(std::size_t node, int local_rank) const {
     if (auto e = worker_error(node, local_rank); !e) return e.error();
-    if (options_.backend == rendezvous::c10d) return detail::launch_problem(errc::ranks_decided_at_rendezvous);
     return detail::build_worker_env(topology_, node, local_rank, options_, 0, detail::spawn_mode::direct);
   }
   /// try_direct_worker_env(...).value().
@@ -2470,9 +2482,7 @@ class launch_plan {
 template <std::size_t N>
 [[nodiscard]] result<launch_plan, std::vector<diagnostic>> make_plan(const fixed_cluster<N>& c,
                                                                      const launch_options& options) {
-  std::vector<diagnostic> problems = validate(c, options.validation);
-  for (const diagnostic& d : detail::option_problems(N, N ? c.node(0).host : std::string_view(), options))
-    problems.push_back(d);
+  std::vector<diagnostic> problems = detail::plan_problems(c, options);
   if (!problems.empty()) return problems;
   auto plan = make_plan(cluster(c), options);  // valid: cannot fail
   return plan;

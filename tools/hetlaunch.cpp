@@ -368,7 +368,7 @@ std::optional<input> read_input(const options& o, int& status) {
                                              o.max_bytes);
     if (!job) return parse_failed("--slurm", job.error());
     in.nodes = std::move(job->nodes);
-    if (job->has_this_node) in.this_node = job->this_node;
+    in.this_node = job->this_node;
     in.source = "--slurm";
   } else {
     in.nodes = hetlaunch::cluster{{"gpu-a", 8}, {"gpu-b", 4}, {"gpu-c", 2}};

@@ -171,7 +171,7 @@ class cluster : public detail::topology_queries<cluster> {
   cluster(std::initializer_list<node_spec> nodes) { assign(nodes.begin(), nodes.end(), nodes.size()); }
   cluster(const std::vector<node_spec>& nodes) { assign(nodes.begin(), nodes.end(), nodes.size()); }  // NOLINT
   template <std::size_t N>
-  cluster(const fixed_cluster<N>& fixed) {  // NOLINT: a fixed topology is a cluster
+  explicit cluster(const fixed_cluster<N>& fixed) {
     assign(fixed.nodes().begin(), fixed.nodes().end(), N);
   }
 

@@ -63,8 +63,8 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   const std::size_t hash = line.find('#');
   if (hash != std::string_view::npos) line = line.substr(0, hash);
-  const auto error = [line_no](std::size_t column, std::string message) {
-    return parse_error{line_no, column, std::move(message)};
+  const auto error = [line_no](std::size_t column, std::string message, errc code = errc::bad_syntax) {
+    return parse_error{line_no, column, std::move(message), code};
   };
   std::size_t i = 0;
   const auto skip_blanks = [&] {
@@ -85,14 +85,14 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
   if (colon != std::string_view::npos && e.host.find(':', colon + 1) == std::string_view::npos) {  // MPICH host:N
     const std::string_view count = e.host.substr(colon + 1);
     if (!positive_int(count, slots))
-      return error(e.column + colon + 1, concat("slots must be a positive integer, got ", quoted(count)));
+      return error(e.column + colon + 1, concat("slots must be a positive integer, got ", quoted(count)), errc::bad_nproc);
     slots_column = e.column + colon + 1;
     slots_key = "host:N";
     e.host = e.host.substr(0, colon);
   }
   if (!checked) {
     const host_check hc = check_host(e.host, allow_underscore);
-    if (hc.issue != host_issue::none) return error(e.column + hc.position, host_problem_text(e.host, hc));
+    if (hc.issue != host_issue::none) return error(e.column + hc.position, host_problem_text(e.host, hc), errc::bad_host);
   }
   while (true) {
     skip_blanks();
@@ -120,7 +120,8 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
     }
     int number = 0;
     if (!positive_int(value, number))
-      return error(value_start + 1, concat(is_slots ? "slots" : "max_slots", " must be a positive integer, got ", quoted(value)));
+      return error(value_start + 1, concat(is_slots ? "slots" : "max_slots", " must be a positive integer, got ", quoted(value)),
+                   errc::bad_nproc);
     if (is_slots) {
       if (slots != 0)
         return error(field_start + 1, key == slots_key || slots_key.empty()
@@ -180,7 +181,7 @@ result<cluster> parse_entries(Each each, validate_options options, Where where, 
       });
       !r)
     return r.error();
-  if (hosts == 0) return parse_error{1, 1, no_hosts};
+  if (hosts == 0) return parse_error{1, 1, no_hosts, errc::empty_cluster};
   cluster_builder builder;
   builder.reserve(hosts, chars);
   (void)each(true, [&](const list_entry& e) {
@@ -212,12 +213,14 @@ result<cluster> parse_entries(Each each, validate_options options, Where where, 
   if (dup.first < overflow) {
     const std::pair<std::size_t, std::size_t> at = place(dup.first), earlier = place(dup.second);
     return parse_error{at.first, at.second, concat("host ", quoted(c.node(dup.first).host), " is already ",
-                                                   where(earlier.first, earlier.second))};
+                                                   where(earlier.first, earlier.second)),
+                       errc::duplicate_host};
   }
   if (overflow < c.node_count()) {
     const std::pair<std::size_t, std::size_t> at = place(overflow);
     return parse_error{at.first, at.second, concat("the world size would be ", world, ", more than ", INT_MAX,
-                                                   " (torch.distributed ranks are 32-bit)")};
+                                                   " (torch.distributed ranks are 32-bit)"),
+                       errc::world_size_overflow};
   }
   return c;
 }
@@ -294,7 +297,7 @@ inline result<host_list_item> read_host_list_item(std::string_view text, std::si
   int slots = 0;
   if (!positive_int(item.substr(colon + 1), slots))
     return parse_error{1, column + colon + 1,
-                       concat("slots must be a positive integer, got ", quoted(item.substr(colon + 1)))};
+                       concat("slots must be a positive integer, got ", quoted(item.substr(colon + 1))), errc::bad_nproc};
   if (hc.issue != host_issue::none) return parse_error{1, column + hc.position, host_problem_text(host, hc)};
   return host_list_item{host, column, slots};
 }
@@ -402,7 +405,9 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
       return parse_error{1, column, "IPv6 hosts cannot be named in include/exclude filters"};
     const std::string_view host = spec.substr(0, colon);
     const std::size_t node = find_node(host);
-    if (node == n) return parse_error{1, column, detail::concat("host ", detail::quoted(host), " is not in the cluster")};
+    if (node == n)
+      return parse_error{1, column, detail::concat("host ", detail::quoted(host), " is not in the cluster"),
+                         errc::unknown_host};
     selection& sel = named[node];
     if (colon == std::string_view::npos) {
       sel.whole = true;
@@ -419,7 +424,8 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
         if (!has_device(node, id))
           return parse_error{1, column + s, detail::concat("device ", id, " is not on host ", detail::quoted(host),
                                                            ", which has devices ",
-                                                           detail::describe_devices(c.devices(node), c.nproc(node)))};
+                                                           detail::describe_devices(c.devices(node), c.nproc(node))),
+                           errc::unknown_host};
         sel.ids.push_back(static_cast<int>(id));
         if (comma == spec.size()) break;
         s = comma + 1;
@@ -455,7 +461,8 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
     if (keep > static_cast<long long>(detail::max_listed_devices))
       return parse_error{1, 1, detail::concat("node ", i, " (", detail::quoted(c.node(i).host), ") would list ", keep,
                                               " devices, more than ", detail::max_listed_devices,
-                                              " (a filtered node lists every device it keeps)")};
+                                              " (a filtered node lists every device it keeps)"),
+                         errc::limit_exceeded};
     std::vector<int> ids;
     ids.reserve(static_cast<std::size_t>(keep));
     if (listed.empty() && including && !sel->whole) {
@@ -473,7 +480,7 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
     kept.push_back(std::move(ids));
     out.source_node.push_back(i);
   }
-  if (kept.empty()) return parse_error{1, 1, "the filter leaves no devices"};
+  if (kept.empty()) return parse_error{1, 1, "the filter leaves no devices", errc::no_devices};
   out.nodes = builder.finish();
   for (std::size_t k = 0; k < kept.size(); ++k) out.nodes.set_devices(k, std::move(kept[k]));
   return out;

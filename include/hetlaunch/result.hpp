@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "detail/config.hpp"
+#include "errc.hpp"
 #include "detail/text.hpp"
 
 #if HETLAUNCH_USE_EXCEPTIONS
@@ -21,10 +22,14 @@ namespace hetlaunch {
 
 /// Where and why a text input was refused. `line` and `column` count from 1; both are 0 when the
 /// input has no lines (a single environment variable, say) and the message names the place.
+/// `code` says what kind of problem it is: bad_syntax, limit_exceeded, count_mismatch,
+/// unknown_host, no_devices, env_missing, env_not_a_number, or the topology's own codes
+/// (bad_nproc, bad_host, duplicate_host, world_size_overflow) for a topology read from text.
 struct parse_error {
   std::size_t line = 0;
   std::size_t column = 0;
   std::string message;
+  errc code = errc::bad_syntax;
 
   /// "line 3, column 11: slots must be a positive integer, got '0'" (or just the message).
   [[nodiscard]] std::string to_string() const {
@@ -32,7 +37,7 @@ struct parse_error {
     return detail::concat("line ", line, ", column ", column, ": ", message);
   }
   friend bool operator==(const parse_error& a, const parse_error& b) {
-    return a.line == b.line && a.column == b.column && a.message == b.message;
+    return a.line == b.line && a.column == b.column && a.message == b.message && a.code == b.code;
   }
   friend bool operator!=(const parse_error& a, const parse_error& b) { return !(a == b); }
 };

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -110,8 +111,8 @@ struct hostlist_parser {
   unsigned long long hosts = 0;  // names counted so far
   unsigned long long bytes = 0;  // their bytes
 
-  bool fail(std::size_t offset, std::string message) {
-    if (!failed) error = {1, offset + 1, std::move(message)};
+  bool fail(std::size_t offset, std::string message, errc code = errc::bad_syntax) {
+    if (!failed) error = {1, offset + 1, std::move(message), code};
     failed = true;
     return false;
   }
@@ -157,7 +158,7 @@ struct hostlist_parser {
     }
     if (out.lo > out.hi) return invalid("the low bound is above the high bound");
     if (out.hi - out.lo >= slurm_max_range)  // hi - lo + 1 would wrap for [0-18446744073709551615]
-      return fail(offset, concat("too many hosts in range ", quoted(item), " (Slurm's limit is 65536)"));
+      return fail(offset, concat("too many hosts in range ", quoted(item), " (Slurm's limit is 65536)"), errc::limit_exceeded);
     return true;
   }
 
@@ -166,7 +167,7 @@ struct hostlist_parser {
     while (true) {
       const std::size_t comma = text.find(',', start);
       const std::string_view item = text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
-      if (out.ranges.size() == slurm_max_ranges) return fail(offset, "more than 262144 items in one bracket");
+      if (out.ranges.size() == slurm_max_ranges) return fail(offset, "more than 262144 items in one bracket", errc::limit_exceeded);
       slurm_range r;
       if (!parse_range(item, offset + start, r)) return false;
       out.ranges.push_back(r);
@@ -189,9 +190,9 @@ struct hostlist_parser {
   // Adds the names of one token: `count` names of `bytes` bytes, refusing more than the limits.
   bool add(unsigned long long count, unsigned long long name_bytes, bool bytes_overflow, std::size_t offset) {
     unsigned long long total = 0;
-    if (!checked_add(hosts, count, total) || total > max_hosts) return fail(offset, too_many_hosts());
+    if (!checked_add(hosts, count, total) || total > max_hosts) return fail(offset, too_many_hosts(), errc::limit_exceeded);
     unsigned long long size = 0;
-    if (bytes_overflow || !checked_add(bytes, name_bytes, size) || size > max_bytes) return fail(offset, too_many_bytes());
+    if (bytes_overflow || !checked_add(bytes, name_bytes, size) || size > max_bytes) return fail(offset, too_many_bytes(), errc::limit_exceeded);
     hosts = total;
     bytes = size;
     return true;
@@ -225,7 +226,8 @@ struct hostlist_parser {
       slurm_bracket& b = name.brackets.back();
       if (!parse_bracket(prefix.substr(o + 1, c - o - 1), offset + o + 1, b)) return false;
       if (b.count > slurm_max_prefix_count)
-        return fail(offset + o, "a bracket before the last one of a name expands to more than 65536 hosts");
+        return fail(offset + o, "a bracket before the last one of a name expands to more than 65536 hosts",
+                      errc::limit_exceeded);
       prefix = prefix.substr(0, o);
     }
     name.text.push_back(prefix);
@@ -241,7 +243,7 @@ struct hostlist_parser {
     unsigned long long count = 1;
     bool overflow = false;
     for (const slurm_bracket& b : name.brackets)
-      if (!checked_mul(count, b.count, count)) return fail(offset, too_many_hosts());
+      if (!checked_mul(count, b.count, count)) return fail(offset, too_many_hosts(), errc::limit_exceeded);
     unsigned long long text = 0;
     for (std::string_view t : name.text) text += t.size();
     unsigned long long name_bytes = 0;
@@ -356,7 +358,7 @@ struct hostlist_parser {
     return true;
   });
   if (p.failed) return p.error;
-  if (p.hosts == 0) return parse_error{1, 1, "the host list is empty"};
+  if (p.hosts == 0) return parse_error{1, 1, "the host list is empty", errc::empty_cluster};
   std::vector<std::string> hosts;
   hosts.reserve(static_cast<std::size_t>(p.hosts));
   for (const auto& t : tokens) {
@@ -471,7 +473,7 @@ inline result<count_list> parse_count_list(std::string_view expr) {
     value = 0;
     while (i < expr.size() && is_digit(expr[i])) {
       const unsigned d = static_cast<unsigned>(expr[i] - '0');
-      if (value > (limit - d) / 10) return parse_error{1, start + 1, concat(what, " is larger than ", limit)};
+      if (value > (limit - d) / 10) return parse_error{1, start + 1, concat(what, " is larger than ", limit), errc::limit_exceeded};
       value = value * 10 + d;
       ++i;
     }
@@ -495,7 +497,7 @@ inline result<count_list> parse_count_list(std::string_view expr) {
       ++i;
     }
     if (!checked_add(list.total, repeat, list.total))
-      return parse_error{1, item_start + 1, "the count list names more than 2^64 - 1 values"};
+      return parse_error{1, item_start + 1, "the count list names more than 2^64 - 1 values", errc::limit_exceeded};
     list.items.push_back({static_cast<int>(count), repeat});
     if (i == expr.size()) break;
     if (expr[i] != ',')
@@ -523,7 +525,8 @@ inline std::vector<int> expand_count_list(const count_list& list) {
   if (!list) return list.error();
   if (list->total > max_nodes)
     return parse_error{1, 1, detail::concat("the count list names ", list->total, " nodes, more than ", max_nodes,
-                                            ", the limit (max_nodes)")};
+                                            ", the limit (max_nodes)"),
+                       errc::limit_exceeded};
   return detail::expand_count_list(*list);
 }
 
@@ -531,8 +534,7 @@ inline std::vector<int> expand_count_list(const count_list& list) {
 struct slurm_job {
   cluster nodes;
   /// SLURM_NODEID: this process's node index, when set.
-  bool has_this_node = false;
-  std::size_t this_node = 0;
+  std::optional<std::size_t> this_node;
   /// The variable the worker counts came from.
   std::string counts_from;
 };
@@ -550,10 +552,13 @@ struct slurm_job {
 /// nodes cannot be read; a heterogeneous layout comes from the task counts.
 /// This node: SLURM_NODEID. A missing variable, a malformed one, or counts that do not match the
 /// host count is an error that names the variable. `max_hosts` and `max_bytes` bound the node
-/// list's expansion, as for expand_hostlist.
+/// list's expansion, as for expand_hostlist. The job is validated like any topology (host names,
+/// duplicate hosts unless `validation` allows them, the world size): the error has the
+/// diagnostic's code and message.
 template <class Getenv>
 [[nodiscard]] result<slurm_job> cluster_from_slurm(Getenv&& get, std::size_t max_hosts = std::size_t{1} << 20,
-                                                   std::size_t max_bytes = std::size_t{1} << 27) {
+                                                   std::size_t max_bytes = std::size_t{1} << 27,
+                                                   validate_options validation = {}) {
   const auto var = [&](const char* name) -> const char* { return get(name); };
   const char* list_name = "SLURM_JOB_NODELIST";
   const char* list = var(list_name);
@@ -561,11 +566,12 @@ template <class Getenv>
     list_name = "SLURM_NODELIST";
     list = var(list_name);
   }
-  if (list == nullptr) return parse_error{0, 0, "SLURM_JOB_NODELIST is not set; is this running inside a Slurm job?"};
+  if (list == nullptr)
+    return parse_error{0, 0, "SLURM_JOB_NODELIST is not set; is this running inside a Slurm job?", errc::env_missing};
   auto hosts = expand_hostlist(list, max_hosts, max_bytes);
-  if (!hosts) return parse_error{0, 0, detail::concat(list_name, ": ", hosts.error().to_string())};
+  if (!hosts) return parse_error{0, 0, detail::concat(list_name, ": ", hosts.error().to_string()), hosts.error().code};
   const auto context = [](const char* name, const parse_error& e) {
-    return parse_error{0, 0, detail::concat(name, ": ", e.to_string())};
+    return parse_error{0, 0, detail::concat(name, ": ", e.to_string()), e.code};
   };
   slurm_job job;
   std::vector<int> counts;
@@ -575,7 +581,8 @@ template <class Getenv>
     if (!parsed) return context(name, parsed.error());
     if (parsed->total != hosts->size())
       return parse_error{0, 0, detail::concat(name, " gives ", parsed->total, " counts but ", list_name, " names ",
-                                              hosts->size(), " hosts")};
+                                              hosts->size(), " hosts"),
+                         errc::count_mismatch};
     counts = detail::expand_count_list(*parsed);
     job.counts_from = name;
     return true;
@@ -602,20 +609,26 @@ template <class Getenv>
       if (auto r = per_host("SLURM_JOB_CPUS_PER_NODE", cpus); !r) return r.error();
     } else {
       return parse_error{0, 0, "no worker counts: none of HETLAUNCH_TASKS_PER_NODE, SLURM_TASKS_PER_NODE, "
-                               "SLURM_GPUS_PER_NODE, SLURM_JOB_CPUS_PER_NODE is set"};
+                               "SLURM_GPUS_PER_NODE, SLURM_JOB_CPUS_PER_NODE is set",
+                         errc::env_missing};
     }
   }
   std::vector<node_spec> specs;
   for (std::size_t i = 0; i < hosts->size(); ++i) specs.push_back({(*hosts)[i], counts[i]});
   job.nodes = cluster(specs);
+  // Slurm's node names need not be valid host names for torchrun, and counts can add up past
+  // what torch's 32-bit ranks hold: the same checks as every other input.
+  if (const diagnostic d = first_error(job.nodes, validation))
+    return parse_error{0, 0, detail::concat(list_name, " and ", job.counts_from, ": ", d.message()), d.code};
   if (const char* id = var("SLURM_NODEID")) {
     long long n = 0;
     if (!detail::parse_decimal(id, 0x7fffffff, n))
-      return parse_error{0, 0, detail::concat("SLURM_NODEID=", detail::quoted(id), " is not a node index")};
+      return parse_error{0, 0, detail::concat("SLURM_NODEID=", detail::quoted(id), " is not a node index"),
+                         errc::env_not_a_number};
     if (static_cast<std::size_t>(n) >= hosts->size())
       return parse_error{0, 0, detail::concat("SLURM_NODEID=", n, " is out of range: ", list_name, " names ",
-                                              hosts->size(), " hosts")};
-    job.has_this_node = true;
+                                              hosts->size(), " hosts"),
+                         errc::node_out_of_range};
     job.this_node = static_cast<std::size_t>(n);
   }
   return job;

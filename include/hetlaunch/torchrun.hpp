@@ -122,11 +122,10 @@ inline bool overrides_computed_flag(std::string_view arg) noexcept {
   return false;
 }
 
-// Problems of the options alone (a plan without a script is valid); the topology gives the master
-// address when none is set.
+// Problems of the options that every output depends on: the rendezvous address and port, the
+// run id with c10d, the restart limit. The topology gives the master address when none is set.
 template <class Topology>
-std::vector<diagnostic> option_problems(const Topology& c, const launch_options& o) {
-  std::vector<diagnostic> out;
+void environment_problems(const Topology& c, const launch_options& o, std::vector<diagnostic>& out) {
   if (o.master_port < 1 || o.master_port > 65535) {
     diagnostic d = launch_problem(errc::bad_port);
     d.value = o.master_port;
@@ -142,40 +141,57 @@ std::vector<diagnostic> option_problems(const Topology& c, const launch_options&
   }
   if (o.backend == rendezvous::c10d && (o.rdzv_id.empty() || o.rdzv_id == "none"))
     out.push_back(launch_problem(errc::missing_rdzv_id));
-  if (o.program.empty() || o.program.front().empty()) out.push_back(launch_problem(errc::empty_program));
   if (o.max_restarts < 0) {
     diagnostic d = launch_problem(errc::bad_max_restarts);
     d.value = o.max_restarts;
     out.push_back(d);
   }
-  if (o.rendezvous_timeout < 0) {
+}
+
+// Problems of what only a command line carries. `torchrun` false: accelerate's command, which
+// has its own program and no torchrun options.
+inline void command_problems(const launch_options& o, bool torchrun, std::vector<diagnostic>& out) {
+  if (torchrun && (o.program.empty() || o.program.front().empty())) out.push_back(launch_problem(errc::empty_program));
+  if (torchrun && o.rendezvous_timeout < 0) {
     diagnostic d = launch_problem(errc::bad_rendezvous_timeout);
     d.value = o.rendezvous_timeout;
     out.push_back(d);
   }
-  if (o.flags == flag_style::dash && o.torch.code() < 200) {
+  if (torchrun && o.flags == flag_style::dash && o.torch.code() < 200) {
     diagnostic d = launch_problem(errc::dash_flags_need_torch_2);
     d.value = o.torch.code();
     out.push_back(d);
   }
-  for (const std::string& arg : o.torchrun_args)
-    if (overrides_computed_flag(arg)) {
-      diagnostic d = launch_problem(errc::overriding_torchrun_arg);
-      d.text = arg;
-      out.push_back(d);
-    }
+  if (torchrun)
+    for (const std::string& arg : o.torchrun_args)
+      if (overrides_computed_flag(arg)) {
+        diagnostic d = launch_problem(errc::overriding_torchrun_arg);
+        d.text = arg;
+        out.push_back(d);
+      }
   if (!o.script.empty() && o.script[0] == '-') {
     diagnostic d = launch_problem(errc::script_looks_like_option);
     d.text = o.script;
     out.push_back(d);
   }
+}
+
+// Every problem of the options as a plan holds them (a plan without a script is valid).
+template <class Topology>
+std::vector<diagnostic> option_problems(const Topology& c, const launch_options& o) {
+  std::vector<diagnostic> out;
+  environment_problems(c, o, out);
+  command_problems(o, true, out);
   return out;
 }
 
-// Problems of the options alone, and of the node index; the topology's own come first.
+// What a one-call function builds, which decides what it may refuse for.
+enum class output { torchrun_argv, accelerate_argv, environment };
+
+// The problems that stop `what` for `node`: the topology's first, then the node index, then the
+// options that output depends on.
 template <class Topology>
-std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node, const launch_options& o,
-                                        bool ranks_needed) {
+std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node, const launch_options& o, output what) {
   std::vector<diagnostic> out = validate(c, o.validation);
   if (node >= c.node_count()) {
     diagnostic d = launch_problem(errc::node_out_of_range);
@@ -183,10 +199,13 @@ std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node, con
     d.limit = static_cast<long long>(c.node_count());
     out.push_back(d);
   }
-  for (const diagnostic& d : option_problems(c, o)) out.push_back(d);
+  environment_problems(c, o, out);
+  if (what == output::environment) {
+    if (o.backend == rendezvous::c10d) out.push_back(launch_problem(errc::ranks_decided_at_rendezvous));
+    return out;
+  }
+  command_problems(o, what == output::torchrun_argv, out);
   if (o.script.empty()) out.push_back(launch_problem(errc::empty_script));
-  if (ranks_needed && o.backend == rendezvous::c10d)
-    out.push_back(launch_problem(errc::ranks_decided_at_rendezvous));
   return out;
 }
 
@@ -235,7 +254,7 @@ std::vector<std::string> build_torchrun_argv(const Topology& c, std::size_t node
 template <class Topology>
 result<std::vector<std::string>, diagnostic> torchrun_argv(const Topology& c, std::size_t node,
                                                            const launch_options& o) {
-  const std::vector<diagnostic> problems = launch_problems(c, node, o, false);
+  const std::vector<diagnostic> problems = launch_problems(c, node, o, output::torchrun_argv);
   if (!problems.empty()) return problems.front();
   return build_torchrun_argv(c, node, o);
 }
@@ -284,7 +303,7 @@ environment build_worker_env(const Topology& c, std::size_t node, int local_rank
 template <class Topology>
 result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, int local_rank,
                                            const launch_options& o, int restart_count, spawn_mode mode) {
-  std::vector<diagnostic> problems = launch_problems(c, node, o, true);
+  std::vector<diagnostic> problems = launch_problems(c, node, o, output::environment);
   if (problems.empty()) {
     const auto rank = c.try_global_rank(node, local_rank);  // local_rank_out_of_range, if it is
     if (!rank) problems.push_back(rank.error());
@@ -320,12 +339,15 @@ result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, 
   return out;
 }
 
-/// Every problem that stops `node` of `c` from being launched with `options`, in order: the
-/// topology's (validate), then the node index, master_port, master_addr, rdzv_id (c10d), script,
-/// program, max_restarts and flag style. Empty when the launch is sound.
+/// Every problem that stops torchrun_argv(c, node, options), in order: the topology's (validate),
+/// the node index, master_port, master_addr, rdzv_id (c10d), max_restarts, program,
+/// rendezvous_timeout, flag style, extra torchrun arguments naming a computed option, a script
+/// that starts with '-', and a missing script. Empty when the command can be built. A c10d
+/// launch is sound, but its workers' ranks are decided when the agents meet: try_worker_env
+/// refuses it with ranks_decided_at_rendezvous, since no environment can be predicted.
 [[nodiscard]] inline std::vector<diagnostic> validate_launch(const cluster& c, std::size_t node,
                                                              const launch_options& options) {
-  return detail::launch_problems(c, node, options, false);
+  return detail::launch_problems(c, node, options, detail::output::torchrun_argv);
 }
 
 /// torchrun's argv for `node`: program, then --nnodes, --node_rank (static), --nproc_per_node
@@ -628,10 +650,8 @@ template <class Getenv>
 [[nodiscard]] inline result<std::vector<std::string>, diagnostic>
 try_accelerate_argv(const cluster& c, std::size_t node, const launch_options& options) {
   launch_options o = options;
-  o.backend = rendezvous::static_tcp;
-  o.program = {"accelerate"};  // accelerate ignores the launcher program and its extra arguments
-  o.torchrun_args.clear();
-  const std::vector<diagnostic> problems = detail::launch_problems(c, node, o, false);
+  o.backend = rendezvous::static_tcp;  // accelerate is always given the static rendezvous
+  const std::vector<diagnostic> problems = detail::launch_problems(c, node, o, detail::output::accelerate_argv);
   if (!problems.empty()) return problems.front();
   const long long total = static_cast<long long>(c.nproc(node)) * static_cast<long long>(c.node_count());
   if (total < 2) {

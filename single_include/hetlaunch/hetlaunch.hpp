@@ -85,12 +85,107 @@ namespace detail {
   ((condition) ? void(0) : ::hetlaunch::detail::precondition_violated(message))
 
 #endif  // HETLAUNCH_DETAIL_CONFIG_HPP
+// ---- hetlaunch/errc.hpp
+// hetlaunch: errc, the stable code of every error the library reports.
+#ifndef HETLAUNCH_ERRC_HPP
+#define HETLAUNCH_ERRC_HPP
+
+#include <string_view>
+
+namespace hetlaunch {
+
+/// What is wrong. Stable: values are never renumbered.
+enum class errc : int {
+  ok = 0,
+  empty_cluster = 1,             // no nodes
+  bad_nproc = 2,                 // a node's nproc < 1
+  world_size_overflow = 3,       // the sum of nproc exceeds INT_MAX (torch ranks are 32-bit)
+  bad_host = 4,                  // not an RFC 1123 name or IP literal (see host_issue)
+  duplicate_host = 5,            // two nodes name the same host (case-insensitive)
+  empty_role = 6,                // role ""
+  bad_role = 7,                  // a role torchrun's command line cannot carry (blank, control, leading '-')
+  node_out_of_range = 8,         // a node index >= node_count()
+  local_rank_out_of_range = 9,   // a local rank outside [0, nproc)
+  global_rank_out_of_range = 10, // a global rank outside [0, world_size)
+  // Launch options (torchrun.hpp).
+  bad_port = 11,                 // master_port outside 1..65535
+  bad_master_addr = 12,          // master_addr not a valid host or IP literal
+  missing_rdzv_id = 13,          // c10d without an rdzv_id
+  empty_script = 14,             // no training script
+  empty_program = 15,            // no launcher program
+  bad_max_restarts = 16,         // max_restarts < 0
+  ranks_decided_at_rendezvous = 17,  // c10d: torchrun orders agents when they meet
+  dash_flags_need_torch_2 = 18,  // --nproc-per-node spellings exist from torch 2.0
+  too_few_processes = 19,        // accelerate --multi_gpu needs 2 processes or more
+  // A worker's actual environment compared with the plan (check_worker_env).
+  env_missing = 20,              // a variable torchrun always sets is absent
+  env_not_a_number = 21,         // a variable that must be an integer is not
+  world_size_mismatch = 22,      // WORLD_SIZE differs from the plan
+  group_rank_out_of_range = 23,  // GROUP_RANK is not a node of the plan
+  local_world_size_mismatch = 24,  // LOCAL_WORLD_SIZE differs from the node's nproc
+  rank_mismatch = 25,            // RANK is not global_rank(GROUP_RANK, LOCAL_RANK)
+  identical_workers_on_heterogeneous = 26,  // TORCH_ELASTIC_WORKER_IDENTICAL=1 breaks mixed nodes
+  bad_rendezvous_timeout = 27,   // rendezvous_timeout < 0
+  overriding_torchrun_arg = 28,  // an extra torchrun argument names a flag hetlaunch computes
+  script_looks_like_option = 29, // a script starting with '-', which torchrun would read as its own option
+  // Text inputs (parse_error::code); topology problems found while reading keep their codes above.
+  bad_syntax = 30,               // the text is not in the format (a hostfile line, a host list, a count)
+  limit_exceeded = 31,           // more hosts, bytes or devices than the stated limit
+  count_mismatch = 32,           // a list of counts does not give one per host
+  unknown_host = 33,             // a filter names a host or device the cluster does not have
+  no_devices = 34,               // a filter leaves nothing to run on
+};
+
+/// A short stable name of the code: "bad_nproc".
+constexpr std::string_view to_string(errc code) noexcept {
+  switch (code) {
+    case errc::ok: return "ok";
+    case errc::empty_cluster: return "empty_cluster";
+    case errc::bad_nproc: return "bad_nproc";
+    case errc::world_size_overflow: return "world_size_overflow";
+    case errc::bad_host: return "bad_host";
+    case errc::duplicate_host: return "duplicate_host";
+    case errc::empty_role: return "empty_role";
+    case errc::bad_role: return "bad_role";
+    case errc::node_out_of_range: return "node_out_of_range";
+    case errc::local_rank_out_of_range: return "local_rank_out_of_range";
+    case errc::global_rank_out_of_range: return "global_rank_out_of_range";
+    case errc::bad_port: return "bad_port";
+    case errc::bad_master_addr: return "bad_master_addr";
+    case errc::missing_rdzv_id: return "missing_rdzv_id";
+    case errc::empty_script: return "empty_script";
+    case errc::empty_program: return "empty_program";
+    case errc::bad_max_restarts: return "bad_max_restarts";
+    case errc::ranks_decided_at_rendezvous: return "ranks_decided_at_rendezvous";
+    case errc::dash_flags_need_torch_2: return "dash_flags_need_torch_2";
+    case errc::too_few_processes: return "too_few_processes";
+    case errc::env_missing: return "env_missing";
+    case errc::env_not_a_number: return "env_not_a_number";
+    case errc::world_size_mismatch: return "world_size_mismatch";
+    case errc::group_rank_out_of_range: return "group_rank_out_of_range";
+    case errc::local_world_size_mismatch: return "local_world_size_mismatch";
+    case errc::rank_mismatch: return "rank_mismatch";
+    case errc::identical_workers_on_heterogeneous: return "identical_workers_on_heterogeneous";
+    case errc::bad_rendezvous_timeout: return "bad_rendezvous_timeout";
+    case errc::overriding_torchrun_arg: return "overriding_torchrun_arg";
+    case errc::script_looks_like_option: return "script_looks_like_option";
+    case errc::bad_syntax: return "bad_syntax";
+    case errc::limit_exceeded: return "limit_exceeded";
+    case errc::count_mismatch: return "count_mismatch";
+    case errc::unknown_host: return "unknown_host";
+    case errc::no_devices: return "no_devices";
+  }
+  return "unknown";
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_ERRC_HPP
 // ---- hetlaunch/detail/text.hpp
 // hetlaunch: building message text.
 #ifndef HETLAUNCH_DETAIL_TEXT_HPP
 #define HETLAUNCH_DETAIL_TEXT_HPP
 
-#include <string_view>
 
 namespace hetlaunch {
 namespace detail {
@@ -187,8 +282,11 @@ constexpr std::size_t quote_limit = 80;  // bytes of input shown before a long t
 // Quotes text for an error message. Whole UTF-8 characters are kept; bytes that are not UTF-8
 // are shown as \xNN, and characters that would garble a terminal as \n, \xNN or \u{FEFF}.
 // Text longer than `limit` bytes is cut at a character and followed by its length:
-// 'aaaa'... (10485760 bytes).
-inline void append_quoted(std::string& out, std::string_view text, std::size_t limit = quote_limit) {
+// 'aaaa'... (10485760 bytes). `full_size` is the length of the whole text when `text` is only
+// its first bytes (a bounded_string that was cut).
+inline void append_quoted(std::string& out, std::string_view text, std::size_t limit = quote_limit,
+                          std::size_t full_size = std::string_view::npos) {
+  if (full_size == std::string_view::npos || full_size < text.size()) full_size = text.size();
   static constexpr char hex[] = "0123456789abcdef";
   out += '\'';
   std::size_t i = 0;
@@ -216,15 +314,22 @@ inline void append_quoted(std::string& out, std::string_view text, std::size_t l
     ++i;
   }
   out += '\'';
-  if (i < text.size()) {
+  if (i < full_size) {
     out += "... (";
-    out += std::to_string(text.size());
+    out += std::to_string(full_size);
     out += " bytes)";
   }
 }
 inline std::string quoted(std::string_view text, std::size_t limit = quote_limit) {
   std::string out;
   append_quoted(out, text, limit);
+  return out;
+}
+// Quotes an owned copy of a text, which may have been cut: bounded_string.
+template <class Bounded>
+auto quoted(const Bounded& text) -> decltype(text.full_size(), std::string()) {
+  std::string out;
+  append_quoted(out, text.view(), quote_limit, text.full_size());
   return out;
 }
 
@@ -272,10 +377,14 @@ namespace hetlaunch {
 
 /// Where and why a text input was refused. `line` and `column` count from 1; both are 0 when the
 /// input has no lines (a single environment variable, say) and the message names the place.
+/// `code` says what kind of problem it is: bad_syntax, limit_exceeded, count_mismatch,
+/// unknown_host, no_devices, env_missing, env_not_a_number, or the topology's own codes
+/// (bad_nproc, bad_host, duplicate_host, world_size_overflow) for a topology read from text.
 struct parse_error {
   std::size_t line = 0;
   std::size_t column = 0;
   std::string message;
+  errc code = errc::bad_syntax;
 
   /// "line 3, column 11: slots must be a positive integer, got '0'" (or just the message).
   [[nodiscard]] std::string to_string() const {
@@ -283,7 +392,7 @@ struct parse_error {
     return detail::concat("line ", line, ", column ", column, ": ", message);
   }
   friend bool operator==(const parse_error& a, const parse_error& b) {
-    return a.line == b.line && a.column == b.column && a.message == b.message;
+    return a.line == b.line && a.column == b.column && a.message == b.message && a.code == b.code;
   }
   friend bool operator!=(const parse_error& a, const parse_error& b) { return !(a == b); }
 };
@@ -421,6 +530,83 @@ struct rank_location {
 
 #include <climits>
 
+// ---- hetlaunch/bounded_string.hpp
+// hetlaunch: bounded_string, a copy of a string's first bytes that a literal type can hold.
+#ifndef HETLAUNCH_BOUNDED_STRING_HPP
+#define HETLAUNCH_BOUNDED_STRING_HPP
+
+
+namespace hetlaunch {
+
+/// Owns a copy of up to `Capacity` bytes of a string, cut before a UTF-8 character that would
+/// not fit, and remembers the original length. A literal type, so a diagnostic can own its text
+/// and still be returned by constant expressions: it refers to nothing outside itself.
+///
+///   hetlaunch::bounded_string<8> s("gpu-node-17");   // s == "gpu-node" , s.full_size() == 11
+template <std::size_t Capacity>
+class bounded_string {
+  static_assert(Capacity >= 4, "room for one UTF-8 character at least");
+  char data_[Capacity] = {};
+  std::size_t size_ = 0;
+  std::size_t full_size_ = 0;
+
+ public:
+  constexpr bounded_string() noexcept = default;
+  /// Copies `text`, or as much of it as fits.
+  constexpr bounded_string(std::string_view text) noexcept  // NOLINT: a view converts to its copy
+      : size_(text.size() < Capacity ? text.size() : Capacity), full_size_(text.size()) {
+    if (size_ < full_size_) {
+      // Back off to the start of the character that straddles the end.
+      std::size_t start = size_;
+      while (start > 0 && size_ - start < 3 && (static_cast<unsigned char>(text[start]) & 0xc0) == 0x80) --start;
+      if ((static_cast<unsigned char>(text[start]) & 0xc0) == 0xc0) size_ = start;
+    }
+    const char* in = text.data();
+    for (std::size_t i = 0; i < size_; ++i) data_[i] = in[i];
+  }
+
+  /// Copies anything that converts to a string_view (a std::string, say).
+  template <class Text, std::enable_if_t<std::is_convertible<const Text&, std::string_view>::value &&
+                                             !std::is_same<Text, bounded_string>::value, int> = 0>
+  constexpr bounded_string(const Text& text) noexcept  // NOLINT: as above
+      : bounded_string(std::string_view(text)) {}
+
+  /// The bytes kept.
+  [[nodiscard]] constexpr std::string_view view() const noexcept { return {data_, size_}; }
+  constexpr operator std::string_view() const noexcept { return view(); }  // NOLINT: reads as text
+  [[nodiscard]] constexpr const char* data() const noexcept { return data_; }
+  [[nodiscard]] constexpr std::size_t size() const noexcept { return size_; }
+  /// Precondition: i < size().
+  constexpr char operator[](std::size_t i) const noexcept { return data_[i]; }
+  [[nodiscard]] constexpr bool empty() const noexcept { return size_ == 0; }
+  /// The length of the string that was copied; more than size() when it was cut.
+  [[nodiscard]] constexpr std::size_t full_size() const noexcept { return full_size_; }
+  [[nodiscard]] constexpr bool cut() const noexcept { return size_ < full_size_; }
+  [[nodiscard]] static constexpr std::size_t capacity() noexcept { return Capacity; }
+
+  /// Equal when the whole original string was kept and equals `text`.
+  friend constexpr bool operator==(const bounded_string& a, std::string_view b) noexcept {
+    return !a.cut() && a.view() == b;
+  }
+  friend constexpr bool operator==(std::string_view a, const bounded_string& b) noexcept { return b == a; }
+  friend constexpr bool operator!=(const bounded_string& a, std::string_view b) noexcept { return !(a == b); }
+  friend constexpr bool operator!=(std::string_view a, const bounded_string& b) noexcept { return !(b == a); }
+  // Without these, comparing with a string literal would be ambiguous between the two above.
+  friend constexpr bool operator==(const bounded_string& a, const char* b) noexcept {
+    return a == std::string_view(b);
+  }
+  friend constexpr bool operator!=(const bounded_string& a, const char* b) noexcept { return !(a == b); }
+
+  /// Writes the bytes kept to any stream that takes a string_view.
+  template <class Stream>
+  friend auto operator<<(Stream& out, const bounded_string& s) -> decltype(out << std::string_view()) {
+    return out << s.view();
+  }
+};
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_BOUNDED_STRING_HPP
 // ---- hetlaunch/detail/host_name.hpp
 // hetlaunch: constexpr check that a host is an RFC 1123 name or an IPv4/IPv6 literal.
 #ifndef HETLAUNCH_DETAIL_HOST_NAME_HPP
@@ -620,79 +806,6 @@ constexpr bool is_ipv6_literal(std::string_view host) noexcept {
 
 namespace hetlaunch {
 
-/// What is wrong. Stable: values are never renumbered.
-enum class errc : int {
-  ok = 0,
-  empty_cluster = 1,             // no nodes
-  bad_nproc = 2,                 // a node's nproc < 1
-  world_size_overflow = 3,       // the sum of nproc exceeds INT_MAX (torch ranks are 32-bit)
-  bad_host = 4,                  // not an RFC 1123 name or IP literal (see host_issue)
-  duplicate_host = 5,            // two nodes name the same host (case-insensitive)
-  empty_role = 6,                // role ""
-  bad_role = 7,                  // a role torchrun's command line cannot carry (blank, control, leading '-')
-  node_out_of_range = 8,         // a node index >= node_count()
-  local_rank_out_of_range = 9,   // a local rank outside [0, nproc)
-  global_rank_out_of_range = 10, // a global rank outside [0, world_size)
-  // Launch options (torchrun.hpp).
-  bad_port = 11,                 // master_port outside 1..65535
-  bad_master_addr = 12,          // master_addr not a valid host or IP literal
-  missing_rdzv_id = 13,          // c10d without an rdzv_id
-  empty_script = 14,             // no training script
-  empty_program = 15,            // no launcher program
-  bad_max_restarts = 16,         // max_restarts < 0
-  ranks_decided_at_rendezvous = 17,  // c10d: torchrun orders agents when they meet
-  dash_flags_need_torch_2 = 18,  // --nproc-per-node spellings exist from torch 2.0
-  too_few_processes = 19,        // accelerate --multi_gpu needs 2 processes or more
-  // A worker's actual environment compared with the plan (check_worker_env).
-  env_missing = 20,              // a variable torchrun always sets is absent
-  env_not_a_number = 21,         // a variable that must be an integer is not
-  world_size_mismatch = 22,      // WORLD_SIZE differs from the plan
-  group_rank_out_of_range = 23,  // GROUP_RANK is not a node of the plan
-  local_world_size_mismatch = 24,  // LOCAL_WORLD_SIZE differs from the node's nproc
-  rank_mismatch = 25,            // RANK is not global_rank(GROUP_RANK, LOCAL_RANK)
-  identical_workers_on_heterogeneous = 26,  // TORCH_ELASTIC_WORKER_IDENTICAL=1 breaks mixed nodes
-  bad_rendezvous_timeout = 27,   // rendezvous_timeout < 0
-  overriding_torchrun_arg = 28,  // an extra torchrun argument names a flag hetlaunch computes
-  script_looks_like_option = 29, // a script starting with '-', which torchrun would read as its own option
-};
-
-/// A short stable name of the code: "bad_nproc".
-constexpr std::string_view to_string(errc code) noexcept {
-  switch (code) {
-    case errc::ok: return "ok";
-    case errc::empty_cluster: return "empty_cluster";
-    case errc::bad_nproc: return "bad_nproc";
-    case errc::world_size_overflow: return "world_size_overflow";
-    case errc::bad_host: return "bad_host";
-    case errc::duplicate_host: return "duplicate_host";
-    case errc::empty_role: return "empty_role";
-    case errc::bad_role: return "bad_role";
-    case errc::node_out_of_range: return "node_out_of_range";
-    case errc::local_rank_out_of_range: return "local_rank_out_of_range";
-    case errc::global_rank_out_of_range: return "global_rank_out_of_range";
-    case errc::bad_port: return "bad_port";
-    case errc::bad_master_addr: return "bad_master_addr";
-    case errc::missing_rdzv_id: return "missing_rdzv_id";
-    case errc::empty_script: return "empty_script";
-    case errc::empty_program: return "empty_program";
-    case errc::bad_max_restarts: return "bad_max_restarts";
-    case errc::ranks_decided_at_rendezvous: return "ranks_decided_at_rendezvous";
-    case errc::dash_flags_need_torch_2: return "dash_flags_need_torch_2";
-    case errc::too_few_processes: return "too_few_processes";
-    case errc::env_missing: return "env_missing";
-    case errc::env_not_a_number: return "env_not_a_number";
-    case errc::world_size_mismatch: return "world_size_mismatch";
-    case errc::group_rank_out_of_range: return "group_rank_out_of_range";
-    case errc::local_world_size_mismatch: return "local_world_size_mismatch";
-    case errc::rank_mismatch: return "rank_mismatch";
-    case errc::identical_workers_on_heterogeneous: return "identical_workers_on_heterogeneous";
-    case errc::bad_rendezvous_timeout: return "bad_rendezvous_timeout";
-    case errc::overriding_torchrun_arg: return "overriding_torchrun_arg";
-    case errc::script_looks_like_option: return "script_looks_like_option";
-  }
-  return "unknown";
-}
-
 namespace detail {
 // What is wrong with a host name, for messages: "character ' ' at position 3 is not allowed".
 inline std::string describe_host_issue(std::string_view host, host_issue issue, std::size_t position) {
@@ -723,12 +836,14 @@ inline std::string describe_host_issue(std::string_view host, host_issue issue, 
 /// One problem, naming the node it concerns. A literal type, so constexpr validation can return
 /// it; converts to `true` when it reports a problem:
 ///   if (auto d = hetlaunch::first_error(c)) std::cerr << d.message() << '\n';
-/// `host` and `role` view the cluster's strings: keep the cluster alive while using them.
+/// A diagnostic owns its text: it may outlive the cluster, the options and the environment it
+/// describes. Host names are kept whole up to 253 bytes (every valid name); longer text is kept
+/// up to its capacity, and `full_size()` gives the original length. About 600 bytes.
 struct diagnostic {
   errc code = errc::ok;
   std::size_t node = 0;          // the node concerned (the later one for a duplicate)
-  std::string_view host;         // that node's host
-  std::string_view role;         // that node's role
+  bounded_string<253> host;      // that node's host
+  bounded_string<128> role;      // that node's role
   long long value = 0;           // the offending number: nproc, a rank, an index, the world size
   std::size_t other_node = 0;    // duplicate_host: the earlier node with the same host
   std::size_t position = 0;      // bad_host / bad_role: offset of the offending character
@@ -736,8 +851,8 @@ struct diagnostic {
   long long limit = 0;           // *_out_of_range: the exclusive bound; world_size_overflow: INT_MAX;
                                  // *_mismatch: the planned value
   std::string_view variable;     // env_* and *_mismatch: the environment variable; launch
-                                 // options: the option; its offending text is in `text`
-  std::string_view text;         // the offending text (an address, a variable's value)
+                                 // options: the option. Always a string literal of the library.
+  bounded_string<128> text;      // the offending text (an address, a variable's value)
 
   constexpr explicit operator bool() const noexcept { return code != errc::ok; }
 
@@ -820,6 +935,18 @@ struct diagnostic {
       case errc::script_looks_like_option:
         return concat("the script ", detail::quoted(text),
                       " starts with '-', so torchrun would read it as one of its own options");
+      // The codes of text inputs, which parse_error carries with its own message; a diagnostic
+      // holding one says what it is and shows the text.
+      case errc::bad_syntax:
+        return concat(detail::quoted(text), " is not in the expected format");
+      case errc::limit_exceeded:
+        return concat("more than ", limit, " (the limit)");
+      case errc::count_mismatch:
+        return concat(value, " counts for ", limit, " hosts");
+      case errc::unknown_host:
+        return concat("host ", detail::quoted(text), " is not in the cluster");
+      case errc::no_devices:
+        return "nothing is left to run on";
     }
     return "unknown problem";
   }
@@ -1439,7 +1566,7 @@ class cluster : public detail::topology_queries<cluster> {
   cluster(std::initializer_list<node_spec> nodes) { assign(nodes.begin(), nodes.end(), nodes.size()); }
   cluster(const std::vector<node_spec>& nodes) { assign(nodes.begin(), nodes.end(), nodes.size()); }  // NOLINT
   template <std::size_t N>
-  cluster(const fixed_cluster<N>& fixed) {  // NOLINT: a fixed topology is a cluster
+  explicit cluster(const fixed_cluster<N>& fixed) {
     assign(fixed.nodes().begin(), fixed.nodes().end(), N);
   }
 
@@ -1819,11 +1946,10 @@ inline bool overrides_computed_flag(std::string_view arg) noexcept {
   return false;
 }
 
-// Problems of the options alone (a plan without a script is valid); the topology gives the master
-// address when none is set.
+// Problems of the options that every output depends on: the rendezvous address and port, the
+// run id with c10d, the restart limit. The topology gives the master address when none is set.
 template <class Topology>
-std::vector<diagnostic> option_problems(const Topology& c, const launch_options& o) {
-  std::vector<diagnostic> out;
+void environment_problems(const Topology& c, const launch_options& o, std::vector<diagnostic>& out) {
   if (o.master_port < 1 || o.master_port > 65535) {
     diagnostic d = launch_problem(errc::bad_port);
     d.value = o.master_port;
@@ -1839,40 +1965,57 @@ std::vector<diagnostic> option_problems(const Topology& c, const launch_options&
   }
   if (o.backend == rendezvous::c10d && (o.rdzv_id.empty() || o.rdzv_id == "none"))
     out.push_back(launch_problem(errc::missing_rdzv_id));
-  if (o.program.empty() || o.program.front().empty()) out.push_back(launch_problem(errc::empty_program));
   if (o.max_restarts < 0) {
     diagnostic d = launch_problem(errc::bad_max_restarts);
     d.value = o.max_restarts;
     out.push_back(d);
   }
-  if (o.rendezvous_timeout < 0) {
+}
+
+// Problems of what only a command line carries. `torchrun` false: accelerate's command, which
+// has its own program and no torchrun options.
+inline void command_problems(const launch_options& o, bool torchrun, std::vector<diagnostic>& out) {
+  if (torchrun && (o.program.empty() || o.program.front().empty())) out.push_back(launch_problem(errc::empty_program));
+  if (torchrun && o.rendezvous_timeout < 0) {
     diagnostic d = launch_problem(errc::bad_rendezvous_timeout);
     d.value = o.rendezvous_timeout;
     out.push_back(d);
   }
-  if (o.flags == flag_style::dash && o.torch.code() < 200) {
+  if (torchrun && o.flags == flag_style::dash && o.torch.code() < 200) {
     diagnostic d = launch_problem(errc::dash_flags_need_torch_2);
     d.value = o.torch.code();
     out.push_back(d);
   }
-  for (const std::string& arg : o.torchrun_args)
-    if (overrides_computed_flag(arg)) {
-      diagnostic d = launch_problem(errc::overriding_torchrun_arg);
-      d.text = arg;
-      out.push_back(d);
-    }
+  if (torchrun)
+    for (const std::string& arg : o.torchrun_args)
+      if (overrides_computed_flag(arg)) {
+        diagnostic d = launch_problem(errc::overriding_torchrun_arg);
+        d.text = arg;
+        out.push_back(d);
+      }
   if (!o.script.empty() && o.script[0] == '-') {
     diagnostic d = launch_problem(errc::script_looks_like_option);
     d.text = o.script;
     out.push_back(d);
   }
+}
+
+// Every problem of the options as a plan holds them (a plan without a script is valid).
+template <class Topology>
+std::vector<diagnostic> option_problems(const Topology& c, const launch_options& o) {
+  std::vector<diagnostic> out;
+  environment_problems(c, o, out);
+  command_problems(o, true, out);
   return out;
 }
 
-// Problems of the options alone, and of the node index; the topology's own come first.
+// What a one-call function builds, which decides what it may refuse for.
+enum class output { torchrun_argv, accelerate_argv, environment };
+
+// The problems that stop `what` for `node`: the topology's first, then the node index, then the
+// options that output depends on.
 template <class Topology>
-std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node, const launch_options& o,
-                                        bool ranks_needed) {
+std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node, const launch_options& o, output what) {
   std::vector<diagnostic> out = validate(c, o.validation);
   if (node >= c.node_count()) {
     diagnostic d = launch_problem(errc::node_out_of_range);
@@ -1880,10 +2023,13 @@ std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node, con
     d.limit = static_cast<long long>(c.node_count());
     out.push_back(d);
   }
-  for (const diagnostic& d : option_problems(c, o)) out.push_back(d);
+  environment_problems(c, o, out);
+  if (what == output::environment) {
+    if (o.backend == rendezvous::c10d) out.push_back(launch_problem(errc::ranks_decided_at_rendezvous));
+    return out;
+  }
+  command_problems(o, what == output::torchrun_argv, out);
   if (o.script.empty()) out.push_back(launch_problem(errc::empty_script));
-  if (ranks_needed && o.backend == rendezvous::c10d)
-    out.push_back(launch_problem(errc::ranks_decided_at_rendezvous));
   return out;
 }
 
@@ -1932,7 +2078,7 @@ std::vector<std::string> build_torchrun_argv(const Topology& c, std::size_t node
 template <class Topology>
 result<std::vector<std::string>, diagnostic> torchrun_argv(const Topology& c, std::size_t node,
                                                            const launch_options& o) {
-  const std::vector<diagnostic> problems = launch_problems(c, node, o, false);
+  const std::vector<diagnostic> problems = launch_problems(c, node, o, output::torchrun_argv);
   if (!problems.empty()) return problems.front();
   return build_torchrun_argv(c, node, o);
 }
@@ -1981,7 +2127,7 @@ environment build_worker_env(const Topology& c, std::size_t node, int local_rank
 template <class Topology>
 result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, int local_rank,
                                            const launch_options& o, int restart_count, spawn_mode mode) {
-  std::vector<diagnostic> problems = launch_problems(c, node, o, true);
+  std::vector<diagnostic> problems = launch_problems(c, node, o, output::environment);
   if (problems.empty()) {
     const auto rank = c.try_global_rank(node, local_rank);  // local_rank_out_of_range, if it is
     if (!rank) problems.push_back(rank.error());
@@ -2017,12 +2163,15 @@ result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, 
   return out;
 }
 
-/// Every problem that stops `node` of `c` from being launched with `options`, in order: the
-/// topology's (validate), then the node index, master_port, master_addr, rdzv_id (c10d), script,
-/// program, max_restarts and flag style. Empty when the launch is sound.
+/// Every problem that stops torchrun_argv(c, node, options), in order: the topology's (validate),
+/// the node index, master_port, master_addr, rdzv_id (c10d), max_restarts, program,
+/// rendezvous_timeout, flag style, extra torchrun arguments naming a computed option, a script
+/// that starts with '-', and a missing script. Empty when the command can be built. A c10d
+/// launch is sound, but its workers' ranks are decided when the agents meet: try_worker_env
+/// refuses it with ranks_decided_at_rendezvous, since no environment can be predicted.
 [[nodiscard]] inline std::vector<diagnostic> validate_launch(const cluster& c, std::size_t node,
                                                              const launch_options& options) {
-  return detail::launch_problems(c, node, options, false);
+  return detail::launch_problems(c, node, options, detail::output::torchrun_argv);
 }
 
 /// torchrun's argv for `node`: program, then --nnodes, --node_rank (static), --nproc_per_node
@@ -2325,10 +2474,8 @@ template <class Getenv>
 [[nodiscard]] inline result<std::vector<std::string>, diagnostic>
 try_accelerate_argv(const cluster& c, std::size_t node, const launch_options& options) {
   launch_options o = options;
-  o.backend = rendezvous::static_tcp;
-  o.program = {"accelerate"};  // accelerate ignores the launcher program and its extra arguments
-  o.torchrun_args.clear();
-  const std::vector<diagnostic> problems = detail::launch_problems(c, node, o, false);
+  o.backend = rendezvous::static_tcp;  // accelerate is always given the static rendezvous
+  const std::vector<diagnostic> problems = detail::launch_problems(c, node, o, detail::output::accelerate_argv);
   if (!problems.empty()) return problems.front();
   const long long total = static_cast<long long>(c.nproc(node)) * static_cast<long long>(c.node_count());
   if (total < 2) {
@@ -2546,8 +2693,8 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   const std::size_t hash = line.find('#');
   if (hash != std::string_view::npos) line = line.substr(0, hash);
-  const auto error = [line_no](std::size_t column, std::string message) {
-    return parse_error{line_no, column, std::move(message)};
+  const auto error = [line_no](std::size_t column, std::string message, errc code = errc::bad_syntax) {
+    return parse_error{line_no, column, std::move(message), code};
   };
   std::size_t i = 0;
   const auto skip_blanks = [&] {
@@ -2568,14 +2715,14 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
   if (colon != std::string_view::npos && e.host.find(':', colon + 1) == std::string_view::npos) {  // MPICH host:N
     const std::string_view count = e.host.substr(colon + 1);
     if (!positive_int(count, slots))
-      return error(e.column + colon + 1, concat("slots must be a positive integer, got ", quoted(count)));
+      return error(e.column + colon + 1, concat("slots must be a positive integer, got ", quoted(count)), errc::bad_nproc);
     slots_column = e.column + colon + 1;
     slots_key = "host:N";
     e.host = e.host.substr(0, colon);
   }
   if (!checked) {
     const host_check hc = check_host(e.host, allow_underscore);
-    if (hc.issue != host_issue::none) return error(e.column + hc.position, host_problem_text(e.host, hc));
+    if (hc.issue != host_issue::none) return error(e.column + hc.position, host_problem_text(e.host, hc), errc::bad_host);
   }
   while (true) {
     skip_blanks();
@@ -2603,7 +2750,8 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
     }
     int number = 0;
     if (!positive_int(value, number))
-      return error(value_start + 1, concat(is_slots ? "slots" : "max_slots", " must be a positive integer, got ", quoted(value)));
+      return error(value_start + 1, concat(is_slots ? "slots" : "max_slots", " must be a positive integer, got ", quoted(value)),
+                   errc::bad_nproc);
     if (is_slots) {
       if (slots != 0)
         return error(field_start + 1, key == slots_key || slots_key.empty()
@@ -2663,7 +2811,7 @@ result<cluster> parse_entries(Each each, validate_options options, Where where, 
       });
       !r)
     return r.error();
-  if (hosts == 0) return parse_error{1, 1, no_hosts};
+  if (hosts == 0) return parse_error{1, 1, no_hosts, errc::empty_cluster};
   cluster_builder builder;
   builder.reserve(hosts, chars);
   (void)each(true, [&](const list_entry& e) {
@@ -2695,12 +2843,14 @@ result<cluster> parse_entries(Each each, validate_options options, Where where, 
   if (dup.first < overflow) {
     const std::pair<std::size_t, std::size_t> at = place(dup.first), earlier = place(dup.second);
     return parse_error{at.first, at.second, concat("host ", quoted(c.node(dup.first).host), " is already ",
-                                                   where(earlier.first, earlier.second))};
+                                                   where(earlier.first, earlier.second)),
+                       errc::duplicate_host};
   }
   if (overflow < c.node_count()) {
     const std::pair<std::size_t, std::size_t> at = place(overflow);
     return parse_error{at.first, at.second, concat("the world size would be ", world, ", more than ", INT_MAX,
-                                                   " (torch.distributed ranks are 32-bit)")};
+                                                   " (torch.distributed ranks are 32-bit)"),
+                       errc::world_size_overflow};
   }
   return c;
 }
@@ -2777,7 +2927,7 @@ inline result<host_list_item> read_host_list_item(std::string_view text, std::si
   int slots = 0;
   if (!positive_int(item.substr(colon + 1), slots))
     return parse_error{1, column + colon + 1,
-                       concat("slots must be a positive integer, got ", quoted(item.substr(colon + 1)))};
+                       concat("slots must be a positive integer, got ", quoted(item.substr(colon + 1))), errc::bad_nproc};
   if (hc.issue != host_issue::none) return parse_error{1, column + hc.position, host_problem_text(host, hc)};
   return host_list_item{host, column, slots};
 }
@@ -2885,7 +3035,9 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
       return parse_error{1, column, "IPv6 hosts cannot be named in include/exclude filters"};
     const std::string_view host = spec.substr(0, colon);
     const std::size_t node = find_node(host);
-    if (node == n) return parse_error{1, column, detail::concat("host ", detail::quoted(host), " is not in the cluster")};
+    if (node == n)
+      return parse_error{1, column, detail::concat("host ", detail::quoted(host), " is not in the cluster"),
+                         errc::unknown_host};
     selection& sel = named[node];
     if (colon == std::string_view::npos) {
       sel.whole = true;
@@ -2902,7 +3054,8 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
         if (!has_device(node, id))
           return parse_error{1, column + s, detail::concat("device ", id, " is not on host ", detail::quoted(host),
                                                            ", which has devices ",
-                                                           detail::describe_devices(c.devices(node), c.nproc(node)))};
+                                                           detail::describe_devices(c.devices(node), c.nproc(node))),
+                           errc::unknown_host};
         sel.ids.push_back(static_cast<int>(id));
         if (comma == spec.size()) break;
         s = comma + 1;
@@ -2938,7 +3091,8 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
     if (keep > static_cast<long long>(detail::max_listed_devices))
       return parse_error{1, 1, detail::concat("node ", i, " (", detail::quoted(c.node(i).host), ") would list ", keep,
                                               " devices, more than ", detail::max_listed_devices,
-                                              " (a filtered node lists every device it keeps)")};
+                                              " (a filtered node lists every device it keeps)"),
+                         errc::limit_exceeded};
     std::vector<int> ids;
     ids.reserve(static_cast<std::size_t>(keep));
     if (listed.empty() && including && !sel->whole) {
@@ -2956,7 +3110,7 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
     kept.push_back(std::move(ids));
     out.source_node.push_back(i);
   }
-  if (kept.empty()) return parse_error{1, 1, "the filter leaves no devices"};
+  if (kept.empty()) return parse_error{1, 1, "the filter leaves no devices", errc::no_devices};
   out.nodes = builder.finish();
   for (std::size_t k = 0; k < kept.size(); ++k) out.nodes.set_devices(k, std::move(kept[k]));
   return out;
@@ -2988,6 +3142,7 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
 #ifndef HETLAUNCH_SLURM_HPP
 #define HETLAUNCH_SLURM_HPP
 
+#include <optional>
 
 
 namespace hetlaunch {
@@ -3085,8 +3240,8 @@ struct hostlist_parser {
   unsigned long long hosts = 0;  // names counted so far
   unsigned long long bytes = 0;  // their bytes
 
-  bool fail(std::size_t offset, std::string message) {
-    if (!failed) error = {1, offset + 1, std::move(message)};
+  bool fail(std::size_t offset, std::string message, errc code = errc::bad_syntax) {
+    if (!failed) error = {1, offset + 1, std::move(message), code};
     failed = true;
     return false;
   }
@@ -3132,7 +3287,7 @@ struct hostlist_parser {
     }
     if (out.lo > out.hi) return invalid("the low bound is above the high bound");
     if (out.hi - out.lo >= slurm_max_range)  // hi - lo + 1 would wrap for [0-18446744073709551615]
-      return fail(offset, concat("too many hosts in range ", quoted(item), " (Slurm's limit is 65536)"));
+      return fail(offset, concat("too many hosts in range ", quoted(item), " (Slurm's limit is 65536)"), errc::limit_exceeded);
     return true;
   }
 
@@ -3141,7 +3296,7 @@ struct hostlist_parser {
     while (true) {
       const std::size_t comma = text.find(',', start);
       const std::string_view item = text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
-      if (out.ranges.size() == slurm_max_ranges) return fail(offset, "more than 262144 items in one bracket");
+      if (out.ranges.size() == slurm_max_ranges) return fail(offset, "more than 262144 items in one bracket", errc::limit_exceeded);
       slurm_range r;
       if (!parse_range(item, offset + start, r)) return false;
       out.ranges.push_back(r);
@@ -3164,9 +3319,9 @@ struct hostlist_parser {
   // Adds the names of one token: `count` names of `bytes` bytes, refusing more than the limits.
   bool add(unsigned long long count, unsigned long long name_bytes, bool bytes_overflow, std::size_t offset) {
     unsigned long long total = 0;
-    if (!checked_add(hosts, count, total) || total > max_hosts) return fail(offset, too_many_hosts());
+    if (!checked_add(hosts, count, total) || total > max_hosts) return fail(offset, too_many_hosts(), errc::limit_exceeded);
     unsigned long long size = 0;
-    if (bytes_overflow || !checked_add(bytes, name_bytes, size) || size > max_bytes) return fail(offset, too_many_bytes());
+    if (bytes_overflow || !checked_add(bytes, name_bytes, size) || size > max_bytes) return fail(offset, too_many_bytes(), errc::limit_exceeded);
     hosts = total;
     bytes = size;
     return true;
@@ -3200,7 +3355,8 @@ struct hostlist_parser {
       slurm_bracket& b = name.brackets.back();
       if (!parse_bracket(prefix.substr(o + 1, c - o - 1), offset + o + 1, b)) return false;
       if (b.count > slurm_max_prefix_count)
-        return fail(offset + o, "a bracket before the last one of a name expands to more than 65536 hosts");
+        return fail(offset + o, "a bracket before the last one of a name expands to more than 65536 hosts",
+                      errc::limit_exceeded);
       prefix = prefix.substr(0, o);
     }
     name.text.push_back(prefix);
@@ -3216,7 +3372,7 @@ struct hostlist_parser {
     unsigned long long count = 1;
     bool overflow = false;
     for (const slurm_bracket& b : name.brackets)
-      if (!checked_mul(count, b.count, count)) return fail(offset, too_many_hosts());
+      if (!checked_mul(count, b.count, count)) return fail(offset, too_many_hosts(), errc::limit_exceeded);
     unsigned long long text = 0;
     for (std::string_view t : name.text) text += t.size();
     unsigned long long name_bytes = 0;
@@ -3331,7 +3487,7 @@ struct hostlist_parser {
     return true;
   });
   if (p.failed) return p.error;
-  if (p.hosts == 0) return parse_error{1, 1, "the host list is empty"};
+  if (p.hosts == 0) return parse_error{1, 1, "the host list is empty", errc::empty_cluster};
   std::vector<std::string> hosts;
   hosts.reserve(static_cast<std::size_t>(p.hosts));
   for (const auto& t : tokens) {
@@ -3446,7 +3602,7 @@ inline result<count_list> parse_count_list(std::string_view expr) {
     value = 0;
     while (i < expr.size() && is_digit(expr[i])) {
       const unsigned d = static_cast<unsigned>(expr[i] - '0');
-      if (value > (limit - d) / 10) return parse_error{1, start + 1, concat(what, " is larger than ", limit)};
+      if (value > (limit - d) / 10) return parse_error{1, start + 1, concat(what, " is larger than ", limit), errc::limit_exceeded};
       value = value * 10 + d;
       ++i;
     }
@@ -3470,7 +3626,7 @@ inline result<count_list> parse_count_list(std::string_view expr) {
       ++i;
     }
     if (!checked_add(list.total, repeat, list.total))
-      return parse_error{1, item_start + 1, "the count list names more than 2^64 - 1 values"};
+      return parse_error{1, item_start + 1, "the count list names more than 2^64 - 1 values", errc::limit_exceeded};
     list.items.push_back({static_cast<int>(count), repeat});
     if (i == expr.size()) break;
     if (expr[i] != ',')
@@ -3498,7 +3654,8 @@ inline std::vector<int> expand_count_list(const count_list& list) {
   if (!list) return list.error();
   if (list->total > max_nodes)
     return parse_error{1, 1, detail::concat("the count list names ", list->total, " nodes, more than ", max_nodes,
-                                            ", the limit (max_nodes)")};
+                                            ", the limit (max_nodes)"),
+                       errc::limit_exceeded};
   return detail::expand_count_list(*list);
 }
 
@@ -3506,8 +3663,7 @@ inline std::vector<int> expand_count_list(const count_list& list) {
 struct slurm_job {
   cluster nodes;
   /// SLURM_NODEID: this process's node index, when set.
-  bool has_this_node = false;
-  std::size_t this_node = 0;
+  std::optional<std::size_t> this_node;
   /// The variable the worker counts came from.
   std::string counts_from;
 };
@@ -3525,10 +3681,13 @@ struct slurm_job {
 /// nodes cannot be read; a heterogeneous layout comes from the task counts.
 /// This node: SLURM_NODEID. A missing variable, a malformed one, or counts that do not match the
 /// host count is an error that names the variable. `max_hosts` and `max_bytes` bound the node
-/// list's expansion, as for expand_hostlist.
+/// list's expansion, as for expand_hostlist. The job is validated like any topology (host names,
+/// duplicate hosts unless `validation` allows them, the world size): the error has the
+/// diagnostic's code and message.
 template <class Getenv>
 [[nodiscard]] result<slurm_job> cluster_from_slurm(Getenv&& get, std::size_t max_hosts = std::size_t{1} << 20,
-                                                   std::size_t max_bytes = std::size_t{1} << 27) {
+                                                   std::size_t max_bytes = std::size_t{1} << 27,
+                                                   validate_options validation = {}) {
   const auto var = [&](const char* name) -> const char* { return get(name); };
   const char* list_name = "SLURM_JOB_NODELIST";
   const char* list = var(list_name);
@@ -3536,11 +3695,12 @@ template <class Getenv>
     list_name = "SLURM_NODELIST";
     list = var(list_name);
   }
-  if (list == nullptr) return parse_error{0, 0, "SLURM_JOB_NODELIST is not set; is this running inside a Slurm job?"};
+  if (list == nullptr)
+    return parse_error{0, 0, "SLURM_JOB_NODELIST is not set; is this running inside a Slurm job?", errc::env_missing};
   auto hosts = expand_hostlist(list, max_hosts, max_bytes);
-  if (!hosts) return parse_error{0, 0, detail::concat(list_name, ": ", hosts.error().to_string())};
+  if (!hosts) return parse_error{0, 0, detail::concat(list_name, ": ", hosts.error().to_string()), hosts.error().code};
   const auto context = [](const char* name, const parse_error& e) {
-    return parse_error{0, 0, detail::concat(name, ": ", e.to_string())};
+    return parse_error{0, 0, detail::concat(name, ": ", e.to_string()), e.code};
   };
   slurm_job job;
   std::vector<int> counts;
@@ -3550,7 +3710,8 @@ template <class Getenv>
     if (!parsed) return context(name, parsed.error());
     if (parsed->total != hosts->size())
       return parse_error{0, 0, detail::concat(name, " gives ", parsed->total, " counts but ", list_name, " names ",
-                                              hosts->size(), " hosts")};
+                                              hosts->size(), " hosts"),
+                         errc::count_mismatch};
     counts = detail::expand_count_list(*parsed);
     job.counts_from = name;
     return true;
@@ -3577,20 +3738,26 @@ template <class Getenv>
       if (auto r = per_host("SLURM_JOB_CPUS_PER_NODE", cpus); !r) return r.error();
     } else {
       return parse_error{0, 0, "no worker counts: none of HETLAUNCH_TASKS_PER_NODE, SLURM_TASKS_PER_NODE, "
-                               "SLURM_GPUS_PER_NODE, SLURM_JOB_CPUS_PER_NODE is set"};
+                               "SLURM_GPUS_PER_NODE, SLURM_JOB_CPUS_PER_NODE is set",
+                         errc::env_missing};
     }
   }
   std::vector<node_spec> specs;
   for (std::size_t i = 0; i < hosts->size(); ++i) specs.push_back({(*hosts)[i], counts[i]});
   job.nodes = cluster(specs);
+  // Slurm's node names need not be valid host names for torchrun, and counts can add up past
+  // what torch's 32-bit ranks hold: the same checks as every other input.
+  if (const diagnostic d = first_error(job.nodes, validation))
+    return parse_error{0, 0, detail::concat(list_name, " and ", job.counts_from, ": ", d.message()), d.code};
   if (const char* id = var("SLURM_NODEID")) {
     long long n = 0;
     if (!detail::parse_decimal(id, 0x7fffffff, n))
-      return parse_error{0, 0, detail::concat("SLURM_NODEID=", detail::quoted(id), " is not a node index")};
+      return parse_error{0, 0, detail::concat("SLURM_NODEID=", detail::quoted(id), " is not a node index"),
+                         errc::env_not_a_number};
     if (static_cast<std::size_t>(n) >= hosts->size())
       return parse_error{0, 0, detail::concat("SLURM_NODEID=", n, " is out of range: ", list_name, " names ",
-                                              hosts->size(), " hosts")};
-    job.has_this_node = true;
+                                              hosts->size(), " hosts"),
+                         errc::node_out_of_range};
     job.this_node = static_cast<std::size_t>(n);
   }
   return job;

@@ -27,6 +27,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto job = hetlaunch::cluster_from_slurm(get);
   if (!job) return 0;
   FUZZ_CHECK(job->nodes.node_count() >= 1);
-  if (job->has_this_node) FUZZ_CHECK(job->this_node < job->nodes.node_count());
+  if (job->this_node) FUZZ_CHECK(*job->this_node < job->nodes.node_count());
   return 0;
 }

@@ -63,7 +63,7 @@ static_assert(noexcept(mixed.locate(0)) && noexcept(mixed.global_rank(0, 0)) &&
 TEST_SUITE("cluster") {
   TEST_CASE("the worked example holds at compile time and at run time") {
     CHECK(worked_example_holds());
-    const cluster c = mixed;
+    const cluster c(mixed);
     CHECK(c.world_size() == 14);
     CHECK(c.rank_offset(1) == 8);
     CHECK(c.rank_offset(2) == 12);
@@ -72,7 +72,7 @@ TEST_SUITE("cluster") {
 
   TEST_CASE("role ranks are prefix sums within a role") {
     CHECK(role_ranks_follow_torchrun());
-    const cluster c = two_roles;
+    const cluster c(two_roles);
     CHECK(c.role_rank(2, 3) == 5);
     CHECK(c.role_world_size(1) == 4);
     CHECK(c.role_rank(3, 0) == 3);
@@ -88,7 +88,7 @@ TEST_SUITE("cluster") {
 
   TEST_CASE("checked variants report the argument that is out of range") {
     CHECK(checked_variants_report_out_of_range());
-    const cluster c = mixed;
+    const cluster c(mixed);
     CHECK(c.try_nproc(7).error().message() == "node index 7 is out of range: the cluster has 3 nodes");
     CHECK(c.try_global_rank(1, 4).error().message() ==
           "node 1 ('node1'): local rank 4 is out of range: the node runs 4 workers");
@@ -115,7 +115,7 @@ TEST_SUITE("cluster") {
   TEST_CASE("a run-time cluster from an initializer list, a vector and a fixed_cluster agree") {
     const cluster a{{"node0", 8}, {"node1", 4}, {"node2", 2}};
     const cluster b(std::vector<hetlaunch::node_spec>{{"node0", 8}, {"node1", 4}, {"node2", 2}});
-    const cluster c = mixed;
+    const cluster c(mixed);
     for (const cluster* x : {&a, &b, &c}) {
       CHECK(x->node_count() == 3);
       CHECK(x->world_size() == 14);

@@ -130,3 +130,45 @@ TEST_SUITE("plan") {
     CHECK(bytes == 100000 * 8);
   }
 }
+
+TEST_SUITE("refusals follow the output") {
+  TEST_CASE("an environment needs no script, no program and no torchrun options") {
+    const hetlaunch::cluster c{{"a", 2}, {"b", 1}};
+    hetlaunch::launch_options o;
+    o.program.clear();
+    o.rendezvous_timeout = -1;
+    o.torchrun_args = {"--nnodes=9"};
+    CHECK(hetlaunch::try_worker_env(c, 1, 0, o));
+    CHECK(hetlaunch::try_direct_worker_env(c, 1, 0, o));
+    const auto argv = hetlaunch::validate_launch(c, 0, o);
+    REQUIRE(argv.size() == 4);
+    CHECK(argv[0].code == hetlaunch::errc::empty_program);
+    CHECK(argv[1].code == hetlaunch::errc::bad_rendezvous_timeout);
+    CHECK(argv[2].code == hetlaunch::errc::overriding_torchrun_arg);
+    CHECK(argv[3].code == hetlaunch::errc::empty_script);
+  }
+
+  TEST_CASE("accelerate's command ignores program, torchrun options and flag style") {
+    const hetlaunch::cluster c{{"a", 2}, {"b", 1}};
+    hetlaunch::launch_options o;
+    o.script = "train.py";
+    o.program.clear();
+    o.torchrun_args = {"--node_rank=5"};
+    o.flags = hetlaunch::flag_style::dash;
+    o.torch = {1, 13};
+    CHECK(hetlaunch::try_accelerate_argv(c, 0, o));
+    o.script.clear();
+    CHECK(hetlaunch::try_accelerate_argv(c, 0, o).error().code == hetlaunch::errc::empty_script);
+  }
+
+  TEST_CASE("a c10d launch has a command but no predictable environment") {
+    const hetlaunch::cluster c{{"a", 2}, {"b", 1}};
+    hetlaunch::launch_options o;
+    o.script = "train.py";
+    o.backend = hetlaunch::rendezvous::c10d;
+    o.rdzv_id = "job-7";
+    CHECK(hetlaunch::validate_launch(c, 1, o).empty());
+    CHECK(hetlaunch::try_torchrun_argv(c, 1, o));
+    CHECK(hetlaunch::try_worker_env(c, 1, 0, o).error().code == hetlaunch::errc::ranks_decided_at_rendezvous);
+  }
+}

@@ -149,7 +149,7 @@ TEST_SUITE("slurm") {
     CHECK(job->nodes.node_count() == 3);
     CHECK(job->nodes.node(2).host == "cpu7");
     CHECK(job->nodes.world_size() == 14);
-    CHECK(job->has_this_node);
+    CHECK(job->this_node.has_value());
     CHECK(job->this_node == 1);
     CHECK(job->counts_from == "SLURM_TASKS_PER_NODE");
     env.vars["HETLAUNCH_TASKS_PER_NODE"] = "4(x2),1";

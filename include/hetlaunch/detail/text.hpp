@@ -103,8 +103,11 @@ constexpr std::size_t quote_limit = 80;  // bytes of input shown before a long t
 // Quotes text for an error message. Whole UTF-8 characters are kept; bytes that are not UTF-8
 // are shown as \xNN, and characters that would garble a terminal as \n, \xNN or \u{FEFF}.
 // Text longer than `limit` bytes is cut at a character and followed by its length:
-// 'aaaa'... (10485760 bytes).
-inline void append_quoted(std::string& out, std::string_view text, std::size_t limit = quote_limit) {
+// 'aaaa'... (10485760 bytes). `full_size` is the length of the whole text when `text` is only
+// its first bytes (a bounded_string that was cut).
+inline void append_quoted(std::string& out, std::string_view text, std::size_t limit = quote_limit,
+                          std::size_t full_size = std::string_view::npos) {
+  if (full_size == std::string_view::npos || full_size < text.size()) full_size = text.size();
   static constexpr char hex[] = "0123456789abcdef";
   out += '\'';
   std::size_t i = 0;
@@ -132,15 +135,22 @@ inline void append_quoted(std::string& out, std::string_view text, std::size_t l
     ++i;
   }
   out += '\'';
-  if (i < text.size()) {
+  if (i < full_size) {
     out += "... (";
-    out += std::to_string(text.size());
+    out += std::to_string(full_size);
     out += " bytes)";
   }
 }
 inline std::string quoted(std::string_view text, std::size_t limit = quote_limit) {
   std::string out;
   append_quoted(out, text, limit);
+  return out;
+}
+// Quotes an owned copy of a text, which may have been cut: bounded_string.
+template <class Bounded>
+auto quoted(const Bounded& text) -> decltype(text.full_size(), std::string()) {
+  std::string out;
+  append_quoted(out, text.view(), quote_limit, text.full_size());
   return out;
 }
 

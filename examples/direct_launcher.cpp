@@ -7,7 +7,7 @@
 // real launcher would start each node's workers on that node, e.g. through ssh or a scheduler.
 //
 // usage: direct_launcher PORT PYTHON SCRIPT [ARGS...]    ("${local_rank}" in ARGS is substituted)
-#include <hetlaunch/torchrun.hpp>
+#include <hetlaunch/spawn.hpp>
 
 #include <signal.h>
 #include <spawn.h>

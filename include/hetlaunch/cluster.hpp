@@ -9,12 +9,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include "detail/topology.hpp"
+#include "detail/rank_math.hpp"
+#include "detail/validation.hpp"
 #include "diagnostic.hpp"
 #include "node_spec.hpp"
 #include "result.hpp"
@@ -193,13 +195,46 @@ class cluster : public detail::topology_queries<cluster> {
     devices_[i] = std::move(ids);
   }
 
-  /// Copies of all node specs (views into this cluster), in node order.
-  [[nodiscard]] std::vector<node_spec> nodes() const {
-    std::vector<node_spec> out;
-    out.reserve(node_count());
-    for (std::size_t i = 0; i < node_count(); ++i) out.push_back(node_unchecked(i));
-    return out;
-  }
+  /// The nodes in node order, as a view of this cluster that copies nothing (as
+  /// fixed_cluster::nodes() gives its array). Its node_specs view this cluster's strings. A
+  /// cluster built from it is a copy of this one, device lists included; it converts to a
+  /// std::vector<node_spec> when a list of specs is wanted.
+  class node_list {
+    const cluster* c_;
+
+   public:
+    explicit node_list(const cluster& c) noexcept : c_(&c) {}
+    class iterator {
+      const cluster* c_ = nullptr;
+      std::size_t i_ = 0;
+
+     public:
+      using iterator_category = std::forward_iterator_tag;
+      using value_type = node_spec;
+      using difference_type = std::ptrdiff_t;
+      using pointer = void;
+      using reference = node_spec;
+      iterator() = default;
+      iterator(const cluster* c, std::size_t i) noexcept : c_(c), i_(i) {}
+      node_spec operator*() const noexcept { return c_->node_unchecked(i_); }
+      iterator& operator++() noexcept { return ++i_, *this; }
+      iterator operator++(int) noexcept { iterator old = *this; ++i_; return old; }
+      friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.i_ == b.i_; }
+      friend bool operator!=(const iterator& a, const iterator& b) noexcept { return a.i_ != b.i_; }
+    };
+    [[nodiscard]] std::size_t size() const noexcept { return c_->node_count(); }
+    [[nodiscard]] bool empty() const noexcept { return size() == 0; }
+    /// Precondition: i < size().
+    node_spec operator[](std::size_t i) const noexcept { return c_->node(i); }
+    [[nodiscard]] iterator begin() const noexcept { return {c_, 0}; }
+    [[nodiscard]] iterator end() const noexcept { return {c_, size()}; }
+    /// The cluster this list views.
+    [[nodiscard]] const cluster& source() const noexcept { return *c_; }
+    operator std::vector<node_spec>() const { return std::vector<node_spec>(begin(), end()); }  // NOLINT
+  };
+  [[nodiscard]] node_list nodes() const noexcept { return node_list(*this); }
+  /// A copy of the cluster `nodes` views, device lists included.
+  cluster(const node_list& nodes) : cluster(nodes.source()) {}  // NOLINT: a view of a cluster copies it
 };
 
 /// Builds a cluster node by node without an intermediate list: the parsers use it so that a
@@ -387,7 +422,7 @@ std::vector<diagnostic> validate_all(std::size_t n, NodeAt node_at, validate_opt
 }  // namespace detail
 
 /// Every problem of a topology, in node order (empty when it is valid). O(N log N).
-/// The diagnostics view the cluster's strings.
+/// The diagnostics own their text: they may outlive `c`.
 [[nodiscard]] inline std::vector<diagnostic> validate(const cluster& c, validate_options options = {}) {
   return detail::validate_all(c.node_count(), [&c](std::size_t i) { return c.node(i); }, options);
 }

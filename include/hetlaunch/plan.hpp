@@ -13,6 +13,8 @@
 #include "diagnostic.hpp"
 #include "result.hpp"
 #include "torchrun.hpp"
+#include "accelerate.hpp"
+#include "spawn.hpp"
 
 namespace hetlaunch {
 
@@ -32,7 +34,7 @@ std::vector<diagnostic> plan_problems(const Topology& c, const launch_options& o
 /// (validate), then the options' (port, master address, rdzv_id with c10d, program, max_restarts,
 /// rendezvous_timeout, flag style, extra torchrun arguments that name a computed option, a script
 /// that starts with '-'). A missing script is not a problem: a plan without one serves
-/// environments. The diagnostics view the cluster's strings and the options'. O(N).
+/// environments. The diagnostics own their text. O(N).
 [[nodiscard]] inline std::vector<diagnostic> validate_plan(const cluster& c, const launch_options& options) {
   return detail::plan_problems(c, options);
 }
@@ -118,15 +120,14 @@ class launch_plan {
 };
 
 /// Validates `c` and `options` once (validate_plan) and, when there is no problem, returns a plan
-/// that owns copies of both; otherwise every problem, whose diagnostics view `c` and `options`.
+/// that owns copies of both; otherwise every problem (diagnostics own their text).
 [[nodiscard]] inline result<launch_plan, std::vector<diagnostic>> make_plan(const cluster& c,
                                                                             const launch_options& options) {
   std::vector<diagnostic> problems = validate_plan(c, options);
   if (!problems.empty()) return problems;
   return launch_plan(c, options);
 }
-/// make_plan for a fixed topology, copied into a cluster. The diagnostics of a failure view the
-/// fixed topology's strings and the options'.
+/// make_plan for a fixed topology, copied into a cluster.
 template <std::size_t N>
 [[nodiscard]] result<launch_plan, std::vector<diagnostic>> make_plan(const fixed_cluster<N>& c,
                                                                      const launch_options& options) {

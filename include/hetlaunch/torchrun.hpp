@@ -4,11 +4,9 @@
 #ifndef HETLAUNCH_TORCHRUN_HPP
 #define HETLAUNCH_TORCHRUN_HPP
 
-#include <charconv>
 #include <cstddef>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -17,6 +15,7 @@
 #include "detail/text.hpp"
 #include "diagnostic.hpp"
 #include "result.hpp"
+#include "shell.hpp"
 
 namespace hetlaunch {
 
@@ -73,16 +72,6 @@ struct launch_options {
 using environment = std::vector<std::pair<std::string, std::string>>;
 
 namespace detail {
-
-inline bool safe_for_shell(std::string_view arg) noexcept {
-  if (arg.empty()) return false;
-  for (char c : arg) {
-    const bool plain = is_alpha(c) || is_digit(c) || c == '_' || c == '-' || c == '.' || c == '/' ||
-                       c == ',' || c == ':' || c == '=' || c == '+' || c == '@' || c == '%';
-    if (!plain) return false;
-  }
-  return true;
-}
 
 // "[::1]" -> "::1"; every other address unchanged.
 inline std::string_view unbracketed(std::string_view addr) noexcept {
@@ -314,31 +303,6 @@ result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, 
 
 }  // namespace detail
 
-/// Quotes one argument for POSIX sh: unchanged when it is made only of characters sh never
-/// interprets, else in single quotes with each ' written as '\''. Empty gives ''.
-/// Precondition: no NUL byte (no process argument can hold one).
-[[nodiscard]] inline std::string shell_quote(std::string_view arg) {
-  if (detail::safe_for_shell(arg)) return std::string(arg);
-  std::string out = "'";
-  for (char c : arg) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  out += '\'';
-  return out;
-}
-
-/// Joins an argv into one line for POSIX sh: `sh -c "$(shell_join(argv))"` runs exactly argv,
-/// whatever bytes the arguments hold (quotes, $(), backticks, newlines, globs, blanks, '').
-[[nodiscard]] inline std::string shell_join(const std::vector<std::string>& argv) {
-  std::string out;
-  for (std::size_t i = 0; i < argv.size(); ++i) {
-    if (i) out += ' ';
-    out += shell_quote(argv[i]);
-  }
-  return out;
-}
-
 /// Every problem that stops torchrun_argv(c, node, options), in order: the topology's (validate),
 /// the node index, master_port, master_addr, rdzv_id (c10d), max_restarts, program,
 /// rendezvous_timeout, flag style, extra torchrun arguments naming a computed option, a script
@@ -409,21 +373,6 @@ template <std::size_t N>
   return detail::worker_env(c, node, local_rank, options, restart_count, detail::spawn_mode::torchrun).value();
 }
 
-/// The environment for a launcher that starts the workers itself, without torchrun: the same
-/// rank variables as worker_env, TORCHELASTIC_USE_AGENT_STORE=False (no agent hosts a store, so
-/// worker RANK 0 hosts it at MASTER_ADDR:MASTER_PORT; claiming an agent store would leave every
-/// rank waiting as a client), and no TORCHELASTIC_RUN_ID / _RESTART_COUNT / _MAX_RESTARTS, so
-/// torch.distributed.is_torchelastic_launched() is false.
-[[nodiscard]] inline result<environment, diagnostic> try_direct_worker_env(const cluster& c, std::size_t node,
-                                                                           int local_rank, const launch_options& options) {
-  return detail::worker_env(c, node, local_rank, options, 0, detail::spawn_mode::direct);
-}
-/// try_direct_worker_env(...).value().
-[[nodiscard]] inline environment direct_worker_env(const cluster& c, std::size_t node, int local_rank,
-                                                   const launch_options& options) {
-  return try_direct_worker_env(c, node, local_rank, options).value();
-}
-
 /// What torchrun's own environment on `node` needs beyond the usual: CUDA_VISIBLE_DEVICES when the
 /// node carries a device list (torchrun passes it on to every worker). Empty otherwise.
 /// Precondition: node < c.node_count() (launch_plan::try_agent_env checks it instead).
@@ -435,249 +384,11 @@ template <std::size_t N>
   return env;
 }
 
-/// Replaces the local rank in one script argument as torchrun does (Python's
-/// string.Template.safe_substitute with local_rank): "${local_rank}" and "$local_rank" become the
-/// number, "$$" becomes "$", anything else stays as it is.
-[[nodiscard]] inline std::string substitute_local_rank(std::string_view arg, int local_rank) {
-  std::string out;
-  const std::string value = std::to_string(local_rank);
-  const auto ident_char = [](char c, bool first) {
-    return detail::is_alpha(c) || c == '_' || (!first && detail::is_digit(c));
-  };
-  std::size_t i = 0;
-  while (i < arg.size()) {
-    if (arg[i] != '$' || i + 1 == arg.size()) {
-      out += arg[i++];
-      continue;
-    }
-    const char next = arg[i + 1];
-    if (next == '$') {
-      out += '$';
-      i += 2;
-    } else if (next == '{') {
-      std::size_t end = i + 2;
-      while (end < arg.size() && ident_char(arg[end], end == i + 2)) ++end;
-      if (end < arg.size() && arg[end] == '}' && arg.substr(i + 2, end - i - 2) == "local_rank") {
-        out += value;
-        i = end + 1;
-      } else {
-        out += arg[i++];
-      }
-    } else if (ident_char(next, true)) {
-      std::size_t end = i + 1;
-      while (end < arg.size() && ident_char(arg[end], end == i + 1)) ++end;
-      if (arg.substr(i + 1, end - i - 1) == "local_rank") out += value;
-      else out.append(arg.data() + i, end - i);
-      i = end;
-    } else {
-      out += arg[i++];
-    }
-  }
-  return out;
-}
-
-/// The command torchrun's agent runs for a worker, for launchers that start workers themselves:
-/// {python, "-u", ("-m",) script, script_args with the local rank substituted}.
-[[nodiscard]] inline std::vector<std::string> worker_argv(int local_rank, const launch_options& options) {
-  std::vector<std::string> argv = {options.python, "-u"};
-  if (options.module) argv.push_back("-m");
-  argv.push_back(options.script);
-  for (const std::string& a : options.script_args) argv.push_back(substitute_local_rank(a, local_rank));
-  return argv;
-}
-
-/// An environment block for execve / posix_spawn: `vars` over a base environment (usually
-/// `environ`). A base entry is dropped when `vars` sets the same name, and so are the base's
-/// TORCHELASTIC_* and TORCH_ELASTIC_WORKER_IDENTICAL, which describe some other launch.
-/// envp() stays valid while this object lives and is not modified.
-class spawn_environment {
-  std::vector<std::string> entries_;
-  std::vector<char*> pointers_;
-
- public:
-  spawn_environment(const environment& vars, const char* const* base) {
-    const auto overridden = [&vars](std::string_view name) {
-      if (name.substr(0, 13) == "TORCHELASTIC_" || name == "TORCH_ELASTIC_WORKER_IDENTICAL") return true;
-      for (const auto& v : vars)
-        if (v.first == name) return true;
-      return false;
-    };
-    for (const char* const* e = base; e && *e; ++e) {
-      const std::string_view entry(*e);
-      const std::size_t eq = entry.find('=');
-      if (eq == std::string_view::npos || !overridden(entry.substr(0, eq))) entries_.emplace_back(entry);
-    }
-    for (const auto& v : vars) entries_.push_back(detail::concat(v.first, "=", v.second));
-    for (std::string& s : entries_) pointers_.push_back(s.data());
-    pointers_.push_back(nullptr);
-  }
-  spawn_environment(const spawn_environment&) = delete;
-  spawn_environment& operator=(const spawn_environment&) = delete;
-
-  /// The null-terminated array of "NAME=value" strings.
-  [[nodiscard]] char* const* envp() const noexcept { return pointers_.data(); }
-  [[nodiscard]] const std::vector<std::string>& entries() const noexcept { return entries_; }
-};
-
-namespace detail {
-
-// Whether the nodes run different numbers of workers, which TORCH_ELASTIC_WORKER_IDENTICAL=1
-// would make torchrun ignore.
-inline bool nodes_differ(const cluster& c) noexcept {
-  for (std::size_t i = 1; i < c.node_count(); ++i)
-    if (c.nproc(i) != c.nproc(0)) return true;
-  return false;
-}
-
-template <class Getenv>
-std::vector<diagnostic> compare_worker_env(const cluster& c, Getenv&& get) {
-  std::vector<diagnostic> out;
-  const auto read = [&](const char* name, long long& value) {
-    const char* text = get(name);
-    diagnostic d{};
-    d.variable = name;
-    if (text == nullptr) {
-      d.code = errc::env_missing;
-      out.push_back(d);
-      return false;
-    }
-    const std::string_view s(text);
-    const auto r = std::from_chars(s.data(), s.data() + s.size(), value);
-    if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size()) {
-      d.code = errc::env_not_a_number;
-      d.text = s;
-      out.push_back(d);
-      return false;
-    }
-    return true;
-  };
-  long long world = 0, group = 0, local_world = 0, rank = 0, local = 0;
-  const bool have_world = read("WORLD_SIZE", world);
-  const bool have_group = read("GROUP_RANK", group);
-  const bool have_local_world = read("LOCAL_WORLD_SIZE", local_world);
-  const bool have_rank = read("RANK", rank);
-  const bool have_local = read("LOCAL_RANK", local);
-  const long long planned_world = c.node_count() ? c.world_size() : 0;
-  if (have_world && world != planned_world) {
-    diagnostic d{};
-    d.code = errc::world_size_mismatch;
-    d.variable = "WORLD_SIZE";
-    d.value = world;
-    d.limit = planned_world;
-    out.push_back(d);
-  }
-  const char* identical = get("TORCH_ELASTIC_WORKER_IDENTICAL");
-  if (nodes_differ(c) && identical && std::string_view(identical) == "1") {
-    diagnostic d{};
-    d.code = errc::identical_workers_on_heterogeneous;
-    d.variable = "TORCH_ELASTIC_WORKER_IDENTICAL";
-    out.push_back(d);
-  }
-  if (!have_group) return out;
-  if (group < 0 || static_cast<unsigned long long>(group) >= c.node_count()) {
-    diagnostic d{};
-    d.code = errc::group_rank_out_of_range;
-    d.variable = "GROUP_RANK";
-    d.value = group;
-    d.limit = static_cast<long long>(c.node_count());
-    out.push_back(d);
-    return out;
-  }
-  const auto node = static_cast<std::size_t>(group);
-  const node_spec spec = c.node(node);
-  diagnostic here{};
-  here.node = node;
-  here.host = spec.host;
-  here.role = spec.role;
-  if (have_local_world && local_world != spec.nproc) {
-    diagnostic d = here;
-    d.code = errc::local_world_size_mismatch;
-    d.variable = "LOCAL_WORLD_SIZE";
-    d.value = local_world;
-    d.limit = spec.nproc;
-    out.push_back(d);
-  }
-  if (have_local && (local < 0 || local >= spec.nproc)) {
-    diagnostic d = here;
-    d.code = errc::local_rank_out_of_range;
-    d.variable = "LOCAL_RANK";
-    d.value = local;
-    d.limit = spec.nproc;
-    out.push_back(d);
-  } else if (have_local && have_rank && rank != c.global_rank(node, static_cast<int>(local))) {
-    diagnostic d = here;
-    d.code = errc::rank_mismatch;
-    d.variable = "RANK";
-    d.value = rank;
-    d.position = static_cast<std::size_t>(local);
-    d.limit = c.global_rank(node, static_cast<int>(local));
-    out.push_back(d);
-  }
-  return out;
-}
-
-}  // namespace detail
-
-/// Compares the variables a worker actually got with the plan (static rendezvous), and returns
-/// every disagreement: WORLD_SIZE, GROUP_RANK outside the plan, LOCAL_WORLD_SIZE not the node's
-/// nproc (a node started with the wrong --nproc_per_node), LOCAL_RANK outside the node, RANK not
-/// the planned global rank, missing or non-numeric variables, and TORCH_ELASTIC_WORKER_IDENTICAL=1
-/// on a layout whose nodes differ. `get(name)` returns the value or nullptr, as std::getenv does:
-///   for (const auto& d : hetlaunch::check_worker_env(plan, std::getenv)) std::cerr << d.message();
-/// The diagnostics view the strings `get` returned and the cluster's.
-template <class Getenv>
-[[nodiscard]] std::vector<diagnostic> check_worker_env(const cluster& c, Getenv&& get) {
-  return detail::compare_worker_env(c, std::forward<Getenv>(get));
-}
-/// check_worker_env over an environment list (the later of two equal names wins).
-[[nodiscard]] inline std::vector<diagnostic> check_worker_env(const cluster& c, const environment& env) {
-  return detail::compare_worker_env(c, [&env](const char* name) -> const char* {
-    const char* found = nullptr;
-    for (const auto& v : env)
-      if (v.first == name) found = v.second.c_str();
-    return found;
-  });
-}
-
-/// The `accelerate launch` argv for machine `node` that really yields the heterogeneous job:
-/// accelerate divides --num_processes by --num_machines to get each machine's
-/// --nproc_per_node, so each machine is given its own nproc times the machine count:
-///   accelerate launch --multi_gpu --num_machines N --machine_rank i --num_processes nproc_i*N
-///     --main_process_ip ADDR --main_process_port PORT --rdzv_backend static
-///     --max_restarts K [-m] script args...
-/// The static backend keeps --machine_rank meaningful. Roles and torchrun_args are not forwarded
-/// (accelerate has no such options); program[0] is ignored in favour of "accelerate".
-[[nodiscard]] inline result<std::vector<std::string>, diagnostic>
-try_accelerate_argv(const cluster& c, std::size_t node, const launch_options& options) {
-  launch_options o = options;
-  o.backend = rendezvous::static_tcp;  // accelerate is always given the static rendezvous
-  const std::vector<diagnostic> problems = detail::launch_problems(c, node, o, detail::output::accelerate_argv);
-  if (!problems.empty()) return problems.front();
-  const long long total = static_cast<long long>(c.nproc(node)) * static_cast<long long>(c.node_count());
-  if (total < 2) {
-    diagnostic d = detail::launch_problem(errc::too_few_processes);
-    d.value = total;
-    return d;
-  }
-  std::vector<std::string> argv = {"accelerate", "launch", "--multi_gpu",
-                                   "--num_machines", std::to_string(c.node_count()),
-                                   "--machine_rank", std::to_string(node),
-                                   "--num_processes", std::to_string(total),
-                                   "--main_process_ip", std::string(detail::master_host(c, o)),
-                                   "--main_process_port", std::to_string(o.master_port),
-                                   "--rdzv_backend", "static",
-                                   "--max_restarts", std::to_string(o.max_restarts)};
-  if (o.module) argv.push_back("-m");
-  argv.push_back(o.script);
-  argv.insert(argv.end(), o.script_args.begin(), o.script_args.end());
-  return argv;
-}
-/// try_accelerate_argv(...).value().
-[[nodiscard]] inline std::vector<std::string> accelerate_argv(const cluster& c, std::size_t node,
-                                                              const launch_options& options) {
-  return try_accelerate_argv(c, node, options).value();
-}
-
 }  // namespace hetlaunch
+
+// Each in a header of its own, and reachable from here as they always were.
+#include "accelerate.hpp"
+#include "spawn.hpp"
+#include "worker_check.hpp"
 
 #endif  // HETLAUNCH_TORCHRUN_HPP

@@ -608,10 +608,17 @@ class bounded_string {
 
 #endif  // HETLAUNCH_BOUNDED_STRING_HPP
 // ---- hetlaunch/detail/host_name.hpp
-// hetlaunch: constexpr check that a host is an RFC 1123 name or an IPv4/IPv6 literal.
+// hetlaunch: host names: the constexpr check that one is an RFC 1123 name or an IPv4/IPv6
+// literal, and how two compare (case-insensitively, RFC 4343).
 #ifndef HETLAUNCH_DETAIL_HOST_NAME_HPP
 #define HETLAUNCH_DETAIL_HOST_NAME_HPP
 
+#include <cstdint>
+
+// ---- hetlaunch/host_issue.hpp
+// hetlaunch: host_issue, what is wrong with a host name (a diagnostic's `issue`).
+#ifndef HETLAUNCH_HOST_ISSUE_HPP
+#define HETLAUNCH_HOST_ISSUE_HPP
 
 namespace hetlaunch {
 
@@ -628,6 +635,12 @@ enum class host_issue : unsigned char {
   bad_ipv4,              // "1.2.3.256", "01.2.3.4" (a leading zero reads as octal)
   bad_ipv6,              // "1:::2", "fe80::1%eth0", "[::1]"
 };
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_HOST_ISSUE_HPP
+
+namespace hetlaunch {
 
 namespace detail {
 
@@ -797,6 +810,37 @@ constexpr host_check check_host(std::string_view host, bool allow_underscore = f
 /// True when `host` is an IPv6 literal (it contains ':'); such hosts need brackets in endpoints.
 constexpr bool is_ipv6_literal(std::string_view host) noexcept {
   return host.find(':') != std::string_view::npos;
+}
+
+// FNV-1a of the lower-cased host: host names compare case-insensitively (RFC 4343).
+constexpr std::uint64_t host_hash(std::string_view host) noexcept {
+  std::uint64_t h = 14695981039346656037ull;
+  const char* p = host.data();
+  for (std::size_t i = 0, n = host.size(); i < n; ++i)
+    h = (h ^ static_cast<unsigned char>(to_lower(p[i]))) * 1099511628211ull;
+  return h;
+}
+
+// string_view's operator== goes through char_traits, which costs several constexpr steps a
+// character; this is the same comparison in one.
+constexpr bool same_text(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  const char* x = a.data();
+  const char* y = b.data();
+  std::size_t i = 0;
+  const std::size_t n = a.size();
+  while (i < n && x[i] == y[i]) ++i;
+  return i == n;
+}
+
+constexpr int compare_host(std::string_view a, std::string_view b) noexcept {
+  const std::size_t n = a.size() < b.size() ? a.size() : b.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const char x = to_lower(a[i]);
+    const char y = to_lower(b[i]);
+    if (x != y) return x < y ? -1 : 1;
+  }
+  return a.size() == b.size() ? 0 : (a.size() < b.size() ? -1 : 1);
 }
 
 }  // namespace detail
@@ -971,15 +1015,14 @@ struct validate_options {
 #define HETLAUNCH_CLUSTER_HPP
 
 #include <array>
-#include <cstdint>
 #include <initializer_list>
+#include <iterator>
 
-// ---- hetlaunch/detail/topology.hpp
-// hetlaunch: the algorithms shared by fixed_cluster and cluster: prefix sums, role ranks, lookup
-// and validation. Each works on any node source, so the constexpr and run-time topologies agree
-// by construction.
-#ifndef HETLAUNCH_DETAIL_TOPOLOGY_HPP
-#define HETLAUNCH_DETAIL_TOPOLOGY_HPP
+// ---- hetlaunch/detail/rank_math.hpp
+// hetlaunch: torchrun's rank math over any node source (prefix sums, role ranks, the node of a rank) and
+// the queries fixed_cluster and cluster share, so both topologies agree by construction.
+#ifndef HETLAUNCH_DETAIL_RANK_MATH_HPP
+#define HETLAUNCH_DETAIL_RANK_MATH_HPP
 
 
 // ---- hetlaunch/detail/heap_sort.hpp
@@ -1025,39 +1068,7 @@ constexpr void heap_sort(T* a, std::size_t n, Less less) noexcept {
 #endif  // HETLAUNCH_DETAIL_HEAP_SORT_HPP
 
 namespace hetlaunch {
-
 namespace detail {
-
-// FNV-1a of the lower-cased host: host names compare case-insensitively (RFC 4343).
-constexpr std::uint64_t host_hash(std::string_view host) noexcept {
-  std::uint64_t h = 14695981039346656037ull;
-  const char* p = host.data();
-  for (std::size_t i = 0, n = host.size(); i < n; ++i)
-    h = (h ^ static_cast<unsigned char>(to_lower(p[i]))) * 1099511628211ull;
-  return h;
-}
-
-// string_view's operator== goes through char_traits, which costs several constexpr steps a
-// character; this is the same comparison in one.
-constexpr bool same_text(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  const char* x = a.data();
-  const char* y = b.data();
-  std::size_t i = 0;
-  const std::size_t n = a.size();
-  while (i < n && x[i] == y[i]) ++i;
-  return i == n;
-}
-
-constexpr int compare_host(std::string_view a, std::string_view b) noexcept {
-  const std::size_t n = a.size() < b.size() ? a.size() : b.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    const char x = to_lower(a[i]);
-    const char y = to_lower(b[i]);
-    if (x != y) return x < y ? -1 : 1;
-  }
-  return a.size() == b.size() ? 0 : (a.size() < b.size() ? -1 : 1);
-}
 
 // Exclusive prefix sums of nproc: offsets[i] = sum of nproc before node i, offsets[n] = total.
 // 64-bit, so an invalid topology (a sum past INT_MAX, a negative nproc) is representable and
@@ -1122,6 +1133,157 @@ constexpr std::size_t node_of_rank(const long long* offsets, std::size_t n, long
   }
   return static_cast<std::size_t>(base - (offsets + 1)) + ((*base <= g) ? 1u : 0u);
 }
+
+// The members rank math needs; fixed_cluster and cluster provide them through topology_queries.
+template <class Derived>
+class topology_queries {
+  constexpr const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
+  constexpr const long long* offsets() const noexcept { return self().offsets_data(); }
+  constexpr std::size_t count() const noexcept { return self().node_count(); }
+
+  constexpr diagnostic range_error(errc code, long long value, long long limit) const noexcept {
+    diagnostic d{};
+    d.code = code;
+    d.value = value;
+    d.limit = limit;
+    return d;
+  }
+  constexpr diagnostic local_rank_error(std::size_t i, int local_rank) const noexcept {
+    diagnostic d = range_error(errc::local_rank_out_of_range, local_rank,
+                               self().node_unchecked(i).nproc);
+    d.node = i;
+    d.host = self().node_unchecked(i).host;
+    d.role = self().node_unchecked(i).role;
+    return d;
+  }
+  constexpr long long world_ll() const noexcept { return offsets()[count()]; }
+
+ public:
+  /// The node's host, nproc and role. Precondition: i < node_count().
+  [[nodiscard]] constexpr node_spec node(std::size_t i) const noexcept {
+    HETLAUNCH_DETAIL_EXPECTS(i < count(), "node(i): node index out of range");
+    return self().node_unchecked(i);
+  }
+
+  /// Sum of nproc over all nodes: torchrun's WORLD_SIZE. O(1).
+  /// Precondition: the sum fits int (validation reports world_size_overflow otherwise).
+  [[nodiscard]] constexpr int world_size() const noexcept {
+    HETLAUNCH_DETAIL_EXPECTS(world_ll() <= INT_MAX, "world_size(): the world size exceeds INT_MAX");
+    return static_cast<int>(world_ll());
+  }
+
+  /// Workers on node i: its LOCAL_WORLD_SIZE. O(1). Precondition: i < node_count().
+  [[nodiscard]] constexpr int nproc(std::size_t i) const noexcept {
+    HETLAUNCH_DETAIL_EXPECTS(i < count(), "nproc(i): node index out of range");
+    return self().node_unchecked(i).nproc;
+  }
+
+  /// Sum of nproc of the nodes before i: the global rank of node i's local rank 0. O(1).
+  /// Precondition: i < node_count() and the offset fits int.
+  [[nodiscard]] constexpr int rank_offset(std::size_t i) const noexcept {
+    HETLAUNCH_DETAIL_EXPECTS(i < count(), "rank_offset(i): node index out of range");
+    const bool fits = offsets()[i] >= 0 && offsets()[i] <= INT_MAX;
+    HETLAUNCH_DETAIL_EXPECTS(fits, "rank_offset(i): the offset does not fit int; validate the cluster");
+    return static_cast<int>(offsets()[i]);
+  }
+
+  /// torchrun's RANK of worker `local_rank` on node i: rank_offset(i) + local_rank. O(1).
+  /// Precondition: i < node_count(), 0 <= local_rank < nproc(i), and the rank fits int.
+  [[nodiscard]] constexpr int global_rank(std::size_t i, int local_rank) const noexcept {
+    HETLAUNCH_DETAIL_EXPECTS(i < count(), "global_rank(i, local_rank): node index out of range");
+    const bool on_node = local_rank >= 0 && local_rank < self().node_unchecked(i).nproc;
+    HETLAUNCH_DETAIL_EXPECTS(on_node, "global_rank(i, local_rank): local rank out of range");
+    const long long g = offsets()[i] + local_rank;
+    HETLAUNCH_DETAIL_EXPECTS(g <= INT_MAX, "global_rank(i, local_rank): the rank exceeds INT_MAX");
+    return static_cast<int>(g);
+  }
+
+  /// The node and local rank of a global rank: the inverse of global_rank. O(log N).
+  /// Precondition: 0 <= global_rank < world_size().
+  [[nodiscard]] constexpr rank_location locate(int global_rank) const noexcept {
+    const bool in_world = global_rank >= 0 && global_rank < world_ll();
+    HETLAUNCH_DETAIL_EXPECTS(in_world, "locate(global_rank): global rank out of range");
+    const std::size_t i = node_of_rank(offsets(), count(), global_rank);
+    return {i, static_cast<int>(global_rank - offsets()[i])};
+  }
+
+  /// torchrun's ROLE_RANK: the rank among the workers of nodes with node i's role. O(1).
+  /// Precondition as for global_rank.
+  [[nodiscard]] constexpr int role_rank(std::size_t i, int local_rank) const noexcept {
+    HETLAUNCH_DETAIL_EXPECTS(i < count(), "role_rank(i, local_rank): node index out of range");
+    const bool on_node = local_rank >= 0 && local_rank < self().node_unchecked(i).nproc;
+    HETLAUNCH_DETAIL_EXPECTS(on_node, "role_rank(i, local_rank): local rank out of range");
+    const long long r = self().role_offset_unchecked(i) + local_rank;
+    HETLAUNCH_DETAIL_EXPECTS(r <= INT_MAX, "role_rank(i, local_rank): the rank exceeds INT_MAX");
+    return static_cast<int>(r);
+  }
+
+  /// torchrun's ROLE_WORLD_SIZE: the workers of all nodes with node i's role. O(1).
+  /// Precondition: i < node_count() and the sum fits int.
+  [[nodiscard]] constexpr int role_world_size(std::size_t i) const noexcept {
+    HETLAUNCH_DETAIL_EXPECTS(i < count(), "role_world_size(i): node index out of range");
+    const long long w = self().role_total_unchecked(i);
+    HETLAUNCH_DETAIL_EXPECTS(w <= INT_MAX, "role_world_size(i): the sum exceeds INT_MAX");
+    return static_cast<int>(w);
+  }
+
+  // Checked variants: no precondition; an out-of-range argument gives a diagnostic
+  // (node_out_of_range, local_rank_out_of_range, global_rank_out_of_range). The cluster itself
+  // must be valid (see validate) for the values to fit int.
+
+  /// node(i), or node_out_of_range.
+  [[nodiscard]] constexpr result<node_spec, diagnostic> try_node(std::size_t i) const noexcept {
+    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
+    return self().node_unchecked(i);
+  }
+  /// nproc(i), or node_out_of_range.
+  [[nodiscard]] constexpr result<int, diagnostic> try_nproc(std::size_t i) const noexcept {
+    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
+    return self().node_unchecked(i).nproc;
+  }
+  /// rank_offset(i), or node_out_of_range.
+  [[nodiscard]] constexpr result<int, diagnostic> try_rank_offset(std::size_t i) const noexcept {
+    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
+    return rank_offset(i);
+  }
+  /// global_rank(i, local_rank), or node_out_of_range / local_rank_out_of_range.
+  [[nodiscard]] constexpr result<int, diagnostic> try_global_rank(std::size_t i, int local_rank) const noexcept {
+    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
+    if (local_rank < 0 || local_rank >= self().node_unchecked(i).nproc) return local_rank_error(i, local_rank);
+    return global_rank(i, local_rank);
+  }
+  /// locate(global_rank), or global_rank_out_of_range.
+  [[nodiscard]] constexpr result<rank_location, diagnostic> try_locate(int global_rank) const noexcept {
+    if (global_rank < 0 || global_rank >= world_ll()) return range_error(errc::global_rank_out_of_range, global_rank, world_ll());
+    return locate(global_rank);
+  }
+  /// role_rank(i, local_rank), or node_out_of_range / local_rank_out_of_range.
+  [[nodiscard]] constexpr result<int, diagnostic> try_role_rank(std::size_t i, int local_rank) const noexcept {
+    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
+    if (local_rank < 0 || local_rank >= self().node_unchecked(i).nproc) return local_rank_error(i, local_rank);
+    return role_rank(i, local_rank);
+  }
+  /// role_world_size(i), or node_out_of_range.
+  [[nodiscard]] constexpr result<int, diagnostic> try_role_world_size(std::size_t i) const noexcept {
+    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
+    return role_world_size(i);
+  }
+};
+
+}  // namespace detail
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_DETAIL_RANK_MATH_HPP
+// ---- hetlaunch/detail/validation.hpp
+// hetlaunch: validation of any node source: duplicate hosts in O(n log n) at compile time and run time,
+// and every node's problems in node order.
+#ifndef HETLAUNCH_DETAIL_VALIDATION_HPP
+#define HETLAUNCH_DETAIL_VALIDATION_HPP
+
+
+
+namespace hetlaunch {
+namespace detail {
 
 constexpr std::size_t role_problem_position(std::string_view role) noexcept {
   const char* p = role.data();
@@ -1274,146 +1436,10 @@ constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options op
   }
 }
 
-// The members rank math needs; fixed_cluster and cluster provide them through topology_queries.
-template <class Derived>
-class topology_queries {
-  constexpr const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
-  constexpr const long long* offsets() const noexcept { return self().offsets_data(); }
-  constexpr std::size_t count() const noexcept { return self().node_count(); }
-
-  constexpr diagnostic range_error(errc code, long long value, long long limit) const noexcept {
-    diagnostic d{};
-    d.code = code;
-    d.value = value;
-    d.limit = limit;
-    return d;
-  }
-  constexpr diagnostic local_rank_error(std::size_t i, int local_rank) const noexcept {
-    diagnostic d = range_error(errc::local_rank_out_of_range, local_rank,
-                               self().node_unchecked(i).nproc);
-    d.node = i;
-    d.host = self().node_unchecked(i).host;
-    d.role = self().node_unchecked(i).role;
-    return d;
-  }
-  constexpr long long world_ll() const noexcept { return offsets()[count()]; }
-
- public:
-  /// The node's host, nproc and role. Precondition: i < node_count().
-  [[nodiscard]] constexpr node_spec node(std::size_t i) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(i < count(), "node(i): node index out of range");
-    return self().node_unchecked(i);
-  }
-
-  /// Sum of nproc over all nodes: torchrun's WORLD_SIZE. O(1).
-  /// Precondition: the sum fits int (validation reports world_size_overflow otherwise).
-  [[nodiscard]] constexpr int world_size() const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(world_ll() <= INT_MAX, "world_size(): the world size exceeds INT_MAX");
-    return static_cast<int>(world_ll());
-  }
-
-  /// Workers on node i: its LOCAL_WORLD_SIZE. O(1). Precondition: i < node_count().
-  [[nodiscard]] constexpr int nproc(std::size_t i) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(i < count(), "nproc(i): node index out of range");
-    return self().node_unchecked(i).nproc;
-  }
-
-  /// Sum of nproc of the nodes before i: the global rank of node i's local rank 0. O(1).
-  /// Precondition: i < node_count() and the offset fits int.
-  [[nodiscard]] constexpr int rank_offset(std::size_t i) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(i < count(), "rank_offset(i): node index out of range");
-    const bool fits = offsets()[i] >= 0 && offsets()[i] <= INT_MAX;
-    HETLAUNCH_DETAIL_EXPECTS(fits, "rank_offset(i): the offset does not fit int; validate the cluster");
-    return static_cast<int>(offsets()[i]);
-  }
-
-  /// torchrun's RANK of worker `local_rank` on node i: rank_offset(i) + local_rank. O(1).
-  /// Precondition: i < node_count(), 0 <= local_rank < nproc(i), and the rank fits int.
-  [[nodiscard]] constexpr int global_rank(std::size_t i, int local_rank) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(i < count(), "global_rank(i, local_rank): node index out of range");
-    const bool on_node = local_rank >= 0 && local_rank < self().node_unchecked(i).nproc;
-    HETLAUNCH_DETAIL_EXPECTS(on_node, "global_rank(i, local_rank): local rank out of range");
-    const long long g = offsets()[i] + local_rank;
-    HETLAUNCH_DETAIL_EXPECTS(g <= INT_MAX, "global_rank(i, local_rank): the rank exceeds INT_MAX");
-    return static_cast<int>(g);
-  }
-
-  /// The node and local rank of a global rank: the inverse of global_rank. O(log N).
-  /// Precondition: 0 <= global_rank < world_size().
-  [[nodiscard]] constexpr rank_location locate(int global_rank) const noexcept {
-    const bool in_world = global_rank >= 0 && global_rank < world_ll();
-    HETLAUNCH_DETAIL_EXPECTS(in_world, "locate(global_rank): global rank out of range");
-    const std::size_t i = node_of_rank(offsets(), count(), global_rank);
-    return {i, static_cast<int>(global_rank - offsets()[i])};
-  }
-
-  /// torchrun's ROLE_RANK: the rank among the workers of nodes with node i's role. O(1).
-  /// Precondition as for global_rank.
-  [[nodiscard]] constexpr int role_rank(std::size_t i, int local_rank) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(i < count(), "role_rank(i, local_rank): node index out of range");
-    const bool on_node = local_rank >= 0 && local_rank < self().node_unchecked(i).nproc;
-    HETLAUNCH_DETAIL_EXPECTS(on_node, "role_rank(i, local_rank): local rank out of range");
-    const long long r = self().role_offset_unchecked(i) + local_rank;
-    HETLAUNCH_DETAIL_EXPECTS(r <= INT_MAX, "role_rank(i, local_rank): the rank exceeds INT_MAX");
-    return static_cast<int>(r);
-  }
-
-  /// torchrun's ROLE_WORLD_SIZE: the workers of all nodes with node i's role. O(1).
-  /// Precondition: i < node_count() and the sum fits int.
-  [[nodiscard]] constexpr int role_world_size(std::size_t i) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(i < count(), "role_world_size(i): node index out of range");
-    const long long w = self().role_total_unchecked(i);
-    HETLAUNCH_DETAIL_EXPECTS(w <= INT_MAX, "role_world_size(i): the sum exceeds INT_MAX");
-    return static_cast<int>(w);
-  }
-
-  // Checked variants: no precondition; an out-of-range argument gives a diagnostic
-  // (node_out_of_range, local_rank_out_of_range, global_rank_out_of_range). The cluster itself
-  // must be valid (see validate) for the values to fit int.
-
-  /// node(i), or node_out_of_range.
-  [[nodiscard]] constexpr result<node_spec, diagnostic> try_node(std::size_t i) const noexcept {
-    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
-    return self().node_unchecked(i);
-  }
-  /// nproc(i), or node_out_of_range.
-  [[nodiscard]] constexpr result<int, diagnostic> try_nproc(std::size_t i) const noexcept {
-    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
-    return self().node_unchecked(i).nproc;
-  }
-  /// rank_offset(i), or node_out_of_range.
-  [[nodiscard]] constexpr result<int, diagnostic> try_rank_offset(std::size_t i) const noexcept {
-    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
-    return rank_offset(i);
-  }
-  /// global_rank(i, local_rank), or node_out_of_range / local_rank_out_of_range.
-  [[nodiscard]] constexpr result<int, diagnostic> try_global_rank(std::size_t i, int local_rank) const noexcept {
-    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
-    if (local_rank < 0 || local_rank >= self().node_unchecked(i).nproc) return local_rank_error(i, local_rank);
-    return global_rank(i, local_rank);
-  }
-  /// locate(global_rank), or global_rank_out_of_range.
-  [[nodiscard]] constexpr result<rank_location, diagnostic> try_locate(int global_rank) const noexcept {
-    if (global_rank < 0 || global_rank >= world_ll()) return range_error(errc::global_rank_out_of_range, global_rank, world_ll());
-    return locate(global_rank);
-  }
-  /// role_rank(i, local_rank), or node_out_of_range / local_rank_out_of_range.
-  [[nodiscard]] constexpr result<int, diagnostic> try_role_rank(std::size_t i, int local_rank) const noexcept {
-    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
-    if (local_rank < 0 || local_rank >= self().node_unchecked(i).nproc) return local_rank_error(i, local_rank);
-    return role_rank(i, local_rank);
-  }
-  /// role_world_size(i), or node_out_of_range.
-  [[nodiscard]] constexpr result<int, diagnostic> try_role_world_size(std::size_t i) const noexcept {
-    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
-    return role_world_size(i);
-  }
-};
-
 }  // namespace detail
 }  // namespace hetlaunch
 
-#endif  // HETLAUNCH_DETAIL_TOPOLOGY_HPP
+#endif  // HETLAUNCH_DETAIL_VALIDATION_HPP
 
 namespace hetlaunch {
 
@@ -1588,13 +1614,46 @@ class cluster : public detail::topology_queries<cluster> {
     devices_[i] = std::move(ids);
   }
 
-  /// Copies of all node specs (views into this cluster), in node order.
-  [[nodiscard]] std::vector<node_spec> nodes() const {
-    std::vector<node_spec> out;
-    out.reserve(node_count());
-    for (std::size_t i = 0; i < node_count(); ++i) out.push_back(node_unchecked(i));
-    return out;
-  }
+  /// The nodes in node order, as a view of this cluster that copies nothing (as
+  /// fixed_cluster::nodes() gives its array). Its node_specs view this cluster's strings. A
+  /// cluster built from it is a copy of this one, device lists included; it converts to a
+  /// std::vector<node_spec> when a list of specs is wanted.
+  class node_list {
+    const cluster* c_;
+
+   public:
+    explicit node_list(const cluster& c) noexcept : c_(&c) {}
+    class iterator {
+      const cluster* c_ = nullptr;
+      std::size_t i_ = 0;
+
+     public:
+      using iterator_category = std::forward_iterator_tag;
+      using value_type = node_spec;
+      using difference_type = std::ptrdiff_t;
+      using pointer = void;
+      using reference = node_spec;
+      iterator() = default;
+      iterator(const cluster* c, std::size_t i) noexcept : c_(c), i_(i) {}
+      node_spec operator*() const noexcept { return c_->node_unchecked(i_); }
+      iterator& operator++() noexcept { return ++i_, *this; }
+      iterator operator++(int) noexcept { iterator old = *this; ++i_; return old; }
+      friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.i_ == b.i_; }
+      friend bool operator!=(const iterator& a, const iterator& b) noexcept { return a.i_ != b.i_; }
+    };
+    [[nodiscard]] std::size_t size() const noexcept { return c_->node_count(); }
+    [[nodiscard]] bool empty() const noexcept { return size() == 0; }
+    /// Precondition: i < size().
+    node_spec operator[](std::size_t i) const noexcept { return c_->node(i); }
+    [[nodiscard]] iterator begin() const noexcept { return {c_, 0}; }
+    [[nodiscard]] iterator end() const noexcept { return {c_, size()}; }
+    /// The cluster this list views.
+    [[nodiscard]] const cluster& source() const noexcept { return *c_; }
+    operator std::vector<node_spec>() const { return std::vector<node_spec>(begin(), end()); }  // NOLINT
+  };
+  [[nodiscard]] node_list nodes() const noexcept { return node_list(*this); }
+  /// A copy of the cluster `nodes` views, device lists included.
+  cluster(const node_list& nodes) : cluster(nodes.source()) {}  // NOLINT: a view of a cluster copies it
 };
 
 /// Builds a cluster node by node without an intermediate list: the parsers use it so that a
@@ -1782,7 +1841,7 @@ std::vector<diagnostic> validate_all(std::size_t n, NodeAt node_at, validate_opt
 }  // namespace detail
 
 /// Every problem of a topology, in node order (empty when it is valid). O(N log N).
-/// The diagnostics view the cluster's strings.
+/// The diagnostics own their text: they may outlive `c`.
 [[nodiscard]] inline std::vector<diagnostic> validate(const cluster& c, validate_options options = {}) {
   return detail::validate_all(c.node_count(), [&c](std::size_t i) { return c.node(i); }, options);
 }
@@ -1832,14 +1891,63 @@ struct static_validation {
                 "hetlaunch: invalid topology (see the message above)")
 
 #endif  // HETLAUNCH_CLUSTER_HPP
+// ---- hetlaunch/shell.hpp
+// hetlaunch: quoting arguments for POSIX sh, so that `sh -c` (and ssh's remote shell) sees exactly the argv.
+#ifndef HETLAUNCH_SHELL_HPP
+#define HETLAUNCH_SHELL_HPP
+
+
+
+namespace hetlaunch {
+
+namespace detail {
+
+inline bool safe_for_shell(std::string_view arg) noexcept {
+  if (arg.empty()) return false;
+  for (char c : arg) {
+    const bool plain = is_alpha(c) || is_digit(c) || c == '_' || c == '-' || c == '.' || c == '/' ||
+                       c == ',' || c == ':' || c == '=' || c == '+' || c == '@' || c == '%';
+    if (!plain) return false;
+  }
+  return true;
+}
+
+}  // namespace detail
+
+/// Quotes one argument for POSIX sh: unchanged when it is made only of characters sh never
+/// interprets, else in single quotes with each ' written as '\''. Empty gives ''.
+/// Precondition: no NUL byte (no process argument can hold one).
+[[nodiscard]] inline std::string shell_quote(std::string_view arg) {
+  if (detail::safe_for_shell(arg)) return std::string(arg);
+  std::string out = "'";
+  for (char c : arg) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  out += '\'';
+  return out;
+}
+
+/// Joins an argv into one line for POSIX sh: `sh -c "$(shell_join(argv))"` runs exactly argv,
+/// whatever bytes the arguments hold (quotes, $(), backticks, newlines, globs, blanks, '').
+[[nodiscard]] inline std::string shell_join(const std::vector<std::string>& argv) {
+  std::string out;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    if (i) out += ' ';
+    out += shell_quote(argv[i]);
+  }
+  return out;
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_SHELL_HPP
 // ---- hetlaunch/torchrun.hpp
 // hetlaunch: every node's torchrun command line and every worker's environment, as torchrun's
 // elastic agent builds them with the static rendezvous.
 #ifndef HETLAUNCH_TORCHRUN_HPP
 #define HETLAUNCH_TORCHRUN_HPP
 
-#include <charconv>
-#include <system_error>
 
 
 namespace hetlaunch {
@@ -1897,16 +2005,6 @@ struct launch_options {
 using environment = std::vector<std::pair<std::string, std::string>>;
 
 namespace detail {
-
-inline bool safe_for_shell(std::string_view arg) noexcept {
-  if (arg.empty()) return false;
-  for (char c : arg) {
-    const bool plain = is_alpha(c) || is_digit(c) || c == '_' || c == '-' || c == '.' || c == '/' ||
-                       c == ',' || c == ':' || c == '=' || c == '+' || c == '@' || c == '%';
-    if (!plain) return false;
-  }
-  return true;
-}
 
 // "[::1]" -> "::1"; every other address unchanged.
 inline std::string_view unbracketed(std::string_view addr) noexcept {
@@ -2138,31 +2236,6 @@ result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, 
 
 }  // namespace detail
 
-/// Quotes one argument for POSIX sh: unchanged when it is made only of characters sh never
-/// interprets, else in single quotes with each ' written as '\''. Empty gives ''.
-/// Precondition: no NUL byte (no process argument can hold one).
-[[nodiscard]] inline std::string shell_quote(std::string_view arg) {
-  if (detail::safe_for_shell(arg)) return std::string(arg);
-  std::string out = "'";
-  for (char c : arg) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  out += '\'';
-  return out;
-}
-
-/// Joins an argv into one line for POSIX sh: `sh -c "$(shell_join(argv))"` runs exactly argv,
-/// whatever bytes the arguments hold (quotes, $(), backticks, newlines, globs, blanks, '').
-[[nodiscard]] inline std::string shell_join(const std::vector<std::string>& argv) {
-  std::string out;
-  for (std::size_t i = 0; i < argv.size(); ++i) {
-    if (i) out += ' ';
-    out += shell_quote(argv[i]);
-  }
-  return out;
-}
-
 /// Every problem that stops torchrun_argv(c, node, options), in order: the topology's (validate),
 /// the node index, master_port, master_addr, rdzv_id (c10d), max_restarts, program,
 /// rendezvous_timeout, flag style, extra torchrun arguments naming a computed option, a script
@@ -2233,6 +2306,80 @@ template <std::size_t N>
   return detail::worker_env(c, node, local_rank, options, restart_count, detail::spawn_mode::torchrun).value();
 }
 
+/// What torchrun's own environment on `node` needs beyond the usual: CUDA_VISIBLE_DEVICES when the
+/// node carries a device list (torchrun passes it on to every worker). Empty otherwise.
+/// Precondition: node < c.node_count() (launch_plan::try_agent_env checks it instead).
+[[nodiscard]] inline environment agent_env(const cluster& c, std::size_t node) {
+  HETLAUNCH_DETAIL_EXPECTS(node < c.node_count(), "agent_env(c, node): node index out of range");
+  environment env;
+  if (const std::vector<int>* ids = detail::node_devices(c, node))
+    env.emplace_back("CUDA_VISIBLE_DEVICES", detail::join_ids(*ids));
+  return env;
+}
+
+}  // namespace hetlaunch
+
+// Each in a header of its own, and reachable from here as they always were.
+// ---- hetlaunch/accelerate.hpp
+// hetlaunch: the `accelerate launch` command of each machine of a heterogeneous job.
+#ifndef HETLAUNCH_ACCELERATE_HPP
+#define HETLAUNCH_ACCELERATE_HPP
+
+
+
+namespace hetlaunch {
+
+/// The `accelerate launch` argv for machine `node` that really yields the heterogeneous job:
+/// accelerate divides --num_processes by --num_machines to get each machine's
+/// --nproc_per_node, so each machine is given its own nproc times the machine count:
+///   accelerate launch --multi_gpu --num_machines N --machine_rank i --num_processes nproc_i*N
+///     --main_process_ip ADDR --main_process_port PORT --rdzv_backend static
+///     --max_restarts K [-m] script args...
+/// The static backend keeps --machine_rank meaningful. Roles and torchrun_args are not forwarded
+/// (accelerate has no such options); program[0] is ignored in favour of "accelerate".
+[[nodiscard]] inline result<std::vector<std::string>, diagnostic>
+try_accelerate_argv(const cluster& c, std::size_t node, const launch_options& options) {
+  launch_options o = options;
+  o.backend = rendezvous::static_tcp;  // accelerate is always given the static rendezvous
+  const std::vector<diagnostic> problems = detail::launch_problems(c, node, o, detail::output::accelerate_argv);
+  if (!problems.empty()) return problems.front();
+  const long long total = static_cast<long long>(c.nproc(node)) * static_cast<long long>(c.node_count());
+  if (total < 2) {
+    diagnostic d = detail::launch_problem(errc::too_few_processes);
+    d.value = total;
+    return d;
+  }
+  std::vector<std::string> argv = {"accelerate", "launch", "--multi_gpu",
+                                   "--num_machines", std::to_string(c.node_count()),
+                                   "--machine_rank", std::to_string(node),
+                                   "--num_processes", std::to_string(total),
+                                   "--main_process_ip", std::string(detail::master_host(c, o)),
+                                   "--main_process_port", std::to_string(o.master_port),
+                                   "--rdzv_backend", "static",
+                                   "--max_restarts", std::to_string(o.max_restarts)};
+  if (o.module) argv.push_back("-m");
+  argv.push_back(o.script);
+  argv.insert(argv.end(), o.script_args.begin(), o.script_args.end());
+  return argv;
+}
+/// try_accelerate_argv(...).value().
+[[nodiscard]] inline std::vector<std::string> accelerate_argv(const cluster& c, std::size_t node,
+                                                              const launch_options& options) {
+  return try_accelerate_argv(c, node, options).value();
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_ACCELERATE_HPP
+// ---- hetlaunch/spawn.hpp
+// hetlaunch: starting workers without torchrun: their environment, their command and an envp block.
+#ifndef HETLAUNCH_SPAWN_HPP
+#define HETLAUNCH_SPAWN_HPP
+
+
+
+namespace hetlaunch {
+
 /// The environment for a launcher that starts the workers itself, without torchrun: the same
 /// rank variables as worker_env, TORCHELASTIC_USE_AGENT_STORE=False (no agent hosts a store, so
 /// worker RANK 0 hosts it at MASTER_ADDR:MASTER_PORT; claiming an agent store would leave every
@@ -2246,17 +2393,6 @@ template <std::size_t N>
 [[nodiscard]] inline environment direct_worker_env(const cluster& c, std::size_t node, int local_rank,
                                                    const launch_options& options) {
   return try_direct_worker_env(c, node, local_rank, options).value();
-}
-
-/// What torchrun's own environment on `node` needs beyond the usual: CUDA_VISIBLE_DEVICES when the
-/// node carries a device list (torchrun passes it on to every worker). Empty otherwise.
-/// Precondition: node < c.node_count() (launch_plan::try_agent_env checks it instead).
-[[nodiscard]] inline environment agent_env(const cluster& c, std::size_t node) {
-  HETLAUNCH_DETAIL_EXPECTS(node < c.node_count(), "agent_env(c, node): node index out of range");
-  environment env;
-  if (const std::vector<int>* ids = detail::node_devices(c, node))
-    env.emplace_back("CUDA_VISIBLE_DEVICES", detail::join_ids(*ids));
-  return env;
 }
 
 /// Replaces the local rank in one script argument as torchrun does (Python's
@@ -2342,6 +2478,20 @@ class spawn_environment {
   [[nodiscard]] char* const* envp() const noexcept { return pointers_.data(); }
   [[nodiscard]] const std::vector<std::string>& entries() const noexcept { return entries_; }
 };
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_SPAWN_HPP
+// ---- hetlaunch/worker_check.hpp
+// hetlaunch: checking the environment a worker actually got against the plan.
+#ifndef HETLAUNCH_WORKER_CHECK_HPP
+#define HETLAUNCH_WORKER_CHECK_HPP
+
+#include <charconv>
+#include <system_error>
+
+
+namespace hetlaunch {
 
 namespace detail {
 
@@ -2448,7 +2598,7 @@ std::vector<diagnostic> compare_worker_env(const cluster& c, Getenv&& get) {
 /// the planned global rank, missing or non-numeric variables, and TORCH_ELASTIC_WORKER_IDENTICAL=1
 /// on a layout whose nodes differ. `get(name)` returns the value or nullptr, as std::getenv does:
 ///   for (const auto& d : hetlaunch::check_worker_env(plan, std::getenv)) std::cerr << d.message();
-/// The diagnostics view the strings `get` returned and the cluster's.
+/// The diagnostics own copies of the values they quote.
 template <class Getenv>
 [[nodiscard]] std::vector<diagnostic> check_worker_env(const cluster& c, Getenv&& get) {
   return detail::compare_worker_env(c, std::forward<Getenv>(get));
@@ -2463,46 +2613,9 @@ template <class Getenv>
   });
 }
 
-/// The `accelerate launch` argv for machine `node` that really yields the heterogeneous job:
-/// accelerate divides --num_processes by --num_machines to get each machine's
-/// --nproc_per_node, so each machine is given its own nproc times the machine count:
-///   accelerate launch --multi_gpu --num_machines N --machine_rank i --num_processes nproc_i*N
-///     --main_process_ip ADDR --main_process_port PORT --rdzv_backend static
-///     --max_restarts K [-m] script args...
-/// The static backend keeps --machine_rank meaningful. Roles and torchrun_args are not forwarded
-/// (accelerate has no such options); program[0] is ignored in favour of "accelerate".
-[[nodiscard]] inline result<std::vector<std::string>, diagnostic>
-try_accelerate_argv(const cluster& c, std::size_t node, const launch_options& options) {
-  launch_options o = options;
-  o.backend = rendezvous::static_tcp;  // accelerate is always given the static rendezvous
-  const std::vector<diagnostic> problems = detail::launch_problems(c, node, o, detail::output::accelerate_argv);
-  if (!problems.empty()) return problems.front();
-  const long long total = static_cast<long long>(c.nproc(node)) * static_cast<long long>(c.node_count());
-  if (total < 2) {
-    diagnostic d = detail::launch_problem(errc::too_few_processes);
-    d.value = total;
-    return d;
-  }
-  std::vector<std::string> argv = {"accelerate", "launch", "--multi_gpu",
-                                   "--num_machines", std::to_string(c.node_count()),
-                                   "--machine_rank", std::to_string(node),
-                                   "--num_processes", std::to_string(total),
-                                   "--main_process_ip", std::string(detail::master_host(c, o)),
-                                   "--main_process_port", std::to_string(o.master_port),
-                                   "--rdzv_backend", "static",
-                                   "--max_restarts", std::to_string(o.max_restarts)};
-  if (o.module) argv.push_back("-m");
-  argv.push_back(o.script);
-  argv.insert(argv.end(), o.script_args.begin(), o.script_args.end());
-  return argv;
-}
-/// try_accelerate_argv(...).value().
-[[nodiscard]] inline std::vector<std::string> accelerate_argv(const cluster& c, std::size_t node,
-                                                              const launch_options& options) {
-  return try_accelerate_argv(c, node, options).value();
-}
-
 }  // namespace hetlaunch
+
+#endif  // HETLAUNCH_WORKER_CHECK_HPP
 
 #endif  // HETLAUNCH_TORCHRUN_HPP
 // ---- hetlaunch/plan.hpp
@@ -2531,7 +2644,7 @@ std::vector<diagnostic> plan_problems(const Topology& c, const launch_options& o
 /// (validate), then the options' (port, master address, rdzv_id with c10d, program, max_restarts,
 /// rendezvous_timeout, flag style, extra torchrun arguments that name a computed option, a script
 /// that starts with '-'). A missing script is not a problem: a plan without one serves
-/// environments. The diagnostics view the cluster's strings and the options'. O(N).
+/// environments. The diagnostics own their text. O(N).
 [[nodiscard]] inline std::vector<diagnostic> validate_plan(const cluster& c, const launch_options& options) {
   return detail::plan_problems(c, options);
 }
@@ -2617,15 +2730,14 @@ class launch_plan {
 };
 
 /// Validates `c` and `options` once (validate_plan) and, when there is no problem, returns a plan
-/// that owns copies of both; otherwise every problem, whose diagnostics view `c` and `options`.
+/// that owns copies of both; otherwise every problem (diagnostics own their text).
 [[nodiscard]] inline result<launch_plan, std::vector<diagnostic>> make_plan(const cluster& c,
                                                                             const launch_options& options) {
   std::vector<diagnostic> problems = validate_plan(c, options);
   if (!problems.empty()) return problems;
   return launch_plan(c, options);
 }
-/// make_plan for a fixed topology, copied into a cluster. The diagnostics of a failure view the
-/// fixed topology's strings and the options'.
+/// make_plan for a fixed topology, copied into a cluster.
 template <std::size_t N>
 [[nodiscard]] result<launch_plan, std::vector<diagnostic>> make_plan(const fixed_cluster<N>& c,
                                                                      const launch_options& options) {

@@ -138,3 +138,19 @@ TEST_SUITE("cluster") {
     CHECK(one.rank_offset(0) == 0);
   }
 }
+
+TEST_CASE("cluster::nodes() is a view like fixed_cluster::nodes(), and a cluster built from it keeps devices") {
+  hetlaunch::cluster c{{"a", 2}, {"b", 1, "ps"}};
+  c.set_devices(0, {3, 5});
+  const auto nodes = c.nodes();
+  CHECK(nodes.size() == 2);
+  CHECK(nodes[1].role == "ps");
+  std::size_t seen = 0;
+  for (const hetlaunch::node_spec spec : nodes) CHECK(spec.nproc == c.nproc(seen++));
+  const hetlaunch::cluster copy(c.nodes());
+  CHECK(copy.devices(0) == std::vector<int>{3, 5});
+  CHECK(copy.node(1).role == "ps");
+  const std::vector<hetlaunch::node_spec> specs = c.nodes();  // a list of specs, when one is wanted
+  CHECK(specs.size() == 2);
+  CHECK(specs[0].host == "a");
+}

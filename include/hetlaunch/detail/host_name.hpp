@@ -1,26 +1,16 @@
 // SPDX-License-Identifier: MIT
-// hetlaunch: constexpr check that a host is an RFC 1123 name or an IPv4/IPv6 literal.
+// hetlaunch: host names: the constexpr check that one is an RFC 1123 name or an IPv4/IPv6
+// literal, and how two compare (case-insensitively, RFC 4343).
 #ifndef HETLAUNCH_DETAIL_HOST_NAME_HPP
 #define HETLAUNCH_DETAIL_HOST_NAME_HPP
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
-namespace hetlaunch {
+#include "../host_issue.hpp"
 
-/// Why a host was refused; `position` in the diagnostic says where.
-enum class host_issue : unsigned char {
-  none,
-  empty,                 // ""
-  too_long,              // more than 253 characters
-  bad_character,         // anything but letters, digits, '-', '.' (and ':' in IPv6)
-  empty_label,           // "a..b", ".a", "a."
-  label_too_long,        // a label over 63 characters
-  hyphen_at_label_edge,  // "-a", "a-.b": a leading '-' would read as an option to ssh or pdsh
-  numeric_not_ipv4,      // "123", "1.2.3": resolvers read these as IPv4 (0.0.0.123)
-  bad_ipv4,              // "1.2.3.256", "01.2.3.4" (a leading zero reads as octal)
-  bad_ipv6,              // "1:::2", "fe80::1%eth0", "[::1]"
-};
+namespace hetlaunch {
 
 namespace detail {
 
@@ -190,6 +180,37 @@ constexpr host_check check_host(std::string_view host, bool allow_underscore = f
 /// True when `host` is an IPv6 literal (it contains ':'); such hosts need brackets in endpoints.
 constexpr bool is_ipv6_literal(std::string_view host) noexcept {
   return host.find(':') != std::string_view::npos;
+}
+
+// FNV-1a of the lower-cased host: host names compare case-insensitively (RFC 4343).
+constexpr std::uint64_t host_hash(std::string_view host) noexcept {
+  std::uint64_t h = 14695981039346656037ull;
+  const char* p = host.data();
+  for (std::size_t i = 0, n = host.size(); i < n; ++i)
+    h = (h ^ static_cast<unsigned char>(to_lower(p[i]))) * 1099511628211ull;
+  return h;
+}
+
+// string_view's operator== goes through char_traits, which costs several constexpr steps a
+// character; this is the same comparison in one.
+constexpr bool same_text(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  const char* x = a.data();
+  const char* y = b.data();
+  std::size_t i = 0;
+  const std::size_t n = a.size();
+  while (i < n && x[i] == y[i]) ++i;
+  return i == n;
+}
+
+constexpr int compare_host(std::string_view a, std::string_view b) noexcept {
+  const std::size_t n = a.size() < b.size() ? a.size() : b.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const char x = to_lower(a[i]);
+    const char y = to_lower(b[i]);
+    if (x != y) return x < y ? -1 : 1;
+  }
+  return a.size() == b.size() ? 0 : (a.size() < b.size() ? -1 : 1);
 }
 
 }  // namespace detail

@@ -106,7 +106,8 @@ struct diagnostic {
       case errc::empty_script:
         return "no training script given";
       case errc::empty_program:
-        return "no launcher program given (program is empty)";
+        return variable.empty() ? "no launcher program given (program is empty)"
+                                : concat("no ", variable, " given (it is empty)");
       case errc::bad_max_restarts:
         return concat("max_restarts must be 0 or more, got ", value);
       case errc::ranks_decided_at_rendezvous:
@@ -156,6 +157,10 @@ struct diagnostic {
         return concat("host ", detail::quoted(text), " is not in the cluster");
       case errc::no_devices:
         return "nothing is left to run on";
+      case errc::bad_env_name:
+        return concat(detail::quoted(text), " is not a variable name (letters, digits and '_', not starting with a digit)");
+      case errc::bad_kill_after:
+        return concat("kill_after must be 1..3600 seconds, got ", value);
     }
     return "unknown problem";
   }

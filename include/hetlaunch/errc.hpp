@@ -47,6 +47,9 @@ enum class errc : int {
   count_mismatch = 32,           // a list of counts does not give one per host
   unknown_host = 33,             // a filter names a host or device the cluster does not have
   no_devices = 34,               // a filter leaves nothing to run on
+  // Launching over ssh (ssh.hpp).
+  bad_env_name = 35,             // a variable name a shell cannot set
+  bad_kill_after = 36,           // ssh_options::kill_after outside 1..3600 seconds
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -87,6 +90,8 @@ constexpr std::string_view to_string(errc code) noexcept {
     case errc::count_mismatch: return "count_mismatch";
     case errc::unknown_host: return "unknown_host";
     case errc::no_devices: return "no_devices";
+    case errc::bad_env_name: return "bad_env_name";
+    case errc::bad_kill_after: return "bad_kill_after";
   }
   return "unknown";
 }

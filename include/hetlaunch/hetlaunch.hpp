@@ -14,6 +14,7 @@
 #include "worker_check.hpp"
 #include "accelerate.hpp"
 #include "plan.hpp"
+#include "ssh.hpp"
 #include "hostfile.hpp"
 #include "slurm.hpp"
 

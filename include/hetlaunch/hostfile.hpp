@@ -32,6 +32,22 @@ inline bool positive_int(std::string_view text, int& value) {
   return true;
 }
 
+// A slot count: a positive int, or "auto" (-1) when allowed. The message of a refused "auto"
+// says who can resolve it.
+inline bool slot_count(std::string_view text, bool allow_auto, int& value) {
+  if (allow_auto && text == "auto") {
+    value = -1;
+    return true;
+  }
+  return positive_int(text, value);
+}
+inline std::string slot_count_problem(std::string_view key, std::string_view text) {
+  if (text == "auto")
+    return concat(key, "=auto asks the host for its GPU count, which only a launcher can do: use `hetlaunch discover` ",
+                  "or `hetlaunch run` (hostfile_options::allow_auto_slots)");
+  return concat(key, " must be a positive integer, got ", quoted(text));
+}
+
 inline std::string host_problem_text(std::string_view host, const host_check& hc) {
   return concat("host ", quoted(host), " is not a valid RFC 1123 name or IP literal: ",
                 describe_host_issue(host, hc.issue, hc.position));
@@ -59,7 +75,7 @@ struct hostfile_entry {
 // Open MPI allows them ("slots = 4").
 // `checked`: the line was read before without error, so the host need not be checked again.
 inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::size_t line_no, bool allow_underscore,
-                                                 bool checked = false) {
+                                                 bool checked = false, bool allow_auto = false) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   const std::size_t hash = line.find('#');
   if (hash != std::string_view::npos) line = line.substr(0, hash);
@@ -84,8 +100,8 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
   const std::size_t colon = e.host.find(':');
   if (colon != std::string_view::npos && e.host.find(':', colon + 1) == std::string_view::npos) {  // MPICH host:N
     const std::string_view count = e.host.substr(colon + 1);
-    if (!positive_int(count, slots))
-      return error(e.column + colon + 1, concat("slots must be a positive integer, got ", quoted(count)), errc::bad_nproc);
+    if (!slot_count(count, allow_auto, slots))
+      return error(e.column + colon + 1, slot_count_problem("slots", count), errc::bad_nproc);
     slots_column = e.column + colon + 1;
     slots_key = "host:N";
     e.host = e.host.substr(0, colon);
@@ -119,9 +135,8 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
                                            "; expected slots=N or max_slots=N"));
     }
     int number = 0;
-    if (!positive_int(value, number))
-      return error(value_start + 1, concat(is_slots ? "slots" : "max_slots", " must be a positive integer, got ", quoted(value)),
-                   errc::bad_nproc);
+    if (!slot_count(value, allow_auto && is_slots, number))
+      return error(value_start + 1, slot_count_problem(is_slots ? key : std::string_view("max_slots"), value), errc::bad_nproc);
     if (is_slots) {
       if (slots != 0)
         return error(field_start + 1, key == slots_key || slots_key.empty()
@@ -136,9 +151,9 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
       max_slots = number;
     }
   }
-  if (max_slots != 0 && slots != 0 && max_slots < slots)
+  if (max_slots != 0 && slots > 0 && max_slots < slots)
     return error(slots_column, concat("max_slots (", max_slots, ") is less than slots (", slots, ")"));
-  e.slots = slots != 0 ? slots : (max_slots != 0 ? max_slots : 1);
+  e.slots = slots == -1 ? 0 : slots != 0 ? slots : (max_slots != 0 ? max_slots : 1);
   return e;
 }
 
@@ -233,6 +248,10 @@ struct hostfile_options {
   bool allow_underscore = false;
   /// A host named twice (several agents on one host), as validate_options::allow_duplicate_hosts.
   bool allow_duplicate_hosts = false;
+  /// `slots=auto` (`host:auto`): the host's GPU count, to be asked for by a launcher. Such a node
+  /// gets nproc 0, which validation refuses: give it its count before planning. Off by default,
+  /// and then `auto` is an error that says who can resolve it.
+  bool allow_auto_slots = false;
 };
 
 /// Parses a hostfile into a cluster, one node per host line, in file order:
@@ -257,7 +276,7 @@ struct hostfile_options {
     parse_error error{};
     bool failed = false;
     detail::each_line(text, [&](std::string_view line, std::size_t line_no) {
-      const auto e = detail::read_hostfile_line(line, line_no, options.allow_underscore, checked);
+      const auto e = detail::read_hostfile_line(line, line_no, options.allow_underscore, checked, options.allow_auto_slots);
       if (!e) {
         error = e.error();
         failed = true;
@@ -281,7 +300,7 @@ struct host_list_item {
   int slots = 0;
 };
 inline result<host_list_item> read_host_list_item(std::string_view text, std::size_t b, std::size_t e,
-                                                  bool allow_underscore) {
+                                                  bool allow_underscore, bool allow_auto = false) {
   while (b < e && is_blank(text[b])) ++b;
   while (e > b && is_blank(text[e - 1])) --e;
   const std::string_view item = text.substr(b, e - b);
@@ -295,11 +314,10 @@ inline result<host_list_item> read_host_list_item(std::string_view text, std::si
   if (host.find(':') != std::string_view::npos && (hc.issue == host_issue::none || hc.issue == host_issue::bad_ipv6))
     return parse_error{1, column, "IPv6 addresses cannot be written in host:slots lists"};
   int slots = 0;
-  if (!positive_int(item.substr(colon + 1), slots))
-    return parse_error{1, column + colon + 1,
-                       concat("slots must be a positive integer, got ", quoted(item.substr(colon + 1))), errc::bad_nproc};
-  if (hc.issue != host_issue::none) return parse_error{1, column + hc.position, host_problem_text(host, hc)};
-  return host_list_item{host, column, slots};
+  if (!slot_count(item.substr(colon + 1), allow_auto, slots))
+    return parse_error{1, column + colon + 1, slot_count_problem("slots", item.substr(colon + 1)), errc::bad_nproc};
+  if (hc.issue != host_issue::none) return parse_error{1, column + hc.position, host_problem_text(host, hc), errc::bad_host};
+  return host_list_item{host, column, slots == -1 ? 0 : slots};
 }
 template <class Visit>
 void each_item(std::string_view text, Visit visit) {
@@ -323,7 +341,7 @@ void each_item(std::string_view text, Visit visit) {
     parse_error error{};
     bool failed = false;
     detail::each_item(text, [&](std::size_t b, std::size_t e) {
-      const auto item = detail::read_host_list_item(text, b, e, options.allow_underscore);
+      const auto item = detail::read_host_list_item(text, b, e, options.allow_underscore, options.allow_auto_slots);
       if (!item) {
         error = item.error();
         failed = true;

@@ -134,6 +134,9 @@ enum class errc : int {
   count_mismatch = 32,           // a list of counts does not give one per host
   unknown_host = 33,             // a filter names a host or device the cluster does not have
   no_devices = 34,               // a filter leaves nothing to run on
+  // Launching over ssh (ssh.hpp).
+  bad_env_name = 35,             // a variable name a shell cannot set
+  bad_kill_after = 36,           // ssh_options::kill_after outside 1..3600 seconds
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -174,6 +177,8 @@ constexpr std::string_view to_string(errc code) noexcept {
     case errc::count_mismatch: return "count_mismatch";
     case errc::unknown_host: return "unknown_host";
     case errc::no_devices: return "no_devices";
+    case errc::bad_env_name: return "bad_env_name";
+    case errc::bad_kill_after: return "bad_kill_after";
   }
   return "unknown";
 }
@@ -941,7 +946,8 @@ struct diagnostic {
       case errc::empty_script:
         return "no training script given";
       case errc::empty_program:
-        return "no launcher program given (program is empty)";
+        return variable.empty() ? "no launcher program given (program is empty)"
+                                : concat("no ", variable, " given (it is empty)");
       case errc::bad_max_restarts:
         return concat("max_restarts must be 0 or more, got ", value);
       case errc::ranks_decided_at_rendezvous:
@@ -991,6 +997,10 @@ struct diagnostic {
         return concat("host ", detail::quoted(text), " is not in the cluster");
       case errc::no_devices:
         return "nothing is left to run on";
+      case errc::bad_env_name:
+        return concat(detail::quoted(text), " is not a variable name (letters, digits and '_', not starting with a digit)");
+      case errc::bad_kill_after:
+        return concat("kill_after must be 1..3600 seconds, got ", value);
     }
     return "unknown problem";
   }
@@ -2750,6 +2760,219 @@ template <std::size_t N>
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_PLAN_HPP
+// ---- hetlaunch/ssh.hpp
+// hetlaunch: starting a plan's nodes over ssh: each node's ssh command line, the remote command
+// that runs torchrun and stops it with all its workers when the connection ends, and the
+// environment a launcher forwards. Pure computation; `hetlaunch run` manages the processes.
+#ifndef HETLAUNCH_SSH_HPP
+#define HETLAUNCH_SSH_HPP
+
+
+
+namespace hetlaunch {
+
+/// How a node is reached and what it is given besides torchrun's own command.
+struct ssh_options {
+  /// The ssh client, word by word.
+  std::vector<std::string> program = {"ssh"};
+  /// Arguments for ssh before the host: "-o", "BatchMode=yes", "-i", "key", "-p", "2222", ...
+  std::vector<std::string> args;
+  /// Variables set on the node before torchrun starts, in order (a later one wins).
+  environment env;
+  /// The directory torchrun runs in on the node; empty: the login directory.
+  std::string chdir;
+  /// When the connection ends (the launcher stops the node, fails or dies), torchrun and every
+  /// process under it get SIGTERM, and SIGKILL this many seconds later if they still run.
+  int kill_after = 10;
+};
+
+/// The first line a node's remote command writes to its standard output, once torchrun has been
+/// started: a launcher reads it to know that the node is up, and does not show it.
+constexpr std::string_view node_started_line = "hetlaunch: node started";
+
+namespace detail {
+
+// The remote side of a node, a POSIX sh script run as
+//   sh -c SCRIPT hetlaunch-node KILL_AFTER DIR COUNT NAME=VALUE... COMMAND...
+// It starts COMMAND in the background and watches standard input, which the launcher holds open
+// for as long as the node should run. ssh gives a command without a terminal no signal when the
+// connection ends, so end of input is the signal: at EOF every descendant of COMMAND (found from
+// /proc, since torch may start workers in sessions of their own) gets SIGTERM, then SIGKILL
+// after KILL_AFTER seconds. The script exits with COMMAND's status, which ssh passes on.
+inline const char* node_script() noexcept {
+  return R"sh(kill_after=$1 dir=$2 n=$3
+shift 3
+if [ -n "$dir" ]; then cd -- "$dir" || { echo "hetlaunch: cannot enter $dir on $(hostname)" >&2; exit 126; }; fi
+while [ "$n" -gt 0 ]; do export "$1" || exit 126; shift; n=$((n - 1)); done
+descendants() {
+  grep -s "^PPid:" /proc/[0-9]*/status | awk -F "[/:\t ]+" -v root="$1" "{ parent[\$3] = \$NF } END {
+    want[root] = 1; do { more = 0; for (p in parent) if (!(p in want) && (parent[p] in want)) { want[p] = 1; more = 1 } } while (more)
+    for (p in want) if (p != root) print p }"
+}
+alive() { for p in "$@"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
+echo "hetlaunch: node started"
+exec 3<&0 </dev/null
+"$@" 3<&- &
+job=$!
+(
+  while IFS= read -r line <&3; do :; done
+  pids="$job $(descendants "$job")"
+  kill -TERM $pids 2>/dev/null
+  tenths=$((kill_after * 10))
+  while [ "$tenths" -gt 0 ] && alive $pids; do sleep 0.1; tenths=$((tenths - 1)); done
+  kill -KILL $pids $(descendants "$job") 2>/dev/null
+) &
+watcher=$!
+exec 3<&-
+wait "$job"
+status=$?
+kill "$watcher" 2>/dev/null
+exit "$status")sh";
+}
+
+inline bool is_env_name(std::string_view name) noexcept {
+  if (name.empty() || is_digit(name[0])) return false;
+  for (char c : name)
+    if (!is_alpha(c) && !is_digit(c) && c != '_') return false;
+  return true;
+}
+
+inline diagnostic ssh_problem(errc code, std::string_view text) {
+  diagnostic d{};
+  d.code = code;
+  d.text = text;
+  return d;
+}
+
+}  // namespace detail
+
+/// Every problem of the ssh options, in order: an empty program, a variable name that is not a
+/// shell name (letters, digits, '_', not starting with a digit), kill_after outside 1..3600.
+[[nodiscard]] inline std::vector<diagnostic> validate_ssh(const ssh_options& ssh) {
+  std::vector<diagnostic> out;
+  if (ssh.program.empty() || ssh.program.front().empty()) {
+    diagnostic d = detail::ssh_problem(errc::empty_program, "");
+    d.variable = "ssh program";
+    out.push_back(d);
+  }
+  for (const auto& v : ssh.env)
+    if (!detail::is_env_name(v.first)) out.push_back(detail::ssh_problem(errc::bad_env_name, v.first));
+  if (ssh.kill_after < 1 || ssh.kill_after > 3600) {
+    diagnostic d = detail::ssh_problem(errc::bad_kill_after, "");
+    d.value = ssh.kill_after;
+    out.push_back(d);
+  }
+  return out;
+}
+
+/// The command the node's shell runs: {"sh", "-c", SCRIPT, "hetlaunch-node", KILL_AFTER, DIR,
+/// COUNT, the variables (the plan's agent_env for the node, then ssh.env) as NAME=VALUE, then
+/// the node's torchrun argv}. When the plan's nodes differ, TORCH_ELASTIC_WORKER_IDENTICAL is
+/// unset first: torch 2.5+ would compute ranks as if every node ran this node's count.
+/// Errors: node_out_of_range, empty_script, and those of validate_ssh.
+[[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_remote_argv(const launch_plan& plan,
+                                                                                  std::size_t node,
+                                                                                  const ssh_options& ssh) {
+  auto argv = plan.try_torchrun_argv(node);
+  if (!argv) return argv.error();
+  if (const std::vector<diagnostic> problems = validate_ssh(ssh); !problems.empty()) return problems.front();
+  environment vars = plan.agent_env(node);
+  vars.insert(vars.end(), ssh.env.begin(), ssh.env.end());
+  std::string script;
+  if (detail::nodes_differ(plan.topology())) script = "unset TORCH_ELASTIC_WORKER_IDENTICAL\n";
+  script += detail::node_script();
+  std::vector<std::string> out = {"sh", "-c", std::move(script), "hetlaunch-node", std::to_string(ssh.kill_after),
+                                  ssh.chdir, std::to_string(vars.size())};
+  out.reserve(out.size() + vars.size() + argv->size());
+  for (const auto& v : vars) out.push_back(detail::concat(v.first, "=", v.second));
+  for (std::string& a : *argv) out.push_back(std::move(a));
+  return out;
+}
+
+/// ssh's argv for `node`: ssh.program, ssh.args, "--", the node's host, and the remote command
+/// (try_remote_argv) quoted once more for the remote login shell, which must be a POSIX shell
+/// (sh, bash, dash, zsh, ksh). Every argument of the script arrives byte for byte: quotes, $(),
+/// newlines, bytes that are not UTF-8. ssh must not be given -n or -f: the node runs for as long
+/// as ssh's standard input stays open (see ssh_options::kill_after).
+///
+/// Example, node 1 of {{"gpu-a", 8}, {"gpu-b", 4}}:
+///   ssh -- gpu-b 'exec sh -c '\''...'\'' hetlaunch-node 10 /work 0 torchrun --nnodes=2 ...'
+[[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_ssh_argv(const launch_plan& plan,
+                                                                               std::size_t node,
+                                                                               const ssh_options& ssh) {
+  auto remote = try_remote_argv(plan, node, ssh);
+  if (!remote) return remote.error();
+  std::vector<std::string> out = ssh.program;
+  out.insert(out.end(), ssh.args.begin(), ssh.args.end());
+  out.emplace_back("--");
+  out.emplace_back(plan.topology().node(node).host);
+  out.push_back("exec " + shell_join(*remote));
+  return out;
+}
+/// try_ssh_argv(...).value().
+[[nodiscard]] inline std::vector<std::string> ssh_argv(const launch_plan& plan, std::size_t node,
+                                                       const ssh_options& ssh) {
+  return try_ssh_argv(plan, node, ssh).value();
+}
+
+/// Whether a launcher forwards the variable to every node unless told otherwise: NCCL_*, GLOO_*,
+/// TORCH_* (but not TORCH_ELASTIC_WORKER_IDENTICAL, which would break a mixed job), UCX_*, FI_*
+/// and PYTHONPATH: what the fabric and torch read, as DeepSpeed's launcher forwards them.
+[[nodiscard]] inline bool forwarded_by_default(std::string_view name) noexcept {
+  if (name == "TORCH_ELASTIC_WORKER_IDENTICAL") return false;
+  for (std::string_view prefix : {"NCCL_", "GLOO_", "TORCH_", "UCX_", "FI_"})
+    if (name.substr(0, prefix.size()) == prefix) return true;
+  return name == "PYTHONPATH";
+}
+
+/// The variables of `envp` (a NULL-terminated "NAME=VALUE" array, such as environ) that
+/// forwarded_by_default accepts, in their order.
+[[nodiscard]] inline environment forwarded_environment(const char* const* envp) {
+  environment out;
+  for (const char* const* e = envp; e && *e; ++e) {
+    const std::string_view entry(*e);
+    const std::size_t eq = entry.find('=');
+    if (eq == std::string_view::npos || !forwarded_by_default(entry.substr(0, eq))) continue;
+    out.emplace_back(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+  }
+  return out;
+}
+
+/// Reads NAME=VALUE lines, as DeepSpeed's .deepspeed_env holds them: the value is everything after
+/// the first '=' (taken as it is: no quotes are removed); blank lines and lines starting with '#'
+/// are skipped; a trailing '\r' is dropped. A line without '=' or with a name that is not a shell
+/// name is an error at its line and column.
+[[nodiscard]] inline result<environment> parse_env_file(std::string_view text) {
+  environment out;
+  std::size_t line_no = 0;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    ++line_no;
+    start = end + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    std::size_t first = 0;
+    while (first < line.size() && (line[first] == ' ' || line[first] == '\t')) ++first;
+    if (first == line.size() || line[first] == '#') continue;
+    const std::size_t eq = line.find('=');
+    if (eq == std::string_view::npos)
+      return parse_error{line_no, first + 1, detail::concat("expected NAME=VALUE, got ", detail::quoted(line))};
+    const std::string_view name = line.substr(first, eq - first);
+    if (!detail::is_env_name(name))
+      return parse_error{line_no, first + 1,
+                         detail::concat(detail::quoted(name), " is not a variable name (letters, digits and '_', "
+                                                              "not starting with a digit)"),
+                         errc::bad_env_name};
+    out.emplace_back(std::string(name), std::string(line.substr(eq + 1)));
+  }
+  return out;
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_SSH_HPP
 // ---- hetlaunch/hostfile.hpp
 // hetlaunch: the host lists clusters already have — DeepSpeed and Open MPI hostfiles, MPICH
 // "host:N" files, Horovod "-H h1:4,h2:8" lists — and DeepSpeed's --include/--exclude filters.
@@ -2772,6 +2995,22 @@ inline bool positive_int(std::string_view text, int& value) {
   if (!parse_decimal(text, INT_MAX, v) || v < 1) return false;
   value = static_cast<int>(v);
   return true;
+}
+
+// A slot count: a positive int, or "auto" (-1) when allowed. The message of a refused "auto"
+// says who can resolve it.
+inline bool slot_count(std::string_view text, bool allow_auto, int& value) {
+  if (allow_auto && text == "auto") {
+    value = -1;
+    return true;
+  }
+  return positive_int(text, value);
+}
+inline std::string slot_count_problem(std::string_view key, std::string_view text) {
+  if (text == "auto")
+    return concat(key, "=auto asks the host for its GPU count, which only a launcher can do: use `hetlaunch discover` ",
+                  "or `hetlaunch run` (hostfile_options::allow_auto_slots)");
+  return concat(key, " must be a positive integer, got ", quoted(text));
 }
 
 inline std::string host_problem_text(std::string_view host, const host_check& hc) {
@@ -2801,7 +3040,7 @@ struct hostfile_entry {
 // Open MPI allows them ("slots = 4").
 // `checked`: the line was read before without error, so the host need not be checked again.
 inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::size_t line_no, bool allow_underscore,
-                                                 bool checked = false) {
+                                                 bool checked = false, bool allow_auto = false) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   const std::size_t hash = line.find('#');
   if (hash != std::string_view::npos) line = line.substr(0, hash);
@@ -2826,8 +3065,8 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
   const std::size_t colon = e.host.find(':');
   if (colon != std::string_view::npos && e.host.find(':', colon + 1) == std::string_view::npos) {  // MPICH host:N
     const std::string_view count = e.host.substr(colon + 1);
-    if (!positive_int(count, slots))
-      return error(e.column + colon + 1, concat("slots must be a positive integer, got ", quoted(count)), errc::bad_nproc);
+    if (!slot_count(count, allow_auto, slots))
+      return error(e.column + colon + 1, slot_count_problem("slots", count), errc::bad_nproc);
     slots_column = e.column + colon + 1;
     slots_key = "host:N";
     e.host = e.host.substr(0, colon);
@@ -2861,9 +3100,8 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
                                            "; expected slots=N or max_slots=N"));
     }
     int number = 0;
-    if (!positive_int(value, number))
-      return error(value_start + 1, concat(is_slots ? "slots" : "max_slots", " must be a positive integer, got ", quoted(value)),
-                   errc::bad_nproc);
+    if (!slot_count(value, allow_auto && is_slots, number))
+      return error(value_start + 1, slot_count_problem(is_slots ? key : std::string_view("max_slots"), value), errc::bad_nproc);
     if (is_slots) {
       if (slots != 0)
         return error(field_start + 1, key == slots_key || slots_key.empty()
@@ -2878,9 +3116,9 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
       max_slots = number;
     }
   }
-  if (max_slots != 0 && slots != 0 && max_slots < slots)
+  if (max_slots != 0 && slots > 0 && max_slots < slots)
     return error(slots_column, concat("max_slots (", max_slots, ") is less than slots (", slots, ")"));
-  e.slots = slots != 0 ? slots : (max_slots != 0 ? max_slots : 1);
+  e.slots = slots == -1 ? 0 : slots != 0 ? slots : (max_slots != 0 ? max_slots : 1);
   return e;
 }
 
@@ -2975,6 +3213,10 @@ struct hostfile_options {
   bool allow_underscore = false;
   /// A host named twice (several agents on one host), as validate_options::allow_duplicate_hosts.
   bool allow_duplicate_hosts = false;
+  /// `slots=auto` (`host:auto`): the host's GPU count, to be asked for by a launcher. Such a node
+  /// gets nproc 0, which validation refuses: give it its count before planning. Off by default,
+  /// and then `auto` is an error that says who can resolve it.
+  bool allow_auto_slots = false;
 };
 
 /// Parses a hostfile into a cluster, one node per host line, in file order:
@@ -2999,7 +3241,7 @@ struct hostfile_options {
     parse_error error{};
     bool failed = false;
     detail::each_line(text, [&](std::string_view line, std::size_t line_no) {
-      const auto e = detail::read_hostfile_line(line, line_no, options.allow_underscore, checked);
+      const auto e = detail::read_hostfile_line(line, line_no, options.allow_underscore, checked, options.allow_auto_slots);
       if (!e) {
         error = e.error();
         failed = true;
@@ -3023,7 +3265,7 @@ struct host_list_item {
   int slots = 0;
 };
 inline result<host_list_item> read_host_list_item(std::string_view text, std::size_t b, std::size_t e,
-                                                  bool allow_underscore) {
+                                                  bool allow_underscore, bool allow_auto = false) {
   while (b < e && is_blank(text[b])) ++b;
   while (e > b && is_blank(text[e - 1])) --e;
   const std::string_view item = text.substr(b, e - b);
@@ -3037,11 +3279,10 @@ inline result<host_list_item> read_host_list_item(std::string_view text, std::si
   if (host.find(':') != std::string_view::npos && (hc.issue == host_issue::none || hc.issue == host_issue::bad_ipv6))
     return parse_error{1, column, "IPv6 addresses cannot be written in host:slots lists"};
   int slots = 0;
-  if (!positive_int(item.substr(colon + 1), slots))
-    return parse_error{1, column + colon + 1,
-                       concat("slots must be a positive integer, got ", quoted(item.substr(colon + 1))), errc::bad_nproc};
-  if (hc.issue != host_issue::none) return parse_error{1, column + hc.position, host_problem_text(host, hc)};
-  return host_list_item{host, column, slots};
+  if (!slot_count(item.substr(colon + 1), allow_auto, slots))
+    return parse_error{1, column + colon + 1, slot_count_problem("slots", item.substr(colon + 1)), errc::bad_nproc};
+  if (hc.issue != host_issue::none) return parse_error{1, column + hc.position, host_problem_text(host, hc), errc::bad_host};
+  return host_list_item{host, column, slots == -1 ? 0 : slots};
 }
 template <class Visit>
 void each_item(std::string_view text, Visit visit) {
@@ -3065,7 +3306,7 @@ void each_item(std::string_view text, Visit visit) {
     parse_error error{};
     bool failed = false;
     detail::each_item(text, [&](std::size_t b, std::size_t e) {
-      const auto item = detail::read_host_list_item(text, b, e, options.allow_underscore);
+      const auto item = detail::read_host_list_item(text, b, e, options.allow_underscore, options.allow_auto_slots);
       if (!item) {
         error = item.error();
         failed = true;

@@ -57,6 +57,21 @@ CASES = {
     "compress": (["compress", "gpu01", "gpu02", "gpu03", "cpu7"], 0),
     "accelerate": (["accelerate", "--node", "1", "--hosts", "gpu-a:8,gpu-b:2", "train.py"], 0),
     "unknown_command": (["launch"], 2),
+    # The command table: --flag=value, flags a command does not take, switches given a value.
+    "flag_equals": (["argv", "--node=1", "--hosts=a:2,b:1", "--master-port=29613", "t.py"], 0),
+    "flag_not_accepted": (["plan", "--local-rank", "0"], 2),
+    "switch_with_value": (["plan", "--json=yes"], 2),
+    "flag_before_command": (["--hosts", "a:1", "plan"], 2),
+    "run_help": (["run", "--help"], 0),
+    # slots=auto is for the commands that can ask the host.
+    "plan_auto_refused": (["plan", "--hosts", "a:auto,b:2"], 1),
+    "check_auto_refused": (["check", "--hostfile", "@DATA@/auto.hostfile"], 1),
+    # run: everything is validated before any host is contacted; --dry-run prints the commands.
+    "run_dry_run": (["run", "--hosts", "gpu-a:2,gpu-b:1", "--chdir", "/srv/job", "--env", "NCCL_DEBUG=INFO",
+                     "--ssh-arg", "-p", "--ssh-arg", "2222", "--dry-run", "--", "train.py", "it's $(x)"], 0),
+    "run_no_script": (["run", "--hosts", "a:1"], 2),
+    "run_bad_hostfile": (["run", "--hostfile", "@DATA@/zero.hostfile", "--ssh", "/nonexistent/ssh", "t.py"], 1),
+    "run_bad_env": (["run", "--hosts", "a:1", "--env", "1X=2", "--dry-run", "t.py"], 1),
 }
 
 
@@ -70,7 +85,9 @@ def run(binary, args, env=None):
 
 def golden_cases(binary, update):
     failures = 0
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    # Without the variables `run` forwards, so that its commands do not depend on the caller's.
+    forwarded = ("SLURM_", "NCCL_", "GLOO_", "TORCH_", "UCX_", "FI_", "PYTHONPATH")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(forwarded)}
     for name, (args, status) in CASES.items():
         out, err, code = run(binary, args, env)
         got = f"$ hetlaunch {' '.join(args)}\n--- exit {code}\n--- stdout\n{out}--- stderr\n{err}"

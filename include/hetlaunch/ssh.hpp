@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: MIT
+// hetlaunch: starting a plan's nodes over ssh: each node's ssh command line, the remote command
+// that runs torchrun and stops it with all its workers when the connection ends, and the
+// environment a launcher forwards. Pure computation; `hetlaunch run` manages the processes.
+#ifndef HETLAUNCH_SSH_HPP
+#define HETLAUNCH_SSH_HPP
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "diagnostic.hpp"
+#include "plan.hpp"
+#include "result.hpp"
+#include "shell.hpp"
+#include "torchrun.hpp"
+
+namespace hetlaunch {
+
+/// How a node is reached and what it is given besides torchrun's own command.
+struct ssh_options {
+  /// The ssh client, word by word.
+  std::vector<std::string> program = {"ssh"};
+  /// Arguments for ssh before the host: "-o", "BatchMode=yes", "-i", "key", "-p", "2222", ...
+  std::vector<std::string> args;
+  /// Variables set on the node before torchrun starts, in order (a later one wins).
+  environment env;
+  /// The directory torchrun runs in on the node; empty: the login directory.
+  std::string chdir;
+  /// When the connection ends (the launcher stops the node, fails or dies), torchrun and every
+  /// process under it get SIGTERM, and SIGKILL this many seconds later if they still run.
+  int kill_after = 10;
+};
+
+/// The first line a node's remote command writes to its standard output, once torchrun has been
+/// started: a launcher reads it to know that the node is up, and does not show it.
+constexpr std::string_view node_started_line = "hetlaunch: node started";
+
+namespace detail {
+
+// The remote side of a node, a POSIX sh script run as
+//   sh -c SCRIPT hetlaunch-node KILL_AFTER DIR COUNT NAME=VALUE... COMMAND...
+// It starts COMMAND in the background and watches standard input, which the launcher holds open
+// for as long as the node should run. ssh gives a command without a terminal no signal when the
+// connection ends, so end of input is the signal: at EOF every descendant of COMMAND (found from
+// /proc, since torch may start workers in sessions of their own) gets SIGTERM, then SIGKILL
+// after KILL_AFTER seconds. The script exits with COMMAND's status, which ssh passes on.
+inline const char* node_script() noexcept {
+  return R"sh(kill_after=$1 dir=$2 n=$3
+shift 3
+if [ -n "$dir" ]; then cd -- "$dir" || { echo "hetlaunch: cannot enter $dir on $(hostname)" >&2; exit 126; }; fi
+while [ "$n" -gt 0 ]; do export "$1" || exit 126; shift; n=$((n - 1)); done
+descendants() {
+  grep -s "^PPid:" /proc/[0-9]*/status | awk -F "[/:\t ]+" -v root="$1" "{ parent[\$3] = \$NF } END {
+    want[root] = 1; do { more = 0; for (p in parent) if (!(p in want) && (parent[p] in want)) { want[p] = 1; more = 1 } } while (more)
+    for (p in want) if (p != root) print p }"
+}
+alive() { for p in "$@"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
+echo "hetlaunch: node started"
+exec 3<&0 </dev/null
+"$@" 3<&- &
+job=$!
+(
+  while IFS= read -r line <&3; do :; done
+  pids="$job $(descendants "$job")"
+  kill -TERM $pids 2>/dev/null
+  tenths=$((kill_after * 10))
+  while [ "$tenths" -gt 0 ] && alive $pids; do sleep 0.1; tenths=$((tenths - 1)); done
+  kill -KILL $pids $(descendants "$job") 2>/dev/null
+) &
+watcher=$!
+exec 3<&-
+wait "$job"
+status=$?
+kill "$watcher" 2>/dev/null
+exit "$status")sh";
+}
+
+inline bool is_env_name(std::string_view name) noexcept {
+  if (name.empty() || is_digit(name[0])) return false;
+  for (char c : name)
+    if (!is_alpha(c) && !is_digit(c) && c != '_') return false;
+  return true;
+}
+
+inline diagnostic ssh_problem(errc code, std::string_view text) {
+  diagnostic d{};
+  d.code = code;
+  d.text = text;
+  return d;
+}
+
+}  // namespace detail
+
+/// Every problem of the ssh options, in order: an empty program, a variable name that is not a
+/// shell name (letters, digits, '_', not starting with a digit), kill_after outside 1..3600.
+[[nodiscard]] inline std::vector<diagnostic> validate_ssh(const ssh_options& ssh) {
+  std::vector<diagnostic> out;
+  if (ssh.program.empty() || ssh.program.front().empty()) {
+    diagnostic d = detail::ssh_problem(errc::empty_program, "");
+    d.variable = "ssh program";
+    out.push_back(d);
+  }
+  for (const auto& v : ssh.env)
+    if (!detail::is_env_name(v.first)) out.push_back(detail::ssh_problem(errc::bad_env_name, v.first));
+  if (ssh.kill_after < 1 || ssh.kill_after > 3600) {
+    diagnostic d = detail::ssh_problem(errc::bad_kill_after, "");
+    d.value = ssh.kill_after;
+    out.push_back(d);
+  }
+  return out;
+}
+
+/// The command the node's shell runs: {"sh", "-c", SCRIPT, "hetlaunch-node", KILL_AFTER, DIR,
+/// COUNT, the variables (the plan's agent_env for the node, then ssh.env) as NAME=VALUE, then
+/// the node's torchrun argv}. When the plan's nodes differ, TORCH_ELASTIC_WORKER_IDENTICAL is
+/// unset first: torch 2.5+ would compute ranks as if every node ran this node's count.
+/// Errors: node_out_of_range, empty_script, and those of validate_ssh.
+[[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_remote_argv(const launch_plan& plan,
+                                                                                  std::size_t node,
+                                                                                  const ssh_options& ssh) {
+  auto argv = plan.try_torchrun_argv(node);
+  if (!argv) return argv.error();
+  if (const std::vector<diagnostic> problems = validate_ssh(ssh); !problems.empty()) return problems.front();
+  environment vars = plan.agent_env(node);
+  vars.insert(vars.end(), ssh.env.begin(), ssh.env.end());
+  std::string script;
+  if (detail::nodes_differ(plan.topology())) script = "unset TORCH_ELASTIC_WORKER_IDENTICAL\n";
+  script += detail::node_script();
+  std::vector<std::string> out = {"sh", "-c", std::move(script), "hetlaunch-node", std::to_string(ssh.kill_after),
+                                  ssh.chdir, std::to_string(vars.size())};
+  out.reserve(out.size() + vars.size() + argv->size());
+  for (const auto& v : vars) out.push_back(detail::concat(v.first, "=", v.second));
+  for (std::string& a : *argv) out.push_back(std::move(a));
+  return out;
+}
+
+/// ssh's argv for `node`: ssh.program, ssh.args, "--", the node's host, and the remote command
+/// (try_remote_argv) quoted once more for the remote login shell, which must be a POSIX shell
+/// (sh, bash, dash, zsh, ksh). Every argument of the script arrives byte for byte: quotes, $(),
+/// newlines, bytes that are not UTF-8. ssh must not be given -n or -f: the node runs for as long
+/// as ssh's standard input stays open (see ssh_options::kill_after).
+///
+/// Example, node 1 of {{"gpu-a", 8}, {"gpu-b", 4}}:
+///   ssh -- gpu-b 'exec sh -c '\''...'\'' hetlaunch-node 10 /work 0 torchrun --nnodes=2 ...'
+[[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_ssh_argv(const launch_plan& plan,
+                                                                               std::size_t node,
+                                                                               const ssh_options& ssh) {
+  auto remote = try_remote_argv(plan, node, ssh);
+  if (!remote) return remote.error();
+  std::vector<std::string> out = ssh.program;
+  out.insert(out.end(), ssh.args.begin(), ssh.args.end());
+  out.emplace_back("--");
+  out.emplace_back(plan.topology().node(node).host);
+  out.push_back("exec " + shell_join(*remote));
+  return out;
+}
+/// try_ssh_argv(...).value().
+[[nodiscard]] inline std::vector<std::string> ssh_argv(const launch_plan& plan, std::size_t node,
+                                                       const ssh_options& ssh) {
+  return try_ssh_argv(plan, node, ssh).value();
+}
+
+/// Whether a launcher forwards the variable to every node unless told otherwise: NCCL_*, GLOO_*,
+/// TORCH_* (but not TORCH_ELASTIC_WORKER_IDENTICAL, which would break a mixed job), UCX_*, FI_*
+/// and PYTHONPATH: what the fabric and torch read, as DeepSpeed's launcher forwards them.
+[[nodiscard]] inline bool forwarded_by_default(std::string_view name) noexcept {
+  if (name == "TORCH_ELASTIC_WORKER_IDENTICAL") return false;
+  for (std::string_view prefix : {"NCCL_", "GLOO_", "TORCH_", "UCX_", "FI_"})
+    if (name.substr(0, prefix.size()) == prefix) return true;
+  return name == "PYTHONPATH";
+}
+
+/// The variables of `envp` (a NULL-terminated "NAME=VALUE" array, such as environ) that
+/// forwarded_by_default accepts, in their order.
+[[nodiscard]] inline environment forwarded_environment(const char* const* envp) {
+  environment out;
+  for (const char* const* e = envp; e && *e; ++e) {
+    const std::string_view entry(*e);
+    const std::size_t eq = entry.find('=');
+    if (eq == std::string_view::npos || !forwarded_by_default(entry.substr(0, eq))) continue;
+    out.emplace_back(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+  }
+  return out;
+}
+
+/// Reads NAME=VALUE lines, as DeepSpeed's .deepspeed_env holds them: the value is everything after
+/// the first '=' (taken as it is: no quotes are removed); blank lines and lines starting with '#'
+/// are skipped; a trailing '\r' is dropped. A line without '=' or with a name that is not a shell
+/// name is an error at its line and column.
+[[nodiscard]] inline result<environment> parse_env_file(std::string_view text) {
+  environment out;
+  std::size_t line_no = 0;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    ++line_no;
+    start = end + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    std::size_t first = 0;
+    while (first < line.size() && (line[first] == ' ' || line[first] == '\t')) ++first;
+    if (first == line.size() || line[first] == '#') continue;
+    const std::size_t eq = line.find('=');
+    if (eq == std::string_view::npos)
+      return parse_error{line_no, first + 1, detail::concat("expected NAME=VALUE, got ", detail::quoted(line))};
+    const std::string_view name = line.substr(first, eq - first);
+    if (!detail::is_env_name(name))
+      return parse_error{line_no, first + 1,
+                         detail::concat(detail::quoted(name), " is not a variable name (letters, digits and '_', "
+                                                              "not starting with a digit)"),
+                         errc::bad_env_name};
+    out.emplace_back(std::string(name), std::string(line.substr(eq + 1)));
+  }
+  return out;
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_SSH_HPP

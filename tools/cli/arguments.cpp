@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: MIT
+// The command line: the table of flags, parsing (`--flag value` and `--flag=value`), and the help
+// text, which is made from the flag and command tables.
+#include "cli.hpp"
+
+#include <charconv>
+#include <string_view>
+
+namespace cli {
+namespace {
+
+using hetlaunch::detail::concat;
+using hetlaunch::detail::quoted;
+
+long long to_integer(std::string_view flag, const std::string& text, long long low, long long high) {
+  long long value = 0;
+  const char* begin = text.c_str();
+  const char* end = begin + text.size();
+  const auto r = std::from_chars(begin, end, value);
+  if (text.empty() || r.ec != std::errc() || r.ptr != end || value < low || value > high)
+    throw usage_error{concat(flag, " needs an integer from ", low, " to ", high, ", got ", quoted(text))};
+  return value;
+}
+int to_int(std::string_view flag, const std::string& text, long long low, long long high) {
+  return static_cast<int>(to_integer(flag, text, low, high));
+}
+
+struct flag {
+  const char* name;
+  const char* alias;  // a short spelling, or nullptr
+  const char* value;  // the value's name in help, or nullptr for a switch
+  unsigned group;     // the group it belongs to, or 0 when commands name it one by one
+  const char* help;
+  void (*apply)(options&, const std::string& value);
+};
+
+const flag flags[] = {
+    // input
+    {"--hostfile", nullptr, "FILE", input_flags, "DeepSpeed/Open MPI/MPICH hostfile (\"host slots=N\", \"host:N\")",
+     [](options& o, const std::string& v) { o.hostfile = v; }},
+    {"--hosts", nullptr, "LIST", input_flags, "\"h1:4,h2:8\"", [](options& o, const std::string& v) { o.hosts = v; }},
+    {"--slurm", nullptr, nullptr, input_flags, "the Slurm job's environment (the node defaults to SLURM_NODEID)",
+     [](options& o, const std::string&) { o.slurm = true; }},
+    {"--include", nullptr, "FILTER", input_flags, "keep only these hosts or devices (DeepSpeed style: \"w0@w1:0,2\")",
+     [](options& o, const std::string& v) { o.include = v; }},
+    {"--exclude", nullptr, "FILTER", input_flags, "leave out these hosts or devices",
+     [](options& o, const std::string& v) { o.exclude = v; }},
+    {"--allow-duplicate-hosts", nullptr, nullptr, input_flags, "several agents on one host",
+     [](options& o, const std::string&) { o.launch.validation.allow_duplicate_hosts = true; }},
+    {"--max-hosts", nullptr, "N", input_flags | limit_flags, "most names a Slurm host list may expand to (1048576)",
+     [](options& o, const std::string& v) {
+       o.max_hosts = static_cast<std::size_t>(to_integer("--max-hosts", v, 1, 0x7fffffff));
+     }},
+    {"--max-bytes", nullptr, "N", input_flags | limit_flags, "most bytes those names may take (134217728)",
+     [](options& o, const std::string& v) {
+       o.max_bytes = static_cast<std::size_t>(to_integer("--max-bytes", v, 1, 0x7fffffff));
+     }},
+    // launch
+    {"--master-addr", nullptr, "HOST", launch_flags, "default: the first node's host",
+     [](options& o, const std::string& v) { o.launch.master_addr = v; }},
+    {"--master-port", nullptr, "PORT", launch_flags, "default: 29500",
+     [](options& o, const std::string& v) { o.launch.master_port = to_int("--master-port", v, 1, 65535); }},
+    {"--rdzv", nullptr, "static|c10d", launch_flags, "default: static (c10d decides ranks at rendezvous)",
+     [](options& o, const std::string& v) {
+       if (v == "static") o.launch.backend = hetlaunch::rendezvous::static_tcp;
+       else if (v == "c10d") o.launch.backend = hetlaunch::rendezvous::c10d;
+       else throw usage_error{"--rdzv must be static or c10d, got " + quoted(v)};
+     }},
+    {"--rdzv-id", nullptr, "ID", launch_flags, "default: none (c10d needs one)",
+     [](options& o, const std::string& v) { o.launch.rdzv_id = v; }},
+    {"--rdzv-timeout", nullptr, "SECONDS", launch_flags, "how long agents wait for missing nodes",
+     [](options& o, const std::string& v) { o.launch.rendezvous_timeout = to_int("--rdzv-timeout", v, 1, 0x7fffffff); }},
+    {"--max-restarts", nullptr, "N", launch_flags, "default: 0",
+     [](options& o, const std::string& v) { o.launch.max_restarts = to_int("--max-restarts", v, 0, 0x7fffffff); }},
+    {"--dash-flags", nullptr, nullptr, launch_flags, "spell torchrun's options --nproc-per-node (torch >= 2.0)",
+     [](options& o, const std::string&) { o.launch.flags = hetlaunch::flag_style::dash; }},
+    {"--torch", nullptr, "MAJOR.MINOR", launch_flags, "the nodes' torch (variable names); default 2.5",
+     [](options& o, const std::string& v) {
+       const std::size_t dot = v.find('.');
+       if (dot == std::string::npos) throw usage_error{"--torch needs MAJOR.MINOR, got " + quoted(v)};
+       o.launch.torch = {to_int("--torch", v.substr(0, dot), 1, 99), to_int("--torch", v.substr(dot + 1), 0, 99)};
+     }},
+    {"--program", nullptr, "WORD", launch_flags, "the launcher, word by word, repeatable (default: torchrun)",
+     [](options& o, const std::string& v) { o.program.push_back(v); }},
+    {"--torchrun-arg", nullptr, "ARG", launch_flags, "an extra torchrun argument, repeatable",
+     [](options& o, const std::string& v) { o.launch.torchrun_args.push_back(v); }},
+    {"--module", "-m", nullptr, launch_flags, "SCRIPT names a Python module",
+     [](options& o, const std::string&) { o.launch.module = true; }},
+    // one command's or a few
+    {"--node", nullptr, "I", 0, "the node", [](options& o, const std::string& v) {
+       o.node = static_cast<std::size_t>(to_integer("--node", v, 0, 0x7fffffff));
+     }},
+    {"--local-rank", nullptr, "L", 0, "the worker on that node",
+     [](options& o, const std::string& v) { o.local_rank = to_int("--local-rank", v, 0, 0x7fffffff); }},
+    {"--json", nullptr, nullptr, 0, "JSON for programs", [](options& o, const std::string&) { o.json = true; }},
+    {"--null", nullptr, nullptr, 0, "end each argument with a NUL byte instead of a newline",
+     [](options& o, const std::string&) { o.null = true; }},
+    {"--direct", nullptr, nullptr, 0, "the environment for starting the worker without torchrun",
+     [](options& o, const std::string&) { o.direct = true; }},
+    {"--any-host", nullptr, nullptr, 0, "start even when the node's IP address is not this host's",
+     [](options& o, const std::string&) { o.any_host = true; }},
+    {"--format", nullptr, "sh|json|null", 0, "how to print the environment (default: sh)",
+     [](options& o, const std::string& v) {
+       if (v != "sh" && v != "json" && v != "null") throw usage_error{"--format must be sh, json or null, got " + quoted(v)};
+       o.format = v;
+     }},
+    {"--ssh", nullptr, "PROGRAM", 0, "the ssh client (default: ssh)", [](options& o, const std::string& v) { o.ssh = v; }},
+    {"--ssh-arg", nullptr, "ARG", 0, "an argument for ssh, before the host; repeatable",
+     [](options& o, const std::string& v) { o.ssh_args.push_back(v); }},
+    {"--fanout", nullptr, "N", 0, "most nodes connecting at once (default: 64); a node counts until it starts",
+     [](options& o, const std::string& v) { o.fanout = to_int("--fanout", v, 1, 4096); }},
+    {"--env", nullptr, "NAME[=VALUE]", 0, "set NAME on every node: this value, or the local one; repeatable",
+     [](options& o, const std::string& v) { o.env.push_back(v); }},
+    {"--env-file", nullptr, "FILE", 0, "NAME=VALUE lines to set on every node (# comments)",
+     [](options& o, const std::string& v) { o.env_file = v; }},
+    {"--chdir", nullptr, "DIR", 0, "the directory to run in on every node (default: this one's path)",
+     [](options& o, const std::string& v) { o.chdir = v; }},
+    {"--dry-run", nullptr, nullptr, 0, "print each node's ssh command instead of running it",
+     [](options& o, const std::string&) { o.dry_run = true; }},
+    {"--gpu-count-command", nullptr, "CMD", 0, "prints a host's GPU count (default: counts `nvidia-smi -L` lines)",
+     [](options& o, const std::string& v) { o.gpu_count_command = v; }},
+    {"--quiet-nodes", nullptr, nullptr, 0, "show only node 0's output and every node's errors",
+     [](options& o, const std::string&) { o.quiet_nodes = true; }},
+    {"--kill-after", nullptr, "SECONDS", 0, "after a failure or a signal, how long the other nodes get to stop (10)",
+     [](options& o, const std::string& v) { o.kill_after = to_int("--kill-after", v, 1, 3600); }},
+};
+
+const flag* find_flag(std::string_view name) {
+  for (const flag& f : flags)
+    if (name == f.name || (f.alias && name == f.alias)) return &f;
+  return nullptr;
+}
+
+bool accepts(const command& c, const flag& f) {
+  if (f.group & c.groups) return true;
+  for (const char* name : c.flags)
+    if (std::string_view(name) == f.name) return true;
+  return false;
+}
+
+std::string flag_line(const flag& f) {
+  std::string left = f.alias ? concat(f.alias, ", ", f.name) : std::string(f.name);
+  if (f.value) left += concat(" ", f.value);
+  if (left.size() < 27) left.append(27 - left.size(), ' ');
+  else left += concat("\n", std::string(29, ' '));
+  return concat("  ", left, f.help, "\n");
+}
+
+}  // namespace
+
+options parse_args(int argc, char** argv) {
+  options o;
+  int i = 1;
+  const command* cmd = nullptr;
+  if (i < argc && argv[i][0] != '-') {
+    o.command = argv[i++];
+    cmd = find_command(o.command);
+    if (!cmd) throw usage_error{"unknown command " + quoted(o.command)};
+  }
+  bool scripting = false;
+  for (; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (scripting) {
+      o.positional.push_back(a);
+      continue;
+    }
+    if (a == "--") {
+      scripting = true;
+      continue;
+    }
+    if (a == "-h" || a == "--help") {
+      o.help = true;
+      continue;
+    }
+    if (a == "--version" && !cmd) {
+      o.version = true;
+      continue;
+    }
+    if (a.size() > 1 && a[0] == '-') {
+      const std::size_t eq = a.rfind("--", 0) == 0 ? a.find('=') : std::string::npos;
+      const std::string name = a.substr(0, eq);
+      const flag* f = find_flag(name);
+      if (!f) throw usage_error{"unknown option " + quoted(name)};
+      if (!cmd) throw usage_error{concat(name, " needs a command before it: hetlaunch COMMAND ", name)};
+      if (!accepts(*cmd, *f)) throw usage_error{concat(cmd->name, " does not take ", name)};
+      std::string value;
+      if (f->value) {
+        if (eq != std::string::npos) value = a.substr(eq + 1);
+        else if (i + 1 < argc) value = argv[++i];
+        else throw usage_error{concat(name, " needs a value (", f->value, ")")};
+      } else if (eq != std::string::npos) {
+        throw usage_error{concat(name, " takes no value")};
+      }
+      f->apply(o, value);
+      continue;
+    }
+    if (!cmd) throw usage_error{"unknown command " + quoted(a)};
+    if (cmd->script == script_use::none) throw usage_error{concat(cmd->name, " takes no script or operand, got ", quoted(a))};
+    // A script: it and everything after it belong to the script. Operands: each stands alone.
+    if (cmd->script != script_use::operands) scripting = true;
+    o.positional.push_back(a);
+  }
+  if (!o.program.empty()) o.launch.program = o.program;
+  return o;
+}
+
+std::string main_help() {
+  std::string out =
+      "usage: hetlaunch COMMAND [OPTIONS] [--] [SCRIPT [ARGS...]]\n\n"
+      "Plans and launches torchrun jobs whose nodes run different numbers of workers.\n"
+      "Exit status: 0 success, 1 invalid input or a failed job, 2 usage error.\n\ncommands:\n";
+  for (const command& c : commands()) {
+    std::string left = concat("  ", c.name);
+    if (left.size() < 14) left.append(14 - left.size(), ' ');
+    out += concat(left, " ", c.summary, "\n");
+  }
+  out += "\ninput (default: a built-in example cluster of 8 + 4 + 2 workers):\n";
+  for (const flag& f : flags)
+    if (f.group & input_flags) out += flag_line(f);
+  out += "\nlaunch options:\n";
+  for (const flag& f : flags)
+    if (f.group & launch_flags) out += flag_line(f);
+  out += "\nRun `hetlaunch COMMAND --help` for a command's own options; `hetlaunch --version`.\n";
+  return out;
+}
+
+std::string command_help(const command& c) {
+  std::string out = concat("usage: hetlaunch ", c.name, " ", c.usage, "\n", c.description);
+  std::string own;
+  for (const char* name : c.flags) own += flag_line(*find_flag(name));
+  if (!own.empty()) out += concat("\noptions:\n", own);
+  if (c.groups & input_flags) out += "\nINPUT: --hostfile, --hosts, --slurm, --include/--exclude (see `hetlaunch --help`)\n";
+  else if (c.groups & limit_flags) {
+    out += "\noptions:\n";
+    for (const flag& f : flags)
+      if (f.group & limit_flags) out += flag_line(f);
+  }
+  if (c.groups & launch_flags) out += "LAUNCH OPTIONS: --master-addr, --master-port, --rdzv, ... (see `hetlaunch --help`)\n";
+  return out;
+}
+
+}  // namespace cli

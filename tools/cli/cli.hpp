@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+// The hetlaunch command: what its parts share. Each command is a row of the table in
+// commands.cpp; flags are rows of the table in arguments.cpp; help text comes from both.
+#ifndef HETLAUNCH_TOOLS_CLI_HPP
+#define HETLAUNCH_TOOLS_CLI_HPP
+
+#include <hetlaunch/hetlaunch.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cli {
+
+constexpr int exit_invalid = 1;  // invalid input: nothing was started
+constexpr int exit_usage = 2;    // the command line itself is wrong
+
+struct usage_error {
+  std::string message;
+};
+
+// Every flag's value, after parsing.
+struct options {
+  std::string command;
+  std::optional<std::string> hostfile;
+  std::optional<std::string> hosts;
+  bool slurm = false;
+  std::string include, exclude;
+  std::optional<std::size_t> node;
+  std::optional<int> local_rank;
+  bool json = false;
+  bool null = false;
+  bool direct = false;
+  bool any_host = false;
+  std::string format = "sh";
+  std::size_t max_hosts = std::size_t{1} << 20;
+  std::size_t max_bytes = std::size_t{1} << 27;
+  hetlaunch::launch_options launch;
+  std::vector<std::string> program;
+  std::vector<std::string> positional;  // the script and its arguments, or a command's operands
+  bool help = false;
+  bool version = false;
+  // run and discover
+  std::string ssh = "ssh";
+  std::vector<std::string> ssh_args;
+  int fanout = 64;
+  std::vector<std::string> env;  // NAME or NAME=VALUE, in order
+  std::optional<std::string> env_file;
+  std::optional<std::string> chdir;
+  bool dry_run = false;
+  std::optional<std::string> gpu_count_command;
+  bool quiet_nodes = false;
+  int kill_after = 10;
+};
+
+// Which flags a command takes: whole groups, and single flags by name.
+enum flag_group : unsigned { input_flags = 1, launch_flags = 2, limit_flags = 4 };
+
+enum class script_use { none, optional, required, operands };
+enum class node_use { none, optional, required };
+
+struct command {
+  const char* name;
+  const char* usage;        // after "hetlaunch NAME "
+  const char* summary;      // one line, for the command list
+  const char* description;  // for `hetlaunch NAME --help`
+  unsigned groups;
+  std::vector<const char*> flags;  // single flags beyond the groups
+  script_use script;
+  node_use node;
+  int (*run)(options&);
+};
+
+const std::vector<command>& commands();
+const command* find_command(const std::string& name);
+
+// arguments.cpp
+options parse_args(int argc, char** argv);
+std::string main_help();
+std::string command_help(const command& c);
+
+// input.cpp
+struct input {
+  hetlaunch::cluster nodes;
+  std::optional<std::size_t> this_node;  // from SLURM_NODEID, in the filtered cluster
+  std::string excluded;                  // why SLURM_NODEID's node has no place in the filtered cluster
+  std::string source;                    // for messages: the file, "--hosts", ...
+  bool validated = false;                // the parser validated the topology with these options
+};
+std::optional<std::string> read_file(const std::string& path, std::string& error);
+// Gives nodes read with slots=auto (nproc 0) their counts; false with a message on an error.
+using auto_resolver = bool (*)(const options&, hetlaunch::cluster&, std::string& error);
+// The cluster from the chosen input; on an error, prints it and sets `status`. Without a
+// resolver, slots=auto is an error that names the commands that can resolve it.
+std::optional<input> read_input(const options& o, int& status, auto_resolver resolve = nullptr);
+// One plan for the command; on problems, prints every one and returns nothing.
+std::optional<hetlaunch::launch_plan> plan_of(const input& in, const options& o);
+std::size_t chosen_node(const options& o, const input& in);
+
+// output.cpp
+int fail(const std::string& message);
+std::string json_string(std::string_view s);
+std::string json_array(const std::vector<std::string>& items);
+int print_plan(const hetlaunch::launch_plan& plan, bool json);
+void print_problems(const std::string& source, const std::vector<hetlaunch::diagnostic>& problems);
+int finish_output(int status);
+
+// run.cpp
+int run_command(options& o);
+int discover_command(options& o);
+
+}  // namespace cli
+
+#endif  // HETLAUNCH_TOOLS_CLI_HPP

@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: MIT
+// The commands: one function each, and the table that names them, says what each takes, and
+// gives the help text.
+#include "cli.hpp"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace cli {
+namespace {
+
+using hetlaunch::detail::concat;
+using hetlaunch::detail::quoted;
+
+// Whether an IP literal is an address of this host (any loopback address counts). Names are not
+// resolved: only IP literals are checked.
+std::optional<bool> address_is_local(std::string_view host, std::string& local_addresses) {
+  in6_addr v6{};
+  in_addr v4{};
+  const std::string text(host);
+  const bool is_v4 = inet_pton(AF_INET, text.c_str(), &v4) == 1;
+  const bool is_v6 = !is_v4 && inet_pton(AF_INET6, text.c_str(), &v6) == 1;
+  if (!is_v4 && !is_v6) return std::nullopt;
+  if (is_v4 && (ntohl(v4.s_addr) >> 24) == 127) return true;
+  if (is_v6 && IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return std::nullopt;
+  bool found = false;
+  for (ifaddrs* a = list; a; a = a->ifa_next) {
+    if (!a->ifa_addr) continue;
+    char buf[INET6_ADDRSTRLEN] = {};
+    if (a->ifa_addr->sa_family == AF_INET) {
+      const auto* sin = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+      found = found || (is_v4 && sin->sin_addr.s_addr == v4.s_addr);
+      inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof buf);
+    } else if (a->ifa_addr->sa_family == AF_INET6) {
+      const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(a->ifa_addr);
+      found = found || (is_v6 && std::memcmp(&sin6->sin6_addr, &v6, sizeof v6) == 0);
+      inet_ntop(AF_INET6, &sin6->sin6_addr, buf, sizeof buf);
+    } else {
+      continue;
+    }
+    local_addresses += (local_addresses.empty() ? "" : ", ") + std::string(buf);
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+void take_script(options& o) {
+  if (o.positional.empty()) return;
+  o.launch.script = o.positional.front();
+  o.launch.script_args.assign(o.positional.begin() + 1, o.positional.end());
+}
+
+// The input and the one plan of a command; nothing when either is invalid (already reported).
+struct planned {
+  input in;
+  hetlaunch::launch_plan plan;
+};
+std::optional<planned> read_and_plan(options& o, int& status) {
+  std::optional<input> in = read_input(o, status);
+  if (!in) return std::nullopt;
+  take_script(o);
+  std::optional<hetlaunch::launch_plan> plan = plan_of(*in, o);
+  if (!plan) {
+    status = exit_invalid;
+    return std::nullopt;
+  }
+  return planned{std::move(*in), std::move(*plan)};
+}
+
+// The node a per-node command works on: --node, or SLURM_NODEID's; checked against the plan.
+std::optional<std::size_t> node_of(const options& o, const planned& p, int& status) {
+  if (!o.node && !p.in.excluded.empty()) {
+    status = fail(p.in.excluded);
+    return std::nullopt;
+  }
+  return chosen_node(o, p.in);
+}
+
+int node_failed(const input& in, const hetlaunch::diagnostic& d) { return fail(concat(in.source, ": ", d.message())); }
+
+int plan_command(options& o) {
+  int status = 0;
+  auto p = read_and_plan(o, status);
+  if (!p) return status;
+  if (!o.launch.script.empty()) return print_plan(p->plan, o.json);
+  // The commands need a script to show; train.py stands for it.
+  hetlaunch::launch_options shown = p->plan.options();
+  shown.script = "train.py";
+  return print_plan(*hetlaunch::make_plan(p->plan.topology(), shown), o.json);
+}
+
+int check_command(options& o) {
+  int status = 0;
+  std::optional<input> in = read_input(o, status);
+  if (!in) return status;
+  take_script(o);
+  // One validation: a parsed topology was validated as it was read, and a filter keeps it valid.
+  const std::vector<hetlaunch::diagnostic> problems =
+      in->validated ? hetlaunch::detail::option_problems(in->nodes, o.launch) : hetlaunch::validate_plan(in->nodes, o.launch);
+  print_problems(in->source, problems);
+  if (!problems.empty()) return exit_invalid;
+  if (o.node && *o.node >= in->nodes.node_count())
+    return fail(concat(in->source, ": node index ", *o.node, " is out of range: the cluster has ", in->nodes.node_count(),
+                       " nodes"));
+  std::printf("%s: valid: %zu nodes, world size %d\n", in->source.c_str(), in->nodes.node_count(), in->nodes.world_size());
+  return 0;
+}
+
+int check_env_command(options& o) {
+  int status = 0;
+  auto p = read_and_plan(o, status);
+  if (!p) return status;
+  const auto problems = hetlaunch::check_worker_env(p->plan.topology(), [](const char* name) { return std::getenv(name); });
+  for (const auto& d : problems) std::fprintf(stderr, "hetlaunch: check-env: %s\n", d.message().c_str());
+  return problems.empty() ? 0 : exit_invalid;
+}
+
+int env_command(options& o) {
+  if (!o.local_rank) throw usage_error{"env needs --local-rank L"};
+  int status = 0;
+  auto p = read_and_plan(o, status);
+  if (!p) return status;
+  const auto node = node_of(o, *p, status);
+  if (!node) return status;
+  const auto r = o.direct ? p->plan.try_direct_worker_env(*node, *o.local_rank) : p->plan.try_worker_env(*node, *o.local_rank);
+  if (!r) return node_failed(p->in, r.error());
+  if (o.format == "json") {
+    std::printf("{");
+    for (std::size_t i = 0; i < r->size(); ++i)
+      std::printf("%s%s: %s", i ? ", " : "", json_string((*r)[i].first).c_str(), json_string((*r)[i].second).c_str());
+    std::printf("}\n");
+    return 0;
+  }
+  for (const auto& v : *r) {
+    if (o.format == "null") std::printf("%s=%s%c", v.first.c_str(), v.second.c_str(), '\0');
+    else std::printf("export %s=%s\n", v.first.c_str(), hetlaunch::shell_quote(v.second).c_str());
+  }
+  return 0;
+}
+
+int accelerate_command(options& o) {
+  int status = 0;
+  auto p = read_and_plan(o, status);
+  if (!p) return status;
+  const auto node = node_of(o, *p, status);
+  if (!node) return status;
+  const auto r = p->plan.try_accelerate_argv(*node);
+  if (!r) return node_failed(p->in, r.error());
+  std::printf("%s\n", hetlaunch::shell_join(*r).c_str());
+  return 0;
+}
+
+int argv_command(options& o) {
+  int status = 0;
+  auto p = read_and_plan(o, status);
+  if (!p) return status;
+  const auto node = node_of(o, *p, status);
+  if (!node) return status;
+  const auto argv = p->plan.try_torchrun_argv(*node);
+  if (!argv) return node_failed(p->in, argv.error());
+  for (const auto& a : *argv) {
+    std::fwrite(a.data(), 1, a.size(), stdout);
+    std::fputc(o.null ? '\0' : '\n', stdout);
+  }
+  return 0;
+}
+
+int exec_command(options& o) {
+  int status = 0;
+  auto p = read_and_plan(o, status);
+  if (!p) return status;
+  const auto node = node_of(o, *p, status);
+  if (!node) return status;
+  const auto argv = p->plan.try_torchrun_argv(*node);
+  if (!argv) return node_failed(p->in, argv.error());
+  const hetlaunch::cluster& c = p->plan.topology();
+  // A node whose host is an IP literal must be started on the host that has that address, so two
+  // hosts cannot both run, say, node 1 (torchrun itself would let them collide).
+  std::string local;
+  const std::string_view host = c.node(*node).host;
+  if (!o.any_host && address_is_local(host, local) == false)
+    return fail(concat("node ", *node, " is ", host, ", which is not an address of this host (",
+                       local.empty() ? std::string("it has none") : "it has " + local,
+                       "); start each node on its own host, or pass --any-host"));
+  // torch 2.5+ computes ranks as if every node ran this node's count when this is set.
+  const char* identical = std::getenv("TORCH_ELASTIC_WORKER_IDENTICAL");
+  if (identical && std::string_view(identical) == "1" && hetlaunch::detail::nodes_differ(c)) {
+    std::fprintf(stderr, "hetlaunch: unsetting TORCH_ELASTIC_WORKER_IDENTICAL=1: the nodes of this plan run different "
+                         "numbers of workers, which it would make torchrun ignore\n");
+    unsetenv("TORCH_ELASTIC_WORKER_IDENTICAL");
+  }
+  // torchrun replaces this process; its environment carries the node's devices.
+  for (const auto& v : p->plan.agent_env(*node)) setenv(v.first.c_str(), v.second.c_str(), 1);
+  std::vector<char*> args;
+  for (const auto& a : *argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  if (std::fflush(stdout) != 0) return fail(concat("cannot write the output: ", std::strerror(errno)));
+  execvp(args[0], args.data());
+  return fail(concat("cannot run ", quoted((*argv)[0]), ": ", std::strerror(errno)));
+}
+
+int expand_command(options& o) {
+  if (o.positional.size() != 1) throw usage_error{"expand takes one host list"};
+  const auto r = hetlaunch::expand_hostlist(o.positional[0], o.max_hosts, o.max_bytes);
+  if (!r) return fail(concat("expand: ", r.error().to_string()));
+  for (const auto& h : *r) {
+    std::fwrite(h.data(), 1, h.size(), stdout);
+    std::fputc('\n', stdout);
+  }
+  return 0;
+}
+
+int compress_command(options& o) {
+  if (o.positional.empty()) throw usage_error{"compress takes one or more hosts"};
+  std::printf("%s\n", hetlaunch::compress_hostlist(o.positional).c_str());
+  return 0;
+}
+
+}  // namespace
+
+const std::vector<command>& commands() {
+  static const std::vector<command> table = {
+      {"run", "[INPUT] [LAUNCH OPTIONS] [--ssh PROGRAM] [--ssh-arg ARG]... [--fanout N] [--env NAME[=VALUE]]...\n"
+              "       [--env-file FILE] [--chdir DIR] [--dry-run] [--quiet-nodes] [--kill-after S] [--] SCRIPT [ARGS...]",
+       "starts every node's torchrun over ssh and returns the job's status",
+       "Validates everything, then starts every node's torchrun over ssh (at most --fanout connections\n"
+       "open at once while starting), prints each output line as `[NODE HOST] line`, and exits 0 only\n"
+       "when every node does. When a node fails, or on SIGINT/SIGTERM/SIGHUP, every other node is\n"
+       "stopped: torchrun and its workers get SIGTERM, and SIGKILL --kill-after seconds later.\n"
+       "Each node runs the plan's own torchrun command, so the nodes need torchrun but not hetlaunch\n"
+       "(--program chooses another launcher); the plan is made once, here. Hosts with slots=auto\n"
+       "(host:auto) are asked for their GPU count first, as `hetlaunch discover` does. The remote\n"
+       "login shell must be a POSIX shell. See docs/multi-host.md.\n",
+       input_flags | launch_flags,
+       {"--ssh", "--ssh-arg", "--fanout", "--env", "--env-file", "--chdir", "--dry-run", "--quiet-nodes",
+        "--kill-after", "--gpu-count-command"},
+       script_use::required, node_use::none, run_command},
+      {"discover", "[--hostfile FILE | --hosts LIST] [--ssh PROGRAM] [--ssh-arg ARG]... [--gpu-count-command CMD]",
+       "asks each slots=auto host for its GPU count and prints the hostfile",
+       "Asks every host written with slots=auto (host:auto) for its GPU count over ssh, all at once,\n"
+       "and prints the resolved hostfile. The count is the number of `GPU n:` lines of `nvidia-smi -L`,\n"
+       "or what --gpu-count-command prints. A host whose command fails or prints nothing is an error\n"
+       "that names it.\n",
+       input_flags, {"--ssh", "--ssh-arg", "--fanout", "--gpu-count-command"}, script_use::none, node_use::none,
+       discover_command},
+      {"plan", "[INPUT] [LAUNCH OPTIONS] [--json] [--] [SCRIPT [ARGS...]]",
+       "the rank table and every node's torchrun command",
+       "Prints the rank table (node, host, nproc, role, offset, global ranks) and every node's\n"
+       "torchrun command, shell-quoted. SCRIPT defaults to train.py. --json: the same for programs.\n",
+       input_flags | launch_flags, {"--json"}, script_use::optional, node_use::none, plan_command},
+      {"argv", "--node I [INPUT] [LAUNCH OPTIONS] [--null] [--] SCRIPT [ARGS...]",
+       "node I's torchrun argv, one argument a line",
+       "Prints node I's torchrun argv, one argument a line, or NUL-terminated with --null.\n",
+       input_flags | launch_flags, {"--node", "--null"}, script_use::required, node_use::required, argv_command},
+      {"exec", "--node I [INPUT] [LAUNCH OPTIONS] [--any-host] [--] SCRIPT [ARGS...]",
+       "runs node I's torchrun in place of itself (no shell)",
+       "Replaces itself with node I's torchrun (execvp, no shell in between). With --slurm the\n"
+       "node defaults to SLURM_NODEID. Nothing is started when the input is invalid, nor when node\n"
+       "I's host is an IP address that this host does not have (--any-host skips that check).\n"
+       "TORCH_ELASTIC_WORKER_IDENTICAL=1 is removed, with a message, when the nodes differ.\n",
+       input_flags | launch_flags, {"--node", "--any-host"}, script_use::required, node_use::required, exec_command},
+      {"env", "--node I --local-rank L [INPUT] [LAUNCH OPTIONS] [--format sh|json|null] [--direct]",
+       "the environment torchrun gives one worker",
+       "Prints the environment torchrun gives that worker (static rendezvous). --direct: the\n"
+       "environment for starting the worker without torchrun (no agent store).\n",
+       input_flags | launch_flags, {"--node", "--local-rank", "--format", "--direct"}, script_use::optional,
+       node_use::required, env_command},
+      {"check", "[INPUT] [LAUNCH OPTIONS] [--node I] [--] [SCRIPT [ARGS...]]", "validates the input and prints every problem",
+       "Validates the input and the launch options and prints every problem.\n"
+       "Exit status 0: valid; 1: invalid; 2: usage error.\n",
+       input_flags | launch_flags, {"--node"}, script_use::optional, node_use::optional, check_command},
+      {"check-env", "[INPUT] [LAUNCH OPTIONS]", "compares this process's environment (a worker's) with the plan",
+       "Run inside a worker: compares its RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK and\n"
+       "LOCAL_RANK with the plan and prints every disagreement. Exit status 1 on any.\n",
+       input_flags | launch_flags, {}, script_use::optional, node_use::none, check_env_command},
+      {"expand", "[--max-hosts N] [--max-bytes N] EXPR", "expands a Slurm host list, one host a line",
+       "Expands a Slurm host list (\"gpu[01-04],cpu7\"), one host a line. At most --max-hosts names\n"
+       "(default 1048576) of --max-bytes bytes in all (default 134217728).\n",
+       limit_flags, {}, script_use::operands, node_use::none, expand_command},
+      {"compress", "HOST...", "compresses hosts into a Slurm host list",
+       "Prints the hosts as a Slurm host list, as `scontrol show hostlist` does.\n", 0, {}, script_use::operands,
+       node_use::none, compress_command},
+      {"accelerate", "--node I [INPUT] [LAUNCH OPTIONS] [--] SCRIPT [ARGS...]", "machine I's `accelerate launch` command",
+       "Prints machine I's `accelerate launch` command: --num_processes is the machine's own\n"
+       "count times the machine count, which makes accelerate start the right number there.\n",
+       input_flags | launch_flags, {"--node"}, script_use::required, node_use::required, accelerate_command},
+  };
+  return table;
+}
+
+const command* find_command(const std::string& name) {
+  for (const command& c : commands())
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+}  // namespace cli

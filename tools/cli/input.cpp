@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: MIT
+// The command's input: the cluster from a hostfile, a host list, a Slurm job or the built-in
+// example, filtered by --include/--exclude, and the one plan a command makes of it.
+#include "cli.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace cli {
+
+// The largest file read: far above any real cluster's, far below what would exhaust memory.
+constexpr std::size_t max_hostfile_bytes = std::size_t{256} << 20;
+
+// Reads a whole file, refusing directories, files past max_hostfile_bytes and read errors with the
+// path and the system's reason. Endless files (/dev/zero) end at the limit.
+std::optional<std::string> read_file(const std::string& path, std::string& error) {
+  const auto fail_with = [&](const std::string& why) {
+    error = hetlaunch::detail::concat(path, ": ", why);
+    return std::nullopt;
+  };
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail_with(hetlaunch::detail::concat("cannot read: ", std::strerror(errno)));
+  struct closer {
+    int fd;
+    ~closer() { close(fd); }
+  } close_on_return{fd};
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return fail_with(hetlaunch::detail::concat("cannot read: ", std::strerror(errno)));
+  if (S_ISDIR(st.st_mode)) return fail_with("cannot read: it is a directory");
+  const auto too_large = [&] {
+    return fail_with(hetlaunch::detail::concat("is larger than ", max_hostfile_bytes, " bytes, the limit of a hostfile"));
+  };
+  std::string text;
+  if (S_ISREG(st.st_mode)) {
+    if (static_cast<unsigned long long>(st.st_size) > max_hostfile_bytes) return too_large();
+    text.reserve(static_cast<std::size_t>(st.st_size));
+  }
+  char buffer[1 << 16];
+  while (true) {
+    const ssize_t got = read(fd, buffer, sizeof buffer);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return fail_with(hetlaunch::detail::concat("cannot read: ", std::strerror(errno)));
+    }
+    if (got == 0) break;
+    if (text.size() + static_cast<std::size_t>(got) > max_hostfile_bytes) return too_large();
+    text.append(buffer, static_cast<std::size_t>(got));
+  }
+  return text;
+}
+
+// Reads the cluster from the chosen input; an error names where (file:line:column) and why.
+std::optional<input> read_input(const options& o, int& status, auto_resolver resolve) {
+  input in;
+  const int sources = (o.hostfile.has_value() ? 1 : 0) + (o.hosts.has_value() ? 1 : 0) + (o.slurm ? 1 : 0);
+  if (sources > 1) throw usage_error{"give one of --hostfile, --hosts and --slurm"};
+  const auto parse_failed = [&](const std::string& where, const hetlaunch::parse_error& e) {
+    status = fail(e.line ? hetlaunch::detail::concat(where, ":", e.line, ":", e.column, ": ", e.message)
+                         : hetlaunch::detail::concat(where, ": ", e.message));
+    return std::nullopt;
+  };
+  hetlaunch::hostfile_options parsing;
+  parsing.allow_duplicate_hosts = o.launch.validation.allow_duplicate_hosts;
+  parsing.allow_auto_slots = resolve != nullptr;
+  if (o.hostfile.has_value()) {
+    std::string error;
+    std::optional<std::string> text = read_file(*o.hostfile, error);
+    if (!text) {
+      status = fail(error);
+      return std::nullopt;
+    }
+    auto r = hetlaunch::parse_hostfile(*text, parsing);
+    if (!r) return parse_failed(*o.hostfile, r.error());
+    in.nodes = std::move(*r);
+    in.source = *o.hostfile;
+    in.validated = !o.launch.validation.allow_underscore;
+  } else if (o.hosts.has_value()) {
+    auto r = hetlaunch::parse_host_list(*o.hosts, parsing);
+    if (!r) return parse_failed("--hosts", r.error());
+    in.nodes = std::move(*r);
+    in.source = "--hosts";
+    in.validated = !o.launch.validation.allow_underscore;
+  } else if (o.slurm) {
+    auto job = hetlaunch::cluster_from_slurm([](const char* name) { return std::getenv(name); }, o.max_hosts,
+                                             o.max_bytes, o.launch.validation);
+    if (!job) return parse_failed("--slurm", job.error());
+    in.nodes = std::move(job->nodes);
+    in.this_node = job->this_node;
+    in.source = "--slurm";
+  } else {
+    in.nodes = hetlaunch::cluster{{"gpu-a", 8}, {"gpu-b", 4}, {"gpu-c", 2}};
+    in.source = "the built-in example";
+  }
+  if (resolve) {
+    std::string error;
+    if (!resolve(o, in.nodes, error)) {
+      status = fail(error);
+      return std::nullopt;
+    }
+  }
+  if (!o.include.empty() || !o.exclude.empty()) {
+    const char* filter = o.include.empty() ? "--exclude" : "--include";
+    auto r = hetlaunch::filter_devices_mapped(in.nodes, o.include, o.exclude);
+    if (!r) return parse_failed(filter, r.error());
+    // SLURM_NODEID counts the job's nodes; this process's node is found again among those kept.
+    if (in.this_node) {
+      const std::size_t job_node = *in.this_node;
+      const auto& kept = r->source_node;
+      const auto it = std::lower_bound(kept.begin(), kept.end(), job_node);
+      if (it != kept.end() && *it == job_node) {
+        in.this_node = static_cast<std::size_t>(it - kept.begin());
+      } else {
+        in.excluded = hetlaunch::detail::concat("this is the job's node ", job_node, " (SLURM_NODEID), host ",
+                                                hetlaunch::detail::quoted(in.nodes.node(job_node).host), ", which ",
+                                                filter, " leaves out: there is nothing to start here");
+        in.this_node.reset();
+      }
+    }
+    in.nodes = std::move(r->nodes);
+  }
+  return in;
+}
+
+std::optional<hetlaunch::launch_plan> plan_of(const input& in, const options& o) {
+  auto plan = hetlaunch::make_plan(in.nodes, o.launch);
+  if (plan) return std::move(*plan);
+  print_problems(in.source, plan.error());
+  return std::nullopt;
+}
+
+std::size_t chosen_node(const options& o, const input& in) {
+  if (o.node) return *o.node;
+  if (in.this_node) return *in.this_node;
+  throw usage_error{o.slurm ? "--node is needed (SLURM_NODEID is not set)" : "--node I is needed"};
+}
+
+}  // namespace cli

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+// What the command writes: errors, JSON strings, the plan's table and commands, and the final
+// check that every write reached its destination.
+#include "cli.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace cli {
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "hetlaunch: %s\n", message.c_str());
+  return exit_invalid;
+}
+
+void print_problems(const std::string& source, const std::vector<hetlaunch::diagnostic>& problems) {
+  for (const auto& d : problems) std::fprintf(stderr, "hetlaunch: %s: %s\n", source.c_str(), d.message().c_str());
+}
+
+// A JSON string that is valid UTF-8 whatever the bytes: UTF-8 characters stay as they are, and a
+// byte that is not part of one is written \udcXX (Python's surrogateescape: json.loads, then
+// .encode("utf-8", "surrogateescape"), gives the bytes back).
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  char buf[8];
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t n = hetlaunch::detail::utf8_sequence_length(s, i);
+    if (n > 1) {
+      out.append(s.data() + i, n);
+      i += n;
+      continue;
+    }
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else if (c >= 0x80) {
+      std::snprintf(buf, sizeof buf, "\\udc%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+    ++i;
+  }
+  return out + "\"";
+}
+
+std::string json_array(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + json_string(items[i]);
+  return out + "]";
+}
+
+namespace {
+std::string agent_prefix(const hetlaunch::launch_plan& plan, std::size_t node) {
+  std::string prefix;
+  for (const auto& v : plan.agent_env(node)) prefix += v.first + "=" + hetlaunch::shell_quote(v.second) + " ";
+  return prefix;
+}
+
+}  // namespace
+
+// The plan's table and commands, written node by node: memory does not grow with the output.
+int print_plan(const hetlaunch::launch_plan& plan, bool json) {
+  const hetlaunch::cluster& c = plan.topology();
+  const bool c10d = plan.options().backend == hetlaunch::rendezvous::c10d;
+  if (json) {
+    std::printf("{\n  \"world_size\": %d,\n  \"node_count\": %zu,\n  \"rendezvous\": \"%s\",\n  \"nodes\": [\n",
+                c.world_size(), c.node_count(), c10d ? "c10d" : "static");
+    std::string line;
+    for (std::size_t i = 0; i < c.node_count(); ++i) {
+      const auto n = c.node(i);
+      const std::vector<std::string> argv = plan.torchrun_argv(i);
+      line = hetlaunch::detail::concat("    {\"node\": ", i, ", \"host\": ", json_string(n.host), ", \"nproc\": ", n.nproc,
+                                       ", \"role\": ", json_string(n.role), ", \"rank_offset\": ", c.rank_offset(i),
+                                       ", \"global_ranks\": [", c.rank_offset(i), ", ", c.rank_offset(i) + n.nproc - 1,
+                                       "], \"devices\": [");
+      for (std::size_t k = 0; k < c.devices(i).size(); ++k) line += hetlaunch::detail::concat(k ? ", " : "", c.devices(i)[k]);
+      line += "], \"argv\": " + json_array(argv) + ", \"command\": " + json_string(hetlaunch::shell_join(argv)) + "}";
+      line += i + 1 < c.node_count() ? ",\n" : "\n";
+      std::fwrite(line.data(), 1, line.size(), stdout);
+    }
+    std::printf("  ]\n}\n");
+    return 0;
+  }
+  std::printf("%zu nodes, world size %d, %s rendezvous\n\n", c.node_count(), c.world_size(), c10d ? "c10d" : "static");
+  std::printf("%-5s %-20s %6s  %-10s %7s  %s\n", "node", "host", "nproc", "role", "offset", "global ranks");
+  for (std::size_t i = 0; i < c.node_count(); ++i) {
+    const auto n = c.node(i);
+    std::printf("%-5zu %-20.*s %6d  %-10.*s %7d  %d..%d\n", i, static_cast<int>(n.host.size()), n.host.data(), n.nproc,
+                static_cast<int>(n.role.size()), n.role.data(), c.rank_offset(i), c.rank_offset(i),
+                c.rank_offset(i) + n.nproc - 1);
+  }
+  if (c10d)
+    std::printf("\nwith c10d, torchrun orders the nodes by host name and process id when they meet: the offsets\n"
+                "above hold only if that order is node order; use --rdzv static to fix them\n");
+  std::printf("\ntorchrun commands:\n");
+  for (std::size_t i = 0; i < c.node_count(); ++i) {
+    const std::string command = agent_prefix(plan, i) + hetlaunch::shell_join(plan.torchrun_argv(i));
+    const auto host = c.node(i).host;
+    std::printf("  # node %zu on %.*s\n  %s\n", i, static_cast<int>(host.size()), host.data(), command.c_str());
+  }
+  return 0;
+}
+
+// Every write is checked: a full disk or a closed pipe must not look like success.
+int finish_output(int status) {
+  const bool flushed = std::fflush(stdout) == 0;
+  const int flush_errno = errno;
+  const bool clean = flushed && !std::ferror(stdout);
+  const bool closed = std::fclose(stdout) == 0;
+  if (clean && closed) return status;
+  std::fprintf(stderr, "hetlaunch: cannot write the output: %s\n",
+               std::strerror(!flushed ? flush_errno : (errno ? errno : EIO)));
+  return status == 0 ? exit_invalid : status;
+}
+
+}  // namespace cli

@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: MIT
+// `hetlaunch run` and `hetlaunch discover`: the processes. Every ssh command line comes from the
+// library (ssh.hpp); this file starts the ssh clients, multiplexes their output line by line,
+// and stops every node when one fails or when it is interrupted.
+//
+// How a node is stopped: each ssh's standard input is a pipe that this process holds open. The
+// remote command (hetlaunch::detail::node_script) tears torchrun and all its workers down when
+// that input ends, so closing the pipe stops the node, and so does this process dying (the
+// kernel closes the pipe, ssh sends EOF, the connection ends). A node that does not stop within
+// --kill-after seconds and a margin has its ssh killed, which ends the connection as well.
+#include "cli.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+extern char** environ;
+
+namespace cli {
+namespace {
+
+using hetlaunch::detail::concat;
+using hetlaunch::detail::quoted;
+
+constexpr std::size_t max_line = 1 << 16;  // a longer line is shown in pieces of this size
+
+double now() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+}
+
+// Signals arrive as bytes on a pipe, so the poll loop sees them with the output.
+int signal_pipe[2] = {-1, -1};
+extern "C" void on_signal(int sig) {
+  const int saved = errno;
+  const unsigned char byte = static_cast<unsigned char>(sig);
+  ssize_t ignored = write(signal_pipe[1], &byte, 1);
+  (void)ignored;
+  errno = saved;
+}
+
+void install_signal_handlers() {
+  if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return;
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaction(sig, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a node that went away must not take this process with it
+}
+
+// A child process with its standard input held open here and its output read line by line.
+struct child {
+  pid_t pid = -1;
+  int in = -1, out = -1, err = -1;
+  std::string out_line, err_line, out_all, err_all;
+  bool keep_output = false;  // discover: collect instead of printing
+  bool started = false;      // the remote command's first line was seen
+  bool reaped = false;
+  int status = 0;
+};
+
+std::optional<child> spawn(const std::vector<std::string>& argv, bool with_input, std::string& error) {
+  int in[2] = {-1, -1}, out[2], err[2];
+  if ((with_input && pipe2(in, O_CLOEXEC) != 0) || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+    error = concat("cannot make a pipe: ", std::strerror(errno));
+    return std::nullopt;
+  }
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    error = concat("cannot start ", argv[0], ": ", std::strerror(errno));
+    return std::nullopt;
+  }
+  if (pid == 0) {
+    // Its own process group: a Ctrl-C at the terminal reaches this process, which stops the
+    // nodes in order, and not every ssh at once.
+    setpgid(0, 0);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) signal(sig, SIG_DFL);
+    if (with_input) dup2(in[0], 0);
+    else {
+      const int null = open("/dev/null", O_RDONLY);
+      dup2(null, 0);
+    }
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    execvp(args[0], args.data());
+    const std::string message = concat("hetlaunch: cannot run ", quoted(argv[0]), ": ", std::strerror(errno), "\n");
+    ssize_t ignored = write(2, message.data(), message.size());
+    (void)ignored;
+    _exit(127);
+  }
+  child c;
+  c.pid = pid;
+  if (with_input) {
+    close(in[0]);
+    c.in = in[1];
+  }
+  close(out[1]);
+  close(err[1]);
+  c.out = out[0];
+  c.err = err[0];
+  fcntl(c.out, F_SETFL, O_NONBLOCK);
+  fcntl(c.err, F_SETFL, O_NONBLOCK);
+  return c;
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
+}
+
+// "exit status 1", "killed by signal 9".
+std::string describe_status(int status) {
+  if (WIFSIGNALED(status)) return concat("killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")");
+  return concat("exit status ", WEXITSTATUS(status));
+}
+int exit_code(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status); }
+
+// Reaps every child that has ended.
+void reap(std::vector<child>& children) {
+  while (true) {
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return;
+    for (child& c : children)
+      if (c.pid == pid) {
+        c.reaped = true;
+        c.status = status;
+      }
+  }
+}
+
+// Writes whole lines with one call each: lines of different nodes never mix.
+void emit(FILE* stream, const std::string& prefix, std::string_view line) {
+  std::string text = prefix;
+  text.append(line.data(), line.size());
+  text += '\n';
+  std::fwrite(text.data(), 1, text.size(), stream);
+  std::fflush(stream);
+}
+
+// Reads what a stream has; shows (or keeps) each complete line. Returns false at end of file.
+bool drain(int& fd, std::string& pending, std::string* keep, FILE* stream, const std::string& prefix, bool shown,
+           bool* marker) {
+  char buffer[1 << 15];
+  while (true) {
+    const ssize_t got = read(fd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    if (got <= 0) {
+      if (!pending.empty()) {
+        if (keep) *keep += pending;
+        else if (shown) emit(stream, prefix, pending);
+        pending.clear();
+      }
+      close_fd(fd);
+      return false;
+    }
+    pending.append(buffer, static_cast<std::size_t>(got));
+    std::size_t start = 0;
+    while (true) {
+      const std::size_t nl = pending.find('\n', start);
+      const bool too_long = nl == std::string::npos && pending.size() - start >= max_line;
+      if (nl == std::string::npos && !too_long) break;
+      const std::size_t end = too_long ? start + max_line : nl;
+      const std::string_view line(pending.data() + start, end - start);
+      if (marker && !*marker && line == hetlaunch::node_started_line) *marker = true;
+      else if (keep) (*keep += line) += '\n';
+      else if (shown) emit(stream, prefix, line);
+      start = too_long ? end : end + 1;
+    }
+    pending.erase(0, start);
+  }
+}
+
+// The count a host's GPU command printed: `nvidia-smi -L` lines "GPU n: ...", or one integer.
+std::optional<int> gpu_count(const std::string& output, bool custom) {
+  if (custom) {
+    std::string text = output;
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r')) text.pop_back();
+    long long n = 0;
+    if (!hetlaunch::detail::parse_decimal(text, INT_MAX, n) || n < 1) return std::nullopt;
+    return static_cast<int>(n);
+  }
+  int count = 0;
+  std::size_t start = 0;
+  while (start < output.size()) {
+    std::size_t end = output.find('\n', start);
+    if (end == std::string::npos) end = output.size();
+    const std::string_view line(output.data() + start, end - start);
+    std::size_t i = 4;
+    if (line.substr(0, 4) == "GPU " && i < line.size() && hetlaunch::detail::is_digit(line[i])) {
+      while (i < line.size() && hetlaunch::detail::is_digit(line[i])) ++i;
+      if (i < line.size() && line[i] == ':') ++count;
+    }
+    start = end + 1;
+  }
+  if (count == 0) return std::nullopt;
+  return count;
+}
+
+std::vector<std::string> ssh_prefix(const options& o) {
+  std::vector<std::string> argv = {o.ssh};
+  argv.insert(argv.end(), o.ssh_args.begin(), o.ssh_args.end());
+  argv.emplace_back("--");
+  return argv;
+}
+
+// Asks every node with nproc 0 (slots=auto) for its GPU count, at most --fanout at once, and
+// gives the cluster those counts. Errors name the host.
+bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& error) {
+  std::vector<std::size_t> asked;
+  for (std::size_t i = 0; i < nodes.node_count(); ++i)
+    if (nodes.nproc(i) == 0) asked.push_back(i);
+  if (asked.empty()) return true;
+  const bool custom = o.gpu_count_command.has_value();
+  const std::string command = custom ? *o.gpu_count_command : "nvidia-smi -L";
+  std::vector<child> children(asked.size());
+  std::vector<int> counts(nodes.node_count());
+  std::size_t next = 0, running = 0, done = 0;
+  std::vector<std::string> problems(asked.size());
+  while (done < asked.size()) {
+    while (next < asked.size() && running < static_cast<std::size_t>(o.fanout)) {
+      std::vector<std::string> argv = ssh_prefix(o);
+      argv.emplace_back(nodes.node(asked[next]).host);
+      argv.push_back(command);
+      std::string why;
+      auto c = spawn(argv, false, why);
+      if (!c) {
+        error = why;
+        return false;
+      }
+      c->keep_output = true;
+      children[next++] = std::move(*c);
+      ++running;
+    }
+    std::vector<pollfd> fds;
+    std::vector<std::pair<std::size_t, bool>> owner;
+    for (std::size_t k = 0; k < next; ++k) {
+      if (children[k].out >= 0) fds.push_back({children[k].out, POLLIN, 0}), owner.push_back({k, true});
+      if (children[k].err >= 0) fds.push_back({children[k].err, POLLIN, 0}), owner.push_back({k, false});
+    }
+    if (!fds.empty()) poll(fds.data(), fds.size(), 200);
+    for (std::size_t f = 0; f < fds.size(); ++f) {
+      if (!fds[f].revents) continue;
+      child& c = children[owner[f].first];
+      if (owner[f].second) drain(c.out, c.out_line, &c.out_all, stdout, "", false, nullptr);
+      else drain(c.err, c.err_line, &c.err_all, stderr, "", false, nullptr);
+    }
+    reap(children);
+    for (std::size_t k = 0; k < next; ++k) {
+      child& c = children[k];
+      if (!c.reaped || c.out >= 0 || c.err >= 0 || c.pid < 0) continue;
+      const std::string host(nodes.node(asked[k]).host);
+      const std::optional<int> n = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0 ? gpu_count(c.out_all, custom)
+                                                                                    : std::nullopt;
+      std::string first_error = c.err_all.substr(0, c.err_all.find('\n'));
+      if (n) counts[asked[k]] = *n;
+      else if (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0)
+        problems[k] = concat("host ", quoted(host), ": ", quoted(command), " printed no GPU count",
+                             custom ? " (expected one positive integer)" : " (no 'GPU n:' lines)");
+      else
+        problems[k] = concat("host ", quoted(host), ": ", quoted(command), " failed (", describe_status(c.status),
+                             first_error.empty() ? std::string(")") : concat("): ", quoted(first_error, 200)));
+      c.pid = -1;
+      --running;
+      ++done;
+    }
+  }
+  for (const std::string& p : problems)
+    if (!p.empty()) error += (error.empty() ? "" : "\n") + std::string("slots=auto: ") + p;
+  if (!error.empty()) return false;
+  hetlaunch::cluster_builder builder;
+  for (std::size_t i = 0; i < nodes.node_count(); ++i) {
+    const hetlaunch::node_spec n = nodes.node(i);
+    builder.add(n.host, n.nproc == 0 ? counts[i] : n.nproc, n.role);
+  }
+  nodes = builder.finish();
+  return true;
+}
+
+// The variables every node gets: the forwarded defaults, then --env-file, then --env.
+std::optional<hetlaunch::environment> node_environment(const options& o, int& status) {
+  hetlaunch::environment env = hetlaunch::forwarded_environment(environ);
+  if (o.env_file) {
+    std::string error;
+    const std::optional<std::string> text = read_file(*o.env_file, error);
+    if (!text) {
+      status = fail(error);
+      return std::nullopt;
+    }
+    auto parsed = hetlaunch::parse_env_file(*text);
+    if (!parsed) {
+      status = fail(concat(*o.env_file, ":", parsed.error().line, ":", parsed.error().column, ": ", parsed.error().message));
+      return std::nullopt;
+    }
+    env.insert(env.end(), parsed->begin(), parsed->end());
+  }
+  for (const std::string& e : o.env) {
+    const std::size_t eq = e.find('=');
+    if (eq != std::string::npos) {
+      env.emplace_back(e.substr(0, eq), e.substr(eq + 1));
+      continue;
+    }
+    const char* local = std::getenv(e.c_str());
+    if (!local) throw usage_error{concat("--env ", e, ": ", e, " is not set here (give --env ", e, "=VALUE)")};
+    env.emplace_back(e, local);
+  }
+  return env;
+}
+
+}  // namespace
+
+int discover_command(options& o) {
+  int status = 0;
+  options asking = o;
+  std::optional<input> in = read_input(asking, status, resolve_auto);
+  if (!in) return status;
+  const hetlaunch::cluster& c = in->nodes;
+  for (std::size_t i = 0; i < c.node_count(); ++i) {
+    const auto n = c.node(i);
+    std::printf("%.*s slots=%d\n", static_cast<int>(n.host.size()), n.host.data(), n.nproc);
+  }
+  return 0;
+}
+
+int run_command(options& o) {
+  int status = 0;
+  std::optional<input> in = read_input(o, status, resolve_auto);
+  if (!in) return status;
+  o.launch.script = o.positional.front();
+  o.launch.script_args.assign(o.positional.begin() + 1, o.positional.end());
+  std::optional<hetlaunch::launch_plan> plan = plan_of(*in, o);
+  if (!plan) return exit_invalid;
+  hetlaunch::ssh_options ssh;
+  ssh.program = {o.ssh};
+  ssh.args = o.ssh_args;
+  ssh.kill_after = o.kill_after;
+  if (o.chdir) ssh.chdir = *o.chdir;
+  else {
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof cwd)) ssh.chdir = cwd;
+  }
+  std::optional<hetlaunch::environment> env = node_environment(o, status);
+  if (!env) return status;
+  ssh.env = std::move(*env);
+  const std::size_t n = plan->topology().node_count();
+  std::vector<std::vector<std::string>> argvs(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    auto argv = hetlaunch::try_ssh_argv(*plan, i, ssh);
+    if (!argv) return fail(concat(in->source, ": ", argv.error().message()));
+    argvs[i] = std::move(*argv);
+  }
+  if (o.dry_run) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto host = plan->topology().node(i).host;
+      std::printf("# node %zu on %.*s\n%s\n", i, static_cast<int>(host.size()), host.data(),
+                  hetlaunch::shell_join(argvs[i]).c_str());
+    }
+    return 0;
+  }
+
+  install_signal_handlers();
+  std::vector<child> nodes(n);
+  std::vector<std::string> prefixes(n);
+  for (std::size_t i = 0; i < n; ++i) prefixes[i] = concat("[", i, " ", plan->topology().node(i).host, "] ");
+  std::size_t next = 0;
+  bool stopping = false;
+  int stop_signal = 0;
+  double deadline = 0;
+  std::optional<std::size_t> first_failure;
+  const auto stop = [&](double grace) {
+    if (!stopping) {
+      stopping = true;
+      deadline = now() + grace;
+    }
+    for (child& c : nodes) close_fd(c.in);
+  };
+  const auto fanout = static_cast<std::size_t>(o.fanout);
+  while (true) {
+    // Start nodes while fewer than --fanout are still connecting.
+    std::size_t connecting = 0;
+    for (std::size_t i = 0; i < next; ++i) connecting += (!nodes[i].started && !nodes[i].reaped) ? 1u : 0u;
+    while (!stopping && next < n && connecting < fanout) {
+      std::string why;
+      auto c = spawn(argvs[next], true, why);
+      if (!c) {
+        std::fprintf(stderr, "hetlaunch: node %zu: %s\n", next, why.c_str());
+        first_failure = first_failure ? first_failure : next;
+        nodes[next].reaped = true;
+        nodes[next].status = 127 << 8;
+        ++next;
+        stop(o.kill_after + 5.0);
+        break;
+      }
+      nodes[next++] = std::move(*c);
+      ++connecting;
+    }
+    bool open_streams = false, running = false;
+    std::vector<pollfd> fds = {{signal_pipe[0], POLLIN, 0}};
+    std::vector<std::pair<std::size_t, bool>> owner = {{0, false}};
+    for (std::size_t i = 0; i < next; ++i) {
+      if (nodes[i].out >= 0) fds.push_back({nodes[i].out, POLLIN, 0}), owner.push_back({i, true});
+      if (nodes[i].err >= 0) fds.push_back({nodes[i].err, POLLIN, 0}), owner.push_back({i, false});
+      open_streams = open_streams || nodes[i].out >= 0 || nodes[i].err >= 0;
+      running = running || !nodes[i].reaped;
+    }
+    if (!running && (next == n || stopping)) break;
+    poll(fds.data(), fds.size(), 100);
+    if (fds[0].revents) {
+      unsigned char sigs[64];
+      const ssize_t got = read(signal_pipe[0], sigs, sizeof sigs);
+      for (ssize_t k = 0; k < got; ++k) {
+        if (sigs[k] == SIGCHLD) continue;
+        if (stop_signal) {  // a second signal: no more waiting
+          for (child& c : nodes)
+            if (c.pid > 0 && !c.reaped) kill(c.pid, SIGKILL);
+        }
+        if (!stop_signal) {
+          stop_signal = sigs[k];
+          std::fprintf(stderr, "hetlaunch: %s: stopping every node (again to stop at once)\n", strsignal(stop_signal));
+        }
+        stop(o.kill_after + 5.0);
+      }
+    }
+    for (std::size_t f = 1; f < fds.size(); ++f) {
+      if (!fds[f].revents) continue;
+      const std::size_t i = owner[f].first;
+      child& c = nodes[i];
+      const bool shown = !o.quiet_nodes || i == 0;
+      if (owner[f].second) drain(c.out, c.out_line, nullptr, stdout, prefixes[i], shown, &c.started);
+      else drain(c.err, c.err_line, nullptr, stderr, prefixes[i], true, nullptr);
+    }
+    reap(nodes);
+    for (std::size_t i = 0; i < next; ++i) {
+      child& c = nodes[i];
+      if (!c.reaped || c.pid < 0) continue;
+      // Output still in the pipes is read before the node's end is reported.
+      if (c.out >= 0) drain(c.out, c.out_line, nullptr, stdout, prefixes[i], !o.quiet_nodes || i == 0, &c.started);
+      if (c.err >= 0) drain(c.err, c.err_line, nullptr, stderr, prefixes[i], true, nullptr);
+      c.pid = -1;
+      close_fd(c.in);
+      if (c.status != 0 && !stopping) {
+        first_failure = i;
+        stop(o.kill_after + 5.0);
+      }
+    }
+    if (stopping && now() > deadline) {
+      for (child& c : nodes)
+        if (c.pid > 0 && !c.reaped) kill(c.pid, SIGKILL);
+      deadline = now() + 3600;  // killed: only their ends are left to collect
+    }
+    (void)open_streams;
+  }
+  for (child& c : nodes) {
+    close_fd(c.out);
+    close_fd(c.err);
+  }
+  // One line for each node that did not end well.
+  int result = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const child& c = nodes[i];
+    const auto host = plan->topology().node(i).host;
+    const std::string who = concat("node ", i, " (", quoted(host), ")");
+    if (i >= next) {
+      std::fprintf(stderr, "hetlaunch: %s: not started\n", who.c_str());
+      continue;
+    }
+    if (c.status == 0) continue;
+    std::string what;
+    if (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 255 && !c.started)
+      what = "ssh failed (exit status 255) before the node started";
+    else if (first_failure && i != *first_failure)
+      what = concat("stopped (", describe_status(c.status), ")");
+    else if (stop_signal && !first_failure)
+      what = concat("stopped (", describe_status(c.status), ")");
+    else
+      what = describe_status(c.status);
+    std::fprintf(stderr, "hetlaunch: %s: %s\n", who.c_str(), what.c_str());
+  }
+  if (stop_signal) result = 128 + stop_signal;
+  else if (first_failure) result = exit_code(nodes[*first_failure].status);
+  if (result == 0 && next < n) result = exit_invalid;
+  return result;
+}
+
+}  // namespace cli

@@ -2798,7 +2798,10 @@ namespace detail {
 // for as long as the node should run. ssh gives a command without a terminal no signal when the
 // connection ends, so end of input is the signal: at EOF every descendant of COMMAND (found from
 // /proc, since torch may start workers in sessions of their own) gets SIGTERM, then SIGKILL
-// after KILL_AFTER seconds. The script exits with COMMAND's status, which ssh passes on.
+// after KILL_AFTER seconds. The tree is taken before anything is signalled: a worker whose
+// torchrun died first would no longer be found under it. The watcher ignores SIGTERM once it is
+// tearing down, so that COMMAND ending early does not cut the teardown short. The script exits
+// with COMMAND's status, which ssh passes on.
 inline const char* node_script() noexcept {
   return R"sh(kill_after=$1 dir=$2 n=$3
 shift 3
@@ -2816,6 +2819,7 @@ exec 3<&0 </dev/null
 job=$!
 (
   while IFS= read -r line <&3; do :; done
+  trap "" TERM
   pids="$job $(descendants "$job")"
   kill -TERM $pids 2>/dev/null
   tenths=$((kill_after * 10))
@@ -2827,6 +2831,7 @@ exec 3<&-
 wait "$job"
 status=$?
 kill "$watcher" 2>/dev/null
+wait "$watcher"
 exit "$status")sh";
 }
 

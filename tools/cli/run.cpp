@@ -66,6 +66,8 @@ struct child {
   std::string out_line, err_line, out_all, err_all;
   bool keep_output = false;  // discover: collect instead of printing
   bool started = false;      // the remote command's first line was seen
+  int worker_failures = 0;   // torchrun's "failed (exitcode: N) local_rank: L" lines
+  int failed_exitcode = 0;   // the last of those exit codes
   bool reaped = false;
   int status = 0;
 };
@@ -152,9 +154,24 @@ void emit(FILE* stream, const std::string& prefix, std::string_view line) {
   std::fflush(stream);
 }
 
+// torchrun's agent logs "failed (exitcode: 3) local_rank: 0 (pid: 123) of binary: ..." when a
+// worker fails (torch 1.13 through 2.x). It then waits up to 300 s for the other nodes in its exit
+// barrier, and they wait for a collective that will never complete: a job whose worker failed
+// would stop only after minutes. The line is the earliest sign, so it counts as the failure.
+void note_worker_failure(child& c, std::string_view line) {
+  const std::size_t at = line.find("failed (exitcode: ");
+  if (at == std::string_view::npos || line.find(" local_rank: ", at) == std::string_view::npos) return;
+  long long code = 0;
+  const std::string_view rest = line.substr(at + 18);
+  const std::size_t end = rest.find(')');
+  if (end != std::string_view::npos) hetlaunch::detail::parse_decimal(rest.substr(rest[0] == '-' ? 1 : 0, end), 1 << 30, code);
+  ++c.worker_failures;
+  c.failed_exitcode = static_cast<int>(code);
+}
+
 // Reads what a stream has; shows (or keeps) each complete line. Returns false at end of file.
 bool drain(int& fd, std::string& pending, std::string* keep, FILE* stream, const std::string& prefix, bool shown,
-           bool* marker) {
+           bool* marker, child* watched = nullptr) {
   char buffer[1 << 15];
   while (true) {
     const ssize_t got = read(fd, buffer, sizeof buffer);
@@ -177,6 +194,7 @@ bool drain(int& fd, std::string& pending, std::string* keep, FILE* stream, const
       if (nl == std::string::npos && !too_long) break;
       const std::size_t end = too_long ? start + max_line : nl;
       const std::string_view line(pending.data() + start, end - start);
+      if (watched) note_worker_failure(*watched, line);
       if (marker && !*marker && line == hetlaunch::node_started_line) *marker = true;
       else if (keep) (*keep += line) += '\n';
       else if (shown) emit(stream, prefix, line);
@@ -382,6 +400,7 @@ int run_command(options& o) {
   int stop_signal = 0;
   double deadline = 0;
   std::optional<std::size_t> first_failure;
+  bool failed_by_worker = false;  // the first failure was a worker's, seen in torchrun's log
   const auto stop = [&](double grace) {
     if (!stopping) {
       stopping = true;
@@ -442,7 +461,15 @@ int run_command(options& o) {
       child& c = nodes[i];
       const bool shown = !o.quiet_nodes || i == 0;
       if (owner[f].second) drain(c.out, c.out_line, nullptr, stdout, prefixes[i], shown, &c.started);
-      else drain(c.err, c.err_line, nullptr, stderr, prefixes[i], true, nullptr);
+      else drain(c.err, c.err_line, nullptr, stderr, prefixes[i], true, nullptr, &c);
+      // More failures than restarts: torchrun gives up on this node's workers.
+      if (c.worker_failures > plan->options().max_restarts && !stopping) {
+        first_failure = i;
+        failed_by_worker = true;
+        std::fprintf(stderr, "hetlaunch: node %zu: a worker failed (exit code %d) and torchrun has no restart left: "
+                             "stopping every node\n", i, c.failed_exitcode);
+        stop(o.kill_after + 5.0);
+      }
     }
     reap(nodes);
     for (std::size_t i = 0; i < next; ++i) {
@@ -483,6 +510,8 @@ int run_command(options& o) {
     std::string what;
     if (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 255 && !c.started)
       what = "ssh failed (exit status 255) before the node started";
+    else if (failed_by_worker && first_failure && i == *first_failure)
+      what = concat("a worker failed (exit code ", c.failed_exitcode, "); torchrun ", describe_status(c.status));
     else if (first_failure && i != *first_failure)
       what = concat("stopped (", describe_status(c.status), ")");
     else if (stop_signal && !first_failure)
@@ -492,6 +521,7 @@ int run_command(options& o) {
     std::fprintf(stderr, "hetlaunch: %s: %s\n", who.c_str(), what.c_str());
   }
   if (stop_signal) result = 128 + stop_signal;
+  else if (failed_by_worker) result = 1;  // torchrun's own status when a worker fails
   else if (first_failure) result = exit_code(nodes[*first_failure].status);
   if (result == 0 && next < n) result = exit_invalid;
   return result;

@@ -1,0 +1,452 @@
+#!/usr/bin/env python3
+"""`hetlaunch run` against real OpenSSH servers: three test hosts made of network namespaces
+(198.18.1.0/24, joined by a bridge in a namespace of its own), each with its own sshd (Debian's
+openssh-server) that accepts one key generated for the test, and a fake `nvidia-smi` on its PATH
+that lists the host's GPUs (4, 2, none). `hetlaunch run` is started on host 0, as a user would
+start it on the first node, and reaches every host over ssh.
+
+The cases: a real torchrun job of 4 + 2 + 1 workers (two hosts written slots=auto) whose every
+worker's variables equal the plan and which all_reduces; a worker that crashes on the last node;
+a host whose sshd is down while the others have started; SIGINT mid-job, with workers that ignore
+SIGTERM; an invalid hostfile (no connection at all, by sshd's logs); hostile script arguments
+that must arrive byte for byte; discovery, and a host without nvidia-smi. After every case no
+process of the job may be left on any host.
+
+Everything the test makes (namespaces, sshd daemons, /etc/netns files, the work directory) is
+removed at the end, also when a case fails or the test is interrupted; leftovers of a killed
+earlier run are removed first. Needs root, iproute2, util-linux, openssh-server and torchrun.
+
+usage: ssh_test.py HETLAUNCH WORKER_PY [CASE...]
+"""
+import os
+import pathlib
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+PREFIX = f"hs{os.getpid()}"
+SWITCH = f"{PREFIX}-sw"
+HOSTS = [f"{PREFIX}-h{i}" for i in range(3)]
+V4 = [f"198.18.1.{i + 1}" for i in range(3)]
+NPROC = [4, 2, 1]
+GPUS = [4, 2, 0]  # what each host's nvidia-smi lists; host 2 has no nvidia-smi at all
+WORK_STEM = "hetlaunch-ssh-test-"
+TORCHRUN = ["--program", "/usr/bin/torchrun",
+            # Debian's torch 1.13 on Python 3.11 crashes on the default --redirects/--tee values.
+            "--torchrun-arg", "--redirects", "--torchrun-arg", "2", "--torchrun-arg", "--tee", "--torchrun-arg", "2"]
+KILL_AFTER = 3
+
+
+def ip(*args):
+    subprocess.run(["ip", *args], check=True, capture_output=True)
+
+
+def job_processes(marker):
+    """Processes whose command line names `marker` (the work directory), other than this one."""
+    found = []
+    for proc in pathlib.Path("/proc").glob("[0-9]*"):
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline and int(proc.name) != os.getpid():
+            found.append((int(proc.name), cmdline.replace(b"\0", b" ").decode(errors="replace")[:200]))
+    return found
+
+
+def remove_leftovers():
+    """What a killed earlier run left: its processes (sshd, torchrun, workers, all named by its work
+    directory), its namespaces and its /etc/netns files. Runs are told apart by their pid."""
+    for work in pathlib.Path(tempfile.gettempdir()).glob(WORK_STEM + "*"):
+        pid = work.name[len(WORK_STEM):]
+        if pid.isdigit() and not pathlib.Path(f"/proc/{pid}").exists():
+            for p, _ in job_processes(str(work)):
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            shutil.rmtree(work, ignore_errors=True)
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    for name, pid in re.findall(r"^(hs(\d+)-(?:sw|h\d))\b", listed, re.M):
+        if not pathlib.Path(f"/proc/{pid}").exists():
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+            shutil.rmtree(pathlib.Path("/etc/netns") / name, ignore_errors=True)
+
+
+class cluster:
+    """Three hosts, each with an sshd of its own."""
+
+    def __init__(self, work):
+        self.work = work
+        self.sshd = [None] * 3
+        self.made_run_sshd = False
+
+    def create(self):
+        w = self.work
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(w / "host_key")], check=True)
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(w / "client_key")], check=True)
+        shutil.copy(w / "client_key.pub", w / "authorized_keys")
+        host_key = (w / "host_key.pub").read_text().split()
+        (w / "known_hosts").write_text(f"{','.join(V4)} {host_key[0]} {host_key[1]}\n")
+        ip("netns", "add", SWITCH)
+        ip("-n", SWITCH, "link", "add", "br0", "type", "bridge")
+        ip("-n", SWITCH, "link", "set", "br0", "up")
+        for i, ns in enumerate(HOSTS):
+            ip("netns", "add", ns)
+            ip("-n", SWITCH, "link", "add", f"p{i}", "type", "veth", "peer", "name", "eth0", "netns", ns)
+            ip("-n", SWITCH, "link", "set", f"p{i}", "master", "br0", "up")
+            ip("-n", ns, "link", "set", "lo", "up")
+            ip("-n", ns, "addr", "add", f"{V4[i]}/24", "dev", "eth0")
+            ip("-n", ns, "link", "set", "eth0", "up")
+            etc = pathlib.Path("/etc/netns") / ns
+            etc.mkdir(parents=True, exist_ok=True)
+            (etc / "hosts").write_text("127.0.0.1 localhost\n" + "".join(f"{V4[k]} {HOSTS[k]}\n" for k in range(3)))
+            bin_dir = w / f"bin-{i}"
+            bin_dir.mkdir()
+            if GPUS[i]:
+                smi = bin_dir / "nvidia-smi"
+                smi.write_text("#!/bin/sh\n[ \"$1\" = -L ] || exit 2\n" + "".join(
+                    f"echo 'GPU {g}: Test GPU (UUID: GPU-{i}-{g})'\n" for g in range(GPUS[i])))
+                smi.chmod(0o755)
+            (w / f"sshd-{i}.conf").write_text(
+                f"ListenAddress {V4[i]}:22\nHostKey {w / 'host_key'}\nPidFile {w / f'sshd-{i}.pid'}\n"
+                f"AuthorizedKeysFile {w / 'authorized_keys'}\nStrictModes no\nUsePAM no\n"
+                "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+                f"LogLevel VERBOSE\nSetEnv PATH={bin_dir}:/usr/local/bin:/usr/bin:/bin\n")
+        if not pathlib.Path("/run/sshd").exists():  # sshd's privilege separation directory
+            pathlib.Path("/run/sshd").mkdir(mode=0o755)
+            self.made_run_sshd = True
+        for i in range(3):
+            self.start_sshd(i)
+
+    def start_sshd(self, i):
+        listening = self.log(i).count("Server listening")
+        log = open(self.work / f"sshd-{i}.log", "a")
+        # Each test host has its own host name (unshare --uts), as a real host has.
+        self.sshd[i] = subprocess.Popen(
+            ["ip", "netns", "exec", HOSTS[i], "unshare", "--uts", "sh", "-c",
+             'hostname "$0" && exec /usr/sbin/sshd -D -e -f "$1"', HOSTS[i], str(self.work / f"sshd-{i}.conf")],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 10
+        while self.log(i).count("Server listening") == listening:
+            if time.monotonic() > deadline or self.sshd[i].poll() is not None:
+                raise RuntimeError(f"sshd on {HOSTS[i]} did not start:\n{self.log(i)}")
+            time.sleep(0.05)
+
+    def stop_sshd(self, i):
+        if self.sshd[i] and self.sshd[i].poll() is None:
+            os.killpg(self.sshd[i].pid, signal.SIGTERM)
+            self.sshd[i].wait()
+        self.sshd[i] = None
+
+    def log(self, i):
+        path = self.work / f"sshd-{i}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def remove(self):
+        for i in range(3):
+            try:
+                self.stop_sshd(i)
+            except Exception:  # noqa: BLE001 - teardown goes on
+                pass
+        for p, _ in job_processes(str(self.work)):
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for ns in HOSTS + [SWITCH]:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+            shutil.rmtree(pathlib.Path("/etc/netns") / ns, ignore_errors=True)
+        if self.made_run_sshd:
+            shutil.rmtree("/run/sshd", ignore_errors=True)
+
+
+def ssh_args(work):
+    args = ["-F", "/dev/null", "-i", str(work / "client_key"), "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+            "-o", f"UserKnownHostsFile={work / 'known_hosts'}", "-o", "StrictHostKeyChecking=yes",
+            "-o", "ConnectTimeout=10", "-l", "root"]
+    return [x for a in args for x in ("--ssh-arg", a)]
+
+
+def hetlaunch_on_host0(binary, args, **kwargs):
+    """`hetlaunch ARGS` started on host 0, as a user starts it on the first node."""
+    return subprocess.Popen(["ip", "netns", "exec", HOSTS[0], binary, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, **kwargs)
+
+
+def finish(proc, timeout=240):
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    if os.environ.get("SSH_TEST_SHOW"):  # the output docs/multi-host.md shows
+        print(f"--- exit {proc.returncode}\n{out.decode(errors='replace')}{err.decode(errors='replace')}---")
+    return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def left_on_hosts(work):
+    """Processes of the job still running anywhere, a moment after `run` returned: none may be."""
+    deadline = time.monotonic() + 2
+    while True:
+        left = [p for p in job_processes(str(work)) if "sshd" not in p[1]]
+        if not left or time.monotonic() > deadline:
+            return [f"left running: {p}" for p in left]
+        time.sleep(0.1)
+
+
+def write_worker(work, name, body):
+    path = work / name
+    path.write_text("import os, signal, sys, time\n" + body)
+    return path
+
+
+def hostfile(work, lines, name="hostfile"):
+    path = work / name
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+# ---- the cases -------------------------------------------------------------------------------
+
+def case_job(b, w, work, c):
+    """4 + 2 + 1 workers on three hosts, two of them written slots=auto and asked over ssh: every
+    worker checks its environment against the plan and joins a gloo all_reduce; every output
+    line carries its node and host; the job's status is 0."""
+    hf = hostfile(work, [f"{V4[0]} slots=auto", f"{V4[1]} slots=auto", f"{V4[2]} slots=1"])
+    plan = f"{V4[0]}:4,{V4[1]}:2,{V4[2]}:1"
+    code, out, err = finish(hetlaunch_on_host0(b, [
+        "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", "29701",
+        "--env", "GLOO_SOCKET_IFNAME=eth0", "--", w, str(work), b, "check-env", "--hosts", plan]))
+    problems = [] if code == 0 else [f"run exited {code}:\n{err[-3000:]}"]
+    records = {}
+    for path in work.glob("worker-*.env"):
+        values = dict(line.split("=", 1) for line in path.read_text().splitlines())
+        records[int(values["RANK"])] = values
+    for rank in range(7):
+        node = 0 if rank < 4 else 1 if rank < 6 else 2
+        r = records.get(rank, {})
+        expected = {"SUM": "28", "WORLD_SIZE": "7", "GROUP_RANK": str(node), "LOCAL_WORLD_SIZE": str(NPROC[node]),
+                    "MASTER_ADDR": V4[0], "MASTER_PORT": "29701"}
+        if any(r.get(k) != v for k, v in expected.items()):
+            problems.append(f"rank {rank} recorded {r}")
+    for line in (out + err).splitlines():
+        if not re.match(r"\[[0-2] 198\.18\.1\.[1-3]\] |hetlaunch: ", line):
+            problems.append(f"a line without its node: {line!r}")
+    if f"[0 {V4[0]}] " not in err:
+        problems.append("node 0's torchrun said nothing")
+    if "hetlaunch: node started" in out:
+        problems.append("the node-started line was shown")
+    return problems + left_on_hosts(work)
+
+
+HANG = """signal.signal(signal.SIGTERM, signal.SIG_IGN)  # only SIGKILL stops it
+print(f"ready {os.environ['RANK']}", flush=True)
+time.sleep(600)
+"""
+
+
+def case_worker_crash(b, w, work, c):
+    """The last node's worker fails while the others hang in their work (ignoring SIGTERM): run
+    reports the failed node, stops the others within --kill-after, and returns its status."""
+    worker = write_worker(work, "crash.py", """print(f"ready {os.environ['RANK']}", flush=True)
+if os.environ["RANK"] == "6":
+    time.sleep(3)
+    sys.exit(3)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+time.sleep(600)
+""")
+    hf = hostfile(work, [f"{V4[i]} slots={NPROC[i]}" for i in range(3)])
+    start = time.monotonic()
+    code, out, err = finish(hetlaunch_on_host0(b, [
+        "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", "29702", "--kill-after",
+        str(KILL_AFTER), "--", str(worker)]))
+    seconds = time.monotonic() - start
+    problems = []
+    if code != 1:  # torchrun's status when a worker fails
+        problems.append(f"run exited {code}, expected torchrun's 1")
+    for expected in [f"hetlaunch: node 2 ('{V4[2]}'): a worker failed (exit code 3)",
+                     f"hetlaunch: node 0 ('{V4[0]}'): stopped",
+                     f"hetlaunch: node 1 ('{V4[1]}'): stopped"]:
+        if expected not in err:
+            problems.append(f"no '{expected}' in:\n{err[-2000:]}")
+    if out.count("ready") != 7:
+        problems.append(f"{out.count('ready')} workers said ready")
+    print(f"     worker crash: run ended {seconds:.1f} s after it started (the crash comes at about 3 s + start-up)")
+    return problems + left_on_hosts(work)
+
+
+def case_sshd_down(b, w, work, c):
+    """Host 2's sshd is down: its ssh is refused after nodes 0 and 1 have started (--fanout 1
+    starts the nodes one after the other). The others are stopped, and run returns ssh's 255."""
+    worker = write_worker(work, "hang.py", HANG)
+    hf = hostfile(work, [f"{V4[i]} slots={NPROC[i]}" for i in range(3)])
+    c.stop_sshd(2)
+    try:
+        code, out, err = finish(hetlaunch_on_host0(b, [
+            "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", "29703", "--fanout", "1",
+            "--kill-after", str(KILL_AFTER), "--", str(worker)]))
+    finally:
+        c.start_sshd(2)
+    problems = [] if code == 255 else [f"run exited {code}, expected ssh's 255"]
+    for expected in [f"[2 {V4[2]}] ssh: connect to host {V4[2]} port 22: Connection refused",
+                     f"hetlaunch: node 2 ('{V4[2]}'): ssh failed (exit status 255) before the node started",
+                     f"hetlaunch: node 0 ('{V4[0]}'): stopped"]:
+        if expected not in err:
+            problems.append(f"no '{expected}' in:\n{err[-2000:]}")
+    return problems + left_on_hosts(work)
+
+
+def case_interrupt(b, w, work, c):
+    """SIGINT to run once every worker runs (and ignores SIGTERM): every node is stopped within
+    --kill-after plus a second, and run exits 130."""
+    worker = write_worker(work, "hang.py", HANG)
+    hf = hostfile(work, [f"{V4[i]} slots={NPROC[i]}" for i in range(3)])
+    proc = hetlaunch_on_host0(b, ["run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", "29704",
+                                  "--kill-after", str(KILL_AFTER), "--", str(worker)])
+    # Read until all seven workers are up.
+    ready = 0
+    out = b""
+    deadline = time.monotonic() + 120
+    os.set_blocking(proc.stdout.fileno(), False)
+    while ready < 7 and time.monotonic() < deadline and proc.poll() is None:
+        chunk = proc.stdout.read() or b""
+        out += chunk
+        ready = out.count(b"ready")
+        time.sleep(0.1)
+    problems = [] if ready == 7 else [f"only {ready} workers started"]
+    start = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    code, _, err = finish(proc, timeout=60)
+    seconds = time.monotonic() - start
+    if code != 130:
+        problems.append(f"run exited {code}, expected 130:\n{err[-2000:]}")
+    if seconds > KILL_AFTER + 2:
+        problems.append(f"stopping took {seconds:.1f} s, more than --kill-after {KILL_AFTER} + 2")
+    print(f"     SIGINT: every node stopped and run exited {seconds:.2f} s after the signal (--kill-after {KILL_AFTER})")
+    return problems + left_on_hosts(work)
+
+
+def case_invalid_hostfile(b, w, work, c):
+    """An invalid hostfile: run refuses with the line and column, and no host is contacted (no
+    connection in any sshd's log)."""
+    hf = hostfile(work, [f"{V4[0]} slots=4", f"{V4[1]} slots=0", f"{V4[2]} slots=1"])
+    before = [c.log(i).count("Connection from") for i in range(3)]
+    code, _, err = finish(hetlaunch_on_host0(b, ["run", "--hostfile", str(hf), *ssh_args(c.work), "--", w]))
+    after = [c.log(i).count("Connection from") for i in range(3)]
+    problems = [] if code == 1 else [f"run exited {code}"]
+    if f"{hf}:2:" not in err or "slots must be a positive integer, got '0'" not in err:
+        problems.append(f"unexpected message: {err!r}")
+    if before != after:
+        problems.append(f"connections were made: {before} -> {after}")
+    return problems
+
+
+HOSTILE = [b"it's", b"$(touch /tmp/hetlaunch-pwned)", b"`id`", b"a\nb", b"\xff\xfe not UTF-8", b"", b"*", b"~",
+           b"\\", b'"double"', b"--flag=x", b"; exit 3", b"\t tab"]
+
+
+def case_hostile_arguments(b, w, work, c):
+    """Script arguments with quotes, $(...), backticks, newlines, bytes that are not UTF-8, globs
+    and an empty one arrive at every worker exactly as given."""
+    worker = write_worker(work, "argv.py", """args = [os.fsencode(a) for a in sys.argv[1:]]
+with open(os.path.join(os.path.dirname(__file__), "argv-" + os.environ["RANK"]), "wb") as f:
+    f.write(b"\\0".join(args))
+""")
+    hf = hostfile(work, [f"{V4[i]} slots={NPROC[i]}" for i in range(3)])
+    proc = subprocess.Popen([b"ip", b"netns", b"exec", HOSTS[0].encode(), b.encode(), b"run", b"--hostfile",
+                             str(hf).encode(), *[a.encode() for a in ssh_args(c.work)],
+                             *[a.encode() for a in TORCHRUN], b"--master-port", b"29705", b"--",
+                             str(worker).encode(), *HOSTILE], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    code, _, err = finish(proc)
+    problems = [] if code == 0 else [f"run exited {code}:\n{err[-2000:]}"]
+    for rank in range(7):
+        path = work / f"argv-{rank}"
+        got = path.read_bytes().split(b"\0") if path.exists() else None
+        if got != HOSTILE:
+            problems.append(f"rank {rank} got {got!r}")
+    if pathlib.Path("/tmp/hetlaunch-pwned").exists():
+        problems.append("an argument was run as a command")
+        pathlib.Path("/tmp/hetlaunch-pwned").unlink()
+    return problems + left_on_hosts(work)
+
+
+def case_discover(b, w, work, c):
+    """discover asks the slots=auto hosts for their GPUs over ssh and prints the hostfile; a host
+    without nvidia-smi is an error that names it, with the shell's reason."""
+    hf = hostfile(work, [f"{V4[0]} slots=auto", f"{V4[1]}:auto", f"{V4[2]} slots=1"])
+    code, out, err = finish(hetlaunch_on_host0(b, ["discover", "--hostfile", str(hf), *ssh_args(c.work)]))
+    problems = []
+    expected = f"{V4[0]} slots=4\n{V4[1]} slots=2\n{V4[2]} slots=1\n"
+    if code != 0 or out != expected:
+        problems.append(f"discover: {code} {out!r} {err!r}")
+    bad = hostfile(work, [f"{V4[0]} slots=auto", f"{V4[2]} slots=auto"], name="bad")
+    code, out, err = finish(hetlaunch_on_host0(b, ["discover", "--hostfile", str(bad), *ssh_args(c.work)]))
+    if code != 1 or f"slots=auto: host '{V4[2]}': 'nvidia-smi -L' failed (exit status 127)" not in err \
+            or "not found" not in err or V4[0] in err:
+        problems.append(f"no nvidia-smi: {code} {out!r} {err!r}")
+    return problems
+
+
+CASES = {
+    "job": case_job,
+    "worker_crash": case_worker_crash,
+    "sshd_down": case_sshd_down,
+    "interrupt": case_interrupt,
+    "invalid_hostfile": case_invalid_hostfile,
+    "hostile_arguments": case_hostile_arguments,
+    "discover": case_discover,
+}
+
+
+def main():
+    binary, worker = sys.argv[1], sys.argv[2]
+    chosen = sys.argv[3:] or list(CASES)
+    if os.geteuid() != 0:
+        print("ssh_test: needs root (network namespaces)")
+        return 1
+    remove_leftovers()
+    work_root = pathlib.Path(tempfile.gettempdir()) / f"{WORK_STEM}{os.getpid()}"
+    work_root.mkdir(mode=0o755)
+    c = cluster(work_root)
+
+    def interrupted(*_):
+        c.remove()
+        shutil.rmtree(work_root, ignore_errors=True)
+        sys.exit(130)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, interrupted)
+    failures = 0
+    try:
+        c.create()
+        for name in chosen:
+            work = work_root / name
+            work.mkdir()
+            work.chmod(0o755)
+            start = time.monotonic()
+            problems = CASES[name](binary, worker, work, c)
+            print(f"{'ok  ' if not problems else 'FAIL'} {name} ({time.monotonic() - start:.0f} s)", flush=True)
+            for p in problems:
+                print(f"     {p}")
+            failures += 1 if problems else 0
+    finally:
+        c.remove()
+        shutil.rmtree(work_root, ignore_errors=True)
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    if PREFIX in left:
+        print(f"FAIL namespaces left behind: {left}")
+        failures += 1
+    if job_processes(str(work_root)):
+        print(f"FAIL processes left behind: {job_processes(str(work_root))}")
+        failures += 1
+    print(f"ssh: {len(chosen) - failures} passed, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -6,5 +6,14 @@ packages="$packages python3-torch slurm-client iproute2 util-linux openssh-serve
 if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
+# The tests start their own sshd (and Slurm daemons) in network namespaces; the packages' own
+# services are not wanted running on the machine. A policy-rc.d that says "no" keeps the
+# installation from starting them; it is removed again (unless it was there before).
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+  $sudo chmod 755 "$policy"
+  trap '$sudo rm -f "$policy"' EXIT
+fi
 # shellcheck disable=SC2086
 $sudo apt-get install -y -qq --no-install-recommends $packages

@@ -71,6 +71,8 @@ CASES = {
                      "--ssh-arg", "-p", "--ssh-arg", "2222", "--dry-run", "--", "train.py", "it's $(x)"], 0),
     "run_no_script": (["run", "--hosts", "a:1"], 2),
     "run_bad_hostfile": (["run", "--hostfile", "@DATA@/zero.hostfile", "--ssh", "/nonexistent/ssh", "t.py"], 1),
+    # One duplicate-host policy for every input.
+    "check_duplicate_allowed": (["check", "--hosts", "a:1,A:2", "--allow-duplicate-hosts"], 0),
     "run_bad_env": (["run", "--hosts", "a:1", "--env", "1X=2", "--dry-run", "t.py"], 1),
 }
 
@@ -110,7 +112,13 @@ def slurm_case(binary):
     expected = "torchrun\n--nnodes=3\n--node_rank=2\n--nproc_per_node=2\n--max_restarts=0\n--master_addr=gpu01\n--master_port=29500\nt.py\n"
     ok = code == 0 and out == expected
     print(("ok   " if ok else f"FAIL slurm: {code} {out!r} {err!r}\nFAIL ") + "slurm_nodeid")
-    return 0 if ok else 1
+    # A Slurm job is validated like every other input, with the same duplicate-host policy.
+    env = dict(os.environ, SLURM_JOB_NODELIST="a,A", SLURM_TASKS_PER_NODE="1,2")
+    refused = run(binary, ["check", "--slurm"], env)
+    allowed = run(binary, ["check", "--slurm", "--allow-duplicate-hosts"], env)
+    policy = refused[2] == 1 and "allow_duplicate_hosts" in refused[1] and allowed[2] == 0
+    print(("ok   " if policy else f"FAIL slurm: {refused} {allowed}\nFAIL ") + "slurm_duplicate_policy")
+    return (0 if ok else 1) + (0 if policy else 1)
 
 
 def limited():

@@ -8,7 +8,7 @@ constexpr auto c = hetlaunch::make_cluster({{"node0", 8}, {"node1", 4}, {"node2"
 HETLAUNCH_STATIC_VALIDATE(c);
 
 int main() {
-  const hetlaunch::cluster runtime = c;
+  const hetlaunch::cluster runtime(c);
   const bool ok = runtime.world_size() == 14 && runtime.locate(13) == hetlaunch::rank_location{2, 1} &&
                   HETLAUNCH_VERSION >= 100;
   std::printf("consumer: world size %d, %s\n", runtime.world_size(), ok ? "ok" : "WRONG");

@@ -91,6 +91,11 @@ template <std::size_t N>
   return fixed_cluster<N>(nodes);
 }
 
+template <class Unused = void>
+class basic_cluster;
+template <class Unused = void>
+class basic_cluster_builder;
+
 /// A topology known at run time. Owns copies of its host and role strings, so it may outlive
 /// whatever it was built from. Same rank math and preconditions as fixed_cluster; construction
 /// accepts any values (validate() says what is wrong).
@@ -99,9 +104,13 @@ template <std::size_t N>
 ///   hetlaunch::cluster c{{"gpu-a", 8}, {"gpu-b", 4}};
 ///   for (const auto& d : hetlaunch::validate(c)) std::cerr << d.message() << '\n';
 ///   int rank = c.global_rank(1, 3);  // 11
-class cluster : public detail::topology_queries<cluster> {
-  friend class detail::topology_queries<cluster>;
-  friend class cluster_builder;
+// A class template with one instance (`cluster`), so that its members are compiled only where a
+// program uses them: including cluster.hpp then costs little more than its standard headers.
+template <class Unused>
+class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
+  friend class detail::topology_queries<basic_cluster>;
+  template <class>
+  friend class basic_cluster_builder;
 
   // Hosts are stored back to back in one buffer and found by their end offsets; nproc is the step
   // between rank offsets; roles are ids into a table of distinct roles, stored only when there
@@ -169,11 +178,11 @@ class cluster : public detail::topology_queries<cluster> {
 
  public:
   /// An empty cluster (which validation reports as empty_cluster).
-  cluster() = default;
-  cluster(std::initializer_list<node_spec> nodes) { assign(nodes.begin(), nodes.end(), nodes.size()); }
-  cluster(const std::vector<node_spec>& nodes) { assign(nodes.begin(), nodes.end(), nodes.size()); }  // NOLINT
+  basic_cluster() = default;
+  basic_cluster(std::initializer_list<node_spec> nodes) { assign(nodes.begin(), nodes.end(), nodes.size()); }
+  basic_cluster(const std::vector<node_spec>& nodes) { assign(nodes.begin(), nodes.end(), nodes.size()); }  // NOLINT
   template <std::size_t N>
-  explicit cluster(const fixed_cluster<N>& fixed) {
+  explicit basic_cluster(const fixed_cluster<N>& fixed) {
     assign(fixed.nodes().begin(), fixed.nodes().end(), N);
   }
 
@@ -200,12 +209,12 @@ class cluster : public detail::topology_queries<cluster> {
   /// cluster built from it is a copy of this one, device lists included; it converts to a
   /// std::vector<node_spec> when a list of specs is wanted.
   class node_list {
-    const cluster* c_;
+    const basic_cluster* c_;
 
    public:
-    explicit node_list(const cluster& c) noexcept : c_(&c) {}
+    explicit node_list(const basic_cluster& c) noexcept : c_(&c) {}
     class iterator {
-      const cluster* c_ = nullptr;
+      const basic_cluster* c_ = nullptr;
       std::size_t i_ = 0;
 
      public:
@@ -215,7 +224,7 @@ class cluster : public detail::topology_queries<cluster> {
       using pointer = void;
       using reference = node_spec;
       iterator() = default;
-      iterator(const cluster* c, std::size_t i) noexcept : c_(c), i_(i) {}
+      iterator(const basic_cluster* c, std::size_t i) noexcept : c_(c), i_(i) {}
       node_spec operator*() const noexcept { return c_->node_unchecked(i_); }
       iterator& operator++() noexcept { return ++i_, *this; }
       iterator operator++(int) noexcept { iterator old = *this; ++i_; return old; }
@@ -229,18 +238,19 @@ class cluster : public detail::topology_queries<cluster> {
     [[nodiscard]] iterator begin() const noexcept { return {c_, 0}; }
     [[nodiscard]] iterator end() const noexcept { return {c_, size()}; }
     /// The cluster this list views.
-    [[nodiscard]] const cluster& source() const noexcept { return *c_; }
+    [[nodiscard]] const basic_cluster& source() const noexcept { return *c_; }
     operator std::vector<node_spec>() const { return std::vector<node_spec>(begin(), end()); }  // NOLINT
   };
   [[nodiscard]] node_list nodes() const noexcept { return node_list(*this); }
   /// A copy of the cluster `nodes` views, device lists included.
-  cluster(const node_list& nodes) : cluster(nodes.source()) {}  // NOLINT: a view of a cluster copies it
+  basic_cluster(const node_list& nodes) : basic_cluster(nodes.source()) {}  // NOLINT: a view of a cluster copies it
 };
 
 /// Builds a cluster node by node without an intermediate list: the parsers use it so that a
 /// million hosts cost their characters and 16 bytes each.
-class cluster_builder {
-  cluster c_;
+template <class Unused>
+class basic_cluster_builder {
+  basic_cluster<Unused> c_;
   // Each run of equal roles gets an id as it comes; finish() gives equal roles one id. The runs'
   // texts live in one buffer, addressed by offset.
   std::string role_text_;
@@ -262,7 +272,7 @@ class cluster_builder {
   }
   [[nodiscard]] std::size_t node_count() const noexcept { return c_.node_count(); }
   /// The cluster; the builder is left empty. O(n + r log r) for r runs of roles.
-  [[nodiscard]] cluster finish() {
+  [[nodiscard]] basic_cluster<Unused> finish() {
     // Runs sorted by text give each distinct role one id, in order of first appearance.
     const std::size_t r = runs_.size();
     std::vector<std::size_t> order(r);
@@ -291,15 +301,21 @@ class cluster_builder {
     else
       c_.role_id_.clear();
     c_.finish(roles);
-    cluster out = std::move(c_);
-    *this = cluster_builder();
+    basic_cluster<Unused> out = std::move(c_);
+    *this = basic_cluster_builder();
     return out;
   }
 };
 
+/// The run-time topology (see basic_cluster above).
+using cluster = basic_cluster<>;
+/// Builds a cluster node by node (see basic_cluster_builder above).
+using cluster_builder = basic_cluster_builder<>;
+
+template <class Unused>
 template <class It>
-void cluster::assign(It first, It last, std::size_t n) {
-  cluster_builder b;
+void basic_cluster<Unused>::assign(It first, It last, std::size_t n) {
+  basic_cluster_builder<Unused> b;
   std::size_t chars = 0;
   for (It it = first; it != last; ++it) chars += it->host.size();
   b.reserve(n, chars);
@@ -423,7 +439,8 @@ std::vector<diagnostic> validate_all(std::size_t n, NodeAt node_at, validate_opt
 
 /// Every problem of a topology, in node order (empty when it is valid). O(N log N).
 /// The diagnostics own their text: they may outlive `c`.
-[[nodiscard]] inline std::vector<diagnostic> validate(const cluster& c, validate_options options = {}) {
+template <class Unused>
+[[nodiscard]] std::vector<diagnostic> validate(const basic_cluster<Unused>& c, validate_options options = {}) {
   return detail::validate_all(c.node_count(), [&c](std::size_t i) { return c.node(i); }, options);
 }
 /// Every problem of a fixed topology, in node order.
@@ -432,7 +449,8 @@ template <std::size_t N>
   return detail::validate_all(N, [&c](std::size_t i) { return c.node(i); }, options);
 }
 /// The first problem of a run-time topology, or a diagnostic that converts to false.
-[[nodiscard]] inline diagnostic first_error(const cluster& c, validate_options options = {}) {
+template <class Unused>
+[[nodiscard]] diagnostic first_error(const basic_cluster<Unused>& c, validate_options options = {}) {
   const std::vector<diagnostic> first =
       detail::validate_all(c.node_count(), [&c](std::size_t i) { return c.node(i); }, options, true);
   return first.empty() ? diagnostic{} : first.front();

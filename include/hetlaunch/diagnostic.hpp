@@ -17,7 +17,8 @@ namespace hetlaunch {
 
 namespace detail {
 // What is wrong with a host name, for messages: "character ' ' at position 3 is not allowed".
-inline std::string describe_host_issue(std::string_view host, host_issue issue, std::size_t position) {
+template <class Unused = void>
+std::string describe_host_issue(std::string_view host, host_issue issue, std::size_t position) {
   switch (issue) {
     case host_issue::none: return "no problem";
     case host_issue::empty: return "it is empty";
@@ -65,7 +66,9 @@ struct diagnostic {
 
   constexpr explicit operator bool() const noexcept { return code != errc::ok; }
 
-  /// For people: "node 1 ('gpu-b'): nproc must be at least 1, got 0".
+  /// For people: "node 1 ('gpu-b'): nproc must be at least 1, got 0". (A template only so that
+  /// it is compiled where it is used.)
+  template <class Unused = void>
   [[nodiscard]] std::string message() const {
     using detail::concat;
     const std::string who = concat("node ", node, " (", detail::quoted(host), "): ");

@@ -195,6 +195,9 @@ constexpr std::string_view to_string(errc code) noexcept {
 namespace hetlaunch {
 namespace detail {
 
+// The functions that build text are templates (most with an unused parameter) so that they are
+// compiled only where a message is made, not by every program that includes cluster.hpp.
+
 inline void append_piece(std::string& out, std::string_view text) { out.append(text.data(), text.size()); }
 template <class Int, std::enable_if_t<std::is_integral<Int>::value && !std::is_same<Int, char>::value &&
                                           !std::is_same<Int, bool>::value, int> = 0>
@@ -222,7 +225,8 @@ inline bool parse_decimal(std::string_view text, long long max, long long& value
   return value <= max;
 }
 
-inline std::string to_hex(unsigned value) {
+template <class Unused = void>
+std::string to_hex(unsigned value) {
   static constexpr char digits[] = "0123456789ABCDEF";
   std::string out;
   do {
@@ -234,7 +238,8 @@ inline std::string to_hex(unsigned value) {
 }
 
 // "0,2,3": device ids as CUDA_VISIBLE_DEVICES lists them.
-inline std::string join_ids(const std::vector<int>& ids) {
+template <class Unused = void>
+std::string join_ids(const std::vector<int>& ids) {
   std::string out;
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (i) out += ',';
@@ -289,7 +294,8 @@ constexpr std::size_t quote_limit = 80;  // bytes of input shown before a long t
 // Text longer than `limit` bytes is cut at a character and followed by its length:
 // 'aaaa'... (10485760 bytes). `full_size` is the length of the whole text when `text` is only
 // its first bytes (a bounded_string that was cut).
-inline void append_quoted(std::string& out, std::string_view text, std::size_t limit = quote_limit,
+template <class Unused = void>
+void append_quoted(std::string& out, std::string_view text, std::size_t limit = quote_limit,
                           std::size_t full_size = std::string_view::npos) {
   if (full_size == std::string_view::npos || full_size < text.size()) full_size = text.size();
   static constexpr char hex[] = "0123456789abcdef";
@@ -325,7 +331,8 @@ inline void append_quoted(std::string& out, std::string_view text, std::size_t l
     out += " bytes)";
   }
 }
-inline std::string quoted(std::string_view text, std::size_t limit = quote_limit) {
+template <class Unused = void>
+std::string quoted(std::string_view text, std::size_t limit = quote_limit) {
   std::string out;
   append_quoted(out, text, limit);
   return out;
@@ -347,7 +354,8 @@ inline std::string_view character_at(std::string_view text, std::size_t i) noexc
 
 // Names a character for a message: 'x', or "a byte order mark (U+FEFF)" for the one character
 // that editors add unseen at the start of a file.
-inline std::string describe_character(std::string_view text, std::size_t i) {
+template <class Unused = void>
+std::string describe_character(std::string_view text, std::size_t i) {
   const std::string_view ch = character_at(text, i);
   if (ch == "\xef\xbb\xbf") return "a UTF-8 byte order mark (U+FEFF)";
   return concat("character ", quoted(ch));
@@ -857,7 +865,8 @@ namespace hetlaunch {
 
 namespace detail {
 // What is wrong with a host name, for messages: "character ' ' at position 3 is not allowed".
-inline std::string describe_host_issue(std::string_view host, host_issue issue, std::size_t position) {
+template <class Unused = void>
+std::string describe_host_issue(std::string_view host, host_issue issue, std::size_t position) {
   switch (issue) {
     case host_issue::none: return "no problem";
     case host_issue::empty: return "it is empty";
@@ -905,7 +914,9 @@ struct diagnostic {
 
   constexpr explicit operator bool() const noexcept { return code != errc::ok; }
 
-  /// For people: "node 1 ('gpu-b'): nproc must be at least 1, got 0".
+  /// For people: "node 1 ('gpu-b'): nproc must be at least 1, got 0". (A template only so that
+  /// it is compiled where it is used.)
+  template <class Unused = void>
   [[nodiscard]] std::string message() const {
     using detail::concat;
     const std::string who = concat("node ", node, " (", detail::quoted(host), "): ");
@@ -1144,9 +1155,19 @@ constexpr std::size_t node_of_rank(const long long* offsets, std::size_t n, long
   return static_cast<std::size_t>(base - (offsets + 1)) + ((*base <= g) ? 1u : 0u);
 }
 
+// T, named so that it depends on D: members of a class template that return it are then compiled
+// only where a program uses them, not by every includer.
+template <class D, class T>
+struct dependent_on {
+  using type = T;
+};
+
 // The members rank math needs; fixed_cluster and cluster provide them through topology_queries.
 template <class Derived>
 class topology_queries {
+  template <class T>
+  using checked = typename dependent_on<Derived, result<T, diagnostic>>::type;
+
   constexpr const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
   constexpr const long long* offsets() const noexcept { return self().offsets_data(); }
   constexpr std::size_t count() const noexcept { return self().node_count(); }
@@ -1242,39 +1263,39 @@ class topology_queries {
   // must be valid (see validate) for the values to fit int.
 
   /// node(i), or node_out_of_range.
-  [[nodiscard]] constexpr result<node_spec, diagnostic> try_node(std::size_t i) const noexcept {
+  [[nodiscard]] constexpr checked<node_spec> try_node(std::size_t i) const noexcept {
     if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
     return self().node_unchecked(i);
   }
   /// nproc(i), or node_out_of_range.
-  [[nodiscard]] constexpr result<int, diagnostic> try_nproc(std::size_t i) const noexcept {
+  [[nodiscard]] constexpr checked<int> try_nproc(std::size_t i) const noexcept {
     if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
     return self().node_unchecked(i).nproc;
   }
   /// rank_offset(i), or node_out_of_range.
-  [[nodiscard]] constexpr result<int, diagnostic> try_rank_offset(std::size_t i) const noexcept {
+  [[nodiscard]] constexpr checked<int> try_rank_offset(std::size_t i) const noexcept {
     if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
     return rank_offset(i);
   }
   /// global_rank(i, local_rank), or node_out_of_range / local_rank_out_of_range.
-  [[nodiscard]] constexpr result<int, diagnostic> try_global_rank(std::size_t i, int local_rank) const noexcept {
+  [[nodiscard]] constexpr checked<int> try_global_rank(std::size_t i, int local_rank) const noexcept {
     if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
     if (local_rank < 0 || local_rank >= self().node_unchecked(i).nproc) return local_rank_error(i, local_rank);
     return global_rank(i, local_rank);
   }
   /// locate(global_rank), or global_rank_out_of_range.
-  [[nodiscard]] constexpr result<rank_location, diagnostic> try_locate(int global_rank) const noexcept {
+  [[nodiscard]] constexpr checked<rank_location> try_locate(int global_rank) const noexcept {
     if (global_rank < 0 || global_rank >= world_ll()) return range_error(errc::global_rank_out_of_range, global_rank, world_ll());
     return locate(global_rank);
   }
   /// role_rank(i, local_rank), or node_out_of_range / local_rank_out_of_range.
-  [[nodiscard]] constexpr result<int, diagnostic> try_role_rank(std::size_t i, int local_rank) const noexcept {
+  [[nodiscard]] constexpr checked<int> try_role_rank(std::size_t i, int local_rank) const noexcept {
     if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
     if (local_rank < 0 || local_rank >= self().node_unchecked(i).nproc) return local_rank_error(i, local_rank);
     return role_rank(i, local_rank);
   }
   /// role_world_size(i), or node_out_of_range.
-  [[nodiscard]] constexpr result<int, diagnostic> try_role_world_size(std::size_t i) const noexcept {
+  [[nodiscard]] constexpr checked<int> try_role_world_size(std::size_t i) const noexcept {
     if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
     return role_world_size(i);
   }
@@ -1520,6 +1541,11 @@ template <std::size_t N>
   return fixed_cluster<N>(nodes);
 }
 
+template <class Unused = void>
+class basic_cluster;
+template <class Unused = void>
+class basic_cluster_builder;
+
 /// A topology known at run time. Owns copies of its host and role strings, so it may outlive
 /// whatever it was built from. Same rank math and preconditions as fixed_cluster; construction
 /// accepts any values (validate() says what is wrong).
@@ -1528,9 +1554,13 @@ template <std::size_t N>
 ///   hetlaunch::cluster c{{"gpu-a", 8}, {"gpu-b", 4}};
 ///   for (const auto& d : hetlaunch::validate(c)) std::cerr << d.message() << '\n';
 ///   int rank = c.global_rank(1, 3);  // 11
-class cluster : public detail::topology_queries<cluster> {
-  friend class detail::topology_queries<cluster>;
-  friend class cluster_builder;
+// A class template with one instance (`cluster`), so that its members are compiled only where a
+// program uses them: including cluster.hpp then costs little more than its standard headers.
+template <class Unused>
+class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
+  friend class detail::topology_queries<basic_cluster>;
+  template <class>
+  friend class basic_cluster_builder;
 
   // Hosts are stored back to back in one buffer and found by their end offsets; nproc is the step
   // between rank offsets; roles are ids into a table of distinct roles, stored only when there
@@ -1598,11 +1628,11 @@ class cluster : public detail::topology_queries<cluster> {
 
  public:
   /// An empty cluster (which validation reports as empty_cluster).
-  cluster() = default;
-  cluster(std::initializer_list<node_spec> nodes) { assign(nodes.begin(), nodes.end(), nodes.size()); }
-  cluster(const std::vector<node_spec>& nodes) { assign(nodes.begin(), nodes.end(), nodes.size()); }  // NOLINT
+  basic_cluster() = default;
+  basic_cluster(std::initializer_list<node_spec> nodes) { assign(nodes.begin(), nodes.end(), nodes.size()); }
+  basic_cluster(const std::vector<node_spec>& nodes) { assign(nodes.begin(), nodes.end(), nodes.size()); }  // NOLINT
   template <std::size_t N>
-  explicit cluster(const fixed_cluster<N>& fixed) {
+  explicit basic_cluster(const fixed_cluster<N>& fixed) {
     assign(fixed.nodes().begin(), fixed.nodes().end(), N);
   }
 
@@ -1629,12 +1659,12 @@ class cluster : public detail::topology_queries<cluster> {
   /// cluster built from it is a copy of this one, device lists included; it converts to a
   /// std::vector<node_spec> when a list of specs is wanted.
   class node_list {
-    const cluster* c_;
+    const basic_cluster* c_;
 
    public:
-    explicit node_list(const cluster& c) noexcept : c_(&c) {}
+    explicit node_list(const basic_cluster& c) noexcept : c_(&c) {}
     class iterator {
-      const cluster* c_ = nullptr;
+      const basic_cluster* c_ = nullptr;
       std::size_t i_ = 0;
 
      public:
@@ -1644,7 +1674,7 @@ class cluster : public detail::topology_queries<cluster> {
       using pointer = void;
       using reference = node_spec;
       iterator() = default;
-      iterator(const cluster* c, std::size_t i) noexcept : c_(c), i_(i) {}
+      iterator(const basic_cluster* c, std::size_t i) noexcept : c_(c), i_(i) {}
       node_spec operator*() const noexcept { return c_->node_unchecked(i_); }
       iterator& operator++() noexcept { return ++i_, *this; }
       iterator operator++(int) noexcept { iterator old = *this; ++i_; return old; }
@@ -1658,18 +1688,19 @@ class cluster : public detail::topology_queries<cluster> {
     [[nodiscard]] iterator begin() const noexcept { return {c_, 0}; }
     [[nodiscard]] iterator end() const noexcept { return {c_, size()}; }
     /// The cluster this list views.
-    [[nodiscard]] const cluster& source() const noexcept { return *c_; }
+    [[nodiscard]] const basic_cluster& source() const noexcept { return *c_; }
     operator std::vector<node_spec>() const { return std::vector<node_spec>(begin(), end()); }  // NOLINT
   };
   [[nodiscard]] node_list nodes() const noexcept { return node_list(*this); }
   /// A copy of the cluster `nodes` views, device lists included.
-  cluster(const node_list& nodes) : cluster(nodes.source()) {}  // NOLINT: a view of a cluster copies it
+  basic_cluster(const node_list& nodes) : basic_cluster(nodes.source()) {}  // NOLINT: a view of a cluster copies it
 };
 
 /// Builds a cluster node by node without an intermediate list: the parsers use it so that a
 /// million hosts cost their characters and 16 bytes each.
-class cluster_builder {
-  cluster c_;
+template <class Unused>
+class basic_cluster_builder {
+  basic_cluster<Unused> c_;
   // Each run of equal roles gets an id as it comes; finish() gives equal roles one id. The runs'
   // texts live in one buffer, addressed by offset.
   std::string role_text_;
@@ -1691,7 +1722,7 @@ class cluster_builder {
   }
   [[nodiscard]] std::size_t node_count() const noexcept { return c_.node_count(); }
   /// The cluster; the builder is left empty. O(n + r log r) for r runs of roles.
-  [[nodiscard]] cluster finish() {
+  [[nodiscard]] basic_cluster<Unused> finish() {
     // Runs sorted by text give each distinct role one id, in order of first appearance.
     const std::size_t r = runs_.size();
     std::vector<std::size_t> order(r);
@@ -1720,15 +1751,21 @@ class cluster_builder {
     else
       c_.role_id_.clear();
     c_.finish(roles);
-    cluster out = std::move(c_);
-    *this = cluster_builder();
+    basic_cluster<Unused> out = std::move(c_);
+    *this = basic_cluster_builder();
     return out;
   }
 };
 
+/// The run-time topology (see basic_cluster above).
+using cluster = basic_cluster<>;
+/// Builds a cluster node by node (see basic_cluster_builder above).
+using cluster_builder = basic_cluster_builder<>;
+
+template <class Unused>
 template <class It>
-void cluster::assign(It first, It last, std::size_t n) {
-  cluster_builder b;
+void basic_cluster<Unused>::assign(It first, It last, std::size_t n) {
+  basic_cluster_builder<Unused> b;
   std::size_t chars = 0;
   for (It it = first; it != last; ++it) chars += it->host.size();
   b.reserve(n, chars);
@@ -1852,7 +1889,8 @@ std::vector<diagnostic> validate_all(std::size_t n, NodeAt node_at, validate_opt
 
 /// Every problem of a topology, in node order (empty when it is valid). O(N log N).
 /// The diagnostics own their text: they may outlive `c`.
-[[nodiscard]] inline std::vector<diagnostic> validate(const cluster& c, validate_options options = {}) {
+template <class Unused>
+[[nodiscard]] std::vector<diagnostic> validate(const basic_cluster<Unused>& c, validate_options options = {}) {
   return detail::validate_all(c.node_count(), [&c](std::size_t i) { return c.node(i); }, options);
 }
 /// Every problem of a fixed topology, in node order.
@@ -1861,7 +1899,8 @@ template <std::size_t N>
   return detail::validate_all(N, [&c](std::size_t i) { return c.node(i); }, options);
 }
 /// The first problem of a run-time topology, or a diagnostic that converts to false.
-[[nodiscard]] inline diagnostic first_error(const cluster& c, validate_options options = {}) {
+template <class Unused>
+[[nodiscard]] diagnostic first_error(const basic_cluster<Unused>& c, validate_options options = {}) {
   const std::vector<diagnostic> first =
       detail::validate_all(c.node_count(), [&c](std::size_t i) { return c.node(i); }, options, true);
   return first.empty() ? diagnostic{} : first.front();

@@ -82,9 +82,19 @@ constexpr std::size_t node_of_rank(const long long* offsets, std::size_t n, long
   return static_cast<std::size_t>(base - (offsets + 1)) + ((*base <= g) ? 1u : 0u);
 }
 
+// T, named so that it depends on D: members of a class template that return it are then compiled
+// only where a program uses them, not by every includer.
+template <class D, class T>
+struct dependent_on {
+  using type = T;
+};
+
 // The members rank math needs; fixed_cluster and cluster provide them through topology_queries.
 template <class Derived>
 class topology_queries {
+  template <class T>
+  using checked = typename dependent_on<Derived, result<T, diagnostic>>::type;
+
   constexpr const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
   constexpr const long long* offsets() const noexcept { return self().offsets_data(); }
   constexpr std::size_t count() const noexcept { return self().node_count(); }
@@ -180,39 +190,39 @@ class topology_queries {
   // must be valid (see validate) for the values to fit int.
 
   /// node(i), or node_out_of_range.
-  [[nodiscard]] constexpr result<node_spec, diagnostic> try_node(std::size_t i) const noexcept {
+  [[nodiscard]] constexpr checked<node_spec> try_node(std::size_t i) const noexcept {
     if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
     return self().node_unchecked(i);
   }
   /// nproc(i), or node_out_of_range.
-  [[nodiscard]] constexpr result<int, diagnostic> try_nproc(std::size_t i) const noexcept {
+  [[nodiscard]] constexpr checked<int> try_nproc(std::size_t i) const noexcept {
     if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
     return self().node_unchecked(i).nproc;
   }
   /// rank_offset(i), or node_out_of_range.
-  [[nodiscard]] constexpr result<int, diagnostic> try_rank_offset(std::size_t i) const noexcept {
+  [[nodiscard]] constexpr checked<int> try_rank_offset(std::size_t i) const noexcept {
     if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
     return rank_offset(i);
   }
   /// global_rank(i, local_rank), or node_out_of_range / local_rank_out_of_range.
-  [[nodiscard]] constexpr result<int, diagnostic> try_global_rank(std::size_t i, int local_rank) const noexcept {
+  [[nodiscard]] constexpr checked<int> try_global_rank(std::size_t i, int local_rank) const noexcept {
     if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
     if (local_rank < 0 || local_rank >= self().node_unchecked(i).nproc) return local_rank_error(i, local_rank);
     return global_rank(i, local_rank);
   }
   /// locate(global_rank), or global_rank_out_of_range.
-  [[nodiscard]] constexpr result<rank_location, diagnostic> try_locate(int global_rank) const noexcept {
+  [[nodiscard]] constexpr checked<rank_location> try_locate(int global_rank) const noexcept {
     if (global_rank < 0 || global_rank >= world_ll()) return range_error(errc::global_rank_out_of_range, global_rank, world_ll());
     return locate(global_rank);
   }
   /// role_rank(i, local_rank), or node_out_of_range / local_rank_out_of_range.
-  [[nodiscard]] constexpr result<int, diagnostic> try_role_rank(std::size_t i, int local_rank) const noexcept {
+  [[nodiscard]] constexpr checked<int> try_role_rank(std::size_t i, int local_rank) const noexcept {
     if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
     if (local_rank < 0 || local_rank >= self().node_unchecked(i).nproc) return local_rank_error(i, local_rank);
     return role_rank(i, local_rank);
   }
   /// role_world_size(i), or node_out_of_range.
-  [[nodiscard]] constexpr result<int, diagnostic> try_role_world_size(std::size_t i) const noexcept {
+  [[nodiscard]] constexpr checked<int> try_role_world_size(std::size_t i) const noexcept {
     if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
     return role_world_size(i);
   }

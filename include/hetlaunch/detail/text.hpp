@@ -11,6 +11,9 @@
 namespace hetlaunch {
 namespace detail {
 
+// The functions that build text are templates (most with an unused parameter) so that they are
+// compiled only where a message is made, not by every program that includes cluster.hpp.
+
 inline void append_piece(std::string& out, std::string_view text) { out.append(text.data(), text.size()); }
 template <class Int, std::enable_if_t<std::is_integral<Int>::value && !std::is_same<Int, char>::value &&
                                           !std::is_same<Int, bool>::value, int> = 0>
@@ -38,7 +41,8 @@ inline bool parse_decimal(std::string_view text, long long max, long long& value
   return value <= max;
 }
 
-inline std::string to_hex(unsigned value) {
+template <class Unused = void>
+std::string to_hex(unsigned value) {
   static constexpr char digits[] = "0123456789ABCDEF";
   std::string out;
   do {
@@ -50,7 +54,8 @@ inline std::string to_hex(unsigned value) {
 }
 
 // "0,2,3": device ids as CUDA_VISIBLE_DEVICES lists them.
-inline std::string join_ids(const std::vector<int>& ids) {
+template <class Unused = void>
+std::string join_ids(const std::vector<int>& ids) {
   std::string out;
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (i) out += ',';
@@ -105,7 +110,8 @@ constexpr std::size_t quote_limit = 80;  // bytes of input shown before a long t
 // Text longer than `limit` bytes is cut at a character and followed by its length:
 // 'aaaa'... (10485760 bytes). `full_size` is the length of the whole text when `text` is only
 // its first bytes (a bounded_string that was cut).
-inline void append_quoted(std::string& out, std::string_view text, std::size_t limit = quote_limit,
+template <class Unused = void>
+void append_quoted(std::string& out, std::string_view text, std::size_t limit = quote_limit,
                           std::size_t full_size = std::string_view::npos) {
   if (full_size == std::string_view::npos || full_size < text.size()) full_size = text.size();
   static constexpr char hex[] = "0123456789abcdef";
@@ -141,7 +147,8 @@ inline void append_quoted(std::string& out, std::string_view text, std::size_t l
     out += " bytes)";
   }
 }
-inline std::string quoted(std::string_view text, std::size_t limit = quote_limit) {
+template <class Unused = void>
+std::string quoted(std::string_view text, std::size_t limit = quote_limit) {
   std::string out;
   append_quoted(out, text, limit);
   return out;
@@ -163,7 +170,8 @@ inline std::string_view character_at(std::string_view text, std::size_t i) noexc
 
 // Names a character for a message: 'x', or "a byte order mark (U+FEFF)" for the one character
 // that editors add unseen at the start of a file.
-inline std::string describe_character(std::string_view text, std::size_t i) {
+template <class Unused = void>
+std::string describe_character(std::string_view text, std::size_t i) {
   const std::string_view ch = character_at(text, i);
   if (ch == "\xef\xbb\xbf") return "a UTF-8 byte order mark (U+FEFF)";
   return concat("character ", quoted(ch));

@@ -10,9 +10,11 @@ usage: test_cli.py HETLAUNCH [--update] [--e2e WORKER_PY WORK_DIR]
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 DATA = HERE / "data"
@@ -257,10 +259,73 @@ def exec_e2e(binary, worker, work):
     return failures
 
 
+# An ssh client for `run` and `discover` that "connects" by running the remote command here, in a
+# shell, as sshd would; HOST is exported so that a command can tell the hosts apart. The real
+# client and server are in tests/multihost/ssh_test.py; this tests what does not need them.
+FAKE_SSH = """#!/bin/sh
+while [ "$1" != "--" ]; do shift; done
+HOST=$2; export HOST
+shift 2
+exec sh -c "$*"
+"""
+
+
+def fake_ssh_cases(binary):
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        ssh = pathlib.Path(tmp) / "ssh"
+        ssh.write_text(FAKE_SSH)
+        ssh.chmod(0o755)
+        base = [binary]
+
+        def check(name, ok, detail):
+            nonlocal failures
+            print(("ok   " if ok else f"FAIL {detail}\nFAIL ") + name)
+            failures += 0 if ok else 1
+
+        count = 'case $HOST in a) echo 3;; b) echo " 2 ";; c) true;; d) echo none;; *) exit 4;; esac'
+        r = subprocess.run(base + ["discover", "--hosts", "a:auto,b:auto,x:5", "--ssh", str(ssh),
+                                   "--gpu-count-command", count], capture_output=True, text=True, timeout=30)
+        check("discover_gpu_count_command", r.returncode == 0 and r.stdout == "a slots=3\nb slots=2\nx slots=5\n",
+              (r.returncode, r.stdout, r.stderr))
+        r = subprocess.run(base + ["discover", "--hosts", "c:auto,d:auto,e:auto", "--ssh", str(ssh),
+                                   "--gpu-count-command", count], capture_output=True, text=True, timeout=30)
+        expected = ["host 'c': 'case", "printed no GPU count (expected one positive integer)",
+                    "host 'd': ", "host 'e': ", "failed (exit status 4)"]
+        check("discover_prints_nothing_or_fails", r.returncode == 1 and all(e in r.stderr for e in expected),
+              (r.returncode, r.stderr))
+        # SIGTERM and SIGHUP stop every node as SIGINT does: the nodes' processes are gone when
+        # run exits with 143 or 129.
+        for sig, code in ((signal.SIGTERM, 143), (signal.SIGHUP, 129)):
+            marker = pathlib.Path(tmp) / f"job-{sig}"
+            proc = subprocess.Popen(base + ["run", "--hosts", "a:1,b:2", "--ssh", str(ssh), "--kill-after", "1",
+                                            "--program", "sh", "--program", "-c",
+                                            "--program", f'echo up; exec sleep 300 # {marker}', "--", "t.py"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            deadline = time.monotonic() + 20
+            out = b""
+            os.set_blocking(proc.stdout.fileno(), False)
+            while out.count(b"up") < 2 and time.monotonic() < deadline:
+                out += proc.stdout.read() or b""
+                time.sleep(0.05)
+            proc.send_signal(sig)
+            try:
+                _, err = proc.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+            left = subprocess.run(["pgrep", "-f", str(marker)], capture_output=True, text=True).stdout.split()
+            check(f"run_stops_on_{signal.Signals(sig).name}", proc.returncode == code and not left and
+                  b"[0 a] up" in out and b"[1 b] up" in out, (proc.returncode, out, err, left))
+            for pid in left:
+                os.kill(int(pid), signal.SIGKILL)
+    return failures
+
+
 def main():
     binary = sys.argv[1]
     update = "--update" in sys.argv
-    failures = golden_cases(binary, update) + slurm_case(binary) + hostile_cases(binary)
+    failures = golden_cases(binary, update) + slurm_case(binary) + hostile_cases(binary) + fake_ssh_cases(binary)
     if "--e2e" in sys.argv:
         i = sys.argv.index("--e2e")
         failures += exec_e2e(binary, sys.argv[i + 1], sys.argv[i + 2])

@@ -207,8 +207,11 @@ bool drain(int& fd, std::string& pending, std::string* keep, FILE* stream, const
 // The count a host's GPU command printed: `nvidia-smi -L` lines "GPU n: ...", or one integer.
 std::optional<int> gpu_count(const std::string& output, bool custom) {
   if (custom) {
-    std::string text = output;
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r')) text.pop_back();
+    const auto blank = [](char ch) { return ch == '\n' || ch == ' ' || ch == '\t' || ch == '\r'; };
+    std::size_t b = 0, e = output.size();
+    while (b < e && blank(output[b])) ++b;
+    while (e > b && blank(output[e - 1])) --e;
+    const std::string text = output.substr(b, e - b);
     long long n = 0;
     if (!hetlaunch::detail::parse_decimal(text, INT_MAX, n) || n < 1) return std::nullopt;
     return static_cast<int>(n);

@@ -15,6 +15,7 @@
 #include "torchrun.hpp"
 #include "accelerate.hpp"
 #include "spawn.hpp"
+#include "worker_check.hpp"
 
 namespace hetlaunch {
 
@@ -50,8 +51,10 @@ std::vector<diagnostic> plan_problems(const Topology& c, const launch_options& o
 class launch_plan {
   cluster topology_;
   launch_options options_;
+  bool counts_differ_ = false;
 
-  launch_plan(cluster c, launch_options o) : topology_(std::move(c)), options_(std::move(o)) {}
+  launch_plan(cluster c, launch_options o)
+      : topology_(std::move(c)), options_(std::move(o)), counts_differ_(detail::nodes_differ(topology_)) {}
   friend result<launch_plan, std::vector<diagnostic>> make_plan(const cluster&, const launch_options&);
 
   diagnostic node_error(std::size_t node) const {
@@ -74,6 +77,9 @@ class launch_plan {
   [[nodiscard]] const cluster& topology() const noexcept { return topology_; }
   /// The launch options.
   [[nodiscard]] const launch_options& options() const noexcept { return options_; }
+  /// Whether the nodes run different numbers of workers (then TORCH_ELASTIC_WORKER_IDENTICAL=1
+  /// would break the job). O(1): computed once.
+  [[nodiscard]] bool counts_differ() const noexcept { return counts_differ_; }
   /// Node `node`'s torchrun argv (see hetlaunch::torchrun_argv); node_out_of_range, or
   /// empty_script when the plan has no script.
   [[nodiscard]] result<std::vector<std::string>, diagnostic> try_torchrun_argv(std::size_t node) const {

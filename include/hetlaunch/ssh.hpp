@@ -132,7 +132,7 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
   environment vars = plan.agent_env(node);
   vars.insert(vars.end(), ssh.env.begin(), ssh.env.end());
   std::string script;
-  if (detail::nodes_differ(plan.topology())) script = "unset TORCH_ELASTIC_WORKER_IDENTICAL\n";
+  if (plan.counts_differ()) script = "unset TORCH_ELASTIC_WORKER_IDENTICAL\n";
   script += detail::node_script();
   std::vector<std::string> out = {"sh", "-c", std::move(script), "hetlaunch-node", std::to_string(ssh.kill_after),
                                   ssh.chdir, std::to_string(vars.size())};

@@ -2709,8 +2709,10 @@ std::vector<diagnostic> plan_problems(const Topology& c, const launch_options& o
 class launch_plan {
   cluster topology_;
   launch_options options_;
+  bool counts_differ_ = false;
 
-  launch_plan(cluster c, launch_options o) : topology_(std::move(c)), options_(std::move(o)) {}
+  launch_plan(cluster c, launch_options o)
+      : topology_(std::move(c)), options_(std::move(o)), counts_differ_(detail::nodes_differ(topology_)) {}
   friend result<launch_plan, std::vector<diagnostic>> make_plan(const cluster&, const launch_options&);
 
   diagnostic node_error(std::size_t node) const {
@@ -2733,6 +2735,9 @@ class launch_plan {
   [[nodiscard]] const cluster& topology() const noexcept { return topology_; }
   /// The launch options.
   [[nodiscard]] const launch_options& options() const noexcept { return options_; }
+  /// Whether the nodes run different numbers of workers (then TORCH_ELASTIC_WORKER_IDENTICAL=1
+  /// would break the job). O(1): computed once.
+  [[nodiscard]] bool counts_differ() const noexcept { return counts_differ_; }
   /// Node `node`'s torchrun argv (see hetlaunch::torchrun_argv); node_out_of_range, or
   /// empty_script when the plan has no script.
   [[nodiscard]] result<std::vector<std::string>, diagnostic> try_torchrun_argv(std::size_t node) const {
@@ -2923,7 +2928,7 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
   environment vars = plan.agent_env(node);
   vars.insert(vars.end(), ssh.env.begin(), ssh.env.end());
   std::string script;
-  if (detail::nodes_differ(plan.topology())) script = "unset TORCH_ELASTIC_WORKER_IDENTICAL\n";
+  if (plan.counts_differ()) script = "unset TORCH_ELASTIC_WORKER_IDENTICAL\n";
   script += detail::node_script();
   std::vector<std::string> out = {"sh", "-c", std::move(script), "hetlaunch-node", std::to_string(ssh.kill_after),
                                   ssh.chdir, std::to_string(vars.size())};

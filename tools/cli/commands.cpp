@@ -193,7 +193,7 @@ int exec_command(options& o) {
                        "); start each node on its own host, or pass --any-host"));
   // torch 2.5+ computes ranks as if every node ran this node's count when this is set.
   const char* identical = std::getenv("TORCH_ELASTIC_WORKER_IDENTICAL");
-  if (identical && std::string_view(identical) == "1" && hetlaunch::detail::nodes_differ(c)) {
+  if (identical && std::string_view(identical) == "1" && p->plan.counts_differ()) {
     std::fprintf(stderr, "hetlaunch: unsetting TORCH_ELASTIC_WORKER_IDENTICAL=1: the nodes of this plan run different "
                          "numbers of workers, which it would make torchrun ignore\n");
     unsetenv("TORCH_ELASTIC_WORKER_IDENTICAL");

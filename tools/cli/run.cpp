@@ -379,17 +379,17 @@ int run_command(options& o) {
   if (!env) return status;
   ssh.env = std::move(*env);
   const std::size_t n = plan->topology().node_count();
-  std::vector<std::vector<std::string>> argvs(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    auto argv = hetlaunch::try_ssh_argv(*plan, i, ssh);
-    if (!argv) return fail(concat(in->source, ": ", argv.error().message()));
-    argvs[i] = std::move(*argv);
+  // Each node's command is made when it is needed: memory stays that of one command.
+  if (const auto problems = hetlaunch::validate_ssh(ssh); !problems.empty()) {
+    print_problems(in->source, problems);
+    return exit_invalid;
   }
+  const auto command_of = [&](std::size_t i) { return hetlaunch::ssh_argv(*plan, i, ssh); };
   if (o.dry_run) {
     for (std::size_t i = 0; i < n; ++i) {
       const auto host = plan->topology().node(i).host;
-      std::printf("# node %zu on %.*s\n%s\n", i, static_cast<int>(host.size()), host.data(),
-                  hetlaunch::shell_join(argvs[i]).c_str());
+      const std::string text = concat("# node ", i, " on ", host, "\n", hetlaunch::shell_join(command_of(i)), "\n");
+      std::fwrite(text.data(), 1, text.size(), stdout);
     }
     return 0;
   }
@@ -418,7 +418,7 @@ int run_command(options& o) {
     for (std::size_t i = 0; i < next; ++i) connecting += (!nodes[i].started && !nodes[i].reaped) ? 1u : 0u;
     while (!stopping && next < n && connecting < fanout) {
       std::string why;
-      auto c = spawn(argvs[next], true, why);
+      auto c = spawn(command_of(next), true, why);
       if (!c) {
         std::fprintf(stderr, "hetlaunch: node %zu: %s\n", next, why.c_str());
         first_failure = first_failure ? first_failure : next;

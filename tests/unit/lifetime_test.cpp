@@ -126,6 +126,31 @@ TEST_SUITE("lifetime") {
   }
 }
 
+TEST_SUITE("lifetime") {
+  TEST_CASE("the checked queries of a temporary cluster") {
+    const auto rank = hetlaunch::cluster{{heap_text("gpu-a"), 2}}.try_global_rank(0, 7);
+    CHECK(mentions(rank.error().message(), "gpu-a"));
+    const auto role = hetlaunch::cluster{{heap_text("gpu-a"), 2}}.try_role_rank(0, 9);
+    CHECK(mentions(role.error().message(), "gpu-a"));
+    CHECK(hetlaunch::cluster{{heap_text("gpu-a"), 2}}.try_locate(5).error().code ==
+          hetlaunch::errc::global_rank_out_of_range);
+  }
+
+  TEST_CASE("ssh commands, filters, counts and env files on temporaries") {
+    hetlaunch::ssh_options ssh;
+    ssh.env = {{heap_text("BAD NAME"), "x"}};
+    const auto plan = hetlaunch::make_plan(hetlaunch::cluster{{"a", 1}}, options_with("t.py"));
+    const auto argv = hetlaunch::try_ssh_argv(*plan, 0, hetlaunch::ssh_options(ssh));
+    CHECK(mentions(argv.error().message(), "BAD NAME"));
+    const auto problems = hetlaunch::validate_ssh(hetlaunch::ssh_options(ssh));
+    CHECK(mentions(problems.front().message(), "BAD NAME"));
+    const auto filtered = hetlaunch::filter_devices(hetlaunch::cluster{{"a", 2}}, heap_text("zz"), "");
+    CHECK(mentions(filtered.error().message, "zz"));
+    CHECK(hetlaunch::expand_tasks_per_node(heap_text("2(x")).error().code == hetlaunch::errc::bad_syntax);
+    CHECK(mentions(hetlaunch::parse_env_file(heap_text("no equals sign ")).error().message, "no equals sign"));
+  }
+}
+
 TEST_SUITE("bounded_string") {
   TEST_CASE("keeps the whole text when it fits, and says so") {
     constexpr hetlaunch::bounded_string<8> s("gpu-a");

@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <unordered_map>
 
 extern char** environ;
 
@@ -412,10 +413,23 @@ int run_command(options& o) {
     for (child& c : nodes) close_fd(c.in);
   };
   const auto fanout = static_cast<std::size_t>(o.fanout);
+  // Every step costs O(what happened), not O(nodes): the poll list is rebuilt only when a stream
+  // opens or closes, and ended children are found by their pid.
+  std::size_t connecting = 0, running = 0;
+  std::unordered_map<pid_t, std::size_t> node_of_pid;
+  std::vector<pollfd> fds;
+  std::vector<std::pair<std::size_t, bool>> owner;  // (node, stdout?) of fds[k], k >= 1
+  bool dirty = true;
+  const auto read_node = [&](std::size_t i, bool out) {
+    child& c = nodes[i];
+    const bool was_started = c.started;
+    const bool open = out ? drain(c.out, c.out_line, nullptr, stdout, prefixes[i], !o.quiet_nodes || i == 0, &c.started)
+                          : drain(c.err, c.err_line, nullptr, stderr, prefixes[i], true, nullptr, &c);
+    if (!was_started && c.started) --connecting;
+    if (!open) dirty = true;
+  };
   while (true) {
     // Start nodes while fewer than --fanout are still connecting.
-    std::size_t connecting = 0;
-    for (std::size_t i = 0; i < next; ++i) connecting += (!nodes[i].started && !nodes[i].reaped) ? 1u : 0u;
     while (!stopping && next < n && connecting < fanout) {
       std::string why;
       auto c = spawn(command_of(next), true, why);
@@ -428,19 +442,22 @@ int run_command(options& o) {
         stop(o.kill_after + 5.0);
         break;
       }
+      node_of_pid[c->pid] = next;
       nodes[next++] = std::move(*c);
       ++connecting;
+      ++running;
+      dirty = true;
     }
-    bool open_streams = false, running = false;
-    std::vector<pollfd> fds = {{signal_pipe[0], POLLIN, 0}};
-    std::vector<std::pair<std::size_t, bool>> owner = {{0, false}};
-    for (std::size_t i = 0; i < next; ++i) {
-      if (nodes[i].out >= 0) fds.push_back({nodes[i].out, POLLIN, 0}), owner.push_back({i, true});
-      if (nodes[i].err >= 0) fds.push_back({nodes[i].err, POLLIN, 0}), owner.push_back({i, false});
-      open_streams = open_streams || nodes[i].out >= 0 || nodes[i].err >= 0;
-      running = running || !nodes[i].reaped;
+    if (running == 0 && (next == n || stopping)) break;
+    if (dirty) {
+      fds.assign(1, pollfd{signal_pipe[0], POLLIN, 0});
+      owner.assign(1, {0, false});
+      for (std::size_t i = 0; i < next; ++i) {
+        if (nodes[i].out >= 0) fds.push_back({nodes[i].out, POLLIN, 0}), owner.push_back({i, true});
+        if (nodes[i].err >= 0) fds.push_back({nodes[i].err, POLLIN, 0}), owner.push_back({i, false});
+      }
+      dirty = false;
     }
-    if (!running && (next == n || stopping)) break;
     poll(fds.data(), fds.size(), 100);
     if (fds[0].revents) {
       unsigned char sigs[64];
@@ -459,12 +476,11 @@ int run_command(options& o) {
       }
     }
     for (std::size_t f = 1; f < fds.size(); ++f) {
-      if (!fds[f].revents) continue;
+      if (!fds[f].revents || fds[f].fd < 0) continue;
       const std::size_t i = owner[f].first;
+      if ((owner[f].second ? nodes[i].out : nodes[i].err) != fds[f].fd) continue;  // closed since
+      read_node(i, owner[f].second);
       child& c = nodes[i];
-      const bool shown = !o.quiet_nodes || i == 0;
-      if (owner[f].second) drain(c.out, c.out_line, nullptr, stdout, prefixes[i], shown, &c.started);
-      else drain(c.err, c.err_line, nullptr, stderr, prefixes[i], true, nullptr, &c);
       // More failures than restarts: torchrun gives up on this node's workers.
       if (c.worker_failures > plan->options().max_restarts && !stopping) {
         first_failure = i;
@@ -474,13 +490,22 @@ int run_command(options& o) {
         stop(o.kill_after + 5.0);
       }
     }
-    reap(nodes);
-    for (std::size_t i = 0; i < next; ++i) {
+    while (true) {
+      int child_status = 0;
+      const pid_t pid = waitpid(-1, &child_status, WNOHANG);
+      if (pid <= 0) break;
+      const auto found = node_of_pid.find(pid);
+      if (found == node_of_pid.end()) continue;
+      const std::size_t i = found->second;
+      node_of_pid.erase(found);
       child& c = nodes[i];
-      if (!c.reaped || c.pid < 0) continue;
+      c.reaped = true;
+      c.status = child_status;
       // Output still in the pipes is read before the node's end is reported.
-      if (c.out >= 0) drain(c.out, c.out_line, nullptr, stdout, prefixes[i], !o.quiet_nodes || i == 0, &c.started);
-      if (c.err >= 0) drain(c.err, c.err_line, nullptr, stderr, prefixes[i], true, nullptr);
+      if (c.out >= 0) read_node(i, true);
+      if (c.err >= 0) read_node(i, false);
+      if (!c.started) --connecting;
+      --running;
       c.pid = -1;
       close_fd(c.in);
       if (c.status != 0 && !stopping) {
@@ -493,7 +518,6 @@ int run_command(options& o) {
         if (c.pid > 0 && !c.reaped) kill(c.pid, SIGKILL);
       deadline = now() + 3600;  // killed: only their ends are left to collect
     }
-    (void)open_streams;
   }
   for (child& c : nodes) {
     close_fd(c.out);

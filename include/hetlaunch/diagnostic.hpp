@@ -164,6 +164,16 @@ struct diagnostic {
         return concat(detail::quoted(text), " is not a variable name (letters, digits and '_', not starting with a digit)");
       case errc::bad_kill_after:
         return concat("kill_after must be 1..3600 seconds, got ", value);
+      case errc::bad_name:
+        return concat("the ", variable, " ", detail::quoted(text), " is not a DNS label (lower-case letters, digits and '-', "
+                      "starting with a letter and not ending with '-'): position ", value);
+      case errc::name_too_long:
+        return concat("the ", variable, " ", detail::quoted(text), " makes pod host names of ", value,
+                      " characters, more than ", limit, " (NAME-gG-0-K): shorten it");
+      case errc::empty_image:
+        return "no container image given";
+      case errc::bad_group:
+        return concat("group ", text, " must have at least ", limit, " ", variable, ", got ", value);
     }
     return "unknown problem";
   }

@@ -50,6 +50,11 @@ enum class errc : int {
   // Launching over ssh (ssh.hpp).
   bad_env_name = 35,             // a variable name a shell cannot set
   bad_kill_after = 36,           // ssh_options::kill_after outside 1..3600 seconds
+  // Kubernetes (jobset.hpp).
+  bad_name = 37,                 // not a DNS label (lower-case letters, digits, '-'; a letter first)
+  name_too_long = 38,            // a generated host name would pass 63 characters
+  empty_image = 39,              // no container image
+  bad_group = 40,                // a group without nodes or GPUs
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -92,6 +97,10 @@ constexpr std::string_view to_string(errc code) noexcept {
     case errc::no_devices: return "no_devices";
     case errc::bad_env_name: return "bad_env_name";
     case errc::bad_kill_after: return "bad_kill_after";
+    case errc::bad_name: return "bad_name";
+    case errc::name_too_long: return "name_too_long";
+    case errc::empty_image: return "empty_image";
+    case errc::bad_group: return "bad_group";
   }
   return "unknown";
 }

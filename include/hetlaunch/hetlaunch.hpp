@@ -15,6 +15,7 @@
 #include "accelerate.hpp"
 #include "plan.hpp"
 #include "ssh.hpp"
+#include "jobset.hpp"
 #include "hostfile.hpp"
 #include "slurm.hpp"
 

@@ -83,13 +83,6 @@ wait "$watcher"
 exit "$status")sh";
 }
 
-inline bool is_env_name(std::string_view name) noexcept {
-  if (name.empty() || is_digit(name[0])) return false;
-  for (char c : name)
-    if (!is_alpha(c) && !is_digit(c) && c != '_') return false;
-  return true;
-}
-
 inline diagnostic ssh_problem(errc code, std::string_view text) {
   diagnostic d{};
   d.code = code;

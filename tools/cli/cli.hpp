@@ -52,6 +52,11 @@ struct options {
   std::optional<std::string> gpu_count_command;
   bool quiet_nodes = false;
   int kill_after = 10;
+  // jobset
+  std::string name, namespace_, image, cpu, memory;
+  std::vector<std::string> groups;          // NODES:GPUS
+  std::vector<std::string> node_selectors;  // GROUP:KEY=VALUE
+  int jobset_max_restarts = 0;
 };
 
 // Which flags a command takes: whole groups, and single flags by name.
@@ -109,6 +114,9 @@ int finish_output(int status);
 // run.cpp
 int run_command(options& o);
 int discover_command(options& o);
+
+// jobset.cpp
+int jobset_command(options& o);
 
 }  // namespace cli
 

@@ -252,6 +252,19 @@ const std::vector<command>& commands() {
        "that names it.\n",
        input_flags, {"--ssh", "--ssh-arg", "--fanout", "--gpu-count-command"}, script_use::none, node_use::none,
        discover_command},
+      {"jobset", "--name NAME --image IMAGE --group NODES:GPUS... [--namespace NS] [--node-selector G:KEY=VALUE]...\n"
+                 "       [--cpu CPU] [--memory MEM] [--env NAME=VALUE]... [--jobset-max-restarts N] [LAUNCH OPTIONS] [--json]\n"
+                 "       [--] SCRIPT [ARGS...]",
+       "a Kubernetes JobSet that runs the mixed job",
+       "Prints a JobSet (jobset.x-k8s.io/v1alpha2) manifest, YAML (--json: JSON), for kubectl apply -f -:\n"
+       "one replicatedJob per --group, each an Indexed Job of NODES pods asking for GPUS nvidia.com/gpu.\n"
+       "Pod k of group g runs torchrun as node offset(g) + k with --nproc_per_node GPUS, the static\n"
+       "rendezvous on the first pod's stable host name (NAME-g0-0-0.NAME) and --master-port. Needs the\n"
+       "JobSet controller in the cluster; see the README's Kubernetes section.\n",
+       launch_flags,
+       {"--name", "--namespace", "--image", "--group", "--node-selector", "--cpu", "--memory", "--env",
+        "--jobset-max-restarts", "--json"},
+       script_use::required, node_use::none, jobset_command},
       {"plan", "[INPUT] [LAUNCH OPTIONS] [--json] [--] [SCRIPT [ARGS...]]",
        "the rank table and every node's torchrun command",
        "Prints the rank table (node, host, nproc, role, offset, global ranks) and every node's\n"

@@ -213,6 +213,14 @@ constexpr int compare_host(std::string_view a, std::string_view b) noexcept {
   return a.size() == b.size() ? 0 : (a.size() < b.size() ? -1 : 1);
 }
 
+// A variable name a shell can set: letters, digits and '_', not starting with a digit.
+constexpr bool is_env_name(std::string_view name) noexcept {
+  if (name.empty() || is_digit(name[0])) return false;
+  for (char c : name)
+    if (!is_alpha(c) && !is_digit(c) && c != '_') return false;
+  return true;
+}
+
 }  // namespace detail
 }  // namespace hetlaunch
 

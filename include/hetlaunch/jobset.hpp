@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: MIT
+// hetlaunch: a Kubernetes JobSet (jobset.x-k8s.io/v1alpha2) that runs a mixed-GPU torchrun job:
+// one replicatedJob per group of equal nodes, each pod torchrun's node offset(group) + its index.
+#ifndef HETLAUNCH_JOBSET_HPP
+#define HETLAUNCH_JOBSET_HPP
+
+#include <cstddef>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cluster.hpp"
+#include "diagnostic.hpp"
+#include "plan.hpp"
+#include "result.hpp"
+#include "torchrun.hpp"
+
+namespace hetlaunch {
+
+/// Nodes of one shape: `nodes` pods, each running `gpus` workers and asking for that many GPUs.
+struct node_group {
+  int nodes = 1;
+  int gpus = 1;
+  /// The pods' nodeSelector (for example {"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}).
+  std::vector<std::pair<std::string, std::string>> node_selector;
+};
+
+/// What a JobSet needs besides the groups. `launch` gives torchrun's options (master_port,
+/// max_restarts, program, torchrun_args, module, script, script_args, flags); its master_addr is
+/// ignored: node 0 is the first pod's stable host name.
+struct jobset_options {
+  std::string name;         ///< the JobSet's name: a DNS label (lower case, digits, '-')
+  std::string namespace_;   ///< metadata.namespace; empty: none (kubectl's current namespace)
+  std::string image;        ///< the container image; it needs torchrun and the script, not hetlaunch
+  launch_options launch;
+  environment env;          ///< the container's variables, in order
+  std::string cpu;          ///< resources.requests.cpu of each pod ("8", "500m"); empty: none
+  std::string memory;       ///< resources.requests.memory ("64Gi"); empty: none
+  int jobset_max_restarts = 0;  ///< spec.failurePolicy.maxRestarts: how often every Job is recreated
+  std::string gpu_resource = "nvidia.com/gpu";
+};
+
+/// The variable each pod's command reads its index in its group from (the downward API gives it
+/// the Job's completion index annotation).
+constexpr std::string_view pod_index_variable = "HETLAUNCH_POD_INDEX";
+
+namespace detail {
+
+// A JSON-shaped value: written as YAML or JSON.
+struct document {
+  enum class kind { string, number, boolean, array, object } type = kind::string;
+  std::string text;  // string, or number/boolean spelled
+  std::vector<std::pair<std::string, document>> members;  // object members, or array items (keys unused)
+
+  static document str(std::string s) { return document{kind::string, std::move(s), {}}; }
+  static document num(long long n) { return document{kind::number, std::to_string(n), {}}; }
+  static document boolean(bool b) { return document{kind::boolean, b ? "true" : "false", {}}; }
+  static document array() { return document{kind::array, {}, {}}; }
+  static document object() { return document{kind::object, {}, {}}; }
+  document& add(std::string key, document value) {
+    members.emplace_back(std::move(key), std::move(value));
+    return members.back().second;
+  }
+  document& push(document value) { return add(std::string(), std::move(value)); }
+};
+
+// A JSON string: valid YAML too (YAML's double-quoted scalars are a superset of JSON's).
+inline void append_json_string(std::string& out, std::string_view s) {
+  out += '"';
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  out += '"';
+}
+
+// Plain YAML scalars only where nothing could read them as another type or as syntax.
+inline bool plain_yaml(std::string_view s) {
+  if (s.empty() || s.size() > 200) return false;
+  for (std::string_view word : {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"}) {
+    if (s.size() != word.size()) continue;
+    bool same = true;
+    for (std::size_t i = 0; i < s.size(); ++i) same = same && to_lower(s[i]) == word[i];
+    if (same) return false;
+  }
+  bool digits_only = true;
+  for (char c : s) {
+    if (!is_alpha(c) && !is_digit(c) && c != '-' && c != '_' && c != '.' && c != '/') return false;
+    digits_only = digits_only && (is_digit(c) || c == '.' || c == '-');
+  }
+  return !digits_only && s[0] != '-' && s[0] != '.';
+}
+
+inline void append_scalar(std::string& out, const document& d, bool yaml) {
+  if (d.type != document::kind::string) out += d.text;
+  else if (yaml && plain_yaml(d.text)) out += d.text;
+  else append_json_string(out, d.text);
+}
+
+inline void write_json(std::string& out, const document& d, std::size_t indent) {
+  const bool object = d.type == document::kind::object;
+  if (!object && d.type != document::kind::array) return append_scalar(out, d, false);
+  if (d.members.empty()) {
+    out += object ? "{}" : "[]";
+    return;
+  }
+  out += object ? "{\n" : "[\n";
+  for (std::size_t i = 0; i < d.members.size(); ++i) {
+    out.append(indent + 2, ' ');
+    if (object) {
+      append_json_string(out, d.members[i].first);
+      out += ": ";
+    }
+    write_json(out, d.members[i].second, indent + 2);
+    out += i + 1 < d.members.size() ? ",\n" : "\n";
+  }
+  out.append(indent, ' ');
+  out += object ? '}' : ']';
+}
+
+inline bool is_collection(const document& d) {
+  return (d.type == document::kind::object || d.type == document::kind::array) && !d.members.empty();
+}
+
+inline void write_yaml_value(std::string& out, const document& d, std::size_t indent);
+
+// The members of an object or the items of an array, each on its own line at `indent`; the first
+// line's indentation is already written when `first_inline`.
+inline void write_yaml_block(std::string& out, const document& d, std::size_t indent, bool first_inline) {
+  const bool object = d.type == document::kind::object;
+  for (std::size_t i = 0; i < d.members.size(); ++i) {
+    if (i > 0 || !first_inline) out.append(indent, ' ');
+    const document& value = d.members[i].second;
+    if (object) {
+      if (plain_yaml(d.members[i].first)) out += d.members[i].first;
+      else append_json_string(out, d.members[i].first);
+      out += ':';
+      if (is_collection(value)) {
+        out += '\n';
+        write_yaml_block(out, value, value.type == document::kind::array ? indent : indent + 2, false);
+        continue;
+      }
+      out += ' ';
+      write_yaml_value(out, value, indent + 2);
+      out += '\n';
+    } else {
+      out += "- ";
+      if (is_collection(value)) {
+        write_yaml_block(out, value, indent + 2, true);
+        continue;
+      }
+      write_yaml_value(out, value, indent + 2);
+      out += '\n';
+    }
+  }
+}
+
+inline void write_yaml_value(std::string& out, const document& d, std::size_t indent) {
+  if (d.type == document::kind::object || d.type == document::kind::array) {
+    if (d.members.empty()) out += d.type == document::kind::object ? "{}" : "[]";
+    else write_yaml_block(out, d, indent, true);
+    return;
+  }
+  append_scalar(out, d, true);
+}
+
+// A DNS-1035 label, as Kubernetes checks names that become host names: lower-case letters,
+// digits and '-', starting with a letter, ending with a letter or digit.
+inline std::size_t dns_label_problem(std::string_view s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const bool ok = (c >= 'a' && c <= 'z') || (c == '-' && i > 0 && i + 1 < s.size()) ||
+                    (is_digit(c) && i > 0);
+    if (!ok) return i;
+  }
+  return s.empty() ? 0 : s.size();
+}
+
+inline diagnostic jobset_problem(errc code, std::string_view variable, std::string_view text, long long value = 0,
+                                 long long limit = 0) {
+  diagnostic d{};
+  d.code = code;
+  d.variable = variable;
+  d.text = text;
+  d.value = value;
+  d.limit = limit;
+  return d;
+}
+
+}  // namespace detail
+
+/// The name of group `g`'s replicatedJob: "g0", "g1", ...
+inline std::string jobset_group_name(std::size_t g) { return "g" + std::to_string(g); }
+
+/// The stable host name of pod `k` of group `g`: NAME-gG-0-K.NAME (JobSet's
+/// <jobset>-<replicatedJob>-<jobIndex>-<podIndex>.<subdomain>, with the subdomain its name).
+inline std::string jobset_pod_host(const jobset_options& o, std::size_t g, std::size_t k) {
+  return detail::concat(o.name, "-", jobset_group_name(g), "-0-", k, ".", o.name);
+}
+
+/// Every problem of the groups and options, in order: the name (a DNS label, short enough that
+/// the longest pod host name, NAME-gG-0-K, is at most 63 characters), an empty image, groups
+/// without nodes or GPUs, then the plan's (make_plan over the pods' host names: the world size,
+/// the launch options, the script).
+[[nodiscard]] inline std::vector<diagnostic> validate_jobset(const std::vector<node_group>& groups,
+                                                             const jobset_options& o) {
+  std::vector<diagnostic> out;
+  const std::size_t bad = detail::dns_label_problem(o.name);
+  if (o.name.empty() || bad < o.name.size())
+    out.push_back(detail::jobset_problem(errc::bad_name, "name", o.name, static_cast<long long>(bad)));
+  long long longest = 0;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const long long last = groups[g].nodes > 0 ? groups[g].nodes - 1 : 0;
+    const long long length = static_cast<long long>(o.name.size() + 1 + jobset_group_name(g).size() + 3 +
+                                                    std::to_string(last).size());
+    if (length > longest) longest = length;
+  }
+  if (!o.name.empty() && bad == o.name.size() && longest > 63)
+    out.push_back(detail::jobset_problem(errc::name_too_long, "name", o.name, longest, 63));
+  if (!o.namespace_.empty() && detail::dns_label_problem(o.namespace_) < o.namespace_.size())
+    out.push_back(detail::jobset_problem(errc::bad_name, "namespace", o.namespace_,
+                                         static_cast<long long>(detail::dns_label_problem(o.namespace_))));
+  if (o.image.empty()) out.push_back(detail::jobset_problem(errc::empty_image, "image", ""));
+  if (groups.empty()) out.push_back(detail::jobset_problem(errc::empty_cluster, "groups", ""));
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].nodes < 1)
+      out.push_back(detail::jobset_problem(errc::bad_group, "nodes", jobset_group_name(g), groups[g].nodes, 1));
+    if (groups[g].gpus < 1)
+      out.push_back(detail::jobset_problem(errc::bad_group, "gpus", jobset_group_name(g), groups[g].gpus, 1));
+  }
+  for (const auto& v : o.env)
+    if (!detail::is_env_name(v.first))
+      out.push_back(detail::jobset_problem(errc::bad_env_name, "env", v.first));
+  if (o.jobset_max_restarts < 0)
+    out.push_back(detail::jobset_problem(errc::bad_max_restarts, "jobset_max_restarts", "", o.jobset_max_restarts));
+  return out;
+}
+
+namespace detail {
+
+// The pods as a cluster: what make_plan validates and torchrun_argv is built from.
+inline cluster jobset_cluster(const std::vector<node_group>& groups, const jobset_options& o) {
+  cluster_builder b;
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    for (int k = 0; k < groups[g].nodes; ++k) b.add(jobset_pod_host(o, g, static_cast<std::size_t>(k)), groups[g].gpus);
+  return b.finish();
+}
+
+// Runs the torchrun argv with --node_rank=OFFSET+INDEX put back at its place (`at`, after the
+// program and --nnodes); the index comes from the downward API.
+inline std::string pod_script(long long offset, std::size_t at, std::string_view node_rank_flag) {
+  return concat("rank=$((", offset, " + ", pod_index_variable, "))\n", "i=0\n",
+                "for a; do shift; i=$((i + 1)); set -- \"$@\" \"$a\"; if [ \"$i\" -eq ", at,
+                " ]; then set -- \"$@\" \"", node_rank_flag, "=$rank\"; fi; done\n", "exec \"$@\"");
+}
+
+}  // namespace detail
+
+/// The JobSet as a document (see jobset_manifest), or the first problem (validate_jobset).
+[[nodiscard]] inline result<detail::document, diagnostic> try_jobset_document(const std::vector<node_group>& groups,
+                                                                              const jobset_options& o) {
+  using detail::document;
+  if (const auto problems = validate_jobset(groups, o); !problems.empty()) return problems.front();
+  launch_options launch = o.launch;
+  launch.master_addr.clear();  // node 0: the first pod
+  launch.backend = rendezvous::static_tcp;
+  if (launch.script.empty()) return detail::launch_problem(errc::empty_script);
+  auto plan = make_plan(detail::jobset_cluster(groups, o), launch);
+  if (!plan) return plan.error().front();
+  document root = document::object();
+  root.add("apiVersion", document::str("jobset.x-k8s.io/v1alpha2"));
+  root.add("kind", document::str("JobSet"));
+  document& meta = root.add("metadata", document::object());
+  meta.add("name", document::str(o.name));
+  if (!o.namespace_.empty()) meta.add("namespace", document::str(o.namespace_));
+  document& spec = root.add("spec", document::object());
+  document& network = spec.add("network", document::object());
+  network.add("enableDNSHostnames", document::boolean(true));
+  network.add("subdomain", document::str(o.name));
+  spec.add("failurePolicy", document::object()).add("maxRestarts", document::num(o.jobset_max_restarts));
+  document& jobs = spec.add("replicatedJobs", document::array());
+  std::size_t first_node = 0;
+  const std::string rank_flag = launch.flags == flag_style::dash ? "--node-rank" : "--node_rank";
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const node_group& group = groups[g];
+    // The first pod's command, without its --node_rank: every pod of the group has the same.
+    std::vector<std::string> argv = plan->torchrun_argv(first_node);
+    std::size_t at = 0;
+    while (at < argv.size() && argv[at].rfind(rank_flag + "=", 0) != 0) ++at;
+    argv.erase(argv.begin() + static_cast<std::ptrdiff_t>(at));
+    document& rj = jobs.push(document::object());
+    rj.add("name", document::str(jobset_group_name(g)));
+    rj.add("replicas", document::num(1));
+    document& job_spec = rj.add("template", document::object()).add("spec", document::object());
+    job_spec.add("completionMode", document::str("Indexed"));
+    job_spec.add("completions", document::num(group.nodes));
+    job_spec.add("parallelism", document::num(group.nodes));
+    job_spec.add("backoffLimit", document::num(0));
+    document& pod_spec = job_spec.add("template", document::object()).add("spec", document::object());
+    pod_spec.add("restartPolicy", document::str("Never"));
+    if (!group.node_selector.empty()) {
+      document& sel = pod_spec.add("nodeSelector", document::object());
+      for (const auto& kv : group.node_selector) sel.add(kv.first, document::str(kv.second));
+    }
+    document& container = pod_spec.add("containers", document::array()).push(document::object());
+    container.add("name", document::str("torchrun"));
+    container.add("image", document::str(o.image));
+    document& command = container.add("command", document::array());
+    command.push(document::str("sh"));
+    command.push(document::str("-c"));
+    command.push(document::str(detail::pod_script(static_cast<long long>(first_node), at, rank_flag)));
+    command.push(document::str("hetlaunch-pod"));
+    document& args = container.add("args", document::array());
+    for (const std::string& a : argv) args.push(document::str(a));
+    document& env = container.add("env", document::array());
+    document& index = env.push(document::object());
+    index.add("name", document::str(std::string(pod_index_variable)));
+    index.add("valueFrom", document::object())
+        .add("fieldRef", document::object())
+        .add("fieldPath", document::str("metadata.annotations['batch.kubernetes.io/job-completion-index']"));
+    for (const auto& v : o.env) {
+      document& e = env.push(document::object());
+      e.add("name", document::str(v.first));
+      e.add("value", document::str(v.second));
+    }
+    document& resources = container.add("resources", document::object());
+    resources.add("limits", document::object()).add(o.gpu_resource, document::num(group.gpus));
+    document& requests = resources.add("requests", document::object());
+    requests.add(o.gpu_resource, document::num(group.gpus));
+    if (!o.cpu.empty()) requests.add("cpu", document::str(o.cpu));
+    if (!o.memory.empty()) requests.add("memory", document::str(o.memory));
+    container.add("ports", document::array()).push(document::object()).add("containerPort", document::num(launch.master_port));
+    first_node += static_cast<std::size_t>(group.nodes);
+  }
+  return root;
+}
+
+/// The JobSet manifest, YAML (`json` true: JSON), for `kubectl apply -f -`: one replicatedJob per
+/// group ("g0", "g1", ...), each one Indexed Job of `nodes` pods that ask for (and are limited
+/// to) `gpus` GPUs. Pod k of group g runs torchrun as node offset(g) + k with the group's
+/// --nproc_per_node, the static rendezvous on the first pod's stable host name
+/// (NAME-g0-0-0.NAME) and launch.master_port. Errors: validate_jobset's, then make_plan's.
+[[nodiscard]] inline result<std::string, diagnostic> try_jobset_manifest(const std::vector<node_group>& groups,
+                                                                         const jobset_options& o, bool json = false) {
+  auto doc = try_jobset_document(groups, o);
+  if (!doc) return doc.error();
+  std::string out;
+  if (json) {
+    detail::write_json(out, *doc, 0);
+    out += '\n';
+  } else {
+    detail::write_yaml_block(out, *doc, 0, false);
+  }
+  return out;
+}
+/// try_jobset_manifest(...).value().
+[[nodiscard]] inline std::string jobset_manifest(const std::vector<node_group>& groups, const jobset_options& o,
+                                                 bool json = false) {
+  return try_jobset_manifest(groups, o, json).value();
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_JOBSET_HPP

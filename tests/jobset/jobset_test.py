@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+"""`hetlaunch jobset`, proven without a Kubernetes cluster.
+
+1. Golden manifests for a few shapes (tests/jobset/golden/*.yaml), reviewed by reading;
+   `--update` rewrites them from the current output.
+2. Every manifest validates against JobSet's own CRD schema (its v1alpha2 openAPIV3Schema, which
+   expands the Job and Pod templates), read from ../shared/data/jobset/, with python3-jsonschema;
+   then the rules a schema cannot say: no field the schema does not declare (Kubernetes would
+   drop it silently), names that are DNS labels, generated Job and pod host names of at most 63
+   characters, Indexed completion with one pod per completion.
+3. With --pods (root): the pods are simulated. For each pod the manifest describes, a network
+   namespace host with that pod's stable host name, reachable by the others under its
+   <host>.<subdomain> name, gets the environment Kubernetes would give it (the container's `env`,
+   with the downward-API index of the pod) and runs the container's command and args exactly as
+   the manifest writes them (parsed from the YAML, not rebuilt), with a real torchrun. The
+   job of 4 + 2 + 1 workers all_reduces, and every worker's variables equal the plan.
+
+usage: jobset_test.py HETLAUNCH [--update] [--pods WORKER_PY]
+"""
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import jsonschema
+import yaml
+
+HERE = pathlib.Path(__file__).resolve().parent
+GOLDEN = HERE / "golden"
+CRD = HERE.parent.parent.parent / "shared" / "data" / "jobset" / "jobset.x-k8s.io_jobsets.yaml"
+
+SHAPES = {
+    # The README's example: two 8-GPU nodes and one 4-GPU node.
+    "readme": ["--name", "train", "--image", "nvcr.io/nvidia/pytorch:25.01-py3", "--group", "2:8", "--group", "1:4",
+               "--", "train.py", "--epochs", "3"],
+    "selectors": ["--name", "mixed-a100-l4", "--namespace", "research", "--image", "registry.local/train:1",
+                  "--group", "1:8", "--group", "3:2", "--node-selector", "0:nvidia.com/gpu.product=A100",
+                  "--node-selector", "1:nvidia.com/gpu.product=L4", "--cpu", "16", "--memory", "128Gi",
+                  "--env", "NCCL_DEBUG=INFO", "--master-port", "23456", "--max-restarts", "2",
+                  "--jobset-max-restarts", "1", "-m", "--", "pkg.train", "--lr", "3e-4"],
+    "hostile": ["--name", "h", "--image", "img", "--group", "1:1", "--group", "1:2", "--",
+                "train.py", "it's", "$(rm -rf /)", "a\nb", "--node_rank=@"],
+}
+
+
+def manifest(binary, args, json_out=False):
+    r = subprocess.run([binary, "jobset", *(["--json"] if json_out else []), *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"hetlaunch jobset {args}: {r.returncode} {r.stderr}")
+    return r.stdout
+
+
+def crd_schema():
+    crd = yaml.safe_load(CRD.read_text())
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1alpha2"]
+    return version["schema"]["openAPIV3Schema"]
+
+
+def undeclared_fields(value, schema, path="$"):
+    """Fields the schema does not declare: Kubernetes' structural pruning would drop them. (The
+    root's metadata is the API server's ObjectMeta, which it checks itself.)"""
+    found = []
+    if path == "$.metadata":
+        return found
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        for key, v in value.items():
+            if props is not None and key in props:
+                found += undeclared_fields(v, props[key], f"{path}.{key}")
+            elif isinstance(extra, dict):
+                found += undeclared_fields(v, extra, f"{path}.{key}")
+            elif props is not None or extra is not True:
+                found.append(f"{path}.{key}")
+    elif isinstance(value, list) and "items" in schema:
+        for i, v in enumerate(value):
+            found += undeclared_fields(v, schema["items"], f"{path}[{i}]")
+    return found
+
+
+DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+def rules(doc):
+    problems = []
+    name = doc["metadata"]["name"]
+    if not DNS_LABEL.match(name):
+        problems.append(f"name {name!r} is not a DNS label")
+    subdomain = doc["spec"]["network"]["subdomain"]
+    for rj in doc["spec"]["replicatedJobs"]:
+        job = rj["template"]["spec"]
+        if job.get("completionMode") != "Indexed" or job["completions"] != job["parallelism"]:
+            problems.append(f"{rj['name']}: not one Indexed pod per completion")
+        for j in range(rj["replicas"]):
+            job_name = f"{name}-{rj['name']}-{j}"
+            if len(job_name) > 63:
+                problems.append(f"Job name {job_name} is longer than 63")
+            for k in range(job["completions"]):
+                host = f"{job_name}-{k}"
+                if len(host) > 63 or not DNS_LABEL.match(host):
+                    problems.append(f"pod host name {host} is not a DNS label of at most 63 characters")
+        if not DNS_LABEL.match(subdomain):
+            problems.append(f"subdomain {subdomain!r}")
+    return problems
+
+
+def check_manifests(binary, update):
+    failures = 0
+    validator = jsonschema.Draft7Validator(crd_schema())
+    for name, args in SHAPES.items():
+        text = manifest(binary, args)
+        path = GOLDEN / f"{name}.yaml"
+        if update:
+            path.write_text(text)
+        problems = [] if path.exists() and path.read_text() == text else [f"differs from {path}"]
+        doc = yaml.safe_load(text)
+        if json.loads(manifest(binary, args, json_out=True)) != doc:
+            problems.append("the JSON and YAML manifests differ")
+        problems += [f"schema: {e.message} at {list(e.absolute_path)}" for e in validator.iter_errors(doc)]
+        problems += [f"undeclared field {f}" for f in undeclared_fields(doc, crd_schema())]
+        problems += rules(doc)
+        print(f"{'ok  ' if not problems else 'FAIL'} manifest {name}")
+        for p in problems:
+            print(f"     {p}")
+        failures += 1 if problems else 0
+    # Each pod's command puts its node rank, offset(group) + index, where torchrun reads it: run
+    # every pod's command and args of a 1:8 + 3:2 job as written, with printf as the launcher.
+    doc = yaml.safe_load(manifest(binary, ["--name", "r", "--image", "i", "--group", "1:8", "--group", "3:2",
+                                           "--program", "printf", "--program", "%s\\n", "--", "t.py", "x y"]))
+    ranks = []
+    for rj in doc["spec"]["replicatedJobs"]:
+        job = rj["template"]["spec"]
+        container = job["template"]["spec"]["containers"][0]
+        for k in range(job["completions"]):
+            out = subprocess.run(container["command"] + container["args"], capture_output=True, text=True,
+                                 env={"PATH": os.environ["PATH"], "HETLAUNCH_POD_INDEX": str(k)}).stdout.splitlines()
+            # printf prints the arguments after its format: --nnodes, then the node rank.
+            ranks.append(out[1] if len(out) > 1 else out)
+            if out[-2:] != ["t.py", "x y"]:
+                ranks.append(f"script arguments {out[-2:]}")
+    ok = ranks == ["--node_rank=0", "--node_rank=1", "--node_rank=2", "--node_rank=3"]
+    print(f"{'ok  ' if ok else 'FAIL'} pod k of group g is node offset(g) + k" + ("" if ok else f": {ranks}"))
+    failures += 0 if ok else 1
+    # The schema check itself catches what it should: a misspelt field and a wrong type.
+    doc = yaml.safe_load(manifest(binary, SHAPES["readme"]))
+    doc["spec"]["replicatedJobs"][0]["template"]["spec"]["paralelism"] = 2
+    doc["spec"]["replicatedJobs"][1]["replicas"] = "one"
+    caught = bool(undeclared_fields(doc, crd_schema())) and any(validator.iter_errors(doc))
+    print(f"{'ok  ' if caught else 'FAIL'} the checks catch a misspelt field and a wrong type")
+    failures += 0 if caught else 1
+    # Names Kubernetes would refuse are refused with a message.
+    for bad, expected in [(["--name", "Train"], "is not a DNS label"), (["--name", "x" * 60], "more than 63"),
+                          (["--name", "ok", "--namespace", "a_b"], "namespace")]:
+        args = [*bad, "--image", "i", "--group", "2:1", "--", "t.py"]
+        r = subprocess.run([binary, "jobset", *args], capture_output=True, text=True)
+        ok = r.returncode == 1 and expected in r.stderr
+        print(f"{'ok  ' if ok else 'FAIL'} refused: {' '.join(bad)[:40]}" + ("" if ok else f" {r.returncode} {r.stderr}"))
+        failures += 0 if ok else 1
+    return failures
+
+
+# ---- simulated pods --------------------------------------------------------------------------
+
+PREFIX = f"hj{os.getpid()}"
+NPROC = [4, 2, 1]
+
+
+def ip(*args):
+    subprocess.run(["ip", *args], check=True, capture_output=True)
+
+
+def remove_stale():
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    for name, pid in re.findall(r"^(hj(\d+)-\w+)\b", listed, re.M):
+        if not pathlib.Path(f"/proc/{pid}").exists():
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+            shutil.rmtree(pathlib.Path("/etc/netns") / name, ignore_errors=True)
+
+
+def simulate_pods(binary, worker):
+    """4 + 2 + 1 workers: three groups of one pod each (4, 2 and 1 GPUs)."""
+    remove_stale()
+    work = pathlib.Path(tempfile.mkdtemp(prefix="hetlaunch-jobset-"))
+    work.chmod(0o755)
+    args = ["--name", "sim", "--image", "unused", "--group", "1:4", "--group", "1:2", "--group", "1:1",
+            "--program", "/usr/bin/torchrun", "--torchrun-arg", "--redirects", "--torchrun-arg", "2",
+            "--torchrun-arg", "--tee", "--torchrun-arg", "2", "--master-port", "29801",
+            "--env", "GLOO_SOCKET_IFNAME=eth0", "--", worker, str(work), binary, "check-env", "--hosts",
+            "sim-g0-0-0.sim:4,sim-g1-0-0.sim:2,sim-g2-0-0.sim:1"]
+    doc = yaml.safe_load(manifest(binary, args))
+    subdomain = doc["spec"]["network"]["subdomain"]
+    pods = []  # (host, container, index)
+    for rj in doc["spec"]["replicatedJobs"]:
+        job = rj["template"]["spec"]
+        for k in range(job["completions"]):
+            host = f"{doc['metadata']['name']}-{rj['name']}-0-{k}"
+            pods.append((host, job["template"]["spec"]["containers"][0], k))
+    switch = f"{PREFIX}-sw"
+    names = [f"{PREFIX}-p{i}" for i in range(len(pods))]
+    addresses = [f"198.18.2.{i + 1}" for i in range(len(pods))]
+    procs = []
+    problems = []
+    try:
+        ip("netns", "add", switch)
+        ip("-n", switch, "link", "add", "br0", "type", "bridge")
+        ip("-n", switch, "link", "set", "br0", "up")
+        hosts = "127.0.0.1 localhost\n" + "".join(f"{addresses[i]} {pods[i][0]}.{subdomain} {pods[i][0]}\n"
+                                                  for i in range(len(pods)))
+        for i, ns in enumerate(names):
+            ip("netns", "add", ns)
+            ip("-n", switch, "link", "add", f"p{i}", "type", "veth", "peer", "name", "eth0", "netns", ns)
+            ip("-n", switch, "link", "set", f"p{i}", "master", "br0", "up")
+            ip("-n", ns, "link", "set", "lo", "up")
+            ip("-n", ns, "addr", "add", f"{addresses[i]}/24", "dev", "eth0")
+            ip("-n", ns, "link", "set", "eth0", "up")
+            (pathlib.Path("/etc/netns") / ns).mkdir(parents=True, exist_ok=True)
+            (pathlib.Path("/etc/netns") / ns / "hosts").write_text(hosts)
+        for i, (host, container, k) in enumerate(pods):
+            env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOSTNAME": host}
+            for e in container["env"]:
+                if "value" in e:
+                    env[e["name"]] = e["value"]
+                else:  # the downward API: the Job's completion index annotation
+                    assert e["valueFrom"]["fieldRef"]["fieldPath"] == \
+                        "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+                    env[e["name"]] = str(k)
+            command = container["command"] + container["args"]
+            log = open(work / f"pod-{i}.log", "w")
+            procs.append(subprocess.Popen(
+                ["ip", "netns", "exec", names[i], "unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', host,
+                 "env", "-i", *[f"{k2}={v}" for k2, v in env.items()], *command],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        deadline = time.monotonic() + 240
+        codes = []
+        for p in procs:
+            try:
+                codes.append(p.wait(timeout=max(1, deadline - time.monotonic())))
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                codes.append(None)
+        if codes != [0] * len(procs):
+            problems.append(f"pods exited {codes}")
+        records = {}
+        for path in work.glob("worker-*.env"):
+            values = dict(line.split("=", 1) for line in path.read_text().splitlines())
+            records[int(values["RANK"])] = values
+        for rank in range(7):
+            node = 0 if rank < 4 else 1 if rank < 6 else 2
+            expected = {"SUM": "28", "WORLD_SIZE": "7", "GROUP_RANK": str(node), "LOCAL_WORLD_SIZE": str(NPROC[node]),
+                        "LOCAL_RANK": str(rank - [0, 4, 6][node]), "MASTER_ADDR": "sim-g0-0-0.sim",
+                        "MASTER_PORT": "29801"}
+            got = records.get(rank, {})
+            if any(got.get(key) != value for key, value in expected.items()):
+                problems.append(f"rank {rank} recorded {got}")
+        if problems:
+            for i in range(len(pods)):
+                print((work / f"pod-{i}.log").read_text(errors="replace")[-2000:])
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        for ns in names + [switch]:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+            shutil.rmtree(pathlib.Path("/etc/netns") / ns, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+    left = [p for p in pathlib.Path("/proc").glob("[0-9]*")
+            if (p / "cmdline").exists() and str(work).encode() in (p / "cmdline").read_bytes()]
+    if left:
+        problems.append(f"processes left: {left}")
+    print(f"{'ok  ' if not problems else 'FAIL'} simulated pods: 4 + 2 + 1 workers from the manifest's own commands")
+    for p in problems:
+        print(f"     {p}")
+    return 1 if problems else 0
+
+
+def main():
+    binary = sys.argv[1]
+    update = "--update" in sys.argv
+    if not CRD.exists():
+        print(f"FAIL the JobSet CRD is not at {CRD}")
+        return 1
+    failures = check_manifests(binary, update)
+    if "--pods" in sys.argv:
+        if os.geteuid() != 0:
+            print("FAIL simulated pods need root (network namespaces)")
+            return 1
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: sys.exit(130))
+        failures += simulate_pods(binary, sys.argv[sys.argv.index("--pods") + 1])
+    print(f"jobset: {failures} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+// `hetlaunch jobset`: the flags made into node groups and JobSet options for jobset.hpp.
+#include "cli.hpp"
+
+#include <cstdio>
+
+namespace cli {
+namespace {
+
+using hetlaunch::detail::concat;
+using hetlaunch::detail::quoted;
+
+int positive(const std::string& flag, const std::string& whole, std::string_view text) {
+  long long n = 0;
+  if (!hetlaunch::detail::parse_decimal(text, 1 << 30, n) || n < 1)
+    throw usage_error{concat(flag, " ", quoted(whole), ": ", quoted(text), " is not a positive integer")};
+  return static_cast<int>(n);
+}
+
+}  // namespace
+
+int jobset_command(options& o) {
+  if (o.name.empty() || o.image.empty() || o.groups.empty())
+    throw usage_error{"jobset needs --name, --image and at least one --group NODES:GPUS"};
+  std::vector<hetlaunch::node_group> groups;
+  for (const std::string& g : o.groups) {
+    const std::size_t colon = g.find(':');
+    if (colon == std::string::npos) throw usage_error{concat("--group ", quoted(g), " is not NODES:GPUS")};
+    groups.push_back({positive("--group", g, std::string_view(g).substr(0, colon)),
+                      positive("--group", g, std::string_view(g).substr(colon + 1)), {}});
+  }
+  for (const std::string& s : o.node_selectors) {
+    const std::size_t colon = s.find(':'), eq = s.find('=');
+    if (colon == std::string::npos || eq == std::string::npos || eq < colon)
+      throw usage_error{concat("--node-selector ", quoted(s), " is not GROUP:KEY=VALUE")};
+    long long g = 0;
+    if (!hetlaunch::detail::parse_decimal(std::string_view(s).substr(0, colon), 1 << 30, g) ||
+        static_cast<std::size_t>(g) >= groups.size())
+      throw usage_error{concat("--node-selector ", quoted(s), ": there is no group ", quoted(s.substr(0, colon)),
+                               " (groups count from 0 in --group order)")};
+    groups[static_cast<std::size_t>(g)].node_selector.emplace_back(s.substr(colon + 1, eq - colon - 1), s.substr(eq + 1));
+  }
+  hetlaunch::jobset_options js;
+  js.name = o.name;
+  js.namespace_ = o.namespace_;
+  js.image = o.image;
+  js.cpu = o.cpu;
+  js.memory = o.memory;
+  js.jobset_max_restarts = o.jobset_max_restarts;
+  js.launch = o.launch;
+  js.launch.script = o.positional.front();
+  js.launch.script_args.assign(o.positional.begin() + 1, o.positional.end());
+  for (const std::string& e : o.env) {
+    const std::size_t eq = e.find('=');
+    if (eq == std::string::npos) throw usage_error{concat("--env ", quoted(e), ": a JobSet needs NAME=VALUE")};
+    js.env.emplace_back(e.substr(0, eq), e.substr(eq + 1));
+  }
+  const auto manifest = hetlaunch::try_jobset_manifest(groups, js, o.json);
+  if (!manifest) return fail(concat("jobset: ", manifest.error().message()));
+  std::fwrite(manifest->data(), 1, manifest->size(), stdout);
+  return 0;
+}
+
+}  // namespace cli

@@ -147,6 +147,11 @@ def check_manifests(binary, update):
     ok = ranks == ["--node_rank=0", "--node_rank=1", "--node_rank=2", "--node_rank=3"]
     print(f"{'ok  ' if ok else 'FAIL'} pod k of group g is node offset(g) + k" + ("" if ok else f": {ranks}"))
     failures += 0 if ok else 1
+    # The README's example is the golden manifest `readme`, as it is.
+    readme = (HERE.parent.parent / "README.md").read_text()
+    in_readme = (GOLDEN / "readme.yaml").read_text() in readme
+    print(f"{'ok  ' if in_readme else 'FAIL'} the README shows the golden manifest 'readme'")
+    failures += 0 if in_readme else 1
     # The schema check itself catches what it should: a misspelt field and a wrong type.
     doc = yaml.safe_load(manifest(binary, SHAPES["readme"]))
     doc["spec"]["replicatedJobs"][0]["template"]["spec"]["paralelism"] = 2

@@ -58,7 +58,7 @@ const flag flags[] = {
     // launch
     {"--master-addr", nullptr, "HOST", launch_flags, "default: the first node's host",
      [](options& o, const std::string& v) { o.launch.master_addr = v; }},
-    {"--master-port", nullptr, "PORT", launch_flags, "default: 29500",
+    {"--master-port", "--port", "PORT", launch_flags, "default: 29500",
      [](options& o, const std::string& v) { o.launch.master_port = to_int("--master-port", v, 1, 65535); }},
     {"--rdzv", nullptr, "static|c10d", launch_flags, "default: static (c10d decides ranks at rendezvous)",
      [](options& o, const std::string& v) {

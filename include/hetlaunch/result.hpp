@@ -32,6 +32,7 @@ struct parse_error {
   errc code = errc::bad_syntax;
 
   /// "line 3, column 11: slots must be a positive integer, got '0'" (or just the message).
+  template <class Unused = void>
   [[nodiscard]] std::string to_string() const {
     if (line == 0) return message;
     return detail::concat("line ", line, ", column ", column, ": ", message);
@@ -43,7 +44,10 @@ struct parse_error {
 };
 
 namespace detail {
-inline std::string describe_error(const parse_error& e) { return e.to_string(); }
+template <class Unused = void>
+std::string describe_error(const parse_error& e) {
+  return e.to_string();
+}
 template <class E>
 auto describe_error(const E& e) -> decltype(e.message()) { return e.message(); }
 // A list of problems (make_plan's): every message, one a line.

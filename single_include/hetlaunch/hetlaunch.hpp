@@ -224,7 +224,8 @@ std::string concat(const Pieces&... pieces) {
 }
 
 // A decimal number of ASCII digits only (no sign, blanks or locale), at most `max`.
-inline bool parse_decimal(std::string_view text, long long max, long long& value) {
+template <class Unused = void>
+bool parse_decimal(std::string_view text, long long max, long long& value) {
   if (text.empty() || text.size() > 18) return false;
   value = 0;
   for (char c : text) {
@@ -259,7 +260,8 @@ std::string join_ids(const std::vector<int>& ids) {
 
 // The length of the well-formed UTF-8 sequence at text[i], or 0 when the byte there does not
 // start one (a stray continuation byte, an overlong form, a surrogate, past U+10FFFF, cut short).
-inline std::size_t utf8_sequence_length(std::string_view text, std::size_t i) noexcept {
+template <class Unused = void>
+std::size_t utf8_sequence_length(std::string_view text, std::size_t i) noexcept {
   const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
   const unsigned char c = byte(i);
   if (c < 0x80) return 1;
@@ -281,7 +283,8 @@ inline std::size_t utf8_sequence_length(std::string_view text, std::size_t i) no
 }
 
 // The code point of a well-formed sequence of `n` bytes at text[i].
-inline unsigned utf8_code_point(std::string_view text, std::size_t i, std::size_t n) noexcept {
+template <class Unused = void>
+unsigned utf8_code_point(std::string_view text, std::size_t i, std::size_t n) noexcept {
   const auto byte = [&](std::size_t k) { return static_cast<unsigned>(static_cast<unsigned char>(text[i + k])); };
   if (n == 1) return byte(0);
   unsigned cp = byte(0) & (0x7fu >> n);
@@ -355,7 +358,8 @@ auto quoted(const Bounded& text) -> decltype(text.full_size(), std::string()) {
 }
 
 // The character at text[i] for a message: the whole UTF-8 sequence when one starts there.
-inline std::string_view character_at(std::string_view text, std::size_t i) noexcept {
+template <class Unused = void>
+std::string_view character_at(std::string_view text, std::size_t i) noexcept {
   if (i >= text.size()) return {};
   const std::size_t n = utf8_sequence_length(text, i);
   return text.substr(i, n ? n : 1);
@@ -409,6 +413,7 @@ struct parse_error {
   errc code = errc::bad_syntax;
 
   /// "line 3, column 11: slots must be a positive integer, got '0'" (or just the message).
+  template <class Unused = void>
   [[nodiscard]] std::string to_string() const {
     if (line == 0) return message;
     return detail::concat("line ", line, ", column ", column, ": ", message);
@@ -420,7 +425,10 @@ struct parse_error {
 };
 
 namespace detail {
-inline std::string describe_error(const parse_error& e) { return e.to_string(); }
+template <class Unused = void>
+std::string describe_error(const parse_error& e) {
+  return e.to_string();
+}
 template <class E>
 auto describe_error(const E& e) -> decltype(e.message()) { return e.message(); }
 // A list of problems (make_plan's): every message, one a line.
@@ -682,6 +690,7 @@ constexpr char to_lower(char c) noexcept {
 
 // A dotted quad with four decimal parts 0..255 and no leading zeros (inet_aton reads "010" as
 // octal 8, so such text names a different address than it seems to).
+template <class Unused = void>
 constexpr host_check check_ipv4(std::string_view s, std::size_t base) noexcept {
   std::size_t parts = 0;
   std::size_t i = 0;
@@ -707,6 +716,7 @@ constexpr host_check check_ipv4(std::string_view s, std::size_t base) noexcept {
 // RFC 4291 text form: eight groups of 1-4 hex digits, one "::" for a run of zero groups, and an
 // optional dotted quad in place of the last two groups. Zone ids ("%eth0") and brackets are
 // refused: torchrun's endpoint parser rejects zone ids, and brackets belong to endpoints.
+template <class Unused = void>
 constexpr host_check check_ipv6(std::string_view s) noexcept {
   std::size_t groups = 0;
   bool compressed = false;
@@ -745,6 +755,7 @@ constexpr host_check check_ipv6(std::string_view s) noexcept {
   return {};
 }
 
+template <class Unused = void>
 constexpr bool is_numeric_label(std::string_view label) noexcept {
   std::size_t i = 0;
   if (label.size() > 2 && label[0] == '0' && (label[1] == 'x' || label[1] == 'X')) {
@@ -781,6 +792,7 @@ struct host_char_table {
 };
 inline constexpr host_char_table host_chars{};
 
+template <class Unused = void>
 constexpr std::size_t first_of_class(const char* p, std::size_t n, unsigned mask) noexcept {
   std::size_t i = 0;
   while (i < n && (host_chars.cls[static_cast<unsigned char>(p[i])] & mask) == 0) ++i;
@@ -790,6 +802,7 @@ constexpr std::size_t first_of_class(const char* p, std::size_t n, unsigned mask
 /// Checks `host` as an RFC 1123 host name (letters, digits, '-', labels of 1..63 separated by
 /// '.', 253 at most, no '-' at a label's edge; '_' only when `allow_underscore`), an IPv4 dotted
 /// quad, or an IPv6 literal without brackets. Every shell metacharacter and blank is refused.
+template <class Unused = void>
 constexpr host_check check_host(std::string_view host, bool allow_underscore = false) noexcept {
   const char* p = host.data();
   const std::size_t n = host.size();
@@ -830,6 +843,7 @@ constexpr host_check check_host(std::string_view host, bool allow_underscore = f
 }
 
 /// True when `host` is an IPv6 literal (it contains ':'); such hosts need brackets in endpoints.
+template <class Unused = void>
 constexpr bool is_ipv6_literal(std::string_view host) noexcept {
   return host.find(':') != std::string_view::npos;
 }

@@ -30,6 +30,7 @@ constexpr char to_lower(char c) noexcept {
 
 // A dotted quad with four decimal parts 0..255 and no leading zeros (inet_aton reads "010" as
 // octal 8, so such text names a different address than it seems to).
+template <class Unused = void>
 constexpr host_check check_ipv4(std::string_view s, std::size_t base) noexcept {
   std::size_t parts = 0;
   std::size_t i = 0;
@@ -55,6 +56,7 @@ constexpr host_check check_ipv4(std::string_view s, std::size_t base) noexcept {
 // RFC 4291 text form: eight groups of 1-4 hex digits, one "::" for a run of zero groups, and an
 // optional dotted quad in place of the last two groups. Zone ids ("%eth0") and brackets are
 // refused: torchrun's endpoint parser rejects zone ids, and brackets belong to endpoints.
+template <class Unused = void>
 constexpr host_check check_ipv6(std::string_view s) noexcept {
   std::size_t groups = 0;
   bool compressed = false;
@@ -93,6 +95,7 @@ constexpr host_check check_ipv6(std::string_view s) noexcept {
   return {};
 }
 
+template <class Unused = void>
 constexpr bool is_numeric_label(std::string_view label) noexcept {
   std::size_t i = 0;
   if (label.size() > 2 && label[0] == '0' && (label[1] == 'x' || label[1] == 'X')) {
@@ -129,6 +132,7 @@ struct host_char_table {
 };
 inline constexpr host_char_table host_chars{};
 
+template <class Unused = void>
 constexpr std::size_t first_of_class(const char* p, std::size_t n, unsigned mask) noexcept {
   std::size_t i = 0;
   while (i < n && (host_chars.cls[static_cast<unsigned char>(p[i])] & mask) == 0) ++i;
@@ -138,6 +142,7 @@ constexpr std::size_t first_of_class(const char* p, std::size_t n, unsigned mask
 /// Checks `host` as an RFC 1123 host name (letters, digits, '-', labels of 1..63 separated by
 /// '.', 253 at most, no '-' at a label's edge; '_' only when `allow_underscore`), an IPv4 dotted
 /// quad, or an IPv6 literal without brackets. Every shell metacharacter and blank is refused.
+template <class Unused = void>
 constexpr host_check check_host(std::string_view host, bool allow_underscore = false) noexcept {
   const char* p = host.data();
   const std::size_t n = host.size();
@@ -178,6 +183,7 @@ constexpr host_check check_host(std::string_view host, bool allow_underscore = f
 }
 
 /// True when `host` is an IPv6 literal (it contains ':'); such hosts need brackets in endpoints.
+template <class Unused = void>
 constexpr bool is_ipv6_literal(std::string_view host) noexcept {
   return host.find(':') != std::string_view::npos;
 }

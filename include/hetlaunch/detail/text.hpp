@@ -31,7 +31,8 @@ std::string concat(const Pieces&... pieces) {
 }
 
 // A decimal number of ASCII digits only (no sign, blanks or locale), at most `max`.
-inline bool parse_decimal(std::string_view text, long long max, long long& value) {
+template <class Unused = void>
+bool parse_decimal(std::string_view text, long long max, long long& value) {
   if (text.empty() || text.size() > 18) return false;
   value = 0;
   for (char c : text) {
@@ -66,7 +67,8 @@ std::string join_ids(const std::vector<int>& ids) {
 
 // The length of the well-formed UTF-8 sequence at text[i], or 0 when the byte there does not
 // start one (a stray continuation byte, an overlong form, a surrogate, past U+10FFFF, cut short).
-inline std::size_t utf8_sequence_length(std::string_view text, std::size_t i) noexcept {
+template <class Unused = void>
+std::size_t utf8_sequence_length(std::string_view text, std::size_t i) noexcept {
   const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
   const unsigned char c = byte(i);
   if (c < 0x80) return 1;
@@ -88,7 +90,8 @@ inline std::size_t utf8_sequence_length(std::string_view text, std::size_t i) no
 }
 
 // The code point of a well-formed sequence of `n` bytes at text[i].
-inline unsigned utf8_code_point(std::string_view text, std::size_t i, std::size_t n) noexcept {
+template <class Unused = void>
+unsigned utf8_code_point(std::string_view text, std::size_t i, std::size_t n) noexcept {
   const auto byte = [&](std::size_t k) { return static_cast<unsigned>(static_cast<unsigned char>(text[i + k])); };
   if (n == 1) return byte(0);
   unsigned cp = byte(0) & (0x7fu >> n);
@@ -162,7 +165,8 @@ auto quoted(const Bounded& text) -> decltype(text.full_size(), std::string()) {
 }
 
 // The character at text[i] for a message: the whole UTF-8 sequence when one starts there.
-inline std::string_view character_at(std::string_view text, std::size_t i) noexcept {
+template <class Unused = void>
+std::string_view character_at(std::string_view text, std::size_t i) noexcept {
   if (i >= text.size()) return {};
   const std::size_t n = utf8_sequence_length(text, i);
   return text.substr(i, n ? n : 1);

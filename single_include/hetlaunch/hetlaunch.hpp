@@ -2913,10 +2913,10 @@ job=$!
 ) &
 watcher=$!
 exec 3<&-
-wait "$job"
+wait "$job" 2>/dev/null
 status=$?
 kill "$watcher" 2>/dev/null
-wait "$watcher"
+wait "$watcher" 2>/dev/null
 exit "$status")sh";
 }
 

@@ -294,6 +294,18 @@ def fake_ssh_cases(binary):
                     "host 'd': ", "host 'e': ", "failed (exit status 4)"]
         check("discover_prints_nothing_or_fails", r.returncode == 1 and all(e in r.stderr for e in expected),
               (r.returncode, r.stderr))
+        # A job that succeeds prints its nodes' lines and nothing else; one that fails returns the
+        # failed node's status and says which node it was.
+        r = subprocess.run(base + ["run", "--hosts", "a:1,b:2", "--ssh", str(ssh), "--program", "sh", "--program", "-c",
+                                   "--program", "echo hi; echo err >&2", "--", "t.py"], capture_output=True, text=True,
+                           timeout=30)
+        check("run_clean_output", r.returncode == 0 and sorted(r.stdout.splitlines()) == ["[0 a] hi", "[1 b] hi"] and
+              sorted(r.stderr.splitlines()) == ["[0 a] err", "[1 b] err"], (r.returncode, r.stdout, r.stderr))
+        r = subprocess.run(base + ["run", "--hosts", "a:1,b:2", "--ssh", str(ssh), "--kill-after", "1", "--program", "sh",
+                                   "--program", "-c", "--program", 'case $HOST in b) exit 3;; esac; exec sleep 30',
+                                   "--", "t.py"], capture_output=True, text=True, timeout=30)
+        check("run_failed_node_status", r.returncode == 3 and "hetlaunch: node 1 ('b'): exit status 3" in r.stderr and
+              "hetlaunch: node 0 ('a'): stopped" in r.stderr, (r.returncode, r.stderr))
         # SIGTERM and SIGHUP stop every node as SIGINT does: the nodes' processes are gone when
         # run exits with 143 or 129.
         for sig, code in ((signal.SIGTERM, 143), (signal.SIGHUP, 129)):

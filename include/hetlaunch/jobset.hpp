@@ -52,18 +52,29 @@ namespace detail {
 struct document {
   enum class kind { string, number, boolean, array, object } type = kind::string;
   std::string text;  // string, or number/boolean spelled
-  std::vector<std::pair<std::string, document>> members;  // object members, or array items (keys unused)
+  // Object members, or array items (whose keys are empty). Two lists, not one of pairs: a pair
+  // cannot hold the document while it is still being defined.
+  std::vector<std::string> keys;
+  std::vector<document> values;
 
-  static document str(std::string s) { return document{kind::string, std::move(s), {}}; }
-  static document num(long long n) { return document{kind::number, std::to_string(n), {}}; }
-  static document boolean(bool b) { return document{kind::boolean, b ? "true" : "false", {}}; }
-  static document array() { return document{kind::array, {}, {}}; }
-  static document object() { return document{kind::object, {}, {}}; }
+  static document make(kind k, std::string text) {
+    document d;
+    d.type = k;
+    d.text = std::move(text);
+    return d;
+  }
+  static document str(std::string s) { return make(kind::string, std::move(s)); }
+  static document num(long long n) { return make(kind::number, std::to_string(n)); }
+  static document boolean(bool b) { return make(kind::boolean, b ? "true" : "false"); }
+  static document array() { return make(kind::array, {}); }
+  static document object() { return make(kind::object, {}); }
   document& add(std::string key, document value) {
-    members.emplace_back(std::move(key), std::move(value));
-    return members.back().second;
+    keys.push_back(std::move(key));
+    values.push_back(std::move(value));
+    return values.back();
   }
   document& push(document value) { return add(std::string(), std::move(value)); }
+  [[nodiscard]] std::size_t size() const noexcept { return values.size(); }
 };
 
 // A JSON string: valid YAML too (YAML's double-quoted scalars are a superset of JSON's).
@@ -115,26 +126,26 @@ inline void append_scalar(std::string& out, const document& d, bool yaml) {
 inline void write_json(std::string& out, const document& d, std::size_t indent) {
   const bool object = d.type == document::kind::object;
   if (!object && d.type != document::kind::array) return append_scalar(out, d, false);
-  if (d.members.empty()) {
+  if (d.values.empty()) {
     out += object ? "{}" : "[]";
     return;
   }
   out += object ? "{\n" : "[\n";
-  for (std::size_t i = 0; i < d.members.size(); ++i) {
+  for (std::size_t i = 0; i < d.size(); ++i) {
     out.append(indent + 2, ' ');
     if (object) {
-      append_json_string(out, d.members[i].first);
+      append_json_string(out, d.keys[i]);
       out += ": ";
     }
-    write_json(out, d.members[i].second, indent + 2);
-    out += i + 1 < d.members.size() ? ",\n" : "\n";
+    write_json(out, d.values[i], indent + 2);
+    out += i + 1 < d.size() ? ",\n" : "\n";
   }
   out.append(indent, ' ');
   out += object ? '}' : ']';
 }
 
 inline bool is_collection(const document& d) {
-  return (d.type == document::kind::object || d.type == document::kind::array) && !d.members.empty();
+  return (d.type == document::kind::object || d.type == document::kind::array) && !d.values.empty();
 }
 
 inline void write_yaml_value(std::string& out, const document& d, std::size_t indent);
@@ -143,12 +154,12 @@ inline void write_yaml_value(std::string& out, const document& d, std::size_t in
 // line's indentation is already written when `first_inline`.
 inline void write_yaml_block(std::string& out, const document& d, std::size_t indent, bool first_inline) {
   const bool object = d.type == document::kind::object;
-  for (std::size_t i = 0; i < d.members.size(); ++i) {
+  for (std::size_t i = 0; i < d.size(); ++i) {
     if (i > 0 || !first_inline) out.append(indent, ' ');
-    const document& value = d.members[i].second;
+    const document& value = d.values[i];
     if (object) {
-      if (plain_yaml(d.members[i].first)) out += d.members[i].first;
-      else append_json_string(out, d.members[i].first);
+      if (plain_yaml(d.keys[i])) out += d.keys[i];
+      else append_json_string(out, d.keys[i]);
       out += ':';
       if (is_collection(value)) {
         out += '\n';
@@ -172,7 +183,7 @@ inline void write_yaml_block(std::string& out, const document& d, std::size_t in
 
 inline void write_yaml_value(std::string& out, const document& d, std::size_t indent) {
   if (d.type == document::kind::object || d.type == document::kind::array) {
-    if (d.members.empty()) out += d.type == document::kind::object ? "{}" : "[]";
+    if (d.values.empty()) out += d.type == document::kind::object ? "{}" : "[]";
     else write_yaml_block(out, d, indent, true);
     return;
   }
@@ -205,7 +216,7 @@ inline diagnostic jobset_problem(errc code, std::string_view variable, std::stri
 }  // namespace detail
 
 /// The name of group `g`'s replicatedJob: "g0", "g1", ...
-inline std::string jobset_group_name(std::size_t g) { return "g" + std::to_string(g); }
+inline std::string jobset_group_name(std::size_t g) { return detail::concat("g", g); }
 
 /// The stable host name of pod `k` of group `g`: NAME-gG-0-K.NAME (JobSet's
 /// <jobset>-<replicatedJob>-<jobIndex>-<podIndex>.<subdomain>, with the subdomain its name).

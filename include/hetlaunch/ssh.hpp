@@ -152,7 +152,7 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
   out.insert(out.end(), ssh.args.begin(), ssh.args.end());
   out.emplace_back("--");
   out.emplace_back(plan.topology().node(node).host);
-  out.push_back("exec " + shell_join(*remote));
+  out.push_back(detail::concat("exec ", shell_join(*remote)));
   return out;
 }
 /// try_ssh_argv(...).value().

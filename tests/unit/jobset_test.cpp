@@ -54,7 +54,8 @@ TEST_SUITE("jobset") {
     const auto long_name = hetlaunch::try_jobset_manifest({{100, 1, {}}}, options(std::string(56, 'a')));
     CHECK(long_name.error().code == errc::name_too_long);
     CHECK(long_name.error().message() ==
-          "the name '" + std::string(56, 'a') + "' makes pod host names of 64 characters, more than 63 (NAME-gG-0-K): shorten it");
+          hetlaunch::detail::concat("the name '", std::string(56, 'a'),
+                                    "' makes pod host names of 64 characters, more than 63 (NAME-gG-0-K): shorten it"));
     CHECK(hetlaunch::try_jobset_manifest({{10, 1, {}}}, options(std::string(56, 'a'))));  // 63 exactly
     CHECK(hetlaunch::try_jobset_manifest({{0, 1, {}}}, options()).error().code == errc::bad_group);
     CHECK(hetlaunch::try_jobset_manifest({{1, 0, {}}}, options()).error().message() ==

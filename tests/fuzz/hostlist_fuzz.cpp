@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // expand_hostlist: bounded by its limits whatever the input. The first byte picks the limits (a
 // handful of names and bytes, or the default max_hosts); short inputs must expand exactly as the naive
-// recursive expansion does, or be refused when that one refuses or passes the limits; plain
+// recursive expansion does (itself capped at the limits), or be refused when that one refuses or passes
+// the limits; plain
 // names compress and expand back to themselves.
 #include <hetlaunch/slurm.hpp>
 
@@ -25,6 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (text.size() <= 48) {
     std::vector<std::string> naive;
     hetlaunch_test::naive_hostlist reference;
+    reference.max_names = max_hosts;  // past the limits the answer is a refusal, whatever follows
+    reference.max_bytes = max_bytes;
     bool fits = reference.expand(text, naive) && naive.size() <= max_hosts;
     std::size_t bytes = 0;
     for (const auto& h : naive) bytes += h.size();

@@ -14,6 +14,11 @@ namespace hetlaunch_test {
 // limits. Only for short inputs.
 struct naive_hostlist {
   bool failed = false;
+  // Expansion stops (as a failure) past these, so that a reference for a capped expansion cannot
+  // exhaust memory on an input whose names run into the billions.
+  std::size_t max_names = static_cast<std::size_t>(-1);
+  std::size_t max_bytes = static_cast<std::size_t>(-1);
+  std::size_t bytes = 0;
   static bool number(std::string_view t, unsigned long long& v, std::size_t& end) {
     std::size_t i = 0;
     while (i < t.size() && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\v' || t[i] == '\f' || t[i] == '\r')) ++i;
@@ -73,12 +78,16 @@ struct naive_hostlist {
         return;
       }
       for (const range& r : outer)
-        for (unsigned long long j = r.lo; j <= r.hi; ++j)
+        for (unsigned long long j = r.lo; j <= r.hi && !failed; ++j)
           push(prefix.substr(0, open) + num(j, r.width) + prefix.substr(close + 1), last, suffix, out);
       return;
     }
     for (const range& r : last)
-      for (unsigned long long j = r.lo; j <= r.hi; ++j) out.push_back(prefix + num(j, r.width) + std::string(suffix));
+      for (unsigned long long j = r.lo; j <= r.hi && !failed; ++j) {
+        out.push_back(prefix + num(j, r.width) + std::string(suffix));
+        bytes += out.back().size();
+        if (out.size() > max_names || bytes > max_bytes) failed = true;
+      }
   }
   // Returns false on an error.
   bool expand(std::string_view expr, std::vector<std::string>& out) {
@@ -100,6 +109,8 @@ struct naive_hostlist {
       const std::size_t open = tok.rfind('[');
       if (open == std::string_view::npos) {
         out.emplace_back(tok);
+        bytes += tok.size();
+        if (out.size() > max_names || bytes > max_bytes) return false;
         continue;
       }
       const std::size_t close = tok.find(']', open);

@@ -5,7 +5,6 @@
 #define HETLAUNCH_JOBSET_HPP
 
 #include <cstddef>
-#include <cstdio>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -76,29 +75,6 @@ struct document {
   document& push(document value) { return add(std::string(), std::move(value)); }
   [[nodiscard]] std::size_t size() const noexcept { return values.size(); }
 };
-
-// A JSON string: valid YAML too (YAML's double-quoted scalars are a superset of JSON's).
-inline void append_json_string(std::string& out, std::string_view s) {
-  out += '"';
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  out += '"';
-}
 
 // Plain YAML scalars only where nothing could read them as another type or as syntax.
 inline bool plain_yaml(std::string_view s) {

@@ -46,6 +46,12 @@ TEST_SUITE("jobset") {
     CHECK(has(json, "\"value\": \"a: b # c\""));
   }
 
+  TEST_CASE("bytes that are not UTF-8 become \\udcXX, as in every JSON hetlaunch writes") {
+    auto o = options();
+    o.launch.script_args = {"\xff\x01"};
+    CHECK(has(hetlaunch::jobset_manifest({{1, 1, {}}}, o, true), "\"\\udcff\\u0001\""));
+  }
+
   TEST_CASE("names Kubernetes would refuse, and groups without nodes or GPUs") {
     using hetlaunch::errc;
     CHECK(hetlaunch::try_jobset_manifest({{1, 1, {}}}, options("Train")).error().code == errc::bad_name);

@@ -18,39 +18,11 @@ void print_problems(const std::string& source, const std::vector<hetlaunch::diag
   for (const auto& d : problems) std::fprintf(stderr, "hetlaunch: %s: %s\n", source.c_str(), d.message().c_str());
 }
 
-// A JSON string that is valid UTF-8 whatever the bytes: UTF-8 characters stay as they are, and a
-// byte that is not part of one is written \udcXX (Python's surrogateescape: json.loads, then
-// .encode("utf-8", "surrogateescape"), gives the bytes back).
+// A JSON string that is valid UTF-8 whatever the bytes (see detail::append_json_string).
 std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  char buf[8];
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const std::size_t n = hetlaunch::detail::utf8_sequence_length(s, i);
-    if (n > 1) {
-      out.append(s.data() + i, n);
-      i += n;
-      continue;
-    }
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else if (c >= 0x80) {
-      std::snprintf(buf, sizeof buf, "\\udc%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-    ++i;
-  }
-  return out + "\"";
+  std::string out;
+  hetlaunch::detail::append_json_string(out, s);
+  return out;
 }
 
 std::string json_array(const std::vector<std::string>& items) {

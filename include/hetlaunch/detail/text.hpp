@@ -164,6 +164,41 @@ auto quoted(const Bounded& text) -> decltype(text.full_size(), std::string()) {
   return out;
 }
 
+// Appends `s` as a JSON string that is valid UTF-8 whatever the bytes (and a YAML double-quoted
+// scalar too): UTF-8 characters stay as they are, and a byte that is not part of one is written
+// \udcXX (Python's surrogateescape: json.loads, then .encode("utf-8", "surrogateescape"), gives
+// the bytes back).
+template <class Unused = void>
+void append_json_string(std::string& out, std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
+  out += '"';
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t n = utf8_sequence_length(s, i);
+    if (n > 1) {
+      out.append(s.data() + i, n);
+      i += n;
+      continue;
+    }
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f || c >= 0x80) {
+      out += c >= 0x80 ? "\\udc" : "\\u00";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+    ++i;
+  }
+  out += '"';
+}
+
 // The character at text[i] for a message: the whole UTF-8 sequence when one starts there.
 template <class Unused = void>
 std::string_view character_at(std::string_view text, std::size_t i) noexcept {

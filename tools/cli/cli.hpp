@@ -102,6 +102,8 @@ std::optional<input> read_input(const options& o, int& status, auto_resolver res
 // One plan for the command; on problems, prints every one and returns nothing.
 std::optional<hetlaunch::launch_plan> plan_of(const input& in, const options& o);
 std::size_t chosen_node(const options& o, const input& in);
+// The script and its arguments, from the positional arguments, into the launch options.
+void take_script(options& o);
 
 // output.cpp
 int fail(const std::string& message);

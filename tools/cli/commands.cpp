@@ -53,12 +53,6 @@ std::optional<bool> address_is_local(std::string_view host, std::string& local_a
   return found;
 }
 
-void take_script(options& o) {
-  if (o.positional.empty()) return;
-  o.launch.script = o.positional.front();
-  o.launch.script_args.assign(o.positional.begin() + 1, o.positional.end());
-}
-
 // The input and the one plan of a command; nothing when either is invalid (already reported).
 struct planned {
   input in;

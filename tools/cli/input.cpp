@@ -134,6 +134,12 @@ std::optional<hetlaunch::launch_plan> plan_of(const input& in, const options& o)
   return std::nullopt;
 }
 
+void take_script(options& o) {
+  if (o.positional.empty()) return;
+  o.launch.script = o.positional.front();
+  o.launch.script_args.assign(o.positional.begin() + 1, o.positional.end());
+}
+
 std::size_t chosen_node(const options& o, const input& in) {
   if (o.node) return *o.node;
   if (in.this_node) return *in.this_node;

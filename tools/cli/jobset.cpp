@@ -47,9 +47,8 @@ int jobset_command(options& o) {
   js.cpu = o.cpu;
   js.memory = o.memory;
   js.jobset_max_restarts = o.jobset_max_restarts;
+  take_script(o);
   js.launch = o.launch;
-  js.launch.script = o.positional.front();
-  js.launch.script_args.assign(o.positional.begin() + 1, o.positional.end());
   for (const std::string& e : o.env) {
     const std::size_t eq = e.find('=');
     if (eq == std::string::npos) throw usage_error{concat("--env ", quoted(e), ": a JobSet needs NAME=VALUE")};

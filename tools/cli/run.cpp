@@ -363,8 +363,7 @@ int run_command(options& o) {
   int status = 0;
   std::optional<input> in = read_input(o, status, resolve_auto);
   if (!in) return status;
-  o.launch.script = o.positional.front();
-  o.launch.script_args.assign(o.positional.begin() + 1, o.positional.end());
+  take_script(o);
   std::optional<hetlaunch::launch_plan> plan = plan_of(*in, o);
   if (!plan) return exit_invalid;
   hetlaunch::ssh_options ssh;

@@ -174,6 +174,9 @@ struct diagnostic {
         return "no container image given";
       case errc::bad_group:
         return concat("group ", text, " must have at least ", limit, " ", variable, ", got ", value);
+      case errc::too_many_pods:
+        return concat(text, " would have ", value, " pods, more than ", limit,
+                      text == "the job" ? "" : " (the completions Kubernetes allows an Indexed Job)");
     }
     return "unknown problem";
   }

@@ -55,6 +55,7 @@ enum class errc : int {
   name_too_long = 38,            // a generated host name would pass 63 characters
   empty_image = 39,              // no container image
   bad_group = 40,                // a group without nodes or GPUs
+  too_many_pods = 41,            // a group past an Indexed Job's 100,000 completions, or all past 2^20 pods
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -101,6 +102,7 @@ constexpr std::string_view to_string(errc code) noexcept {
     case errc::name_too_long: return "name_too_long";
     case errc::empty_image: return "empty_image";
     case errc::bad_group: return "bad_group";
+    case errc::too_many_pods: return "too_many_pods";
   }
   return "unknown";
 }

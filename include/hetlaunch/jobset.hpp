@@ -191,6 +191,11 @@ inline diagnostic jobset_problem(errc code, std::string_view variable, std::stri
 
 }  // namespace detail
 
+/// Kubernetes' limit on an Indexed Job's completions, and so on the pods of one group.
+constexpr long long max_indexed_completions = 100000;
+/// The most pods of one JobSet (the default max_hosts of host lists).
+constexpr long long max_jobset_pods = 1 << 20;
+
 /// The name of group `g`'s replicatedJob: "g0", "g1", ...
 inline std::string jobset_group_name(std::size_t g) { return detail::concat("g", g); }
 
@@ -202,7 +207,7 @@ inline std::string jobset_pod_host(const jobset_options& o, std::size_t g, std::
 
 /// Every problem of the groups and options, in order: the name (a DNS label, short enough that
 /// the longest pod host name, NAME-gG-0-K, is at most 63 characters), an empty image, groups
-/// without nodes or GPUs, then the plan's (make_plan over the pods' host names: the world size,
+/// without nodes or GPUs or with more than 100,000 pods, more than 2^20 pods in all, then the plan's (make_plan over the pods' host names: the world size,
 /// the launch options, the script).
 [[nodiscard]] inline std::vector<diagnostic> validate_jobset(const std::vector<node_group>& groups,
                                                              const jobset_options& o) {
@@ -224,12 +229,20 @@ inline std::string jobset_pod_host(const jobset_options& o, std::size_t g, std::
                                          static_cast<long long>(detail::dns_label_problem(o.namespace_))));
   if (o.image.empty()) out.push_back(detail::jobset_problem(errc::empty_image, "image", ""));
   if (groups.empty()) out.push_back(detail::jobset_problem(errc::empty_cluster, "groups", ""));
+  long long pods = 0;
   for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].nodes > 0) pods += groups[g].nodes;  // at most 2^31 a group: cannot wrap
+    if (groups[g].nodes > max_indexed_completions)
+      out.push_back(detail::jobset_problem(errc::too_many_pods, "nodes", detail::concat("group ", jobset_group_name(g)), groups[g].nodes,
+                                           max_indexed_completions));
     if (groups[g].nodes < 1)
       out.push_back(detail::jobset_problem(errc::bad_group, "nodes", jobset_group_name(g), groups[g].nodes, 1));
     if (groups[g].gpus < 1)
       out.push_back(detail::jobset_problem(errc::bad_group, "gpus", jobset_group_name(g), groups[g].gpus, 1));
   }
+  // The pods are planned as a cluster, which costs memory for each: bounded as host lists are.
+  if (pods > max_jobset_pods && out.empty())
+    out.push_back(detail::jobset_problem(errc::too_many_pods, "nodes", "the job", pods, max_jobset_pods));
   for (const auto& v : o.env)
     if (!detail::is_env_name(v.first))
       out.push_back(detail::jobset_problem(errc::bad_env_name, "env", v.first));

@@ -67,6 +67,13 @@ TEST_SUITE("jobset") {
     CHECK(hetlaunch::try_jobset_manifest({{1, 0, {}}}, options()).error().message() ==
           "group g0 must have at least 1 gpus, got 0");
     CHECK(hetlaunch::try_jobset_manifest({}, options()).error().code == errc::empty_cluster);
+    // Bounded before anything is built: a billion pods is an error, not an allocation.
+    const auto huge = hetlaunch::try_jobset_manifest({{1000000000, 1, {}}}, options("t"));
+    CHECK(huge.error().message() ==
+          "group g0 would have 1000000000 pods, more than 100000 (the completions Kubernetes allows an Indexed Job)");
+    const std::vector<hetlaunch::node_group> many(11, hetlaunch::node_group{100000, 1, {}});
+    CHECK(hetlaunch::try_jobset_manifest(many, options("t")).error().message() ==
+          "the job would have 1100000 pods, more than 1048576");
     auto no_image = options();
     no_image.image.clear();
     CHECK(hetlaunch::try_jobset_manifest({{1, 1, {}}}, no_image).error().code == errc::empty_image);

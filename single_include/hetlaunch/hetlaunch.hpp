@@ -4506,12 +4506,82 @@ inline std::vector<int> expand_count_list(const count_list& list) {
 
 /// A job's topology as Slurm describes it, and which node this process runs on.
 struct slurm_job {
+  /// Every node of the job. In a heterogeneous job, the nodes of component 0, then of
+  /// component 1, and so on: the order in which Slurm counts SLURM_NODEID in a step over all
+  /// components.
   cluster nodes;
-  /// SLURM_NODEID: this process's node index, when set.
+  /// This process's node: SLURM_NODEID where it counts the job's nodes (the batch script, a step
+  /// on every node of the job), else this host (SLURMD_NODENAME) found among the nodes.
   std::optional<std::size_t> this_node;
-  /// The variable the worker counts came from.
+  /// The variable the worker counts came from (the first component's, in a heterogeneous job).
   std::string counts_from;
+  /// In a heterogeneous job (SLURM_HET_SIZE), the index of each component's first node in
+  /// `nodes`; empty for any other job.
+  std::vector<std::size_t> component_first;
+  /// Empty in the batch script and in a job step that runs exactly one task on every node of
+  /// the job, which is what a launcher that starts one torchrun a node needs. Otherwise the
+  /// reason, naming Slurm's variables and what would fix the step: a step on only some nodes
+  /// (one hetjob component, `srun -N1`) or with several tasks on a node.
+  std::string step_problem;
 };
+
+namespace detail {
+// A per-component variable of a heterogeneous job: NAME_HET_GROUP_<n>, or the older
+// NAME_PACK_GROUP_<n> that Slurm still sets beside it. `found` gets the name that was set.
+template <class Var>
+const char* component_variable(Var& var, const char* stem, std::size_t component, std::string& found) {
+  for (const char* kind : {"_HET_GROUP_", "_PACK_GROUP_"}) {
+    found = concat(stem, kind, component);
+    if (const char* value = var(found.c_str())) return value;
+  }
+  found = concat(stem, "_HET_GROUP_", component);
+  return nullptr;
+}
+
+// Worker counts of one list of hosts (the job, or one component), from the first of Slurm's
+// variables that is set; `suffix` is "" or a component's "_HET_GROUP_<n>".
+template <class Var>
+result<std::string> counts_of(Var& var, std::size_t component, bool heterogeneous, std::size_t hosts,
+                              const std::string& list_name, std::vector<int>& counts) {
+  std::string name;
+  const auto lookup = [&](const char* stem) -> const char* {
+    if (heterogeneous) return component_variable(var, stem, component, name);
+    name = stem;
+    return var(stem);
+  };
+  const auto context = [&](const parse_error& e) { return parse_error{0, 0, concat(name, ": ", e.to_string()), e.code}; };
+  for (const char* stem : {"SLURM_TASKS_PER_NODE", "SLURM_GPUS_PER_NODE", "SLURM_JOB_CPUS_PER_NODE"}) {
+    const char* text = lookup(stem);
+    if (text == nullptr) continue;
+    if (std::string_view(stem) == "SLURM_GPUS_PER_NODE") {
+      std::string_view gpus(text);
+      const bool one_type = gpus.find(',') == std::string_view::npos;  // "a100:4,v100:2" is per type
+      const std::size_t colon = gpus.rfind(':');
+      if (colon != std::string_view::npos) gpus = gpus.substr(colon + 1);
+      auto c = expand_tasks_per_node(gpus, 1);
+      if (!c || !one_type) return parse_error{0, 0, concat(name, "=", quoted(text), " is not one count ([type:]N)")};
+      counts.insert(counts.end(), hosts, c->front());
+      return name;
+    }
+    // A list of counts must give one per host; its length is known before it is expanded.
+    auto parsed = parse_count_list(text);
+    if (!parsed) return context(parsed.error());
+    if (parsed->total != hosts)
+      return parse_error{0, 0, concat(name, " gives ", parsed->total, " counts but ", list_name, " names ", hosts, " hosts"),
+                         errc::count_mismatch};
+    for (const count_item& it : parsed->items) counts.insert(counts.end(), static_cast<std::size_t>(it.repeat), it.count);
+    return name;
+  }
+  return parse_error{0, 0,
+                     heterogeneous
+                         ? concat("no worker counts for component ", component, ": none of SLURM_TASKS_PER_NODE", "_HET_GROUP_",
+                                  component, ", SLURM_GPUS_PER_NODE_HET_GROUP_", component,
+                                  ", SLURM_JOB_CPUS_PER_NODE_HET_GROUP_", component, " is set")
+                         : std::string("no worker counts: none of HETLAUNCH_TASKS_PER_NODE, SLURM_TASKS_PER_NODE, "
+                                       "SLURM_GPUS_PER_NODE, SLURM_JOB_CPUS_PER_NODE is set"),
+                     errc::env_missing};
+}
+}  // namespace detail
 
 /// Builds the cluster of a Slurm job from its environment. `get(name)` returns a variable's value
 /// or nullptr, as std::getenv does.
@@ -4524,86 +4594,162 @@ struct slurm_job {
 ///  4. SLURM_JOB_CPUS_PER_NODE: one worker per allocated CPU.
 /// Slurm exports only this node's GPUs (SLURM_GPUS_ON_NODE), so a per-node GPU count of other
 /// nodes cannot be read; a heterogeneous layout comes from the task counts.
-/// This node: SLURM_NODEID. A missing variable, a malformed one, or counts that do not match the
-/// host count is an error that names the variable. `max_hosts` and `max_bytes` bound the node
-/// list's expansion, as for expand_hostlist. The job is validated like any topology (host names,
-/// duplicate hosts unless `validation` allows them, the world size): the error has the
-/// diagnostic's code and message.
+///
+/// A heterogeneous job (SLURM_HET_SIZE, or the older SLURM_PACK_SIZE): the plain variables
+/// describe component 0 only, and in a step over several components SLURM_JOB_NODELIST is
+/// merged and sorted by name. The nodes are therefore read per component, in component order,
+/// from SLURM_JOB_NODELIST_HET_GROUP_<n> and that component's own counts (the variables above
+/// with _HET_GROUP_<n>; _PACK_GROUP_<n> too), which Slurm sets in the batch script and in every
+/// step. HETLAUNCH_TASKS_PER_NODE, when set, gives the counts of all nodes in that order.
+///
+/// This node: SLURM_NODEID, which counts the job's nodes in the batch script and in a step on
+/// every node (in component order in a hetjob). In a step on only some nodes it counts the step's
+/// nodes; this node is then the job's node named SLURMD_NODENAME, and `step_problem` says why such
+/// a step cannot start one torchrun a node. A missing variable, a malformed one, or counts that do
+/// not match the host count is an error that names the variable. `max_hosts` and `max_bytes` bound
+/// the node lists' expansion (of all components together), as for expand_hostlist. The job is
+/// validated like any topology (host names, duplicate hosts unless `validation` allows them, the
+/// world size): the error has the diagnostic's code and message.
 template <class Getenv>
 [[nodiscard]] result<slurm_job> cluster_from_slurm(Getenv&& get, std::size_t max_hosts = std::size_t{1} << 20,
                                                    std::size_t max_bytes = std::size_t{1} << 27,
                                                    validate_options validation = {}) {
   const auto var = [&](const char* name) -> const char* { return get(name); };
-  const char* list_name = "SLURM_JOB_NODELIST";
-  const char* list = var(list_name);
-  if (list == nullptr) {
-    list_name = "SLURM_NODELIST";
-    list = var(list_name);
-  }
-  if (list == nullptr)
-    return parse_error{0, 0, "SLURM_JOB_NODELIST is not set; is this running inside a Slurm job?", errc::env_missing};
-  auto hosts = expand_hostlist(list, max_hosts, max_bytes);
-  if (!hosts) return parse_error{0, 0, detail::concat(list_name, ": ", hosts.error().to_string()), hosts.error().code};
-  const auto context = [](const char* name, const parse_error& e) {
-    return parse_error{0, 0, detail::concat(name, ": ", e.to_string()), e.code};
-  };
   slurm_job job;
+  std::vector<std::string> hosts;
   std::vector<int> counts;
-  // A list of counts must give one per host; its length is known before it is expanded.
-  const auto per_host = [&](const char* name, const char* text) -> result<bool> {
-    auto parsed = detail::parse_count_list(text);
-    if (!parsed) return context(name, parsed.error());
-    if (parsed->total != hosts->size())
-      return parse_error{0, 0, detail::concat(name, " gives ", parsed->total, " counts but ", list_name, " names ",
-                                              hosts->size(), " hosts"),
+  std::string list_name = "SLURM_JOB_NODELIST";
+  const char* copied = var("HETLAUNCH_TASKS_PER_NODE");
+  const char* het_size_name = "SLURM_HET_SIZE";
+  const char* het_size = var(het_size_name);
+  if (het_size == nullptr) {
+    het_size_name = "SLURM_PACK_SIZE";
+    het_size = var(het_size_name);
+  }
+  if (het_size != nullptr) {
+    long long components = 0;
+    // Every component has a node, so the node limit bounds the components too.
+    if (!detail::parse_decimal(het_size, static_cast<long long>(std::min<std::size_t>(max_hosts, 0x7fffffff)),
+                               components) ||
+        components < 1)
+      return parse_error{0, 0, detail::concat(het_size_name, "=", detail::quoted(het_size),
+                                              " is not a number of components (1 to ", std::min<std::size_t>(max_hosts, 0x7fffffff), ")"),
+                         errc::env_not_a_number};
+    std::size_t bytes = 0;
+    for (std::size_t n = 0; n < static_cast<std::size_t>(components); ++n) {
+      std::string name;
+      const char* list = detail::component_variable(var, "SLURM_JOB_NODELIST", n, name);
+      if (list == nullptr)
+        return parse_error{0, 0, detail::concat(het_size_name, "=", components, " but ", name, " is not set"),
+                           errc::env_missing};
+      auto part = expand_hostlist(list, max_hosts - hosts.size(), max_bytes - bytes);
+      if (!part) return parse_error{0, 0, detail::concat(name, ": ", part.error().to_string()), part.error().code};
+      if (copied == nullptr) {
+        auto from = detail::counts_of(var, n, true, part->size(), name, counts);
+        if (!from) return from.error();
+        if (n == 0) job.counts_from = *from;
+      }
+      job.component_first.push_back(hosts.size());
+      for (std::string& h : *part) {
+        bytes += h.size();
+        hosts.push_back(std::move(h));
+      }
+      if (hosts.size() == max_hosts && n + 1 < static_cast<std::size_t>(components))
+        return parse_error{0, 0, detail::concat("the job's components name more than ", max_hosts, " hosts, the limit (max_hosts)"),
+                           errc::limit_exceeded};
+    }
+    list_name = detail::concat("SLURM_JOB_NODELIST_HET_GROUP_0..", components - 1);
+  } else {
+    const char* list = var("SLURM_JOB_NODELIST");
+    if (list == nullptr) {
+      list_name = "SLURM_NODELIST";
+      list = var("SLURM_NODELIST");
+    }
+    if (list == nullptr)
+      return parse_error{0, 0, "SLURM_JOB_NODELIST is not set; is this running inside a Slurm job?", errc::env_missing};
+    auto all = expand_hostlist(list, max_hosts, max_bytes);
+    if (!all) return parse_error{0, 0, detail::concat(list_name, ": ", all.error().to_string()), all.error().code};
+    hosts = std::move(*all);
+  }
+  if (copied != nullptr) {
+    auto parsed = detail::parse_count_list(copied);
+    if (!parsed)
+      return parse_error{0, 0, detail::concat("HETLAUNCH_TASKS_PER_NODE: ", parsed.error().to_string()), parsed.error().code};
+    if (parsed->total != hosts.size())
+      return parse_error{0, 0, detail::concat("HETLAUNCH_TASKS_PER_NODE gives ", parsed->total, " counts but ", list_name,
+                                              " names ", hosts.size(), " hosts"),
                          errc::count_mismatch};
     counts = detail::expand_count_list(*parsed);
-    job.counts_from = name;
-    return true;
-  };
-  for (const char* name : {"HETLAUNCH_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}) {
-    if (const char* text = var(name)) {
-      if (auto r = per_host(name, text); !r) return r.error();
-      break;
-    }
-  }
-  if (job.counts_from.empty()) {
-    if (const char* gpus = var("SLURM_GPUS_PER_NODE")) {
-      std::string_view text(gpus);
-      const bool one_type = text.find(',') == std::string_view::npos;  // "a100:4,v100:2" is per type
-      const std::size_t colon = text.rfind(':');
-      if (colon != std::string_view::npos) text = text.substr(colon + 1);
-      auto c = expand_tasks_per_node(text, 1);
-      if (!c || !one_type)
-        return parse_error{0, 0, detail::concat("SLURM_GPUS_PER_NODE=", detail::quoted(gpus),
-                                                " is not one count ([type:]N)")};
-      counts.assign(hosts->size(), c->front());
-      job.counts_from = "SLURM_GPUS_PER_NODE";
-    } else if (const char* cpus = var("SLURM_JOB_CPUS_PER_NODE")) {
-      if (auto r = per_host("SLURM_JOB_CPUS_PER_NODE", cpus); !r) return r.error();
-    } else {
-      return parse_error{0, 0, "no worker counts: none of HETLAUNCH_TASKS_PER_NODE, SLURM_TASKS_PER_NODE, "
-                               "SLURM_GPUS_PER_NODE, SLURM_JOB_CPUS_PER_NODE is set",
-                         errc::env_missing};
-    }
+    job.counts_from = "HETLAUNCH_TASKS_PER_NODE";
+  } else if (job.component_first.empty()) {
+    auto from = detail::counts_of(var, 0, false, hosts.size(), list_name, counts);
+    if (!from) return from.error();
+    job.counts_from = *from;
   }
   std::vector<node_spec> specs;
-  for (std::size_t i = 0; i < hosts->size(); ++i) specs.push_back({(*hosts)[i], counts[i]});
+  specs.reserve(hosts.size());
+  for (std::size_t i = 0; i < hosts.size(); ++i) specs.push_back({hosts[i], counts[i]});
   job.nodes = cluster(specs);
   // Slurm's node names need not be valid host names for torchrun, and counts can add up past
   // what torch's 32-bit ranks hold: the same checks as every other input.
   if (const diagnostic d = first_error(job.nodes, validation))
     return parse_error{0, 0, detail::concat(list_name, " and ", job.counts_from, ": ", d.message()), d.code};
+
+  // The current step, if any: on how many nodes, with how many tasks on each.
+  std::optional<std::size_t> step_nodes;
+  if (const char* text = var("SLURM_STEP_NUM_NODES")) {
+    long long n = 0;
+    if (!detail::parse_decimal(text, 0x7fffffff, n))
+      return parse_error{0, 0, detail::concat("SLURM_STEP_NUM_NODES=", detail::quoted(text), " is not a number of nodes"),
+                         errc::env_not_a_number};
+    step_nodes = static_cast<std::size_t>(n);
+  }
+  const char* node_name = var("SLURMD_NODENAME");
+  // The srun options of a step with one task on every node, which the messages suggest.
+  std::string one_task_a_node = detail::concat("srun --ntasks-per-node=1 --ntasks=", hosts.size());
+  if (!job.component_first.empty()) {
+    one_task_a_node = "srun";
+    for (std::size_t n = 0; n < job.component_first.size(); ++n) {
+      const std::size_t end = n + 1 < job.component_first.size() ? job.component_first[n + 1] : hosts.size();
+      const std::size_t size = end - job.component_first[n];
+      one_task_a_node += detail::concat(n > 0 ? " :" : "", " --nodes=", size, " --ntasks=", size);
+    }
+  }
+  const std::string plan_side = detail::concat("the plan starts one torchrun on each of the job's ", hosts.size(), " nodes");
+  if (step_nodes && *step_nodes != hosts.size()) {
+    job.step_problem = detail::concat(
+        "this step runs on ", *step_nodes, " of the job's ", hosts.size(), " nodes (SLURM_STEP_NUM_NODES=", *step_nodes,
+        job.component_first.empty() ? std::string(")") : detail::concat(", in a job of ", job.component_first.size(), " components)"),
+        ", but ", plan_side, ", which would wait for the others: start one task on every node: ", one_task_a_node);
+  } else if (const char* layout = var("SLURM_STEP_TASKS_PER_NODE")) {
+    auto parsed = detail::parse_count_list(layout);
+    if (!parsed)
+      return parse_error{0, 0, detail::concat("SLURM_STEP_TASKS_PER_NODE: ", parsed.error().to_string()), parsed.error().code};
+    const bool one_each =
+        std::all_of(parsed->items.begin(), parsed->items.end(), [](const detail::count_item& it) { return it.count == 1; });
+    if (!one_each)
+      job.step_problem = detail::concat("this step runs ", detail::quoted(layout),
+                                        " tasks on its nodes (SLURM_STEP_TASKS_PER_NODE), but ", plan_side,
+                                        ": start one task a node: ", one_task_a_node);
+  }
   if (const char* id = var("SLURM_NODEID")) {
     long long n = 0;
     if (!detail::parse_decimal(id, 0x7fffffff, n))
       return parse_error{0, 0, detail::concat("SLURM_NODEID=", detail::quoted(id), " is not a node index"),
                          errc::env_not_a_number};
-    if (static_cast<std::size_t>(n) >= hosts->size())
-      return parse_error{0, 0, detail::concat("SLURM_NODEID=", n, " is out of range: ", list_name, " names ",
-                                              hosts->size(), " hosts"),
-                         errc::node_out_of_range};
-    job.this_node = static_cast<std::size_t>(n);
+    if (step_nodes && *step_nodes != hosts.size()) {
+      // SLURM_NODEID counts this step's nodes, not the job's: find this host by name instead.
+      if (node_name != nullptr) {
+        const auto it = std::find(hosts.begin(), hosts.end(), std::string_view(node_name));
+        if (it != hosts.end()) job.this_node = static_cast<std::size_t>(it - hosts.begin());
+      }
+    } else {
+      if (static_cast<std::size_t>(n) >= hosts.size())
+        return parse_error{0, 0, detail::concat("SLURM_NODEID=", n, " is out of range: ", list_name, " names ",
+                                                hosts.size(), " hosts"),
+                           errc::node_out_of_range};
+      job.this_node = static_cast<std::size_t>(n);
+    }
   }
   return job;
 }

@@ -76,6 +76,19 @@ CASES = {
     # One duplicate-host policy for every input.
     "check_duplicate_allowed": (["check", "--hosts", "a:1,A:2", "--allow-duplicate-hosts"], 0),
     "run_bad_env": (["run", "--hosts", "a:1", "--env", "1X=2", "--dry-run", "t.py"], 1),
+    # The README's Slurm recipe (tests/slurm/cluster_test.py submits such scripts to a real Slurm).
+    "sbatch_readme": (["sbatch", "--group", "2:8", "--group", "1:4", "--partition", "gpu", "--time", "1:00:00",
+                       "--sbatch-arg=--job-name=train", "--master-port", "29500", "--", "train.py", "--epochs", "3"], 0),
+    "sbatch_quoting": (["sbatch", "--group", "1:1", "--hetlaunch", "/opt/het launch/bin/hetlaunch", "--torchrun-arg",
+                        "--tee=2", "-m", "--", "pkg.train", "it's", "$(x)"], 0),
+    "sbatch_help": (["sbatch", "--help"], 0),
+    "sbatch_no_group": (["sbatch", "t.py"], 2),
+    "sbatch_bad_group": (["sbatch", "--group", "2x8", "t.py"], 2),
+    "sbatch_zero_gpus": (["sbatch", "--group", "2:0", "t.py"], 2),
+    "sbatch_no_script": (["sbatch", "--group", "2:8"], 2),
+    "sbatch_too_many_workers": (["sbatch", "--group", "1073741824:1073741824", "t.py"], 1),
+    "sbatch_line_break": (["sbatch", "--group", "1:1", "--sbatch-arg", "--comment=a\nb", "t.py"], 2),
+    "sbatch_no_input": (["sbatch", "--group", "1:1", "--slurm", "t.py"], 2),
 }
 
 
@@ -120,7 +133,19 @@ def slurm_case(binary):
     allowed = run(binary, ["check", "--slurm", "--allow-duplicate-hosts"], env)
     policy = refused[2] == 1 and "allow_duplicate_hosts" in refused[1] and allowed[2] == 0
     print(("ok   " if policy else f"FAIL slurm: {refused} {allowed}\nFAIL ") + "slurm_duplicate_policy")
-    return (0 if ok else 1) + (0 if policy else 1)
+    # A step that cannot start one torchrun a node: exec refuses before starting anything.
+    env = dict(os.environ, SLURM_JOB_NODELIST="a[1-3]", SLURM_TASKS_PER_NODE="4,2,1", SLURM_NODEID="0",
+               SLURM_STEP_NUM_NODES="3", SLURM_STEP_TASKS_PER_NODE="4,2,1")
+    out, err, code = run(binary, ["exec", "--slurm", "--program", "/bin/echo", "t.py"], env)
+    step = code == 1 and out == "" and "this step runs '4,2,1' tasks on its nodes (SLURM_STEP_TASKS_PER_NODE)" in err
+    print(("ok   " if step else f"FAIL slurm: {code} {out!r} {err!r}\nFAIL ") + "slurm_step_refused")
+    # The README shows `hetlaunch sbatch`'s output exactly as it is.
+    readme = (HERE.parents[1] / "README.md").read_text()
+    shown = run(binary, CASES["sbatch_readme"][0], os.environ)[0]
+    in_readme = shown in readme
+    print(("ok   " if in_readme else "FAIL the README's sbatch script is not what `hetlaunch sbatch` prints\nFAIL ")
+          + "sbatch_readme_matches")
+    return (0 if ok else 1) + (0 if policy else 1) + (0 if step else 1) + (0 if in_readme else 1)
 
 
 def limited():

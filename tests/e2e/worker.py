@@ -3,11 +3,13 @@
 #  1. optionally runs a check command (env_checker PLAN, or hetlaunch check-env ...), which
 #     compares this worker's environment with the plan through hetlaunch::check_worker_env, and
 #     stops with its exit status if they disagree;
-#  2. records the variables torchrun sets, in OUT_DIR/worker-RANK.env;
+#  2. records the variables torchrun sets, CUDA_VISIBLE_DEVICES and the host name, in
+#     OUT_DIR/worker-RANK.env;
 #  3. joins one gloo all_reduce of RANK + 1 and records the sum.
 # usage: worker.py OUT_DIR [CHECK_COMMAND...] [--crash-once]
 import datetime
 import os
+import socket
 import subprocess
 import sys
 
@@ -41,7 +43,8 @@ def main() -> int:
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=seconds))
     value = torch.tensor([float(int(rank) + 1)])
     dist.all_reduce(value)
-    lines = [f"{k}={os.environ.get(k, '<unset>')}" for k in KEYS]
+    lines = [f"{k}={os.environ.get(k, '<unset>')}" for k in KEYS + ["CUDA_VISIBLE_DEVICES"]]
+    lines.append(f"HOST={socket.gethostname()}")
     lines.append(f"SUM={int(value.item())}")
     path = os.path.join(out_dir, f"worker-{rank}.env")
     with open(path + ".tmp", "w") as f:

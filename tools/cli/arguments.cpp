@@ -133,6 +133,12 @@ const flag flags[] = {
     {"--memory", nullptr, "MEMORY", 0, "each pod's memory request (\"64Gi\")", [](options& o, const std::string& v) { o.memory = v; }},
     {"--jobset-max-restarts", nullptr, "N", 0, "how often JobSet recreates every Job after a failure (default: 0)",
      [](options& o, const std::string& v) { o.jobset_max_restarts = static_cast<int>(to_integer("--jobset-max-restarts", v, 0, 1000000)); }},
+    {"--partition", nullptr, "P", 0, "every component's partition", [](options& o, const std::string& v) { o.partition = v; }},
+    {"--time", nullptr, "T", 0, "every component's time limit (\"1:00:00\")", [](options& o, const std::string& v) { o.time = v; }},
+    {"--sbatch-arg", nullptr, "ARG", 0, "an #SBATCH option of the job (\"--job-name=x\"); repeatable",
+     [](options& o, const std::string& v) { o.sbatch_args.push_back(v); }},
+    {"--hetlaunch", nullptr, "PATH", 0, "the hetlaunch the nodes run (default: hetlaunch, from PATH)",
+     [](options& o, const std::string& v) { o.hetlaunch_program = v; }},
     {"--kill-after", nullptr, "SECONDS", 0, "after a failure or a signal, how long the other nodes get to stop (10)",
      [](options& o, const std::string& v) { o.kill_after = to_int("--kill-after", v, 1, 3600); }},
 };
@@ -204,6 +210,10 @@ options parse_args(int argc, char** argv) {
         throw usage_error{concat(name, " takes no value")};
       }
       f->apply(o, value);
+      if (f->group & launch_flags) {
+        o.launch_args.push_back(name);
+        if (f->value) o.launch_args.push_back(value);
+      }
       continue;
     }
     if (!cmd) throw usage_error{"unknown command " + quoted(a)};

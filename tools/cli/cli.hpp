@@ -57,6 +57,11 @@ struct options {
   std::vector<std::string> groups;          // NODES:GPUS
   std::vector<std::string> node_selectors;  // GROUP:KEY=VALUE
   int jobset_max_restarts = 0;
+  // sbatch
+  std::string partition, time;
+  std::vector<std::string> sbatch_args;
+  std::string hetlaunch_program = "hetlaunch";
+  std::vector<std::string> launch_args;  // the launch options as given, for the nodes' `hetlaunch exec`
 };
 
 // Which flags a command takes: whole groups, and single flags by name.
@@ -90,6 +95,7 @@ struct input {
   hetlaunch::cluster nodes;
   std::optional<std::size_t> this_node;  // from SLURM_NODEID, in the filtered cluster
   std::string excluded;                  // why SLURM_NODEID's node has no place in the filtered cluster
+  std::string step_problem;              // why this Slurm step cannot start one torchrun a node
   std::string source;                    // for messages: the file, "--hosts", ...
   bool validated = false;                // the parser validated the topology with these options
 };
@@ -119,6 +125,9 @@ int discover_command(options& o);
 
 // jobset.cpp
 int jobset_command(options& o);
+
+// sbatch.cpp
+int sbatch_command(options& o);
 
 }  // namespace cli
 

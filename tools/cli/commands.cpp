@@ -76,6 +76,10 @@ std::optional<std::size_t> node_of(const options& o, const planned& p, int& stat
     status = fail(p.in.excluded);
     return std::nullopt;
   }
+  if (!o.node && !p.in.this_node && !p.in.step_problem.empty()) {
+    status = fail(concat("--slurm: ", p.in.step_problem));
+    return std::nullopt;
+  }
   return chosen_node(o, p.in);
 }
 
@@ -172,6 +176,9 @@ int exec_command(options& o) {
   int status = 0;
   auto p = read_and_plan(o, status);
   if (!p) return status;
+  // One torchrun a node: a step on only some nodes would wait for the others' rendezvous until it
+  // times out, and several tasks on a node would start several torchruns as one node.
+  if (o.slurm && !o.node && !p->in.step_problem.empty()) return fail(concat("--slurm: ", p->in.step_problem));
   const auto node = node_of(o, *p, status);
   if (!node) return status;
   const auto argv = p->plan.try_torchrun_argv(*node);
@@ -259,6 +266,16 @@ const std::vector<command>& commands() {
        {"--name", "--namespace", "--image", "--group", "--node-selector", "--cpu", "--memory", "--env",
         "--jobset-max-restarts", "--json"},
        script_use::required, node_use::none, jobset_command},
+      {"sbatch", "--group NODES:GPUS... [--partition P] [--time T] [--sbatch-arg ARG]... [--hetlaunch PATH] [LAUNCH OPTIONS] [--] SCRIPT [ARGS...]",
+       "a Slurm batch script: a hetjob component per node group",
+       "Prints a batch script for `sbatch`: one heterogeneous-job component per --group (NODES nodes\n"
+       "of GPUS GPUs each, in node order), a task a GPU, so that Slurm reports each component's\n"
+       "layout. The script prints the plan (`hetlaunch plan --slurm`), then starts one task a node\n"
+       "in every component with all of its node's GPUs, which runs `hetlaunch exec --slurm` with\n"
+       "the launch options given here. --sbatch-arg lines go to the job (the first component);\n"
+       "--partition and --time to every component.\n",
+       launch_flags, {"--group", "--partition", "--time", "--sbatch-arg", "--hetlaunch"}, script_use::required,
+       node_use::none, sbatch_command},
       {"plan", "[INPUT] [LAUNCH OPTIONS] [--json] [--] [SCRIPT [ARGS...]]",
        "the rank table and every node's torchrun command",
        "Prints the rank table (node, host, nproc, role, offset, global ranks) and every node's\n"

@@ -92,6 +92,7 @@ std::optional<input> read_input(const options& o, int& status, auto_resolver res
     if (!job) return parse_failed("--slurm", job.error());
     in.nodes = std::move(job->nodes);
     in.this_node = job->this_node;
+    in.step_problem = std::move(job->step_problem);
     in.source = "--slurm";
   } else {
     in.nodes = hetlaunch::cluster{{"gpu-a", 8}, {"gpu-b", 4}, {"gpu-c", 2}};

@@ -1,0 +1,389 @@
+#!/usr/bin/env python3
+"""hetlaunch on a real Slurm: slurmctld, munged and three slurmd of 4, 2 and 1 CPUs and GPUs
+(tests/slurm/real_cluster.py), started and stopped by this test. Every job runs Debian's torchrun
+with gloo; every worker runs `hetlaunch check-env --slurm` and records its variables, host name and
+CUDA_VISIBLE_DEVICES, which are compared with the plan, and all workers join one all_reduce.
+
+The cases:
+  readme     the README's recipe for a job without hetjob components, as written (sizes aside);
+  hetjob     a heterogeneous job whose components are not in host-name order (h1, then h0 and h2),
+             started with one `srun ... : ... hetlaunch exec --slurm` over all components;
+  sbatch     a script printed by `hetlaunch sbatch`, submitted unchanged;
+  recorded   the variables of a hetjob's batch script and of its steps, read by `--slurm` as the
+             unit tests read the recorded copy (tests/slurm/recorded_environments.hpp);
+  partial    a hetjob step over one component only: refused, nothing started;
+  layout     a step of several tasks a node, and counts that disagree with the node list:
+             refused before torchrun starts, naming both;
+  node-dies  a node dies mid-job (every process of its host killed): the job ends, nothing is left.
+After every case no process of a job may be left on any host.
+
+usage: cluster_test.py HETLAUNCH WORKER_PY [CASE...]
+       cluster_test.py HETLAUNCH WORKER_PY --record HEADER   (rewrites the recorded environments)
+"""
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import real_cluster  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+HOSTS = real_cluster.NAMES
+
+
+class case_failed(Exception):
+    pass
+
+
+def expect(condition, message):
+    if not condition:
+        raise case_failed(message)
+
+
+class suite:
+    def __init__(self, cluster, binary, worker):
+        self.c = cluster
+        self.binary = binary
+        self.worker = worker
+        # `hetlaunch` and a torchrun that adds what Debian's torch 1.13 on Python 3.11 needs
+        # (its default --redirects/--tee crash), first on every job's PATH.
+        self.bin = cluster.work / "bin"
+        self.bin.mkdir()
+        (self.bin / "hetlaunch").symlink_to(binary)
+        shim = self.bin / "torchrun"
+        shim.write_text('#!/bin/sh\nexec /usr/bin/torchrun --redirects 2 --tee 2 "$@"\n')
+        shim.chmod(0o755)
+        self.count = 0
+
+    def job_env(self):
+        env = self.c.env()
+        env["PATH"] = f"{self.bin}:{env.get('PATH', '/usr/bin:/bin')}"
+        env["GLOO_SOCKET_IFNAME"] = "eth0"  # the same name on every host
+        env.pop("TORCH_ELASTIC_WORKER_IDENTICAL", None)
+        return env
+
+    def fresh_dir(self, name):
+        self.count += 1
+        d = self.c.work / f"{self.count}-{name}"
+        d.mkdir()
+        d.chmod(0o777)
+        return d
+
+    def worker_command(self, out):
+        return f"{self.worker} {out} hetlaunch check-env --slurm"
+
+    def submit(self, d, script_text, timeout=240):
+        script = d / "job.sh"
+        script.write_text(script_text)
+        job = int(self.c.client(["sbatch", "--parsable", "--output", str(d / "job.log"), str(script)],
+                                env=self.job_env(), cwd=d).stdout.strip().split(";")[0])
+        try:
+            state, code = self.c.wait_job(job, timeout=timeout)
+        except RuntimeError as e:
+            raise case_failed(f"{e}\n{self.log(d)}") from None
+        return state, code, self.log(d)
+
+    def no_leftovers(self):
+        deadline = time.monotonic() + 15
+        while True:
+            left = self.c.job_processes()
+            if not left:
+                return
+            if time.monotonic() > deadline:
+                raise case_failed(f"processes left on the hosts: {left}")
+            time.sleep(0.2)
+
+    def check_workers(self, d, nodes, log):
+        """nodes: [(host, nproc, gpus)] in node order; every worker's record against them."""
+        world = sum(n for _, n, _ in nodes)
+        records = {}
+        for path in d.glob("worker-*.env"):
+            values = dict(line.split("=", 1) for line in path.read_text().splitlines())
+            records[int(values["RANK"])] = values
+        expect(sorted(records) == list(range(world)), f"workers recorded {sorted(records)}, expected ranks 0..{world - 1}\n{log}")
+        rank = 0
+        for node, (host, nproc, gpus) in enumerate(nodes):
+            for local in range(nproc):
+                got = records[rank]
+                want = {"RANK": str(rank), "LOCAL_RANK": str(local), "WORLD_SIZE": str(world), "GROUP_RANK": str(node),
+                        "LOCAL_WORLD_SIZE": str(nproc), "HOST": host,
+                        "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in range(gpus)),
+                        "MASTER_ADDR": nodes[0][0], "SUM": str(world * (world + 1) // 2)}
+                for k, v in want.items():
+                    expect(got.get(k) == v, f"rank {rank}: {k}={got.get(k)!r}, expected {v!r}")
+                rank += 1
+        checks = "".join(p.read_text() for p in d.glob("check-*.txt"))
+        expect("mismatch" not in checks.lower(), checks)
+
+    # --- the cases -----------------------------------------------------------------------------
+    def readme(self):
+        text = (ROOT / "README.md").read_text()
+        section = text[text.index("### Recipe: Slurm without heterogeneous jobs"):]
+        script = re.search(r"```sh\n(#!/bin/bash\n.*?)```", section, re.S).group(1)
+        d = self.fresh_dir("readme")
+        # The README's 8 + 4 GPU nodes are this cluster's 4 + 2 + 1.
+        for old, new in (("--nodes=2", "--nodes=3"), ("--ntasks=12", "--ntasks=7"),
+                         ("train.py --epochs 3", self.worker_command(d)), ("-- train.py", "-- worker.py")):
+            expect(old in script, f"the README recipe no longer contains {old!r}")
+            script = script.replace(old, new)
+        state, code, log = self.submit(d, script)
+        expect(state == "COMPLETED", f"job {state} {code}:\n{log}")
+        expect("node" in log and "h0" in log, f"the plan is not in the job log:\n{log}")
+        self.check_workers(d, [("h0", 4, 4), ("h1", 2, 2), ("h2", 1, 1)], log)
+        return log
+
+    def hetjob(self):
+        d = self.fresh_dir("hetjob")
+        script = HETJOB.format(exec_line=f"hetlaunch exec --slurm --master-port 29511 -- {self.worker_command(d)}")
+        state, code, log = self.submit(d, script)
+        expect(state == "COMPLETED", f"job {state} {code}:\n{log}")
+        self.check_workers(d, [("h1", 2, 2), ("h0", 1, 1), ("h2", 1, 1)], log)
+        return script
+
+    def sbatch(self):
+        d = self.fresh_dir("sbatch")
+        args = ["sbatch", "--group", "1:2", "--group", "1:4", "--group", "1:1", "--time", "10",
+                "--sbatch-arg=--job-name=hetlaunch-test", "--master-port", "29512", "--", str(self.worker), str(d),
+                "hetlaunch", "check-env", "--slurm"]
+        script = subprocess.run([self.binary, *args], capture_output=True, text=True, check=True).stdout
+        state, code, log = self.submit(d, script)
+        expect(state == "COMPLETED", f"job {state} {code}:\n{script}\n{log}")
+        # Slurm gives the 2-GPU component h1, the 4-GPU one h0: component order, not name order.
+        self.check_workers(d, [("h1", 2, 2), ("h0", 4, 4), ("h2", 1, 1)], log)
+        expect("hetjob" in script, script)
+        # One group: not a hetjob; the script keeps the job's layout for the step.
+        d = self.fresh_dir("sbatch-one-group")
+        one = subprocess.run([self.binary, "sbatch", "--group", "2:1", "--master-port", "29514", "--", str(self.worker),
+                              str(d), "hetlaunch", "check-env", "--slurm"], capture_output=True, text=True, check=True).stdout
+        state, code, log = self.submit(d, one)
+        expect(state == "COMPLETED", f"job {state} {code}:\n{one}\n{log}")
+        self.check_workers(d, [("h1", 1, 1), ("h2", 1, 1)], log)
+        return script + "\n" + one
+
+    def recorded_environments(self):
+        """The variables of a hetjob's batch script and steps, recorded on this cluster."""
+        d = self.fresh_dir("recorded")
+        dump = d / "dump.sh"
+        dump.write_text(f'#!/bin/sh\nenv -0 > "{d}/$1.$(hostname).${{SLURM_PROCID:-0}}.env"\n')
+        dump.chmod(0o755)
+        script = HETJOB_RECORD.format(dump=dump)
+        state, code, log = self.submit(d, script)
+        expect(state == "COMPLETED", f"job {state} {code}:\n{log}")
+        recorded = {}
+        for path in sorted(d.glob("*.env")):
+            env = dict(item.split("=", 1) for item in path.read_bytes().decode().split("\0") if "=" in item)
+            recorded[path.stem] = {k: v for k, v in env.items() if k.startswith(("SLURM", "CUDA_VISIBLE", "GPU_DEVICE"))
+                                   and k != "SLURM_CONF"}
+        return recorded
+
+    def recorded(self):
+        recorded = self.recorded_environments()
+        expect(len(recorded) >= 8, f"recorded only {sorted(recorded)}")
+        for name, env in recorded.items():
+            here = env["SLURMD_NODENAME"]
+            run = lambda *args: subprocess.run([self.binary, *args], env={"PATH": "/usr/bin:/bin", **env},  # noqa: E731
+                                               capture_output=True, text=True)
+            plan = run("plan", "--slurm", "--json")
+            expect(plan.returncode == 0, f"{name}: {plan.stderr}")
+            nodes = [(n["host"], n["nproc"]) for n in json.loads(plan.stdout)["nodes"]]
+            expect(nodes == [("h1", 2), ("h0", 1), ("h2", 1)], f"{name}: nodes {nodes}")
+            argv = run("argv", "--slurm", "--", "t.py")
+            partial = name.startswith("step1.")
+            several = name.startswith("stepall.")  # 2 tasks on h1: a step of the job's own layout
+            if partial:
+                expect(argv.returncode == 0 and f"--node_rank={[h for h, _ in nodes].index(here)}" in argv.stdout,
+                       f"{name}: {argv.stdout}{argv.stderr}")
+            else:
+                expect(argv.returncode == 0, f"{name}: {argv.stderr}")
+                expect(f"--node_rank={[h for h, _ in nodes].index(here)}" in argv.stdout,
+                       f"{name}: on {here}, argv {argv.stdout}")
+            ex = run("exec", "--slurm", "--program", "/bin/true", "--", "t.py")
+            if partial or several:
+                expect(ex.returncode == 1 and "this step runs" in ex.stderr, f"{name}: exec {ex.returncode} {ex.stderr}")
+            else:
+                expect(ex.returncode == 0, f"{name}: exec {ex.returncode} {ex.stderr}")
+        return f"{len(recorded)} environments"
+
+    def partial(self):
+        d = self.fresh_dir("partial")
+        script = HETJOB_PARTIAL.format(exec_line=f"hetlaunch exec --slurm -- {self.worker_command(d)}")
+        state, code, log = self.submit(d, script)
+        expect(state == "FAILED", f"job {state} {code}:\n{log}")
+        expect("this step runs on 2 of the job's 3 nodes" in log and
+               "srun --nodes=1 --ntasks=1 : --nodes=2 --ntasks=2" in log, log)
+        expect(not list(d.glob("worker-*")) and "torchrun" not in log.lower().replace("one torchrun", ""), log)
+        return log
+
+    def layout(self):
+        d = self.fresh_dir("layout")
+        script = LAYOUT.format(exec_line=f"hetlaunch exec --slurm -- {self.worker_command(d)}")
+        state, code, log = self.submit(d, script)
+        expect(state == "COMPLETED", f"job {state} {code}:\n{log}")
+        expect(log.count("this step runs '4,2,1' tasks on its nodes (SLURM_STEP_TASKS_PER_NODE), but the plan starts "
+                         "one torchrun on each of the job's 3 nodes") == 7, log)
+        expect(log.count("HETLAUNCH_TASKS_PER_NODE gives 2 counts but SLURM_JOB_NODELIST names 3 hosts") == 3, log)
+        expect(not list(d.glob("worker-*")), log)
+        return log
+
+    def node_dies(self):
+        d = self.fresh_dir("node-dies")
+        loop = d / "loop.py"
+        loop.write_text(LOOP_WORKER.format(out=d))
+        script = HETJOB.format(exec_line=f"hetlaunch exec --slurm --master-port 29513 -- {loop}")
+        (d / "job.sh").write_text(script)
+        job = int(self.c.client(["sbatch", "--parsable", "--no-requeue", "--output", str(d / "job.log"),
+                                 str(d / "job.sh")], env=self.job_env(), cwd=d).stdout.strip().split(";")[0])
+        deadline = time.monotonic() + 180
+        while len(list(d.glob("ready-*"))) < 4:
+            expect(time.monotonic() < deadline, f"the workers did not start:\n{self.log(d)}")
+            time.sleep(0.2)
+        killed = self.c.kill_host("h2")
+        start = time.monotonic()
+        try:
+            state, code = self.c.wait_job(job, timeout=180)
+        except RuntimeError as e:
+            raise case_failed(f"{e}\n{self.log(d)}") from None
+        ended = time.monotonic() - start
+        expect(state != "COMPLETED", f"job {state} after h2 died")
+        self.c.restart_host("h2")
+        return f"killed {killed} processes on h2; job {job} ended {state} {code} after {ended:.1f} s\n{self.log(d)}"
+
+    def log(self, d):
+        p = d / "job.log"
+        return p.read_text(errors="replace") if p.exists() else ""
+
+
+# Components out of host-name order: component 0 is h1, component 1 is h0 and h2.
+HETJOB = """#!/bin/bash
+#SBATCH -w h1 --nodes=1 --ntasks=2 --gpus-per-node=2
+#SBATCH hetjob
+#SBATCH -w h0,h2 --nodes=2 --ntasks=2 --ntasks-per-node=1 --gpus-per-node=1
+set -eu
+hetlaunch plan --slurm
+srun --nodes=1 --ntasks=1 --gpus-per-node=2 : --nodes=2 --ntasks=2 --ntasks-per-node=1 --gpus-per-node=1 \\
+  {exec_line}
+"""
+
+HETJOB_PARTIAL = """#!/bin/bash
+#SBATCH -w h1 --nodes=1 --ntasks=2
+#SBATCH hetjob
+#SBATCH -w h0,h2 --nodes=2 --ntasks=2 --ntasks-per-node=1
+srun --het-group=1 {exec_line}
+"""
+
+HETJOB_RECORD = """#!/bin/bash
+#SBATCH -w h1 --nodes=1 --ntasks=2
+#SBATCH hetjob
+#SBATCH -w h0,h2 --nodes=2 --ntasks=2 --ntasks-per-node=1
+{dump} batch
+srun --nodes=1 --ntasks=1 : --nodes=2 --ntasks=2 --ntasks-per-node=1 {dump} step
+srun --het-group=0,1 {dump} stepall
+srun --het-group=1 {dump} step1
+"""
+
+LAYOUT = """#!/bin/bash
+#SBATCH --nodes=3
+#SBATCH --ntasks=7
+export HETLAUNCH_TASKS_PER_NODE=$SLURM_TASKS_PER_NODE
+srun {exec_line} || true
+export HETLAUNCH_TASKS_PER_NODE=4,2
+srun --ntasks-per-node=1 --ntasks=3 {exec_line} || true
+"""
+
+LOOP_WORKER = """import datetime, os, time
+import torch, torch.distributed as dist
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=30))
+open(os.path.join("{out}", "ready-" + os.environ["RANK"]), "w").close()
+while True:
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    time.sleep(0.2)
+"""
+
+
+def header(recorded):
+    """recorded_environments.hpp: the recorded variables as C++ data for the unit tests."""
+    out = ["// SPDX-License-Identifier: MIT",
+           "// Written by tests/slurm/cluster_test.py --record: the Slurm variables of a heterogeneous job's",
+           "// batch script and steps on a real Slurm (Debian 12's 22.05). Components: h1 (2 tasks), then h0",
+           "// and h2 (1 task each). Each name is WHERE.HOST.PROCID: batch (the batch script), step (a step",
+           "// `srun -N1 -n1 : -N2 -n2` over both components), stepall (`srun --het-group=0,1`, each",
+           "// component's own tasks), step1 (`srun --het-group=1`, component 1 only).",
+           "#ifndef HETLAUNCH_TESTS_SLURM_RECORDED_ENVIRONMENTS_HPP",
+           "#define HETLAUNCH_TESTS_SLURM_RECORDED_ENVIRONMENTS_HPP",
+           "",
+           "struct recorded_environment {",
+           "  const char* name;",
+           "  const char* variables;  // NAME=VALUE lines",
+           "};",
+           "",
+           "inline const recorded_environment recorded_environments[] = {"]
+    for name, env in sorted(recorded.items()):
+        body = "".join(f"{k}={v}\n" for k, v in sorted(env.items()))
+        out.append(f'    {{"{name}", R"({body})"}},')
+    out += ["};", "", "#endif", ""]
+    return "\n".join(out)
+
+
+def main():
+    args = sys.argv[1:]
+    record = None
+    if "--record" in args:
+        i = args.index("--record")
+        record = pathlib.Path(args[i + 1])
+        del args[i:i + 2]
+    binary, worker = os.path.abspath(args[0]), os.path.abspath(args[1])
+    wanted = args[2:]
+    cases = [("readme", "readme"), ("hetjob", "hetjob"), ("sbatch", "sbatch"), ("recorded", "recorded"),
+             ("partial", "partial"), ("layout", "layout"), ("node-dies", "node_dies")]
+    if wanted:
+        unknown = set(wanted) - {n for n, _ in cases}
+        if unknown:
+            sys.exit(f"unknown cases: {sorted(unknown)}")
+        cases = [c for c in cases if c[0] in wanted]
+    cluster = real_cluster.slurm_cluster()
+    # Stop cleanly on SIGTERM (ctest's timeout) as on Ctrl-C: teardown runs in `finally`.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    failures = []
+    started = time.monotonic()
+    try:
+        cluster.start()
+        print(f"cluster up in {time.monotonic() - started:.1f} s", flush=True)
+        s = suite(cluster, binary, worker)
+        if record:
+            record.write_text(header(s.recorded_environments()))
+            print(f"wrote {record}")
+            return 0
+        for name, method in cases:
+            t = time.monotonic()
+            try:
+                shown = getattr(s, method)()
+                s.no_leftovers()
+                print(f"ok   {name} ({time.monotonic() - t:.1f} s)", flush=True)
+                if os.environ.get("SLURM_TEST_SHOW"):
+                    print(shown)
+            except case_failed as e:
+                failures.append(name)
+                print(f"FAIL {name} ({time.monotonic() - t:.1f} s): {e}", flush=True)
+                try:
+                    s.no_leftovers()
+                except case_failed as left:
+                    print(f"     and {left}")
+    finally:
+        t = time.monotonic()
+        cluster.remove()
+        print(f"cluster removed in {time.monotonic() - t:.1f} s (total {time.monotonic() - started:.1f} s)")
+    if failures:
+        print(f"failed: {' '.join(failures)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+// `hetlaunch sbatch`: a batch script for a heterogeneous Slurm job, one component a node group,
+// that starts one torchrun a node through `hetlaunch exec --slurm`.
+#include "cli.hpp"
+
+#include <climits>
+#include <cstdio>
+
+namespace cli {
+namespace {
+
+using hetlaunch::detail::concat;
+using hetlaunch::detail::quoted;
+
+struct group {
+  long long nodes, gpus;
+};
+
+long long positive(const std::string& whole, std::string_view text) {
+  long long n = 0;
+  if (!hetlaunch::detail::parse_decimal(text, 1 << 30, n) || n < 1)
+    throw usage_error{concat("--group ", quoted(whole), ": ", quoted(text), " is not a positive integer")};
+  return n;
+}
+
+// One #SBATCH line a word: sbatch reads a line's options as a command line of its own, so a
+// word may not span lines.
+std::string directive(const std::string& word) {
+  if (word.find_first_of("\n\r") != std::string::npos)
+    throw usage_error{concat("an #SBATCH option cannot contain a line break: ", quoted(word))};
+  return concat("#SBATCH ", word, "\n");
+}
+
+}  // namespace
+
+int sbatch_command(options& o) {
+  if (o.groups.empty()) throw usage_error{"sbatch needs at least one --group NODES:GPUS"};
+  std::vector<group> groups;
+  long long nodes = 0, world = 0;
+  for (const std::string& g : o.groups) {
+    const std::size_t colon = g.find(':');
+    if (colon == std::string::npos) throw usage_error{concat("--group ", quoted(g), " is not NODES:GPUS")};
+    const group gr{positive(g, std::string_view(g).substr(0, colon)), positive(g, std::string_view(g).substr(colon + 1))};
+    nodes += gr.nodes;
+    world += gr.nodes * gr.gpus;
+    // torch's ranks are 32-bit; each term is below 2^60, so the sums cannot wrap before this.
+    if (world > INT_MAX)
+      return fail(concat("sbatch: the groups up to ", quoted(g), " hold more than ", INT_MAX,
+                         " workers, more than torch's ranks can count"));
+    groups.push_back(gr);
+  }
+  take_script(o);
+  std::vector<std::string> script{o.launch.script};
+  script.insert(script.end(), o.launch.script_args.begin(), o.launch.script_args.end());
+  // The nodes run `hetlaunch exec` with the launch options exactly as given here.
+  std::vector<std::string> tail{"--slurm"};
+  tail.insert(tail.end(), o.launch_args.begin(), o.launch_args.end());
+  tail.push_back("--");
+  tail.insert(tail.end(), script.begin(), script.end());
+  const std::string program = hetlaunch::shell_quote(o.hetlaunch_program);
+
+  std::string out = "#!/bin/bash\n";
+  const auto count = [](long long n, const char* one, const char* many) { return concat(n, " ", n == 1 ? one : many); };
+  out += groups.size() == 1
+             ? concat("# hetlaunch: a job of ", count(nodes, "node", "nodes"), " and ", count(world, "worker", "workers"), ":\n")
+             : concat("# hetlaunch: a heterogeneous job of ", count(nodes, "node", "nodes"), " and ",
+                      count(world, "worker", "workers"), ", one component a node group:\n");
+  long long first = 0, rank = 0;
+  for (std::size_t c = 0; c < groups.size(); ++c) {
+    const group& g = groups[c];
+    const long long last_rank = rank + g.nodes * g.gpus - 1;
+    out += concat("#   component ", c, ": ", count(g.nodes, "node", "nodes"), " of ", count(g.gpus, "GPU", "GPUs"),
+                  g.nodes > 1 ? concat(" (nodes ", first, "-", first + g.nodes - 1) : concat(" (node ", first),
+                  last_rank > rank ? concat(", ranks ", rank, "-", last_rank, ")\n") : concat(", rank ", rank, ")\n"));
+    first += g.nodes;
+    rank += g.nodes * g.gpus;
+  }
+  for (std::size_t c = 0; c < groups.size(); ++c) {
+    if (c > 0) out += "#SBATCH hetjob\n";
+    if (c == 0)
+      for (const std::string& a : o.sbatch_args) out += directive(a);
+    if (!o.partition.empty()) out += directive("--partition=" + o.partition);
+    if (!o.time.empty()) out += directive("--time=" + o.time);
+    // A task a GPU: Slurm then reports each component's layout in SLURM_TASKS_PER_NODE_HET_GROUP_<n>.
+    out += directive(concat("--nodes=", groups[c].nodes));
+    out += directive(concat("--ntasks-per-node=", groups[c].gpus));
+    out += directive(concat("--gpus-per-node=", groups[c].gpus));
+  }
+  out += "set -eu\n\n";
+  // Without hetjob components the job's layout is in SLURM_TASKS_PER_NODE, which srun replaces
+  // with its step's: keep it for the steps. (A hetjob's own variables survive in every step.)
+  if (groups.size() == 1) out += "export HETLAUNCH_TASKS_PER_NODE=\"$SLURM_TASKS_PER_NODE\"\n\n";
+  out += "# The plan in the job log before anything starts; an inconsistent job stops here.\n";
+  out += concat(program, " plan ", hetlaunch::shell_join(std::vector<std::string>(tail)), "\n\n");
+  out += "# One task a node in every component, each seeing all of its node's GPUs; each runs its\n"
+         "# node's torchrun (SLURM_NODEID counts the nodes in component order).\n";
+  out += "srun";
+  for (std::size_t c = 0; c < groups.size(); ++c) {
+    if (c > 0) out += " : \\\n    ";
+    out += concat(" --nodes=", groups[c].nodes, " --ntasks=", groups[c].nodes, " --ntasks-per-node=1 --gpus-per-node=",
+                  groups[c].gpus);
+  }
+  out += concat(" \\\n  ", program, " exec ", hetlaunch::shell_join(tail), "\n");
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+}  // namespace cli

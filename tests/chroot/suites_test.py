@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""The end-to-end torchrun tests and the Slurm host-list conformance on a newer Debian: torch 2.6
+and Slurm 24.11 in trixie, torch 2.14 and Slurm 26.05 in sid, each a chroot built with
+mmdebstrap from the machine's own Debian mirror.
+
+A chroot is built once and kept in the cache directory (HETLAUNCH_CHROOT_CACHE, default
+/var/cache/hetlaunch-test/chroots) for later runs on the same machine. The test programs built on
+this machine run unchanged inside (the chroot's glibc is newer): the source and build directories
+are bound at their own paths, with proc, /dev, /dev/shm and sysfs. Every mount is undone in
+reverse order when the suite ends, fails or is interrupted, and mounts a killed earlier run left
+under the cache directory are undone first. No process started inside a chroot outlives it.
+
+Debian's torch 2.x is built without libuv, and its static rendezvous then fails at once: the
+jobs run with USE_LIBUV=0 and tests/chroot/sitecustomize.py on PYTHONPATH (see the README).
+
+trixie gates: anything that fails there fails the test. sid changes daily: when its chroot cannot
+be built (an archive in transition), this says so loudly, with apt's reason, and goes on; every
+test that does run in sid must pass.
+
+usage: suites_test.py SOURCE_DIR TEST_BIN_DIR [SUITE...]   (suites: trixie sid)
+"""
+import os
+import pathlib
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+CACHE = pathlib.Path(os.environ.get("HETLAUNCH_CHROOT_CACHE", "/var/cache/hetlaunch-test/chroots"))
+PACKAGES = "python3-torch,slurm-client,python3,ca-certificates"
+SUITES = {"trixie": {"gates": True, "extra": ""}, "sid": {"gates": False, "extra": ",python3-accelerate"}}
+# Restarts under the static rendezvous are unreliable on torch 2.x (README); 1.13 keeps that test.
+TORCHRUN_CASES = ["mixed", "roles", "single", "wrong-nproc", "direct"]
+
+
+def mirror():
+    """The machine's Debian mirror, as apt is configured."""
+    for path in [pathlib.Path("/etc/apt/sources.list.d/debian.sources"), pathlib.Path("/etc/apt/sources.list")]:
+        if path.exists():
+            text = path.read_text()
+            m = re.search(r"^URIs:\s*(\S+)", text, re.M) or re.search(r"^deb\s+(?:\[[^\]]*\]\s+)?(\S+)", text, re.M)
+            if m:
+                return m.group(1)
+    return "http://deb.debian.org/debian"
+
+
+def mounts_under(root):
+    found = []
+    for line in pathlib.Path("/proc/self/mounts").read_text().splitlines():
+        target = line.split()[1].replace("\\040", " ")
+        if target == str(root) or target.startswith(str(root) + "/"):
+            found.append(target)
+    return found
+
+
+def processes_in(root):
+    pids = []
+    for proc in pathlib.Path("/proc").glob("[0-9]*"):
+        try:
+            if os.readlink(proc / "root") == str(root):
+                pids.append(int(proc.name))
+        except OSError:
+            pass
+    return pids
+
+
+def release(root):
+    """No process inside `root`, nothing mounted under it."""
+    for _ in range(10):
+        pids = processes_in(root)
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.2)
+    for target in sorted(mounts_under(root), key=len, reverse=True):
+        if subprocess.run(["umount", target], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", target], capture_output=True)
+
+
+def build(suite, extra):
+    """The suite's chroot, from the cache or built now; None with a message when it cannot be."""
+    root = CACHE / suite
+    if (root / ".hetlaunch-complete").exists():
+        return root, "cached"
+    CACHE.mkdir(parents=True, exist_ok=True)
+    partial = CACHE / f"{suite}.partial"
+    release(partial)
+    shutil.rmtree(partial, ignore_errors=True)
+    started = time.monotonic()
+    # sid's Release file on a mirror may have expired; the archive is still consistent.
+    cmd = ["mmdebstrap", "--variant=apt", f"--include={PACKAGES}{extra}",
+           "--aptopt=Acquire::Check-Valid-Until \"false\"", suite, str(partial), mirror()]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        release(partial)
+        shutil.rmtree(partial, ignore_errors=True)
+        reasons = [line for line in (r.stdout + r.stderr).splitlines()
+                   if re.search(r"Depends:|but it is not|unmet|Unable to|Broken|E: ", line)]
+        return None, "\n".join(reasons[-15:]) or (r.stdout + r.stderr)[-3000:]
+    (partial / ".hetlaunch-complete").write_text(f"{' '.join(cmd)}\n")
+    release(root)
+    shutil.rmtree(root, ignore_errors=True)
+    partial.rename(root)
+    return root, f"built in {time.monotonic() - started:.0f} s"
+
+
+class mounted:
+    """proc, /dev, /dev/shm, sysfs and the given directories at their own paths inside `root`."""
+
+    def __init__(self, root, binds):
+        self.root, self.binds = root, binds
+
+    def __enter__(self):
+        release(self.root)
+        try:
+            for kind, source, target in [("proc", "proc", "proc"), ("bind", "/dev", "dev"), ("bind", "/dev/shm", "dev/shm"),
+                                         ("sysfs", "sys", "sys")] + [("bind", b, b.lstrip("/")) for b in self.binds]:
+                where = self.root / target
+                where.mkdir(parents=True, exist_ok=True)
+                args = ["mount", "--bind", source, str(where)] if kind == "bind" else ["mount", "-t", kind, source, str(where)]
+                subprocess.run(args, check=True, capture_output=True)
+        except BaseException:
+            release(self.root)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        release(self.root)
+        return False
+
+    def run(self, argv, timeout=300, env=None):
+        base = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "USE_LIBUV": "0",
+                "PYTHONPATH": str(pathlib.Path(__file__).resolve().parent)}
+        base.update(env or {})
+        return subprocess.run(["chroot", str(self.root), "env", "-i", *[f"{k}={v}" for k, v in base.items()], *argv],
+                              capture_output=True, text=True, timeout=timeout)
+
+
+def versions(m):
+    torch = m.run(["python3", "-c", "import torch; print(torch.__version__)"]).stdout.strip()
+    r = m.run(["scontrol", "--version"])
+    slurm = (r.stdout + r.stderr).strip()
+    return torch, slurm
+
+
+def run_suite(suite, source, bins):
+    failures = []
+    root, how = build(suite, SUITES[suite]["extra"])
+    if root is None:
+        print(f"!!!! {suite}: the chroot could not be built; its tests did not run. apt said:\n{how}\n!!!!", flush=True)
+        return failures, False
+    with mounted(root, sorted({str(source), str(bins.parent.parent)})) as m:
+        torch, slurm = versions(m)
+        print(f"{suite}: {how}; torch {torch}, {slurm}", flush=True)
+        for case in TORCHRUN_CASES:
+            work = f"/tmp/hetlaunch-e2e-{case}"
+            m.run(["rm", "-rf", work])
+            m.run(["mkdir", "-p", work])
+            t = time.monotonic()
+            r = m.run([str(bins / "torchrun_e2e"), case, str(source / "tests/e2e/worker.py"), str(bins / "env_checker"),
+                       work, str(bins.parent / "examples" / "direct_launcher")])
+            ok = r.returncode == 0
+            print(f"{'ok  ' if ok else 'FAIL'} {suite} torchrun {case} ({time.monotonic() - t:.1f} s)", flush=True)
+            if not ok:
+                failures.append(f"{suite}/{case}")
+                print((r.stdout + r.stderr)[-4000:])
+            left = processes_in(root)
+            if left:
+                failures.append(f"{suite}/{case}: processes left {left}")
+        conf = "/tmp/hetlaunch-conformance"
+        m.run(["mkdir", "-p", conf])
+        r = m.run([str(bins / "slurm_conformance"), str(source / "tests/slurm/malformed.txt"), conf])
+        ok = r.returncode == 0
+        print(f"{'ok  ' if ok else 'FAIL'} {suite} slurm conformance: {r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ''}",
+              flush=True)
+        if not ok:
+            failures.append(f"{suite}/slurm")
+            print("\n".join(line for line in (r.stdout + r.stderr).splitlines() if not line.startswith("ok"))[-4000:])
+    return failures, True
+
+
+def main():
+    source, bins = pathlib.Path(sys.argv[1]).resolve(), pathlib.Path(sys.argv[2]).resolve()
+    suites = sys.argv[3:] or list(SUITES)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    failed = []
+    for suite in suites:
+        failures, ran = run_suite(suite, source, bins)
+        failed += failures
+        if not ran and SUITES[suite]["gates"]:
+            failed.append(f"{suite}: not built")
+    print(f"chroot suites: {len(failed)} failures {failed if failed else ''}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -177,6 +177,11 @@ struct diagnostic {
       case errc::too_many_pods:
         return concat(text, " would have ", value, " pods, more than ", limit,
                       text == "the job" ? "" : " (the completions Kubernetes allows an Indexed Job)");
+      case errc::virtual_local_rank:
+        return concat("the extra torchrun argument ", detail::quoted(text),
+                      " (torch 2.14) gives every worker LOCAL_RANK=0 and only its own device in "
+                      "CUDA_VISIBLE_DEVICES, which the plan, its environments and the workers' checks do not "
+                      "describe; leave it out: each worker's LOCAL_RANK picks its device");
     }
     return "unknown problem";
   }

@@ -56,6 +56,7 @@ enum class errc : int {
   empty_image = 39,              // no container image
   bad_group = 40,                // a group without nodes or GPUs
   too_many_pods = 41,            // a group past an Indexed Job's 100,000 completions, or all past 2^20 pods
+  virtual_local_rank = 42,       // torchrun's --virtual-local-rank, whose workers the plan does not describe
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -103,6 +104,7 @@ constexpr std::string_view to_string(errc code) noexcept {
     case errc::empty_image: return "empty_image";
     case errc::bad_group: return "bad_group";
     case errc::too_many_pods: return "too_many_pods";
+    case errc::virtual_local_rank: return "virtual_local_rank";
   }
   return "unknown";
 }

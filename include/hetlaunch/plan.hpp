@@ -102,6 +102,15 @@ class launch_plan {
   [[nodiscard]] environment worker_env(std::size_t node, int local_rank, int restart_count = 0) const {
     return try_worker_env(node, local_rank, restart_count).value();
   }
+  /// The environment torchrun gives the worker when torchrun runs with `agent` (see
+  /// hetlaunch::worker_env_from_agent); the same errors as try_worker_env.
+  [[nodiscard]] result<environment, diagnostic> try_worker_env_from_agent(std::size_t node, int local_rank,
+                                                                          const environment& agent,
+                                                                          int restart_count = 0) const {
+    if (auto e = worker_error(node, local_rank); !e) return e.error();
+    return detail::build_worker_env(topology_, node, local_rank, options_, restart_count, detail::spawn_mode::torchrun,
+                                    &agent);
+  }
   /// The environment for starting the worker without torchrun (see hetlaunch::direct_worker_env).
   [[nodiscard]] result<environment, diagnostic> try_direct_worker_env(std::size_t node, int local_rank) const {
     if (auto e = worker_error(node, local_rank); !e) return e.error();

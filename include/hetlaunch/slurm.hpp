@@ -735,11 +735,16 @@ template <class Getenv>
   std::string one_task_a_node = detail::concat("srun --ntasks-per-node=1 --ntasks=", hosts.size());
   if (!job.component_first.empty()) {
     one_task_a_node = "srun";
-    for (std::size_t n = 0; n < job.component_first.size(); ++n) {
+    // Every component's own sizes, up to a message's worth.
+    constexpr std::size_t shown = 8;
+    for (std::size_t n = 0; n < job.component_first.size() && n < shown; ++n) {
       const std::size_t end = n + 1 < job.component_first.size() ? job.component_first[n + 1] : hosts.size();
       const std::size_t size = end - job.component_first[n];
       one_task_a_node += detail::concat(n > 0 ? " :" : "", " --nodes=", size, " --ntasks=", size);
     }
+    if (job.component_first.size() > shown)
+      one_task_a_node += detail::concat(" : ... (", job.component_first.size() - shown,
+                                        " more components, each `--nodes=N --ntasks=N`)");
   }
   const std::string plan_side = detail::concat("the plan starts one torchrun on each of the job's ", hosts.size(), " nodes");
   if (step_nodes && *step_nodes != hosts.size()) {

@@ -143,6 +143,7 @@ enum class errc : int {
   empty_image = 39,              // no container image
   bad_group = 40,                // a group without nodes or GPUs
   too_many_pods = 41,            // a group past an Indexed Job's 100,000 completions, or all past 2^20 pods
+  virtual_local_rank = 42,       // torchrun's --virtual-local-rank, whose workers the plan does not describe
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -190,6 +191,7 @@ constexpr std::string_view to_string(errc code) noexcept {
     case errc::empty_image: return "empty_image";
     case errc::bad_group: return "bad_group";
     case errc::too_many_pods: return "too_many_pods";
+    case errc::virtual_local_rank: return "virtual_local_rank";
   }
   return "unknown";
 }
@@ -1093,6 +1095,11 @@ struct diagnostic {
       case errc::too_many_pods:
         return concat(text, " would have ", value, " pods, more than ", limit,
                       text == "the job" ? "" : " (the completions Kubernetes allows an Indexed Job)");
+      case errc::virtual_local_rank:
+        return concat("the extra torchrun argument ", detail::quoted(text),
+                      " (torch 2.14) gives every worker LOCAL_RANK=0 and only its own device in "
+                      "CUDA_VISIBLE_DEVICES, which the plan, its environments and the workers' checks do not "
+                      "describe; leave it out: each worker's LOCAL_RANK picks its device");
     }
     return "unknown problem";
   }
@@ -2078,6 +2085,7 @@ inline bool safe_for_shell(std::string_view arg) noexcept {
 #ifndef HETLAUNCH_TORCHRUN_HPP
 #define HETLAUNCH_TORCHRUN_HPP
 
+#include <optional>
 
 
 namespace hetlaunch {
@@ -2092,13 +2100,17 @@ enum class rendezvous { static_tcp, c10d };
 enum class flag_style { underscore, dash };
 
 /// The torch the nodes run. It decides the NCCL async-error variable's name
-/// (NCCL_ASYNC_ERROR_HANDLING before 2.2, TORCH_NCCL_ASYNC_ERROR_HANDLING from 2.2) and whether
-/// dash spellings exist (2.0).
+/// (NCCL_ASYNC_ERROR_HANDLING before 2.2, TORCH_NCCL_ASYNC_ERROR_HANDLING from 2.2), whether
+/// dash spellings exist (2.0) and whether torchrun sets TORCHELASTIC_SIGNALS_TO_HANDLE (2.9). The
+/// default is the newest torch whose rules hetlaunch knows; a newer one gets the same rules.
 struct torch_version {
   int major = 2;
-  int minor = 5;
+  int minor = 14;
   [[nodiscard]] constexpr int code() const noexcept { return major * 100 + minor; }
 };
+
+/// The newest torch whose rules hetlaunch knows (and the default of launch_options::torch).
+inline constexpr torch_version newest_known_torch{2, 14};
 
 /// What torchrun needs besides the topology.
 struct launch_options {
@@ -2174,6 +2186,47 @@ inline bool overrides_computed_flag(std::string_view arg) noexcept {
   return false;
 }
 
+// The value of one of torchrun's own options among the extra arguments: "--name=v" or "--name v",
+// in either spelling; the last one wins, as for argparse. Abbreviations are not recognised.
+inline std::optional<std::string> torchrun_arg_value(const launch_options& o, std::string_view name) {
+  std::optional<std::string> value;
+  const auto is = [name](std::string_view arg) {
+    if (arg.size() != name.size() + 2 || arg[0] != '-' || arg[1] != '-') return false;
+    for (std::size_t k = 0; k < name.size(); ++k)
+      if ((arg[k + 2] == '-' ? '_' : arg[k + 2]) != name[k]) return false;
+    return true;
+  };
+  for (std::size_t i = 0; i < o.torchrun_args.size(); ++i) {
+    const std::string_view arg = o.torchrun_args[i];
+    const std::size_t eq = arg.find('=');
+    if (eq != std::string_view::npos && is(arg.substr(0, eq))) value = std::string(arg.substr(eq + 1));
+    else if (eq == std::string_view::npos && is(arg) && i + 1 < o.torchrun_args.size()) value = o.torchrun_args[++i];
+  }
+  return value;
+}
+
+// torch 2.14's --virtual-local-rank (or an abbreviation argparse would accept).
+inline bool is_virtual_local_rank(std::string_view arg) noexcept {
+  if (arg.size() < 5 || arg[0] != '-' || arg[1] != '-') return false;
+  const std::string_view full = "virtual_local_rank";
+  const std::string_view name = arg.substr(2, arg.find('=') == std::string_view::npos ? std::string_view::npos : arg.find('=') - 2);
+  if (name.size() < 3 || name.size() > full.size()) return false;
+  for (std::size_t k = 0; k < name.size(); ++k)
+    if ((name[k] == '-' ? '_' : name[k]) != full[k]) return false;
+  return true;
+}
+
+// Extra torchrun arguments that change the workers' environment in a way the plan does not
+// describe: every output that the workers' variables depend on refuses them.
+inline void unpredictable_torchrun_args(const launch_options& o, std::vector<diagnostic>& out) {
+  for (const std::string& arg : o.torchrun_args)
+    if (is_virtual_local_rank(arg)) {
+      diagnostic d = launch_problem(errc::virtual_local_rank);
+      d.text = arg;
+      out.push_back(d);
+    }
+}
+
 // Problems of the options that every output depends on: the rendezvous address and port, the
 // run id with c10d, the restart limit. The topology gives the master address when none is set.
 template <class Topology>
@@ -2221,6 +2274,7 @@ inline void command_problems(const launch_options& o, bool torchrun, std::vector
         d.text = arg;
         out.push_back(d);
       }
+  if (torchrun) unpredictable_torchrun_args(o, out);
   if (!o.script.empty() && o.script[0] == '-') {
     diagnostic d = launch_problem(errc::script_looks_like_option);
     d.text = o.script;
@@ -2254,6 +2308,7 @@ std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node, con
   environment_problems(c, o, out);
   if (what == output::environment) {
     if (o.backend == rendezvous::c10d) out.push_back(launch_problem(errc::ranks_decided_at_rendezvous));
+    unpredictable_torchrun_args(o, out);
     return out;
   }
   command_problems(o, what == output::torchrun_argv, out);
@@ -2320,9 +2375,22 @@ inline const std::vector<int>* node_devices(const cluster& c, std::size_t node) 
 template <std::size_t N>
 const std::vector<int>* node_devices(const fixed_cluster<N>&, std::size_t) { return nullptr; }
 
+// The value of `name` in the agent's environment (the later of two equal names wins), if given.
+inline const std::string* agent_value(const environment* agent, std::string_view name) {
+  const std::string* found = nullptr;
+  if (agent)
+    for (const auto& v : *agent)
+      if (v.first == name) found = &v.second;
+  return found;
+}
+
+inline constexpr std::string_view default_signals_to_handle = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
+
+// `agent`: torchrun's own environment, or nullptr for one that sets none of the variables torchrun
+// passes on (TORCH_NCCL_ASYNC_ERROR_HANDLING, OMP_NUM_THREADS, PET_SIGNALS_TO_HANDLE).
 template <class Topology>
 environment build_worker_env(const Topology& c, std::size_t node, int local_rank, const launch_options& o,
-                             int restart_count, spawn_mode mode) {
+                             int restart_count, spawn_mode mode, const environment* agent = nullptr) {
   const node_spec spec = c.node(node);
   environment env;
   const auto set = [&env](const char* name, std::string value) { env.emplace_back(name, std::move(value)); };
@@ -2346,22 +2414,37 @@ environment build_worker_env(const Topology& c, std::size_t node, int local_rank
     // No agent hosts a store: worker RANK 0 must host it. "True" would make every rank a client.
     set("TORCHELASTIC_USE_AGENT_STORE", "False");
   }
-  set(o.torch.code() >= 202 ? "TORCH_NCCL_ASYNC_ERROR_HANDLING" : "NCCL_ASYNC_ERROR_HANDLING", "1");
-  if (spec.nproc > 1) set("OMP_NUM_THREADS", "1");
+  // The agent passes its own value on, with "1" as the default.
+  const char* nccl = o.torch.code() >= 202 ? "TORCH_NCCL_ASYNC_ERROR_HANDLING" : "NCCL_ASYNC_ERROR_HANDLING";
+  const std::string* agent_nccl = agent_value(agent, nccl);
+  set(nccl, agent_nccl ? *agent_nccl : std::string("1"));
+  // torchrun sets OMP_NUM_THREADS=1 in its own environment for more than one worker, unless it is
+  // set already; workers get the agent's value.
+  if (const std::string* omp = agent_value(agent, "OMP_NUM_THREADS")) set("OMP_NUM_THREADS", *omp);
+  else if (spec.nproc > 1) set("OMP_NUM_THREADS", "1");
+  // torch 2.9 (pytorch/pytorch#160690): the launcher sets --signals-to-handle in its own
+  // environment (default from PET_SIGNALS_TO_HANDLE), and every worker inherits it.
+  if (mode == spawn_mode::torchrun && o.torch.code() >= 209) {
+    std::optional<std::string> signals = torchrun_arg_value(o, "signals_to_handle");
+    if (!signals)
+      if (const std::string* pet = agent_value(agent, "PET_SIGNALS_TO_HANDLE")) signals = *pet;
+    set("TORCHELASTIC_SIGNALS_TO_HANDLE", signals ? *signals : std::string(default_signals_to_handle));
+  }
   if (const std::vector<int>* ids = node_devices(c, node)) set("CUDA_VISIBLE_DEVICES", join_ids(*ids));
   return env;
 }
 
 template <class Topology>
 result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, int local_rank,
-                                           const launch_options& o, int restart_count, spawn_mode mode) {
+                                           const launch_options& o, int restart_count, spawn_mode mode,
+                                           const environment* agent = nullptr) {
   std::vector<diagnostic> problems = launch_problems(c, node, o, output::environment);
   if (problems.empty()) {
     const auto rank = c.try_global_rank(node, local_rank);  // local_rank_out_of_range, if it is
     if (!rank) problems.push_back(rank.error());
   }
   if (!problems.empty()) return problems.front();
-  return build_worker_env(c, node, local_rank, o, restart_count, mode);
+  return build_worker_env(c, node, local_rank, o, restart_count, mode, agent);
 }
 
 }  // namespace detail
@@ -2415,10 +2498,14 @@ template <std::size_t N>
 /// TORCHELASTIC_RESTART_COUNT TORCHELASTIC_MAX_RESTARTS TORCHELASTIC_RUN_ID
 /// TORCHELASTIC_USE_AGENT_STORE=True, NCCL_ASYNC_ERROR_HANDLING=1 (torch < 2.2) or
 /// TORCH_NCCL_ASYNC_ERROR_HANDLING=1, OMP_NUM_THREADS=1 when the node runs more than one
-/// worker, and CUDA_VISIBLE_DEVICES when the node carries a device list (cluster::devices): every
-/// worker of the node sees all of the node's devices, as under torchrun, which passes its own
-/// CUDA_VISIBLE_DEVICES on to each worker (so set agent_env's value in torchrun's environment). torchrun also passes on its own environment; the last two assume it does not already
-/// set them. `restart_count` is TORCHELASTIC_RESTART_COUNT: 0 at the first start, then the
+/// worker, TORCHELASTIC_SIGNALS_TO_HANDLE=SIGTERM,SIGINT,SIGHUP,SIGQUIT (torch 2.9 and later; an
+/// extra `--signals-to-handle` argument's value when given), and CUDA_VISIBLE_DEVICES when the
+/// node carries a device list (cluster::devices): every worker of the node sees all of the node's
+/// devices, as under torchrun, which passes its own CUDA_VISIBLE_DEVICES on to each worker (so set
+/// agent_env's value in torchrun's environment). torchrun also passes on its own environment; this
+/// assumes that environment sets none of the variables torchrun passes on
+/// (worker_env_from_agent takes it into account). TORCHELASTIC_ERROR_FILE, whose value torchrun
+/// decides when it starts the worker, is described by worker_runtime_variables. `restart_count` is TORCHELASTIC_RESTART_COUNT: 0 at the first start, then the
 /// number of failure restarts so far (membership changes do not count).
 /// With the c10d rendezvous the error is ranks_decided_at_rendezvous.
 [[nodiscard]] inline result<environment, diagnostic> try_worker_env(const cluster& c, std::size_t node, int local_rank,
@@ -2434,6 +2521,49 @@ template <std::size_t N>
 [[nodiscard]] environment worker_env(const fixed_cluster<N>& c, std::size_t node, int local_rank,
                                      const launch_options& options, int restart_count = 0) {
   return detail::worker_env(c, node, local_rank, options, restart_count, detail::spawn_mode::torchrun).value();
+}
+
+/// The environment torchrun gives the worker when torchrun itself runs with `agent` (its whole
+/// environment, or the part of it that matters): worker_env's variables, except that a
+/// TORCH_NCCL_ASYNC_ERROR_HANDLING (NCCL_ASYNC_ERROR_HANDLING before torch 2.2) or OMP_NUM_THREADS
+/// set in `agent` is passed on as it is, and PET_SIGNALS_TO_HANDLE there is the default of
+/// TORCHELASTIC_SIGNALS_TO_HANDLE (torch 2.9 and later). Every other variable of `agent` reaches the
+/// worker unchanged and is not listed. The same errors as try_worker_env.
+[[nodiscard]] inline result<environment, diagnostic> try_worker_env_from_agent(const cluster& c, std::size_t node,
+                                                                               int local_rank,
+                                                                               const launch_options& options,
+                                                                               const environment& agent,
+                                                                               int restart_count = 0) {
+  return detail::worker_env(c, node, local_rank, options, restart_count, detail::spawn_mode::torchrun, &agent);
+}
+/// try_worker_env_from_agent(...).value().
+[[nodiscard]] inline environment worker_env_from_agent(const cluster& c, std::size_t node, int local_rank,
+                                                       const launch_options& options, const environment& agent,
+                                                       int restart_count = 0) {
+  return try_worker_env_from_agent(c, node, local_rank, options, agent, restart_count).value();
+}
+
+/// A variable torchrun gives a worker whose value it decides only when it starts the worker.
+struct runtime_variable {
+  std::string name;
+  /// The value's shape, as a shell pattern (fnmatch): `*` stands for what cannot be known ahead.
+  std::string pattern;
+  std::string meaning;
+};
+
+/// The variables torchrun sets in worker `local_rank`'s environment besides worker_env's, whose
+/// values are decided when the worker starts: TORCHELASTIC_ERROR_FILE, where the worker's error
+/// handler writes its error, under the agent's log directory (a fresh temporary directory unless
+/// --log-dir is given): `*/attempt_<restart_count>/<local_rank>/error.json`, or empty with
+/// `--log-dir /dev/null` (torch 2.x).
+[[nodiscard]] inline std::vector<runtime_variable> worker_runtime_variables(int local_rank, const launch_options& options,
+                                                                           int restart_count = 0) {
+  const std::optional<std::string> log_dir = detail::torchrun_arg_value(options, "log_dir");
+  std::string pattern = log_dir && *log_dir == "/dev/null" && options.torch.code() >= 200
+                            ? std::string()
+                            : detail::concat("*/attempt_", restart_count, "/", local_rank, "/error.json");
+  return {{"TORCHELASTIC_ERROR_FILE", std::move(pattern),
+           "the file the worker's error handler (torch.distributed.elastic.multiprocessing.errors.record) writes"}};
 }
 
 /// What torchrun's own environment on `node` needs beyond the usual: CUDA_VISIBLE_DEVICES when the
@@ -2840,6 +2970,15 @@ class launch_plan {
   /// try_worker_env(...).value().
   [[nodiscard]] environment worker_env(std::size_t node, int local_rank, int restart_count = 0) const {
     return try_worker_env(node, local_rank, restart_count).value();
+  }
+  /// The environment torchrun gives the worker when torchrun runs with `agent` (see
+  /// hetlaunch::worker_env_from_agent); the same errors as try_worker_env.
+  [[nodiscard]] result<environment, diagnostic> try_worker_env_from_agent(std::size_t node, int local_rank,
+                                                                          const environment& agent,
+                                                                          int restart_count = 0) const {
+    if (auto e = worker_error(node, local_rank); !e) return e.error();
+    return detail::build_worker_env(topology_, node, local_rank, options_, restart_count, detail::spawn_mode::torchrun,
+                                    &agent);
   }
   /// The environment for starting the worker without torchrun (see hetlaunch::direct_worker_env).
   [[nodiscard]] result<environment, diagnostic> try_direct_worker_env(std::size_t node, int local_rank) const {
@@ -3987,7 +4126,6 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
 #ifndef HETLAUNCH_SLURM_HPP
 #define HETLAUNCH_SLURM_HPP
 
-#include <optional>
 
 
 namespace hetlaunch {
@@ -4709,11 +4847,16 @@ template <class Getenv>
   std::string one_task_a_node = detail::concat("srun --ntasks-per-node=1 --ntasks=", hosts.size());
   if (!job.component_first.empty()) {
     one_task_a_node = "srun";
-    for (std::size_t n = 0; n < job.component_first.size(); ++n) {
+    // Every component's own sizes, up to a message's worth.
+    constexpr std::size_t shown = 8;
+    for (std::size_t n = 0; n < job.component_first.size() && n < shown; ++n) {
       const std::size_t end = n + 1 < job.component_first.size() ? job.component_first[n + 1] : hosts.size();
       const std::size_t size = end - job.component_first[n];
       one_task_a_node += detail::concat(n > 0 ? " :" : "", " --nodes=", size, " --ntasks=", size);
     }
+    if (job.component_first.size() > shown)
+      one_task_a_node += detail::concat(" : ... (", job.component_first.size() - shown,
+                                        " more components, each `--nodes=N --ntasks=N`)");
   }
   const std::string plan_side = detail::concat("the plan starts one torchrun on each of the job's ", hosts.size(), " nodes");
   if (step_nodes && *step_nodes != hosts.size()) {

@@ -32,7 +32,7 @@ CACHE = pathlib.Path(os.environ.get("HETLAUNCH_CHROOT_CACHE", "/var/cache/hetlau
 PACKAGES = "python3-torch,slurm-client,python3,ca-certificates"
 SUITES = {"trixie": {"gates": True, "extra": ""}, "sid": {"gates": False, "extra": ",python3-accelerate"}}
 # Restarts under the static rendezvous are unreliable on torch 2.x (README); 1.13 keeps that test.
-TORCHRUN_CASES = ["mixed", "roles", "single", "wrong-nproc", "direct"]
+TORCHRUN_CASES = ["mixed", "roles", "single", "wrong-nproc", "passthrough", "virtual", "direct"]
 
 
 def mirror():
@@ -134,19 +134,68 @@ class mounted:
         release(self.root)
         return False
 
-    def run(self, argv, timeout=300, env=None):
+    def argv(self, argv, env=None):
         base = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "USE_LIBUV": "0",
                 "PYTHONPATH": str(pathlib.Path(__file__).resolve().parent)}
         base.update(env or {})
-        return subprocess.run(["chroot", str(self.root), "env", "-i", *[f"{k}={v}" for k, v in base.items()], *argv],
-                              capture_output=True, text=True, timeout=timeout)
+        return ["chroot", str(self.root), "env", "-i", *[f"{k}={v}" for k, v in base.items()], *argv]
+
+    def run(self, argv, timeout=300, env=None):
+        return subprocess.run(self.argv(argv, env), capture_output=True, text=True, timeout=timeout)
 
 
 def versions(m):
     torch = m.run(["python3", "-c", "import torch; print(torch.__version__)"]).stdout.strip()
-    r = m.run(["scontrol", "--version"])
-    slurm = (r.stdout + r.stderr).strip()
+    slurm = m.run(["dpkg-query", "-W", "-f", "${Version}", "slurm-client"]).stdout.strip()
     return torch, slurm
+
+
+def accelerate_case(m, source, bins):
+    """Machines of 3 and 1 workers, each started with the `accelerate launch` command `hetlaunch
+    accelerate` prints for it, form one job of 4: every worker's variables as the plan says."""
+    hetlaunch = bins.parent / "tools" / "hetlaunch"
+    hosts = "127.0.0.1:3,127.0.0.2:1"
+    work = "/tmp/hetlaunch-accelerate"
+    m.run(["rm", "-rf", work])
+    m.run(["mkdir", "-p", work])
+    port = "29547"
+    worker = [str(source / "tests/e2e/worker.py"), work, str(hetlaunch), "check-env", "--hosts", hosts]
+    machines = []
+    for node in range(2):
+        cmd = subprocess.run([hetlaunch, "accelerate", "--node", str(node), "--hosts", hosts, "--master-port", port,
+                              "--", *worker], capture_output=True, text=True, check=True).stdout
+        argv = __import__("shlex").split(cmd)
+        machines.append(subprocess.Popen(m.argv(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                         start_new_session=True))
+    failures, logs = [], []
+    for p in machines:
+        try:
+            out, _ = p.communicate(timeout=240)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, _ = p.communicate()
+            failures.append("an accelerate launch did not end")
+        logs.append(out)
+        if p.returncode != 0:
+            failures.append(f"accelerate launch exited {p.returncode}")
+    world = 4
+    for rank in range(world):
+        node, local = (0, rank) if rank < 3 else (1, 0)
+        record = m.root / work.lstrip("/") / f"worker-{rank}.env"
+        if not record.exists():
+            failures.append(f"rank {rank} left no record")
+            continue
+        got = dict(line.split("=", 1) for line in record.read_text().splitlines())
+        want = {"RANK": str(rank), "LOCAL_RANK": str(local), "GROUP_RANK": str(node), "WORLD_SIZE": str(world),
+                "LOCAL_WORLD_SIZE": "3" if node == 0 else "1", "GROUP_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": port, "SUM": str(world * (world + 1) // 2)}
+        failures += [f"rank {rank}: {k}={got.get(k)!r}, the plan says {v!r}" for k, v in want.items() if got.get(k) != v]
+    checks = "".join(p.read_text() for p in (m.root / work.lstrip("/")).glob("check-*.txt"))
+    if checks.strip():
+        failures.append("check-env: " + checks)
+    if failures:
+        print("\n".join(failures) + "\n" + "".join(logs)[-4000:])
+    return failures
 
 
 def run_suite(suite, source, bins):
@@ -157,7 +206,7 @@ def run_suite(suite, source, bins):
         return failures, False
     with mounted(root, sorted({str(source), str(bins.parent.parent)})) as m:
         torch, slurm = versions(m)
-        print(f"{suite}: {how}; torch {torch}, {slurm}", flush=True)
+        print(f"{suite}: {how}; torch {torch}, Slurm {slurm}", flush=True)
         for case in TORCHRUN_CASES:
             work = f"/tmp/hetlaunch-e2e-{case}"
             m.run(["rm", "-rf", work])
@@ -173,6 +222,13 @@ def run_suite(suite, source, bins):
             left = processes_in(root)
             if left:
                 failures.append(f"{suite}/{case}: processes left {left}")
+        if (root / "usr/bin/accelerate").exists():
+            t = time.monotonic()
+            version = m.run(["python3", "-c", "import accelerate; print(accelerate.__version__)"]).stdout.strip()
+            problems = accelerate_case(m, source, bins)
+            print(f"{'ok  ' if not problems else 'FAIL'} {suite} accelerate {version}: machines of 3 and 1 workers "
+                  f"({time.monotonic() - t:.1f} s)", flush=True)
+            failures += [f"{suite}/accelerate: {p}" for p in problems]
         conf = "/tmp/hetlaunch-conformance"
         m.run(["mkdir", "-p", conf])
         r = m.run([str(bins / "slurm_conformance"), str(source / "tests/slurm/malformed.txt"), conf])

@@ -42,6 +42,9 @@ CASES = {
     "env_sh": (["env", "--node", "2", "--local-rank", "1", "--hostfile", "@DATA@/mixed.hostfile", "--torch", "1.13"], 0),
     "env_json": (["env", "--node", "1", "--local-rank", "0", "--hosts", "a:2,b:1", "--format", "json"], 0),
     "env_direct": (["env", "--node", "0", "--local-rank", "1", "--hosts", "a:2,b:1", "--direct"], 0),
+    "env_virtual_local_rank": (["env", "--node", "0", "--local-rank", "1", "--hosts", "a:2,b:1", "--torchrun-arg",
+                                "--virtual-local-rank"], 1),
+    "env_agent_direct": (["env", "--node", "0", "--local-rank", "1", "--direct", "--agent-env"], 2),
     "env_c10d": (["env", "--node", "0", "--local-rank", "0", "--hosts", "a:2,b:1", "--rdzv", "c10d",
                   "--rdzv-id", "x"], 1),
     "env_bad_format": (["env", "--node", "0", "--local-rank", "0", "--format", "yaml"], 2),
@@ -139,6 +142,12 @@ def slurm_case(binary):
     out, err, code = run(binary, ["exec", "--slurm", "--program", "/bin/echo", "t.py"], env)
     step = code == 1 and out == "" and "this step runs '4,2,1' tasks on its nodes (SLURM_STEP_TASKS_PER_NODE)" in err
     print(("ok   " if step else f"FAIL slurm: {code} {out!r} {err!r}\nFAIL ") + "slurm_step_refused")
+    # --agent-env: what torchrun passes on from the environment it is started with.
+    env = dict(os.environ, OMP_NUM_THREADS="4", TORCH_NCCL_ASYNC_ERROR_HANDLING="3")
+    out, err, code = run(binary, ["env", "--node", "2", "--local-rank", "0", "--agent-env"], env)
+    agent = code == 0 and "export OMP_NUM_THREADS=4\n" in out and "export TORCH_NCCL_ASYNC_ERROR_HANDLING=3\n" in out
+    print(("ok   " if agent else f"FAIL agent env: {code} {out!r} {err!r}\nFAIL ") + "env_agent_env")
+    step = step and agent
     # The README shows `hetlaunch sbatch`'s output exactly as it is.
     readme = (HERE.parents[1] / "README.md").read_text()
     shown = run(binary, CASES["sbatch_readme"][0], os.environ)[0]

@@ -5,8 +5,12 @@
 // right.
 //
 // usage: torchrun_e2e CASE WORKER_PY ENV_CHECKER WORK_DIR
-//   CASE: mixed | roles | single | restart | wrong-nproc | direct DIRECT_LAUNCHER
+//   CASE: mixed | roles | single | restart | wrong-nproc | passthrough | virtual | direct DIRECT_LAUNCHER
+// Beyond the variables worker_env lists, every variable a worker has that its agent's environment
+// does not is compared with worker_env_from_agent and worker_runtime_variables.
 #include <hetlaunch/torchrun.hpp>
+
+#include <fnmatch.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -100,6 +104,61 @@ void compare_workers(const hetlaunch::cluster& c, const std::string& dir,
     }
 }
 
+// The environment given to torchrun, as name -> value.
+std::map<std::string, std::string> as_map(const char* const* envp) {
+  std::map<std::string, std::string> out;
+  for (; *envp; ++envp) {
+    const std::string entry(*envp);
+    const auto eq = entry.find('=');
+    if (eq != std::string::npos) out[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return out;
+}
+
+// Every variable a worker has that its agent's environment does not (or has with another value)
+// must be predicted: by worker_env_from_agent, with its value, or by worker_runtime_variables,
+// with its value's pattern. And every predicted variable must be there.
+void compare_whole_environments(const hetlaunch::cluster& c, const std::string& dir, const hetlaunch::launch_options& o,
+                                const std::map<std::string, std::string>& agent, int restart) {
+  hetlaunch::environment agent_env(agent.begin(), agent.end());
+  for (std::size_t node = 0; node < c.node_count(); ++node)
+    for (int l = 0; l < c.nproc(node); ++l) {
+      const int rank = c.global_rank(node, l);
+      const std::string where = hetlaunch::detail::concat("node ", node, " local rank ", l, ": ");
+      std::map<std::string, std::string> got;
+      for (const std::string& entry : e2e::split(e2e::read_file(hetlaunch::detail::concat(dir, "/worker-", rank, ".environ")), '\0')) {
+        const auto eq = entry.find('=');
+        if (eq != std::string::npos) got[entry.substr(0, eq)] = entry.substr(eq + 1);
+      }
+      if (got.empty()) {
+        fail(where + "left no environment");
+        continue;
+      }
+      std::map<std::string, std::string> predicted;
+      for (const auto& v : hetlaunch::worker_env_from_agent(c, node, l, o, agent_env, restart)) predicted[v.first] = v.second;
+      std::map<std::string, std::string> patterns;
+      for (const auto& v : hetlaunch::worker_runtime_variables(l, o, restart)) patterns[v.name] = v.pattern;
+      for (const auto& [name, value] : predicted) {
+        const auto it = got.find(name);
+        if (it == got.end()) fail(hetlaunch::detail::concat(where, name, " is missing, predicted '", value, "'"));
+        else if (it->second != value)
+          fail(hetlaunch::detail::concat(where, name, " is '", it->second, "', predicted '", value, "'"));
+      }
+      for (const auto& [name, pattern] : patterns) {
+        const auto it = got.find(name);
+        if (it == got.end()) fail(hetlaunch::detail::concat(where, name, " is missing, predicted a value like '", pattern, "'"));
+        else if (fnmatch(pattern.c_str(), it->second.c_str(), 0) != 0)
+          fail(hetlaunch::detail::concat(where, name, " is '", it->second, "', not like '", pattern, "'"));
+      }
+      for (const auto& [name, value] : got) {
+        const auto in_agent = agent.find(name);
+        const bool added = in_agent == agent.end() || in_agent->second != value;
+        if (added && predicted.count(name) == 0 && patterns.count(name) == 0)
+          fail(hetlaunch::detail::concat(where, "torchrun added ", name, "='", value, "', which is not predicted"));
+      }
+    }
+}
+
 struct job {
   std::vector<e2e::process> agents;
   bool finished = false;
@@ -107,15 +166,23 @@ struct job {
 
 // One torchrun agent per node, each with the argv hetlaunch builds for it.
 job run_torchrun(const hetlaunch::cluster& c, const hetlaunch::launch_options& o, const std::string& dir,
-                 int wrong_node = -1, int wrong_nproc = 0) {
+                 int wrong_node = -1, int wrong_nproc = 0, const hetlaunch::environment& agent_extra = {},
+                 const std::string& extra_torchrun_arg = "") {
   std::vector<const char*> base = clean_base();
-  const hetlaunch::spawn_environment env({}, base.data());
+  const hetlaunch::spawn_environment env(agent_extra, base.data());
   job j;
   for (std::size_t node = 0; node < c.node_count(); ++node) {
     std::vector<std::string> argv = hetlaunch::torchrun_argv(c, node, o);
     if (static_cast<int>(node) == wrong_node)  // simulate a node started with the wrong count
       for (std::string& a : argv)
         if (a.rfind("--nproc_per_node=", 0) == 0) a = hetlaunch::detail::concat("--nproc_per_node=", wrong_nproc);
+    // An option hetlaunch refuses to plan with, put in by hand to show what torchrun does with it.
+    if (!extra_torchrun_arg.empty())
+      for (std::size_t i = 0; i < argv.size(); ++i)
+        if (argv[i] == o.script) {
+          argv.insert(argv.begin() + static_cast<std::ptrdiff_t>(i), extra_torchrun_arg);
+          break;
+        }
     std::printf("  node %zu: %s\n", node, hetlaunch::shell_join(argv).c_str());
     j.agents.push_back(e2e::start(argv, env.envp(), hetlaunch::detail::concat(dir, "/agent-", node, ".log")));
   }
@@ -153,6 +220,8 @@ int main(int argc, char** argv) {
       {"restart", {{"127.0.0.1", 2}, {"127.0.0.2", 1}}},
       {"wrong-nproc", {{"127.0.0.1", 2}, {"127.0.0.2", 1}}},
       {"direct", {{"127.0.0.1", 3}, {"127.0.0.2", 1}, {"127.0.0.3", 2}}},
+      {"passthrough", {{"127.0.0.1", 2}, {"127.0.0.2", 1}}},
+      {"virtual", {{"127.0.0.1", 3}, {"127.0.0.2", 1}}},
   };
   if (cases.count(which) == 0) {
     std::fprintf(stderr, "unknown case %s\n", which.c_str());
@@ -194,6 +263,57 @@ int main(int argc, char** argv) {
     compare_workers(c, dir, [&](std::size_t node, int l) {
       return hetlaunch::direct_worker_env(c, node, l, launcher_options);
     });
+  } else if (which == "virtual") {
+    // torch 2.14's --virtual-local-rank: hetlaunch refuses it, and this shows why.
+    hetlaunch::launch_options with = o;
+    with.torchrun_args.push_back("--virtual-local-rank");
+    const auto refused = hetlaunch::try_torchrun_argv(c, 0, with);
+    if (refused || refused.error().code != hetlaunch::errc::virtual_local_rank)
+      fail("--virtual-local-rank in torchrun_args is not refused");
+    else
+      std::printf("refused: %s\n", refused.error().message().c_str());
+    if (o.torch.code() < 214) {
+      std::printf("virtual: torch %d.%d has no --virtual-local-rank; only the refusal is checked\n", o.torch.major,
+                  o.torch.minor);
+      return failures ? 1 : 0;
+    }
+    o.script_args = {dir};  // no check command: the workers' LOCAL_RANK is not the plan's
+    const job j = run_torchrun(c, o, dir, -1, 0, {}, "--virtual-local-rank");
+    bool ok = j.finished;
+    for (const auto& a : j.agents) ok = ok && e2e::exited_ok(a);
+    if (!ok) {
+      fail("the torchrun job did not complete");
+      show_logs(j);
+    }
+    for (std::size_t node = 0; node < c.node_count(); ++node)
+      for (int l = 0; l < c.nproc(node); ++l) {
+        const auto got = read_env_file(hetlaunch::detail::concat(dir, "/worker-", c.global_rank(node, l), ".env"));
+        const std::string local = got.count("LOCAL_RANK") ? got.at("LOCAL_RANK") : "<missing>";
+        const std::string devices = got.count("CUDA_VISIBLE_DEVICES") ? got.at("CUDA_VISIBLE_DEVICES") : "<missing>";
+        if (local != "0" || devices != std::to_string(l))
+          fail(hetlaunch::detail::concat("node ", node, " local rank ", l, ": LOCAL_RANK=", local,
+                                         " CUDA_VISIBLE_DEVICES=", devices, ", expected 0 and ", l));
+      }
+    if (!failures) std::printf("virtual: every worker has LOCAL_RANK=0 and CUDA_VISIBLE_DEVICES=<its local rank>\n");
+  } else if (which == "passthrough") {
+    // torchrun passes these on from its own environment rather than setting its defaults.
+    const hetlaunch::environment agent_extra = {{o.torch.code() >= 202 ? "TORCH_NCCL_ASYNC_ERROR_HANDLING"
+                                                                        : "NCCL_ASYNC_ERROR_HANDLING", "3"},
+                                                {"OMP_NUM_THREADS", "2"},
+                                                {"PET_SIGNALS_TO_HANDLE", "SIGTERM,SIGUSR1"}};
+    const job j = run_torchrun(c, o, dir, -1, 0, agent_extra);
+    bool ok = j.finished;
+    for (const auto& a : j.agents) ok = ok && e2e::exited_ok(a);
+    if (!ok) {
+      fail("the torchrun job did not complete");
+      show_logs(j);
+    }
+    std::vector<const char*> base = clean_base();
+    const hetlaunch::spawn_environment env(agent_extra, base.data());
+    const auto agent = as_map(env.envp());
+    hetlaunch::environment agent_env(agent.begin(), agent.end());
+    compare_workers(c, dir, [&](std::size_t node, int l) { return hetlaunch::worker_env_from_agent(c, node, l, o, agent_env); });
+    compare_whole_environments(c, dir, o, agent, 0);
   } else {
     const bool restart = which == "restart";
     if (restart) {
@@ -209,6 +329,9 @@ int main(int argc, char** argv) {
     }
     // After one failure restart, TORCHELASTIC_RESTART_COUNT is 1 in every restarted worker.
     compare_workers(c, dir, [&](std::size_t node, int l) { return hetlaunch::worker_env(c, node, l, o, restart ? 1 : 0); });
+    std::vector<const char*> base = clean_base();
+    const hetlaunch::spawn_environment env({}, base.data());
+    compare_whole_environments(c, dir, o, as_map(env.envp()), restart ? 1 : 0);
   }
   std::printf("%s: %s\n", which.c_str(), failures ? "FAILED" : "every variable and the sum as predicted");
   return failures ? 1 : 0;

@@ -3,7 +3,8 @@
 #  1. optionally runs a check command (env_checker PLAN, or hetlaunch check-env ...), which
 #     compares this worker's environment with the plan through hetlaunch::check_worker_env, and
 #     stops with its exit status if they disagree;
-#  2. records the variables torchrun sets, CUDA_VISIBLE_DEVICES and the host name, in
+#  2. records its whole environment in OUT_DIR/worker-RANK.environ (NAME=VALUE, NUL-terminated),
+#     and the variables torchrun sets, CUDA_VISIBLE_DEVICES and the host name, in
 #     OUT_DIR/worker-RANK.env;
 #  3. joins one gloo all_reduce of RANK + 1 and records the sum.
 # usage: worker.py OUT_DIR [CHECK_COMMAND...] [--crash-once]
@@ -23,6 +24,10 @@ def main() -> int:
     out_dir = sys.argv[1]
     args = [a for a in sys.argv[2:] if a != "--crash-once"]
     rank = os.environ.get("RANK", "unknown")
+    # The whole environment as the worker got it, before anything here (torch's import) adds to it.
+    with open(os.path.join(out_dir, f"worker-{rank}.environ.tmp"), "wb") as f:
+        f.write(b"".join(k + b"=" + v + b"\0" for k, v in os.environb.items()))
+    os.replace(os.path.join(out_dir, f"worker-{rank}.environ.tmp"), os.path.join(out_dir, f"worker-{rank}.environ"))
     if args:
         checked = subprocess.run(args, capture_output=True, text=True)
         with open(os.path.join(out_dir, f"check-{rank}.txt"), "w") as f:

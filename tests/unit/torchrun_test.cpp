@@ -3,12 +3,14 @@
 // that the end-to-end tests check against a real torchrun.
 #include <doctest/doctest.h>
 
+#include <hetlaunch/plan.hpp>
 #include <hetlaunch/torchrun.hpp>
 
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using hetlaunch::cluster;
@@ -171,6 +173,90 @@ TEST_SUITE("torchrun") {
     CHECK(value_of(hetlaunch::worker_env(c, 1, 0, o), "TORCH_NCCL_ASYNC_ERROR_HANDLING") == "1");
     CHECK(value_of(hetlaunch::worker_env(c, 1, 0, o), "NCCL_ASYNC_ERROR_HANDLING") == "<unset>");
     CHECK(hetlaunch::try_worker_env(c, 1, 1, o).error().code == hetlaunch::errc::local_rank_out_of_range);
+  }
+
+  TEST_CASE("torch versions: the default is the newest known, and newer ones get its rules") {
+    CHECK(launch_options{}.torch.code() == hetlaunch::newest_known_torch.code());
+    CHECK(hetlaunch::newest_known_torch.code() == 214);
+    const cluster c{{"gpu-a", 2}};
+    launch_options o = train();
+    // TORCHELASTIC_SIGNALS_TO_HANDLE: set by torchrun's launcher from torch 2.9, absent before.
+    for (const auto& version : std::vector<std::tuple<int, int, std::string>>{
+             {1, 13, "<unset>"}, {2, 6, "<unset>"}, {2, 8, "<unset>"}, {2, 9, "SIGTERM,SIGINT,SIGHUP,SIGQUIT"},
+             {2, 14, "SIGTERM,SIGINT,SIGHUP,SIGQUIT"}, {2, 99, "SIGTERM,SIGINT,SIGHUP,SIGQUIT"},
+             {3, 0, "SIGTERM,SIGINT,SIGHUP,SIGQUIT"}}) {
+      o.torch = {std::get<0>(version), std::get<1>(version)};
+      CAPTURE(o.torch.code());
+      CHECK(value_of(hetlaunch::worker_env(c, 0, 0, o), "TORCHELASTIC_SIGNALS_TO_HANDLE") == std::get<2>(version));
+    }
+    // torchrun's own --signals-to-handle, in either spelling and form, decides it.
+    o.torch = {2, 14};
+    for (const strings& args : {strings{"--signals-to-handle=SIGTERM,SIGUSR1"}, strings{"--signals_to_handle", "SIGTERM,SIGUSR1"}}) {
+      o.torchrun_args = args;
+      CHECK(value_of(hetlaunch::worker_env(c, 0, 1, o), "TORCHELASTIC_SIGNALS_TO_HANDLE") == "SIGTERM,SIGUSR1");
+    }
+    // Never for workers started without torchrun.
+    CHECK(value_of(hetlaunch::direct_worker_env(c, 0, 0, o), "TORCHELASTIC_SIGNALS_TO_HANDLE") == "<unset>");
+  }
+
+  TEST_CASE("worker_env_from_agent: what torchrun passes on from its own environment") {
+    const cluster c{{"gpu-a", 2}, {"gpu-b", 1}};
+    launch_options o = train();
+    o.torch = {2, 14};
+    const environment agent{{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "3"}, {"OMP_NUM_THREADS", "8"},
+                            {"PET_SIGNALS_TO_HANDLE", "SIGTERM,SIGUSR1"}, {"PATH", "/usr/bin"}};
+    const environment e = hetlaunch::worker_env_from_agent(c, 1, 0, o, agent);
+    CHECK(value_of(e, "TORCH_NCCL_ASYNC_ERROR_HANDLING") == "3");
+    CHECK(value_of(e, "OMP_NUM_THREADS") == "8");  // kept, even on a one-worker node
+    CHECK(value_of(e, "TORCHELASTIC_SIGNALS_TO_HANDLE") == "SIGTERM,SIGUSR1");
+    CHECK(value_of(e, "PATH") == "<unset>");  // passed on unchanged: not torchrun's
+    // An explicit --signals-to-handle wins over the agent's PET_ default.
+    o.torchrun_args = {"--signals-to-handle=SIGINT"};
+    CHECK(value_of(hetlaunch::worker_env_from_agent(c, 1, 0, o, agent), "TORCHELASTIC_SIGNALS_TO_HANDLE") == "SIGINT");
+    // Before torch 2.2 the variable has its old name, and the agent's old name is passed on.
+    o.torch = {1, 13};
+    o.torchrun_args = {};
+    const environment old = hetlaunch::worker_env_from_agent(c, 0, 1, o, {{"NCCL_ASYNC_ERROR_HANDLING", "0"}});
+    CHECK(value_of(old, "NCCL_ASYNC_ERROR_HANDLING") == "0");
+    CHECK(value_of(old, "OMP_NUM_THREADS") == "1");
+    // With an empty agent environment it is worker_env.
+    CHECK(hetlaunch::worker_env_from_agent(c, 0, 1, o, {}) == hetlaunch::worker_env(c, 0, 1, o));
+    CHECK(hetlaunch::try_worker_env_from_agent(c, 1, 1, o, agent).error().code ==
+          hetlaunch::errc::local_rank_out_of_range);
+  }
+
+  TEST_CASE("worker_runtime_variables: TORCHELASTIC_ERROR_FILE's value is decided at start") {
+    launch_options o = train();
+    const auto vars = hetlaunch::worker_runtime_variables(2, o, 1);
+    REQUIRE(vars.size() == 1);
+    CHECK(vars[0].name == "TORCHELASTIC_ERROR_FILE");
+    CHECK(vars[0].pattern == "*/attempt_1/2/error.json");
+    o.torchrun_args = {"--log-dir", "/dev/null"};
+    CHECK(hetlaunch::worker_runtime_variables(0, o)[0].pattern.empty());
+    o.torch = {1, 13};
+    CHECK(hetlaunch::worker_runtime_variables(0, o)[0].pattern == "*/attempt_0/0/error.json");
+  }
+
+  TEST_CASE("--virtual-local-rank is refused: the workers would not be the plan's") {
+    launch_options o = train();
+    for (const char* arg : {"--virtual-local-rank", "--virtual_local_rank", "--virtual", "--virt"}) {
+      CAPTURE(arg);
+      o.torchrun_args = {arg};
+      const auto argv = hetlaunch::try_torchrun_argv(gpus, 0, o);
+      REQUIRE_FALSE(argv);
+      CHECK(argv.error().code == hetlaunch::errc::virtual_local_rank);
+      CHECK(hetlaunch::try_worker_env(gpus, 0, 0, o).error().code == hetlaunch::errc::virtual_local_rank);
+      CHECK(hetlaunch::make_plan(gpus, o).error().front().code == hetlaunch::errc::virtual_local_rank);
+    }
+    o.torchrun_args = {"--virtual-local-rank"};
+    CHECK(hetlaunch::try_torchrun_argv(gpus, 0, o).error().message() ==
+          "the extra torchrun argument '--virtual-local-rank' (torch 2.14) gives every worker LOCAL_RANK=0 and only "
+          "its own device in CUDA_VISIBLE_DEVICES, which the plan, its environments and the workers' checks do not "
+          "describe; leave it out: each worker's LOCAL_RANK picks its device");
+    // accelerate's command takes no torchrun arguments, so it is not refused.
+    CHECK(hetlaunch::try_accelerate_argv(gpus, 0, o));
+    o.torchrun_args = {"--vi"};  // too short to be that option
+    CHECK(hetlaunch::try_torchrun_argv(gpus, 0, o));
   }
 
   TEST_CASE("roles: ROLE_RANK and ROLE_WORLD_SIZE count within a role") {

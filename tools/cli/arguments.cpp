@@ -74,7 +74,7 @@ const flag flags[] = {
      [](options& o, const std::string& v) { o.launch.max_restarts = to_int("--max-restarts", v, 0, 0x7fffffff); }},
     {"--dash-flags", nullptr, nullptr, launch_flags, "spell torchrun's options --nproc-per-node (torch >= 2.0)",
      [](options& o, const std::string&) { o.launch.flags = hetlaunch::flag_style::dash; }},
-    {"--torch", nullptr, "MAJOR.MINOR", launch_flags, "the nodes' torch (variable names); default 2.5",
+    {"--torch", nullptr, "MAJOR.MINOR", launch_flags, "the nodes' torch (variable names); default 2.14, the newest known (a newer one gets its rules)",
      [](options& o, const std::string& v) {
        const std::size_t dot = v.find('.');
        if (dot == std::string::npos) throw usage_error{"--torch needs MAJOR.MINOR, got " + quoted(v)};
@@ -97,6 +97,8 @@ const flag flags[] = {
      [](options& o, const std::string&) { o.null = true; }},
     {"--direct", nullptr, nullptr, 0, "the environment for starting the worker without torchrun",
      [](options& o, const std::string&) { o.direct = true; }},
+    {"--agent-env", nullptr, nullptr, 0, "as torchrun gives it when started with this environment",
+     [](options& o, const std::string&) { o.agent_env = true; }},
     {"--any-host", nullptr, nullptr, 0, "start even when the node's IP address is not this host's",
      [](options& o, const std::string&) { o.any_host = true; }},
     {"--format", nullptr, "sh|json|null", 0, "how to print the environment (default: sh)",

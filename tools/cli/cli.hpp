@@ -32,6 +32,7 @@ struct options {
   bool json = false;
   bool null = false;
   bool direct = false;
+  bool agent_env = false;
   bool any_host = false;
   std::string format = "sh";
   std::size_t max_hosts = std::size_t{1} << 20;

@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <cstring>
 
+extern char** environ;
+
 namespace cli {
 namespace {
 
@@ -129,7 +131,17 @@ int env_command(options& o) {
   if (!p) return status;
   const auto node = node_of(o, *p, status);
   if (!node) return status;
-  const auto r = o.direct ? p->plan.try_direct_worker_env(*node, *o.local_rank) : p->plan.try_worker_env(*node, *o.local_rank);
+  if (o.direct && o.agent_env) throw usage_error{"--agent-env describes torchrun's environment; --direct has no torchrun"};
+  hetlaunch::environment agent;
+  if (o.agent_env)
+    for (char** e = environ; *e; ++e) {
+      const std::string_view entry(*e);
+      const std::size_t eq = entry.find('=');
+      if (eq != std::string_view::npos) agent.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
+    }
+  const auto r = o.direct      ? p->plan.try_direct_worker_env(*node, *o.local_rank)
+                 : o.agent_env ? p->plan.try_worker_env_from_agent(*node, *o.local_rank, agent)
+                               : p->plan.try_worker_env(*node, *o.local_rank);
   if (!r) return node_failed(p->in, r.error());
   if (o.format == "json") {
     std::printf("{");
@@ -142,6 +154,11 @@ int env_command(options& o) {
     if (o.format == "null") std::printf("%s=%s%c", v.first.c_str(), v.second.c_str(), '\0');
     else std::printf("export %s=%s\n", v.first.c_str(), hetlaunch::shell_quote(v.second).c_str());
   }
+  // What torchrun decides only when it starts the worker, said rather than left out.
+  if (o.format == "sh" && !o.direct)
+    for (const auto& v : hetlaunch::worker_runtime_variables(*o.local_rank, p->plan.options()))
+      std::printf("# %s is set by torchrun when the worker starts: %s\n", v.name.c_str(),
+                  v.pattern.empty() ? "empty" : ("a path like " + v.pattern).c_str());
   return 0;
 }
 
@@ -295,8 +312,11 @@ const std::vector<command>& commands() {
       {"env", "--node I --local-rank L [INPUT] [LAUNCH OPTIONS] [--format sh|json|null] [--direct]",
        "the environment torchrun gives one worker",
        "Prints the environment torchrun gives that worker (static rendezvous). --direct: the\n"
-       "environment for starting the worker without torchrun (no agent store).\n",
-       input_flags | launch_flags, {"--node", "--local-rank", "--format", "--direct"}, script_use::optional,
+       "environment for starting the worker without torchrun (no agent store). --agent-env: as\n"
+       "torchrun gives it when started with this environment (it passes on its own\n"
+       "TORCH_NCCL_ASYNC_ERROR_HANDLING and OMP_NUM_THREADS). The sh format ends with a comment on\n"
+       "TORCHELASTIC_ERROR_FILE, which torchrun decides when the worker starts.\n",
+       input_flags | launch_flags, {"--node", "--local-rank", "--format", "--direct", "--agent-env"}, script_use::optional,
        node_use::required, env_command},
       {"check", "[INPUT] [LAUNCH OPTIONS] [--node I] [--] [SCRIPT [ARGS...]]", "validates the input and prints every problem",
        "Validates the input and the launch options and prints every problem.\n"

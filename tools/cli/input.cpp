@@ -3,6 +3,7 @@
 // example, filtered by --include/--exclude, and the one plan a command makes of it.
 #include "cli.hpp"
 
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +12,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <unordered_map>
+
+extern char** environ;
 
 namespace cli {
 
@@ -87,8 +91,20 @@ std::optional<input> read_input(const options& o, int& status, auto_resolver res
     in.source = "--hosts";
     in.validated = !o.launch.validation.allow_underscore;
   } else if (o.slurm) {
-    auto job = hetlaunch::cluster_from_slurm([](const char* name) { return std::getenv(name); }, o.max_hosts,
-                                             o.max_bytes, o.launch.validation);
+    // One pass over the environment: a hetjob of C components is read with O(C) look-ups, and
+    // getenv would scan the whole environment (which grows with C) for each.
+    std::unordered_map<std::string_view, const char*> variables;
+    for (char** e = environ; *e; ++e) {
+      const std::string_view entry(*e);
+      const std::size_t eq = entry.find('=');
+      if (eq != std::string_view::npos) variables.emplace(entry.substr(0, eq), *e + eq + 1);
+    }
+    auto job = hetlaunch::cluster_from_slurm(
+        [&variables](const char* name) -> const char* {
+          const auto it = variables.find(name);
+          return it == variables.end() ? nullptr : it->second;
+        },
+        o.max_hosts, o.max_bytes, o.launch.validation);
     if (!job) return parse_failed("--slurm", job.error());
     in.nodes = std::move(job->nodes);
     in.this_node = job->this_node;

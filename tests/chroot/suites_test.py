@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""The end-to-end torchrun tests and the Slurm host-list conformance on a newer Debian: torch 2.6
-and Slurm 24.11 in trixie, torch 2.14 and Slurm 26.05 in sid, each a chroot built with
+"""The end-to-end torchrun tests (tests/e2e/torchrun_e2e.cpp: mixed, roles, single, wrong nproc,
+pass-through, --virtual-local-rank, the direct launcher; and `hetlaunch exec`), the real
+accelerate (sid) and the Slurm host-list conformance on a newer Debian: torch 2.6 and Slurm 24.11
+in trixie, torch 2.14, accelerate 1.14 and Slurm 26.05 in sid, each a chroot built with
 mmdebstrap from the machine's own Debian mirror.
 
 A chroot is built once and kept in the cache directory (HETLAUNCH_CHROOT_CACHE, default
@@ -222,6 +224,15 @@ def run_suite(suite, source, bins):
             left = processes_in(root)
             if left:
                 failures.append(f"{suite}/{case}: processes left {left}")
+        # Each node's torchrun started by `hetlaunch exec`.
+        t = time.monotonic()
+        r = m.run(["python3", str(source / "tests/cli/test_cli.py"), str(bins.parent / "tools" / "hetlaunch"), "--e2e-only",
+                   str(source / "tests/e2e/worker.py"), "/tmp/hetlaunch-e2e-exec"])
+        ok = r.returncode == 0
+        print(f"{'ok  ' if ok else 'FAIL'} {suite} hetlaunch exec ({time.monotonic() - t:.1f} s)", flush=True)
+        if not ok:
+            failures.append(f"{suite}/exec")
+            print((r.stdout + r.stderr)[-4000:])
         if (root / "usr/bin/accelerate").exists():
             t = time.monotonic()
             version = m.run(["python3", "-c", "import accelerate; print(accelerate.__version__)"]).stdout.strip()

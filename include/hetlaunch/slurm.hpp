@@ -756,6 +756,10 @@ template <class Getenv>
     auto parsed = detail::parse_count_list(layout);
     if (!parsed)
       return parse_error{0, 0, detail::concat("SLURM_STEP_TASKS_PER_NODE: ", parsed.error().to_string()), parsed.error().code};
+    if (parsed->total != hosts.size())
+      return parse_error{0, 0, detail::concat("SLURM_STEP_TASKS_PER_NODE gives ", parsed->total, " counts but the step runs on ",
+                                              hosts.size(), " nodes"),
+                         errc::count_mismatch};
     const bool one_each =
         std::all_of(parsed->items.begin(), parsed->items.end(), [](const detail::count_item& it) { return it.count == 1; });
     if (!one_each)

@@ -304,6 +304,10 @@ TEST_SUITE("slurm") {
     CHECK(job->step_problem.find("this step runs '4,2,1' tasks on its nodes") == 0);
     env.vars["SLURM_STEP_TASKS_PER_NODE"] = "1(x3)";
     CHECK(hetlaunch::cluster_from_slurm(env)->step_problem.empty());
+    // A step layout that does not fit the step is not taken for one task a node.
+    env.vars["SLURM_STEP_TASKS_PER_NODE"] = "1(x99999999999999)";
+    CHECK(hetlaunch::cluster_from_slurm(env).error().to_string() ==
+          "SLURM_STEP_TASKS_PER_NODE gives 99999999999999 counts but the step runs on 3 nodes");
   }
   TEST_CASE("cluster_from_slurm: what is wrong in a heterogeneous job is named") {
     const auto error = [](fake_env env) { return hetlaunch::cluster_from_slurm(env).error().to_string(); };

@@ -93,6 +93,7 @@ CASES = {
     "sbatch_too_many_workers": (["sbatch", "--group", "1073741824:1073741824", "t.py"], 1),
     "sbatch_line_break": (["sbatch", "--group", "1:1", "--sbatch-arg", "--comment=a\nb", "t.py"], 2),
     "sbatch_no_input": (["sbatch", "--group", "1:1", "--slurm", "t.py"], 2),
+    "sbatch_bad_options": (["sbatch", "--group", "1:1", "--torchrun-arg", "--nnodes=2", "--master-addr", "a b", "t.py"], 1),
 }
 
 

@@ -50,6 +50,19 @@ int sbatch_command(options& o) {
     groups.push_back(gr);
   }
   take_script(o);
+  // The launch options, checked now rather than in the job: one node a component stands for the
+  // job (what they are checked against does not depend on the node count).
+  {
+    std::vector<hetlaunch::node_spec> specs;
+    std::vector<std::string> names;
+    for (std::size_t c = 0; c < groups.size(); ++c) names.push_back(concat("component", c));
+    for (std::size_t c = 0; c < names.size(); ++c) specs.push_back({names[c], static_cast<int>(groups[c].gpus)});
+    auto plan = hetlaunch::make_plan(hetlaunch::cluster(specs), o.launch);
+    if (!plan) {
+      print_problems("sbatch", plan.error());
+      return exit_invalid;
+    }
+  }
   std::vector<std::string> script{o.launch.script};
   script.insert(script.end(), o.launch.script_args.begin(), o.launch.script_args.end());
   // The nodes run `hetlaunch exec` with the launch options exactly as given here.

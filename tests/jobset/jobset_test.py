@@ -31,6 +31,9 @@ import time
 import jsonschema
 import yaml
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
+import netns  # noqa: E402
+
 HERE = pathlib.Path(__file__).resolve().parent
 GOLDEN = HERE / "golden"
 CRD = HERE.parent.parent.parent / "shared" / "data" / "jobset" / "jobset.x-k8s.io_jobsets.yaml"
@@ -176,21 +179,9 @@ PREFIX = f"hj{os.getpid()}"
 NPROC = [4, 2, 1]
 
 
-def ip(*args):
-    subprocess.run(["ip", *args], check=True, capture_output=True)
-
-
-def remove_stale():
-    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    for name, pid in re.findall(r"^(hj(\d+)-\w+)\b", listed, re.M):
-        if not pathlib.Path(f"/proc/{pid}").exists():
-            subprocess.run(["ip", "netns", "del", name], capture_output=True)
-            shutil.rmtree(pathlib.Path("/etc/netns") / name, ignore_errors=True)
-
-
 def simulate_pods(binary, worker):
     """4 + 2 + 1 workers: three groups of one pod each (4, 2 and 1 GPUs)."""
-    remove_stale()
+    netns.remove_stale("hj")
     work = pathlib.Path(tempfile.mkdtemp(prefix="hetlaunch-jobset-"))
     work.chmod(0o755)
     args = ["--name", "sim", "--image", "unused", "--group", "1:4", "--group", "1:2", "--group", "1:1",
@@ -206,26 +197,16 @@ def simulate_pods(binary, worker):
         for k in range(job["completions"]):
             host = f"{doc['metadata']['name']}-{rj['name']}-0-{k}"
             pods.append((host, job["template"]["spec"]["containers"][0], k))
-    switch = f"{PREFIX}-sw"
-    names = [f"{PREFIX}-p{i}" for i in range(len(pods))]
     addresses = [f"198.18.2.{i + 1}" for i in range(len(pods))]
+    # Each pod a host, resolving the others by their pod host names, as the headless Service does.
+    network = netns.network(PREFIX, [(f"p{i}", [f"{addresses[i]}/24"]) for i in range(len(pods))],
+                            etc_hosts="127.0.0.1 localhost\n" + "".join(
+                                f"{addresses[i]} {pods[i][0]}.{subdomain} {pods[i][0]}\n" for i in range(len(pods))))
+    names = network.namespaces
     procs = []
     problems = []
     try:
-        ip("netns", "add", switch)
-        ip("-n", switch, "link", "add", "br0", "type", "bridge")
-        ip("-n", switch, "link", "set", "br0", "up")
-        hosts = "127.0.0.1 localhost\n" + "".join(f"{addresses[i]} {pods[i][0]}.{subdomain} {pods[i][0]}\n"
-                                                  for i in range(len(pods)))
-        for i, ns in enumerate(names):
-            ip("netns", "add", ns)
-            ip("-n", switch, "link", "add", f"p{i}", "type", "veth", "peer", "name", "eth0", "netns", ns)
-            ip("-n", switch, "link", "set", f"p{i}", "master", "br0", "up")
-            ip("-n", ns, "link", "set", "lo", "up")
-            ip("-n", ns, "addr", "add", f"{addresses[i]}/24", "dev", "eth0")
-            ip("-n", ns, "link", "set", "eth0", "up")
-            (pathlib.Path("/etc/netns") / ns).mkdir(parents=True, exist_ok=True)
-            (pathlib.Path("/etc/netns") / ns / "hosts").write_text(hosts)
+        network.create()
         for i, (host, container, k) in enumerate(pods):
             env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOSTNAME": host}
             for e in container["env"]:
@@ -271,9 +252,7 @@ def simulate_pods(binary, worker):
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
-        for ns in names + [switch]:
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-            shutil.rmtree(pathlib.Path("/etc/netns") / ns, ignore_errors=True)
+        network.remove()
         shutil.rmtree(work, ignore_errors=True)
     left = [p for p in pathlib.Path("/proc").glob("[0-9]*")
             if (p / "cmdline").exists() and str(work).encode() in (p / "cmdline").read_bytes()]

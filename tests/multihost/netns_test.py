@@ -19,8 +19,10 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
+import netns  # noqa: E402
+
 PREFIX = f"hl{os.getpid()}"
-SWITCH = f"{PREFIX}-sw"
 HOSTS = [f"{PREFIX}-h{i}" for i in range(3)]
 V4 = [f"198.18.0.{i + 1}" for i in range(3)]
 V6 = [f"fd00:7e57::{i + 1}" for i in range(3)]
@@ -30,46 +32,20 @@ TORCHRUN = ["--program", "/usr/bin/torchrun",
             "--torchrun-arg", "--redirects", "--torchrun-arg", "2", "--torchrun-arg", "--tee", "--torchrun-arg", "2"]
 
 
-def ip(*args):
-    subprocess.run(["ip", *args], check=True, capture_output=True)
-
-
-def remove_stale_hosts():
-    """Namespaces of an earlier run that was killed before it could clean up (its process is gone)."""
-    import re
-    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    for name in re.findall(r"^(hl(\d+)-(?:sw|h\d))\b", listed, re.M):
-        if not pathlib.Path(f"/proc/{name[1]}").exists():
-            subprocess.run(["ip", "netns", "del", name[0]], capture_output=True)
-            shutil.rmtree(pathlib.Path("/etc/netns") / name[0], ignore_errors=True)
+# The test hosts: h0, h1, h2, each with an IPv4 and an IPv6 address; `ip netns exec` binds each
+# one's hosts file, so they resolve one another by name (torch's c10d rendezvous publishes the
+# rank-0 host's name).
+NETWORK = netns.network(PREFIX, [(f"h{i}", [f"{V4[i]}/24", f"{V6[i]}/64"]) for i in range(3)],
+                        etc_hosts="127.0.0.1 localhost\n::1 localhost\n" + "".join(f"{V6[k]} {HOSTS[k]}\n" for k in range(3)))
 
 
 def create_hosts():
-    remove_stale_hosts()
-    ip("netns", "add", SWITCH)
-    ip("-n", SWITCH, "link", "set", "lo", "up")
-    ip("-n", SWITCH, "link", "add", "br0", "type", "bridge")
-    ip("-n", SWITCH, "link", "set", "br0", "up")
-    for i, ns in enumerate(HOSTS):
-        ip("netns", "add", ns)
-        ip("-n", SWITCH, "link", "add", f"p{i}", "type", "veth", "peer", "name", "eth0", "netns", ns)
-        ip("-n", SWITCH, "link", "set", f"p{i}", "master", "br0", "up")
-        ip("-n", ns, "link", "set", "lo", "up")
-        ip("-n", ns, "addr", "add", f"{V4[i]}/24", "dev", "eth0")
-        ip("-n", ns, "addr", "add", f"{V6[i]}/64", "dev", "eth0", "nodad")
-        ip("-n", ns, "link", "set", "eth0", "up")
-        # `ip netns exec` bind-mounts /etc/netns/NS/hosts over /etc/hosts: each test host resolves
-        # the others by name (torch's c10d rendezvous publishes the rank-0 host's name).
-        etc = pathlib.Path("/etc/netns") / ns
-        etc.mkdir(parents=True, exist_ok=True)
-        (etc / "hosts").write_text("127.0.0.1 localhost\n::1 localhost\n"
-                                   + "".join(f"{V6[k]} {HOSTS[k]}\n" for k in range(3)))
+    netns.remove_stale("hl")
+    NETWORK.create()
 
 
 def remove_hosts():
-    for ns in HOSTS + [SWITCH]:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-        shutil.rmtree(pathlib.Path("/etc/netns") / ns, ignore_errors=True)
+    NETWORK.remove()
 
 
 class job:

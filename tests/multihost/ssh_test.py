@@ -28,10 +28,14 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
+import netns  # noqa: E402
+
 PREFIX = f"hs{os.getpid()}"
-SWITCH = f"{PREFIX}-sw"
 HOSTS = [f"{PREFIX}-h{i}" for i in range(3)]
 V4 = [f"198.18.1.{i + 1}" for i in range(3)]
+NETWORK = netns.network(PREFIX, [(f"h{i}", [f"{V4[i]}/24"]) for i in range(3)],
+                        etc_hosts="127.0.0.1 localhost\n" + "".join(f"{V4[k]} {HOSTS[k]}\n" for k in range(3)))
 NPROC = [4, 2, 1]
 GPUS = [4, 2, 0]  # what each host's nvidia-smi lists; host 2 has no nvidia-smi at all
 WORK_STEM = "hetlaunch-ssh-test-"
@@ -39,10 +43,6 @@ TORCHRUN = ["--program", "/usr/bin/torchrun",
             # Debian's torch 1.13 on Python 3.11 crashes on the default --redirects/--tee values.
             "--torchrun-arg", "--redirects", "--torchrun-arg", "2", "--torchrun-arg", "--tee", "--torchrun-arg", "2"]
 KILL_AFTER = 3
-
-
-def ip(*args):
-    subprocess.run(["ip", *args], check=True, capture_output=True)
 
 
 def job_processes(marker):
@@ -70,11 +70,7 @@ def remove_leftovers():
                 except ProcessLookupError:
                     pass
             shutil.rmtree(work, ignore_errors=True)
-    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    for name, pid in re.findall(r"^(hs(\d+)-(?:sw|h\d))\b", listed, re.M):
-        if not pathlib.Path(f"/proc/{pid}").exists():
-            subprocess.run(["ip", "netns", "del", name], capture_output=True)
-            shutil.rmtree(pathlib.Path("/etc/netns") / name, ignore_errors=True)
+    netns.remove_stale("hs")
 
 
 class cluster:
@@ -92,19 +88,8 @@ class cluster:
         shutil.copy(w / "client_key.pub", w / "authorized_keys")
         host_key = (w / "host_key.pub").read_text().split()
         (w / "known_hosts").write_text(f"{','.join(V4)} {host_key[0]} {host_key[1]}\n")
-        ip("netns", "add", SWITCH)
-        ip("-n", SWITCH, "link", "add", "br0", "type", "bridge")
-        ip("-n", SWITCH, "link", "set", "br0", "up")
-        for i, ns in enumerate(HOSTS):
-            ip("netns", "add", ns)
-            ip("-n", SWITCH, "link", "add", f"p{i}", "type", "veth", "peer", "name", "eth0", "netns", ns)
-            ip("-n", SWITCH, "link", "set", f"p{i}", "master", "br0", "up")
-            ip("-n", ns, "link", "set", "lo", "up")
-            ip("-n", ns, "addr", "add", f"{V4[i]}/24", "dev", "eth0")
-            ip("-n", ns, "link", "set", "eth0", "up")
-            etc = pathlib.Path("/etc/netns") / ns
-            etc.mkdir(parents=True, exist_ok=True)
-            (etc / "hosts").write_text("127.0.0.1 localhost\n" + "".join(f"{V4[k]} {HOSTS[k]}\n" for k in range(3)))
+        NETWORK.create()
+        for i in range(3):
             bin_dir = w / f"bin-{i}"
             bin_dir.mkdir()
             if GPUS[i]:
@@ -158,9 +143,7 @@ class cluster:
                 os.kill(p, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        for ns in HOSTS + [SWITCH]:
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-            shutil.rmtree(pathlib.Path("/etc/netns") / ns, ignore_errors=True)
+        NETWORK.remove()
         if self.made_run_sshd:
             shutil.rmtree("/run/sshd", ignore_errors=True)
 

@@ -19,8 +19,12 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
+import netns  # noqa: E402
 
 NAMES = ["h0", "h1", "h2"]
 CPUS = [4, 2, 1]
@@ -28,11 +32,6 @@ GPUS = [4, 2, 1]
 CONTROLLER = "198.18.0.1"
 ADDRESSES = ["198.18.0.10", "198.18.0.11", "198.18.0.12"]
 WORK_STEM = "hetlaunch-slurm-test-"
-NS_RE = re.compile(r"^(hsl(\d+)-(?:sw|ctl|h\d))\b", re.M)
-
-
-def ip(*args):
-    subprocess.run(["ip", *args], check=True, capture_output=True)
 
 
 def processes_naming(marker):
@@ -71,19 +70,18 @@ def remove_leftovers():
         if pid.isdigit() and not pathlib.Path(f"/proc/{pid}").exists():
             kill_all(str(work))
             shutil.rmtree(work, ignore_errors=True)
-    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    for name, pid in NS_RE.findall(listed):
-        if not pathlib.Path(f"/proc/{pid}").exists():
-            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    netns.remove_stale("hsl")
 
 
 class slurm_cluster:
     def __init__(self):
         self.work = pathlib.Path(tempfile.gettempdir()) / f"{WORK_STEM}{os.getpid()}"
         self.prefix = f"hsl{os.getpid()}"
-        self.switch = f"{self.prefix}-sw"
-        self.ctl_ns = f"{self.prefix}-ctl"
-        self.host_ns = [f"{self.prefix}-{n}" for n in NAMES]
+        # No /etc/netns files: each daemon binds the cluster's hosts file in a mount namespace.
+        self.network = netns.network(self.prefix, [("ctl", [f"{CONTROLLER}/24"])] +
+                                     [(n, [f"{a}/24"]) for n, a in zip(NAMES, ADDRESSES)])
+        self.ctl_ns = self.network.namespaces[0]
+        self.host_ns = self.network.namespaces[1:]
         self.daemons = []
         self.conf = self.work / "slurm.conf"
 
@@ -105,17 +103,7 @@ class slurm_cluster:
         return self
 
     def _network(self):
-        ip("netns", "add", self.switch)
-        ip("-n", self.switch, "link", "add", "br0", "type", "bridge")
-        ip("-n", self.switch, "link", "set", "br0", "up")
-        for k, (ns, addr) in enumerate(zip([self.ctl_ns] + self.host_ns, [CONTROLLER] + ADDRESSES)):
-            ip("netns", "add", ns)
-            # The same interface name on every host, so GLOO_SOCKET_IFNAME is one value.
-            ip("-n", self.switch, "link", "add", f"p{k}", "type", "veth", "peer", "name", "eth0", "netns", ns)
-            ip("-n", self.switch, "link", "set", f"p{k}", "master", "br0", "up")
-            ip("-n", ns, "link", "set", "lo", "up")
-            ip("-n", ns, "addr", "add", f"{addr}/24", "dev", "eth0")
-            ip("-n", ns, "link", "set", "eth0", "up")
+        self.network.create()
         (self.work / "hosts").write_text("127.0.0.1 localhost\n" + f"{CONTROLLER} ctl\n" +
                                          "".join(f"{a} {n}\n" for a, n in zip(ADDRESSES, NAMES)))
 
@@ -318,6 +306,5 @@ class slurm_cluster:
         self.daemons = []
         # Job steps outlive slurmd by design; everything of this cluster names its work directory.
         kill_all(str(self.work))
-        for ns in self.host_ns + [self.ctl_ns, self.switch]:
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        self.network.remove()
         shutil.rmtree(self.work, ignore_errors=True)

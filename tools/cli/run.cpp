@@ -132,17 +132,17 @@ std::string describe_status(int status) {
 }
 int exit_code(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status); }
 
-// Reaps every child that has ended.
-void reap(std::vector<child>& children) {
+// Reaps every child that has ended; `by_pid` finds each one's record.
+void reap(std::vector<child>& children, std::unordered_map<pid_t, std::size_t>& by_pid) {
   while (true) {
     int status = 0;
     const pid_t pid = waitpid(-1, &status, WNOHANG);
     if (pid <= 0) return;
-    for (child& c : children)
-      if (c.pid == pid) {
-        c.reaped = true;
-        c.status = status;
-      }
+    const auto found = by_pid.find(pid);
+    if (found == by_pid.end()) continue;
+    children[found->second].reaped = true;
+    children[found->second].status = status;
+    by_pid.erase(found);
   }
 }
 
@@ -252,10 +252,13 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
   const std::string command = custom ? *o.gpu_count_command : "nvidia-smi -L";
   std::vector<child> children(asked.size());
   std::vector<int> counts(nodes.node_count());
-  std::size_t next = 0, running = 0, done = 0;
+  std::size_t next = 0, done = 0;
+  // The children still running or with output to read: each wake-up costs them, not every host.
+  std::vector<std::size_t> active;
+  std::unordered_map<pid_t, std::size_t> by_pid;
   std::vector<std::string> problems(asked.size());
   while (done < asked.size()) {
-    while (next < asked.size() && running < static_cast<std::size_t>(o.fanout)) {
+    while (next < asked.size() && active.size() < static_cast<std::size_t>(o.fanout)) {
       std::vector<std::string> argv = ssh_prefix(o);
       argv.emplace_back(nodes.node(asked[next]).host);
       argv.push_back(command);
@@ -266,12 +269,13 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
         return false;
       }
       c->keep_output = true;
+      by_pid[c->pid] = next;
+      active.push_back(next);
       children[next++] = std::move(*c);
-      ++running;
     }
     std::vector<pollfd> fds;
     std::vector<std::pair<std::size_t, bool>> owner;
-    for (std::size_t k = 0; k < next; ++k) {
+    for (const std::size_t k : active) {
       if (children[k].out >= 0) fds.push_back({children[k].out, POLLIN, 0}), owner.push_back({k, true});
       if (children[k].err >= 0) fds.push_back({children[k].err, POLLIN, 0}), owner.push_back({k, false});
     }
@@ -282,10 +286,13 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
       if (owner[f].second) drain(c.out, c.out_line, &c.out_all, stdout, "", false, nullptr);
       else drain(c.err, c.err_line, &c.err_all, stderr, "", false, nullptr);
     }
-    reap(children);
-    for (std::size_t k = 0; k < next; ++k) {
+    reap(children, by_pid);
+    for (std::size_t a = active.size(); a-- > 0;) {
+      const std::size_t k = active[a];
       child& c = children[k];
       if (!c.reaped || c.out >= 0 || c.err >= 0 || c.pid < 0) continue;
+      active[a] = active.back();
+      active.pop_back();
       const std::string host(nodes.node(asked[k]).host);
       const std::optional<int> n = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0 ? gpu_count(c.out_all, custom)
                                                                                     : std::nullopt;
@@ -298,7 +305,6 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
         problems[k] = concat("host ", quoted(host), ": ", quoted(command), " failed (", describe_status(c.status),
                              first_error.empty() ? std::string(")") : concat("): ", quoted(first_error, 200)));
       c.pid = -1;
-      --running;
       ++done;
     }
   }

@@ -507,10 +507,16 @@ inline result<count_list> parse_count_list(std::string_view expr) {
   return list;
 }
 
+// No reserve here: the lists of a hetjob's components are appended one after another, and an
+// exact reserve each time would copy everything so far each time.
+inline void append_count_list(const count_list& list, std::vector<int>& out) {
+  for (const count_item& it : list.items) out.insert(out.end(), static_cast<std::size_t>(it.repeat), it.count);
+}
+
 inline std::vector<int> expand_count_list(const count_list& list) {
   std::vector<int> out;
   out.reserve(static_cast<std::size_t>(list.total));
-  for (const count_item& it : list.items) out.insert(out.end(), static_cast<std::size_t>(it.repeat), it.count);
+  append_count_list(list, out);
   return out;
 }
 }  // namespace detail
@@ -564,8 +570,22 @@ const char* component_variable(Var& var, const char* stem, std::size_t component
   return nullptr;
 }
 
-// Worker counts of one list of hosts (the job, or one component), from the first of Slurm's
-// variables that is set; `suffix` is "" or a component's "_HET_GROUP_<n>".
+// Appends the counts of count list `text` (variable `name`), which must give one count for each
+// of `hosts` hosts (named by `list_name`); its length is known before it is expanded.
+template <class Unused = void>
+result<bool> append_host_counts(const std::string& name, const char* text, std::size_t hosts,
+                                const std::string& list_name, std::vector<int>& counts) {
+  auto parsed = parse_count_list(text);
+  if (!parsed) return parse_error{0, 0, concat(name, ": ", parsed.error().to_string()), parsed.error().code};
+  if (parsed->total != hosts)
+    return parse_error{0, 0, concat(name, " gives ", parsed->total, " counts but ", list_name, " names ", hosts, " hosts"),
+                       errc::count_mismatch};
+  append_count_list(*parsed, counts);
+  return true;
+}
+
+// Worker counts of one list of hosts (the job, or component `component` of a heterogeneous job),
+// from the first of Slurm's variables that is set; returns that variable's name.
 template <class Var>
 result<std::string> counts_of(Var& var, std::size_t component, bool heterogeneous, std::size_t hosts,
                               const std::string& list_name, std::vector<int>& counts) {
@@ -575,7 +595,6 @@ result<std::string> counts_of(Var& var, std::size_t component, bool heterogeneou
     name = stem;
     return var(stem);
   };
-  const auto context = [&](const parse_error& e) { return parse_error{0, 0, concat(name, ": ", e.to_string()), e.code}; };
   for (const char* stem : {"SLURM_TASKS_PER_NODE", "SLURM_GPUS_PER_NODE", "SLURM_JOB_CPUS_PER_NODE"}) {
     const char* text = lookup(stem);
     if (text == nullptr) continue;
@@ -589,13 +608,7 @@ result<std::string> counts_of(Var& var, std::size_t component, bool heterogeneou
       counts.insert(counts.end(), hosts, c->front());
       return name;
     }
-    // A list of counts must give one per host; its length is known before it is expanded.
-    auto parsed = parse_count_list(text);
-    if (!parsed) return context(parsed.error());
-    if (parsed->total != hosts)
-      return parse_error{0, 0, concat(name, " gives ", parsed->total, " counts but ", list_name, " names ", hosts, " hosts"),
-                         errc::count_mismatch};
-    for (const count_item& it : parsed->items) counts.insert(counts.end(), static_cast<std::size_t>(it.repeat), it.count);
+    if (auto r = append_host_counts(name, text, hosts, list_name, counts); !r) return r.error();
     return name;
   }
   return parse_error{0, 0,
@@ -698,15 +711,8 @@ template <class Getenv>
     hosts = std::move(*all);
   }
   if (copied != nullptr) {
-    auto parsed = detail::parse_count_list(copied);
-    if (!parsed)
-      return parse_error{0, 0, detail::concat("HETLAUNCH_TASKS_PER_NODE: ", parsed.error().to_string()), parsed.error().code};
-    if (parsed->total != hosts.size())
-      return parse_error{0, 0, detail::concat("HETLAUNCH_TASKS_PER_NODE gives ", parsed->total, " counts but ", list_name,
-                                              " names ", hosts.size(), " hosts"),
-                         errc::count_mismatch};
-    counts = detail::expand_count_list(*parsed);
     job.counts_from = "HETLAUNCH_TASKS_PER_NODE";
+    if (auto r = detail::append_host_counts(job.counts_from, copied, hosts.size(), list_name, counts); !r) return r.error();
   } else if (job.component_first.empty()) {
     auto from = detail::counts_of(var, 0, false, hosts.size(), list_name, counts);
     if (!from) return from.error();
@@ -732,26 +738,26 @@ template <class Getenv>
   }
   const char* node_name = var("SLURMD_NODENAME");
   // The srun options of a step with one task on every node, which the messages suggest.
-  std::string one_task_a_node = detail::concat("srun --ntasks-per-node=1 --ntasks=", hosts.size());
-  if (!job.component_first.empty()) {
-    one_task_a_node = "srun";
+  const auto one_task_a_node = [&] {
+    if (job.component_first.empty()) return detail::concat("srun --ntasks-per-node=1 --ntasks=", hosts.size());
+    std::string out = "srun";
     // Every component's own sizes, up to a message's worth.
     constexpr std::size_t shown = 8;
     for (std::size_t n = 0; n < job.component_first.size() && n < shown; ++n) {
       const std::size_t end = n + 1 < job.component_first.size() ? job.component_first[n + 1] : hosts.size();
       const std::size_t size = end - job.component_first[n];
-      one_task_a_node += detail::concat(n > 0 ? " :" : "", " --nodes=", size, " --ntasks=", size);
+      out += detail::concat(n > 0 ? " :" : "", " --nodes=", size, " --ntasks=", size);
     }
     if (job.component_first.size() > shown)
-      one_task_a_node += detail::concat(" : ... (", job.component_first.size() - shown,
-                                        " more components, each `--nodes=N --ntasks=N`)");
-  }
-  const std::string plan_side = detail::concat("the plan starts one torchrun on each of the job's ", hosts.size(), " nodes");
+      out += detail::concat(" : ... (", job.component_first.size() - shown, " more components, each `--nodes=N --ntasks=N`)");
+    return out;
+  };
+  const auto plan_side = [&] { return detail::concat("the plan starts one torchrun on each of the job's ", hosts.size(), " nodes"); };
   if (step_nodes && *step_nodes != hosts.size()) {
     job.step_problem = detail::concat(
         "this step runs on ", *step_nodes, " of the job's ", hosts.size(), " nodes (SLURM_STEP_NUM_NODES=", *step_nodes,
         job.component_first.empty() ? std::string(")") : detail::concat(", in a job of ", job.component_first.size(), " components)"),
-        ", but ", plan_side, ", which would wait for the others: start one task on every node: ", one_task_a_node);
+        ", but ", plan_side(), ", which would wait for the others: start one task on every node: ", one_task_a_node());
   } else if (const char* layout = var("SLURM_STEP_TASKS_PER_NODE")) {
     auto parsed = detail::parse_count_list(layout);
     if (!parsed)
@@ -764,8 +770,8 @@ template <class Getenv>
         std::all_of(parsed->items.begin(), parsed->items.end(), [](const detail::count_item& it) { return it.count == 1; });
     if (!one_each)
       job.step_problem = detail::concat("this step runs ", detail::quoted(layout),
-                                        " tasks on its nodes (SLURM_STEP_TASKS_PER_NODE), but ", plan_side,
-                                        ": start one task a node: ", one_task_a_node);
+                                        " tasks on its nodes (SLURM_STEP_TASKS_PER_NODE), but ", plan_side(),
+                                        ": start one task a node: ", one_task_a_node());
   }
   if (const char* id = var("SLURM_NODEID")) {
     long long n = 0;

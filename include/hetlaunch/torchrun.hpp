@@ -96,23 +96,27 @@ inline diagnostic launch_problem(errc code) {
   return d;
 }
 
-// torchrun's options that hetlaunch computes; an extra argument naming one (in either spelling,
-// or abbreviated, which argparse accepts) would silently replace the computed value.
-inline bool overrides_computed_flag(std::string_view arg) noexcept {
+// Whether extra argument `arg` ("--name" or "--name=value", '-' or '_' between words) names
+// torchrun's option `option` (underscore spelling): in full, or abbreviated to at least
+// `shortest` characters, as argparse accepts a unique prefix.
+inline bool names_option(std::string_view arg, std::string_view option, std::size_t shortest) noexcept {
   if (arg.size() < 3 || arg[0] != '-' || arg[1] != '-') return false;
   std::string_view name = arg.substr(2);
   name = name.substr(0, name.find('='));
-  if (name.empty()) return false;
+  if (name.empty() || name.size() < shortest || name.size() > option.size()) return false;
+  for (std::size_t k = 0; k < name.size(); ++k)
+    if ((name[k] == '-' ? '_' : name[k]) != option[k]) return false;
+  return true;
+}
+
+// torchrun's options that hetlaunch computes; an extra argument naming one (in either spelling,
+// or abbreviated, which argparse accepts) would silently replace the computed value.
+inline bool overrides_computed_flag(std::string_view arg) noexcept {
   static constexpr const char* computed[] = {"nnodes",      "node_rank",     "nproc_per_node", "master_addr",
                                              "master_port", "rdzv_backend",  "rdzv_endpoint",  "rdzv_id",
                                              "rdzv_conf",   "max_restarts",  "role",           "standalone"};
-  for (const char* full : computed) {
-    const std::string_view f(full);
-    if (name.size() > f.size()) continue;
-    bool prefix = true;
-    for (std::size_t k = 0; k < name.size() && prefix; ++k) prefix = (name[k] == '-' ? '_' : name[k]) == f[k];
-    if (prefix) return true;
-  }
+  for (const char* full : computed)
+    if (names_option(arg, full, 1)) return true;
   return false;
 }
 
@@ -120,31 +124,18 @@ inline bool overrides_computed_flag(std::string_view arg) noexcept {
 // in either spelling; the last one wins, as for argparse. Abbreviations are not recognised.
 inline std::optional<std::string> torchrun_arg_value(const launch_options& o, std::string_view name) {
   std::optional<std::string> value;
-  const auto is = [name](std::string_view arg) {
-    if (arg.size() != name.size() + 2 || arg[0] != '-' || arg[1] != '-') return false;
-    for (std::size_t k = 0; k < name.size(); ++k)
-      if ((arg[k + 2] == '-' ? '_' : arg[k + 2]) != name[k]) return false;
-    return true;
-  };
   for (std::size_t i = 0; i < o.torchrun_args.size(); ++i) {
     const std::string_view arg = o.torchrun_args[i];
+    if (!names_option(arg, name, name.size())) continue;
     const std::size_t eq = arg.find('=');
-    if (eq != std::string_view::npos && is(arg.substr(0, eq))) value = std::string(arg.substr(eq + 1));
-    else if (eq == std::string_view::npos && is(arg) && i + 1 < o.torchrun_args.size()) value = o.torchrun_args[++i];
+    if (eq != std::string_view::npos) value = std::string(arg.substr(eq + 1));
+    else if (i + 1 < o.torchrun_args.size()) value = o.torchrun_args[++i];
   }
   return value;
 }
 
 // torch 2.14's --virtual-local-rank (or an abbreviation argparse would accept).
-inline bool is_virtual_local_rank(std::string_view arg) noexcept {
-  if (arg.size() < 5 || arg[0] != '-' || arg[1] != '-') return false;
-  const std::string_view full = "virtual_local_rank";
-  const std::string_view name = arg.substr(2, arg.find('=') == std::string_view::npos ? std::string_view::npos : arg.find('=') - 2);
-  if (name.size() < 3 || name.size() > full.size()) return false;
-  for (std::size_t k = 0; k < name.size(); ++k)
-    if ((name[k] == '-' ? '_' : name[k]) != full[k]) return false;
-  return true;
-}
+inline bool is_virtual_local_rank(std::string_view arg) noexcept { return names_option(arg, "virtual_local_rank", 3); }
 
 // Extra torchrun arguments that change the workers' environment in a way the plan does not
 // describe: every output that the workers' variables depend on refuses them.

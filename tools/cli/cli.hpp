@@ -101,6 +101,8 @@ struct input {
   bool validated = false;                // the parser validated the topology with these options
 };
 std::optional<std::string> read_file(const std::string& path, std::string& error);
+// This process's environment, as NAME=VALUE pairs in order.
+hetlaunch::environment process_environment();
 // Gives nodes read with slots=auto (nproc 0) their counts; false with a message on an error.
 using auto_resolver = bool (*)(const options&, hetlaunch::cluster&, std::string& error);
 // The cluster from the chosen input; on an error, prints it and sets `status`. Without a
@@ -126,6 +128,8 @@ int discover_command(options& o);
 
 // jobset.cpp
 int jobset_command(options& o);
+// The --group NODES:GPUS flags, in order (usage errors for malformed ones).
+std::vector<hetlaunch::node_group> node_groups(const options& o);
 
 // sbatch.cpp
 int sbatch_command(options& o);

@@ -13,8 +13,6 @@
 #include <cstdlib>
 #include <cstring>
 
-extern char** environ;
-
 namespace cli {
 namespace {
 
@@ -132,13 +130,7 @@ int env_command(options& o) {
   const auto node = node_of(o, *p, status);
   if (!node) return status;
   if (o.direct && o.agent_env) throw usage_error{"--agent-env describes torchrun's environment; --direct has no torchrun"};
-  hetlaunch::environment agent;
-  if (o.agent_env)
-    for (char** e = environ; *e; ++e) {
-      const std::string_view entry(*e);
-      const std::size_t eq = entry.find('=');
-      if (eq != std::string_view::npos) agent.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
-    }
+  const hetlaunch::environment agent = o.agent_env ? process_environment() : hetlaunch::environment();
   const auto r = o.direct      ? p->plan.try_direct_worker_env(*node, *o.local_rank)
                  : o.agent_env ? p->plan.try_worker_env_from_agent(*node, *o.local_rank, agent)
                                : p->plan.try_worker_env(*node, *o.local_rank);

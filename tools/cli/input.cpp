@@ -59,6 +59,16 @@ std::optional<std::string> read_file(const std::string& path, std::string& error
   return text;
 }
 
+hetlaunch::environment process_environment() {
+  hetlaunch::environment out;
+  for (char** e = environ; *e; ++e) {
+    const std::string_view entry(*e);
+    const std::size_t eq = entry.find('=');
+    if (eq != std::string_view::npos) out.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return out;
+}
+
 // Reads the cluster from the chosen input; an error names where (file:line:column) and why.
 std::optional<input> read_input(const options& o, int& status, auto_resolver resolve) {
   input in;
@@ -93,12 +103,9 @@ std::optional<input> read_input(const options& o, int& status, auto_resolver res
   } else if (o.slurm) {
     // One pass over the environment: a hetjob of C components is read with O(C) look-ups, and
     // getenv would scan the whole environment (which grows with C) for each.
+    const hetlaunch::environment process = process_environment();
     std::unordered_map<std::string_view, const char*> variables;
-    for (char** e = environ; *e; ++e) {
-      const std::string_view entry(*e);
-      const std::size_t eq = entry.find('=');
-      if (eq != std::string_view::npos) variables.emplace(entry.substr(0, eq), *e + eq + 1);
-    }
+    for (const auto& v : process) variables.emplace(v.first, v.second.c_str());
     auto job = hetlaunch::cluster_from_slurm(
         [&variables](const char* name) -> const char* {
           const auto it = variables.find(name);

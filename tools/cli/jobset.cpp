@@ -10,25 +10,29 @@ namespace {
 using hetlaunch::detail::concat;
 using hetlaunch::detail::quoted;
 
-int positive(const std::string& flag, const std::string& whole, std::string_view text) {
+int positive(const std::string& whole, std::string_view text) {
   long long n = 0;
   if (!hetlaunch::detail::parse_decimal(text, 1 << 30, n) || n < 1)
-    throw usage_error{concat(flag, " ", quoted(whole), ": ", quoted(text), " is not a positive integer")};
+    throw usage_error{concat("--group ", quoted(whole), ": ", quoted(text), " is not a positive integer")};
   return static_cast<int>(n);
 }
 
 }  // namespace
 
-int jobset_command(options& o) {
-  if (o.name.empty() || o.image.empty() || o.groups.empty())
-    throw usage_error{"jobset needs --name, --image and at least one --group NODES:GPUS"};
+std::vector<hetlaunch::node_group> node_groups(const options& o) {
   std::vector<hetlaunch::node_group> groups;
   for (const std::string& g : o.groups) {
     const std::size_t colon = g.find(':');
     if (colon == std::string::npos) throw usage_error{concat("--group ", quoted(g), " is not NODES:GPUS")};
-    groups.push_back({positive("--group", g, std::string_view(g).substr(0, colon)),
-                      positive("--group", g, std::string_view(g).substr(colon + 1)), {}});
+    groups.push_back({positive(g, std::string_view(g).substr(0, colon)), positive(g, std::string_view(g).substr(colon + 1)), {}});
   }
+  return groups;
+}
+
+int jobset_command(options& o) {
+  if (o.name.empty() || o.image.empty() || o.groups.empty())
+    throw usage_error{"jobset needs --name, --image and at least one --group NODES:GPUS"};
+  std::vector<hetlaunch::node_group> groups = node_groups(o);
   for (const std::string& s : o.node_selectors) {
     const std::size_t colon = s.find(':'), eq = s.find('=');
     if (colon == std::string::npos || eq == std::string::npos || eq < colon)

@@ -12,17 +12,6 @@ namespace {
 using hetlaunch::detail::concat;
 using hetlaunch::detail::quoted;
 
-struct group {
-  long long nodes, gpus;
-};
-
-long long positive(const std::string& whole, std::string_view text) {
-  long long n = 0;
-  if (!hetlaunch::detail::parse_decimal(text, 1 << 30, n) || n < 1)
-    throw usage_error{concat("--group ", quoted(whole), ": ", quoted(text), " is not a positive integer")};
-  return n;
-}
-
 // One #SBATCH line a word: sbatch reads a line's options as a command line of its own, so a
 // word may not span lines.
 std::string directive(const std::string& word) {
@@ -35,33 +24,24 @@ std::string directive(const std::string& word) {
 
 int sbatch_command(options& o) {
   if (o.groups.empty()) throw usage_error{"sbatch needs at least one --group NODES:GPUS"};
-  std::vector<group> groups;
+  const std::vector<hetlaunch::node_group> groups = node_groups(o);
   long long nodes = 0, world = 0;
-  for (const std::string& g : o.groups) {
-    const std::size_t colon = g.find(':');
-    if (colon == std::string::npos) throw usage_error{concat("--group ", quoted(g), " is not NODES:GPUS")};
-    const group gr{positive(g, std::string_view(g).substr(0, colon)), positive(g, std::string_view(g).substr(colon + 1))};
-    nodes += gr.nodes;
-    world += gr.nodes * gr.gpus;
+  for (std::size_t c = 0; c < groups.size(); ++c) {
+    nodes += groups[c].nodes;
+    world += static_cast<long long>(groups[c].nodes) * groups[c].gpus;
     // torch's ranks are 32-bit; each term is below 2^60, so the sums cannot wrap before this.
     if (world > INT_MAX)
-      return fail(concat("sbatch: the groups up to ", quoted(g), " hold more than ", INT_MAX,
+      return fail(concat("sbatch: the groups up to ", quoted(o.groups[c]), " hold more than ", INT_MAX,
                          " workers, more than torch's ranks can count"));
-    groups.push_back(gr);
   }
   take_script(o);
   // The launch options, checked now rather than in the job: one node a component stands for the
   // job (what they are checked against does not depend on the node count).
-  {
-    std::vector<hetlaunch::node_spec> specs;
-    std::vector<std::string> names;
-    for (std::size_t c = 0; c < groups.size(); ++c) names.push_back(concat("component", c));
-    for (std::size_t c = 0; c < names.size(); ++c) specs.push_back({names[c], static_cast<int>(groups[c].gpus)});
-    auto plan = hetlaunch::make_plan(hetlaunch::cluster(specs), o.launch);
-    if (!plan) {
-      print_problems("sbatch", plan.error());
-      return exit_invalid;
-    }
+  hetlaunch::cluster_builder shape;
+  for (std::size_t c = 0; c < groups.size(); ++c) shape.add(concat("component", c), groups[c].gpus);
+  if (auto plan = hetlaunch::make_plan(shape.finish(), o.launch); !plan) {
+    print_problems("sbatch", plan.error());
+    return exit_invalid;
   }
   std::vector<std::string> script{o.launch.script};
   script.insert(script.end(), o.launch.script_args.begin(), o.launch.script_args.end());
@@ -80,13 +60,14 @@ int sbatch_command(options& o) {
                       count(world, "worker", "workers"), ", one component a node group:\n");
   long long first = 0, rank = 0;
   for (std::size_t c = 0; c < groups.size(); ++c) {
-    const group& g = groups[c];
-    const long long last_rank = rank + g.nodes * g.gpus - 1;
+    const hetlaunch::node_group& g = groups[c];
+    const long long workers = static_cast<long long>(g.nodes) * g.gpus;
+    const long long last_rank = rank + workers - 1;
     out += concat("#   component ", c, ": ", count(g.nodes, "node", "nodes"), " of ", count(g.gpus, "GPU", "GPUs"),
                   g.nodes > 1 ? concat(" (nodes ", first, "-", first + g.nodes - 1) : concat(" (node ", first),
                   last_rank > rank ? concat(", ranks ", rank, "-", last_rank, ")\n") : concat(", rank ", rank, ")\n"));
     first += g.nodes;
-    rank += g.nodes * g.gpus;
+    rank += workers;
   }
   for (std::size_t c = 0; c < groups.size(); ++c) {
     if (c > 0) out += "#SBATCH hetjob\n";

@@ -30,6 +30,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
+import processes  # noqa: E402
+
 CACHE = pathlib.Path(os.environ.get("HETLAUNCH_CHROOT_CACHE", "/var/cache/hetlaunch-test/chroots"))
 PACKAGES = "python3-torch,slurm-client,python3,ca-certificates"
 SUITES = {"trixie": {"gates": True, "extra": ""}, "sid": {"gates": False, "extra": ",python3-accelerate"}}
@@ -58,28 +61,12 @@ def mounts_under(root):
 
 
 def processes_in(root):
-    pids = []
-    for proc in pathlib.Path("/proc").glob("[0-9]*"):
-        try:
-            if os.readlink(proc / "root") == str(root):
-                pids.append(int(proc.name))
-        except OSError:
-            pass
-    return pids
+    return processes.matching(lambda proc: os.readlink(proc / "root") == str(root))
 
 
 def release(root):
     """No process inside `root`, nothing mounted under it."""
-    for _ in range(10):
-        pids = processes_in(root)
-        if not pids:
-            break
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.2)
+    processes.kill_until_gone(lambda: processes_in(root), rounds=10)
     for target in sorted(mounts_under(root), key=len, reverse=True):
         if subprocess.run(["umount", target], capture_output=True).returncode != 0:
             subprocess.run(["umount", "-l", target], capture_output=True)

@@ -25,6 +25,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
 import netns  # noqa: E402
+import processes  # noqa: E402
 
 NAMES = ["h0", "h1", "h2"]
 CPUS = [4, 2, 1]
@@ -36,31 +37,13 @@ WORK_STEM = "hetlaunch-slurm-test-"
 
 def processes_naming(marker):
     """Processes whose command line or environment names `marker`, other than this one."""
-    found = []
-    for proc in pathlib.Path("/proc").glob("[0-9]*"):
-        pid = int(proc.name)
-        if pid == os.getpid():
-            continue
-        try:
-            text = (proc / "cmdline").read_bytes() + b"\0" + (proc / "environ").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in text:
-            found.append(pid)
-    return found
+    needle = marker.encode()
+    return processes.matching(lambda proc: needle in (proc / "cmdline").read_bytes() + b"\0" +
+                              (proc / "environ").read_bytes())
 
 
 def kill_all(marker):
-    for _ in range(5):
-        pids = processes_naming(marker)
-        if not pids:
-            return
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.2)
+    processes.kill_until_gone(lambda: processes_naming(marker))
 
 
 def remove_leftovers():
@@ -263,24 +246,8 @@ class slurm_cluster:
         workers) is killed at once. Returns how many."""
         ns = self.host_ns[NAMES.index(name)]
         target = os.stat(f"/run/netns/{ns}").st_ino
-        killed = 0
-        for _ in range(5):
-            pids = []
-            for proc in pathlib.Path("/proc").glob("[0-9]*"):
-                try:
-                    if os.stat(proc / "ns" / "net").st_ino == target:
-                        pids.append(int(proc.name))
-                except OSError:
-                    pass
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    killed += 1
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.2)
+        killed = processes.kill_until_gone(
+            lambda: processes.matching(lambda proc: os.stat(proc / "ns" / "net").st_ino == target))
         self.daemons = [(label, p) for label, p in self.daemons if p.poll() is None]
         return killed
 

@@ -682,7 +682,14 @@ template <class Getenv>
         return parse_error{0, 0, detail::concat(het_size_name, "=", components, " but ", name, " is not set"),
                            errc::env_missing};
       auto part = expand_hostlist(list, max_hosts - hosts.size(), max_bytes - bytes);
-      if (!part) return parse_error{0, 0, detail::concat(name, ": ", part.error().to_string()), part.error().code};
+      // The limits count every component: what is left of them is what this one ran into.
+      if (!part)
+        return parse_error{0, 0,
+                           detail::concat(name, hosts.empty() ? std::string()
+                                                              : detail::concat(" (after the ", hosts.size(),
+                                                                               " hosts of the components before it)"),
+                                          ": ", part.error().to_string()),
+                           part.error().code};
       if (copied == nullptr) {
         auto from = detail::counts_of(var, n, true, part->size(), name, counts);
         if (!from) return from.error();

@@ -334,6 +334,8 @@ TEST_SUITE("slurm") {
     env.vars["SLURM_JOB_NODELIST_HET_GROUP_1"] = "n[1-1000],m[1-1000]";
     env.vars["SLURM_TASKS_PER_NODE_HET_GROUP_1"] = "1(x2000)";
     CHECK(hetlaunch::cluster_from_slurm(env, 2000).error().code == hetlaunch::errc::limit_exceeded);
+    CHECK(hetlaunch::cluster_from_slurm(env, 2000).error().to_string().find(
+              "SLURM_JOB_NODELIST_HET_GROUP_1 (after the 1 hosts of the components before it): ") == 0);
     CHECK(hetlaunch::cluster_from_slurm(env, 2001));
     env = hetjob_batch();
     env.vars["SLURM_JOB_NODELIST_HET_GROUP_1"] = "h1";

@@ -162,6 +162,12 @@ struct diagnostic {
         return "nothing is left to run on";
       case errc::bad_env_name:
         return concat(detail::quoted(text), " is not a variable name (letters, digits and '_', not starting with a digit)");
+      case errc::not_utf8:
+        return concat("the ", variable, " ", detail::quoted(text), " is not UTF-8 (byte ", limit,
+                      " does not start a character): Kubernetes carries only UTF-8 text");
+      case errc::nul_byte:
+        return concat("the ", variable, " ", detail::quoted(text), " holds a NUL byte at position ", limit,
+                      ", which no argument or variable can carry");
       case errc::bad_kill_after:
         return concat("kill_after must be 1..3600 seconds, got ", value);
       case errc::bad_name:

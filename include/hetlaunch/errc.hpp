@@ -57,6 +57,9 @@ enum class errc : int {
   bad_group = 40,                // a group without nodes or GPUs
   too_many_pods = 41,            // a group past an Indexed Job's 100,000 completions, or all past 2^20 pods
   virtual_local_rank = 42,       // torchrun's --virtual-local-rank, whose workers the plan does not describe
+  // text for other programs
+  not_utf8 = 43,                 // a text that must reach its reader as UTF-8 (Kubernetes) is not
+  nul_byte = 44,                 // a NUL byte, which no argument or variable can carry
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -105,6 +108,8 @@ constexpr std::string_view to_string(errc code) noexcept {
     case errc::bad_group: return "bad_group";
     case errc::too_many_pods: return "too_many_pods";
     case errc::virtual_local_rank: return "virtual_local_rank";
+    case errc::not_utf8: return "not_utf8";
+    case errc::nul_byte: return "nul_byte";
   }
   return "unknown";
 }

@@ -76,21 +76,32 @@ struct document {
   [[nodiscard]] std::size_t size() const noexcept { return values.size(); }
 };
 
-// Plain YAML scalars only where nothing could read them as another type or as syntax.
+// Plain YAML scalars only where no reader could take them for another type or for syntax: a
+// letter first, then letters, digits and "-_./", and not one of the words YAML 1.1 readers
+// (PyYAML, the go-yaml behind kubectl) take for a boolean or null. Everything else is written
+// double-quoted: numbers in any spelling ("1e-4", "0x2a", "1_000", "012", ".5", "1:30", "-0"),
+// "~", "null", "yes", "on", and text with any other character.
 inline bool plain_yaml(std::string_view s) {
-  if (s.empty() || s.size() > 200) return false;
-  for (std::string_view word : {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"}) {
+  if (s.empty() || s.size() > 200 || !is_alpha(s[0])) return false;
+  for (std::string_view word : {"true", "false", "null", "yes", "no", "on", "off", "y", "n"}) {
     if (s.size() != word.size()) continue;
     bool same = true;
     for (std::size_t i = 0; i < s.size(); ++i) same = same && to_lower(s[i]) == word[i];
     if (same) return false;
   }
-  bool digits_only = true;
-  for (char c : s) {
+  for (char c : s)
     if (!is_alpha(c) && !is_digit(c) && c != '-' && c != '_' && c != '.' && c != '/') return false;
-    digits_only = digits_only && (is_digit(c) || c == '.' || c == '-');
+  return true;
+}
+
+// The first byte of `s` that does not start a well-formed UTF-8 character, or s.size().
+inline std::size_t first_non_utf8(std::string_view s) noexcept {
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = utf8_sequence_length(s, i);
+    if (n == 0) return i;
+    i += n;
   }
-  return !digits_only && s[0] != '-' && s[0] != '.';
+  return s.size();
 }
 
 inline void append_scalar(std::string& out, const document& d, bool yaml) {
@@ -207,8 +218,9 @@ inline std::string jobset_pod_host(const jobset_options& o, std::size_t g, std::
 
 /// Every problem of the groups and options, in order: the name (a DNS label, short enough that
 /// the longest pod host name, NAME-gG-0-K, is at most 63 characters), an empty image, groups
-/// without nodes or GPUs or with more than 100,000 pods, more than 2^20 pods in all, then the plan's (make_plan over the pods' host names: the world size,
-/// the launch options, the script).
+/// without nodes or GPUs or with more than 100,000 pods, more than 2^20 pods in all, variable
+/// names a shell cannot set, a negative jobset_max_restarts, and any text of the manifest that is
+/// not UTF-8 (not_utf8, naming which text). try_jobset_document adds the plan's problems.
 [[nodiscard]] inline std::vector<diagnostic> validate_jobset(const std::vector<node_group>& groups,
                                                              const jobset_options& o) {
   std::vector<diagnostic> out;
@@ -248,6 +260,26 @@ inline std::string jobset_pod_host(const jobset_options& o, std::size_t g, std::
       out.push_back(detail::jobset_problem(errc::bad_env_name, "env", v.first));
   if (o.jobset_max_restarts < 0)
     out.push_back(detail::jobset_problem(errc::bad_max_restarts, "jobset_max_restarts", "", o.jobset_max_restarts));
+  // Kubernetes stores text as UTF-8: kubectl refuses a manifest with other bytes (YAML) or turns
+  // them into U+FFFD without a word (JSON). Every text of the manifest, each named.
+  const auto utf8 = [&out](std::string_view what, std::string_view text) {
+    const std::size_t at = detail::first_non_utf8(text);
+    if (at < text.size()) out.push_back(detail::jobset_problem(errc::not_utf8, what, text, 0, static_cast<long long>(at)));
+  };
+  utf8("image", o.image);
+  utf8("cpu request", o.cpu);
+  utf8("memory request", o.memory);
+  utf8("GPU resource", o.gpu_resource);
+  for (const std::string& w : o.launch.program) utf8("program word", w);
+  for (const std::string& a : o.launch.torchrun_args) utf8("torchrun argument", a);
+  utf8("script", o.launch.script);
+  for (const std::string& a : o.launch.script_args) utf8("script argument", a);
+  for (const auto& v : o.env) utf8("value of variable", v.second);
+  for (const node_group& g : groups)
+    for (const auto& kv : g.node_selector) {
+      utf8("nodeSelector key", kv.first);
+      utf8("nodeSelector value", kv.second);
+    }
   return out;
 }
 

@@ -453,6 +453,29 @@ inline bool widths_combine(unsigned long long n, std::size_t& wn, unsigned long 
   return out;
 }
 
+/// compress_hostlist, for names from the input: an error, naming the host and its place (from 1),
+/// when a name is not one that its own host list gives back (expand_hostlist(name) == {name}):
+/// an empty name, and names with ',', brackets or blanks, which a reader of the list would split
+/// or expand ("a[1]" reads back as "a1", "a,b" as two hosts, "x[" not at all).
+[[nodiscard]] inline result<std::string> try_compress_hostlist(const std::vector<std::string>& hosts) {
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    const std::string& h = hosts[i];
+    std::string why;
+    if (h.empty()) {
+      why = "an empty name";
+    } else {
+      const auto back = expand_hostlist(h, 2, 2 * h.size() + 2);  // no name it gives is longer than h
+      if (!back) why = detail::concat("a host list cannot hold it (", back.error().message, ")");
+      else if (back->size() != 1 || back->front() != h)
+        why = detail::concat("a host list would read it as ", back->size() == 1 ? "the host " : "the hosts ",
+                             detail::quoted(back->size() == 1 ? back->front() : compress_hostlist(*back)));
+    }
+    if (!why.empty())
+      return parse_error{0, 0, detail::concat("host ", i + 1, " (", detail::quoted(h), "): ", why), errc::bad_host};
+  }
+  return compress_hostlist(hosts);
+}
+
 namespace detail {
 struct count_item {
   int count;

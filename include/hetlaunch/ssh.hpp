@@ -93,7 +93,8 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
 }  // namespace detail
 
 /// Every problem of the ssh options, in order: an empty program, a variable name that is not a
-/// shell name (letters, digits, '_', not starting with a digit), kill_after outside 1..3600.
+/// shell name (letters, digits, '_', not starting with a digit), a NUL byte in a variable's value
+/// or in the directory (nul_byte), kill_after outside 1..3600.
 [[nodiscard]] inline std::vector<diagnostic> validate_ssh(const ssh_options& ssh) {
   std::vector<diagnostic> out;
   if (ssh.program.empty() || ssh.program.front().empty()) {
@@ -101,8 +102,20 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
     d.variable = "ssh program";
     out.push_back(d);
   }
-  for (const auto& v : ssh.env)
+  // A NUL cannot reach the node: the remote command is one C string, and sh would cut it there.
+  const auto nul = [&out](std::string_view what, std::string_view text) {
+    const std::size_t at = text.find('\0');
+    if (at == std::string_view::npos) return;
+    diagnostic d = detail::ssh_problem(errc::nul_byte, text);
+    d.variable = what;
+    d.limit = static_cast<long long>(at);
+    out.push_back(d);
+  };
+  for (const auto& v : ssh.env) {
     if (!detail::is_env_name(v.first)) out.push_back(detail::ssh_problem(errc::bad_env_name, v.first));
+    nul("value of variable", v.second);
+  }
+  nul("directory", ssh.chdir);
   if (ssh.kill_after < 1 || ssh.kill_after > 3600) {
     diagnostic d = detail::ssh_problem(errc::bad_kill_after, "");
     d.value = ssh.kill_after;
@@ -187,8 +200,18 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
 /// Reads NAME=VALUE lines, as DeepSpeed's .deepspeed_env holds them: the value is everything after
 /// the first '=' (taken as it is: no quotes are removed); blank lines and lines starting with '#'
 /// are skipped; a trailing '\r' is dropped. A line without '=' or with a name that is not a shell
-/// name is an error at its line and column.
+/// name is an error at its line and column, and so is a NUL byte anywhere, comments included (no
+/// variable can hold one, and a file with one is not text).
 [[nodiscard]] inline result<environment> parse_env_file(std::string_view text) {
+  if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    const std::size_t newline = text.rfind('\n', nul);
+    const std::size_t line_start = newline == std::string_view::npos ? 0 : newline + 1;
+    std::size_t line_no = 1;
+    for (std::size_t i = 0; i < line_start; ++i)
+      if (text[i] == '\n') ++line_no;
+    return parse_error{line_no, nul - line_start + 1,
+                       "a NUL byte, which no variable can hold (is this a text file?)", errc::nul_byte};
+  }
   environment out;
   std::size_t line_no = 0;
   std::size_t start = 0;

@@ -144,6 +144,9 @@ enum class errc : int {
   bad_group = 40,                // a group without nodes or GPUs
   too_many_pods = 41,            // a group past an Indexed Job's 100,000 completions, or all past 2^20 pods
   virtual_local_rank = 42,       // torchrun's --virtual-local-rank, whose workers the plan does not describe
+  // text for other programs
+  not_utf8 = 43,                 // a text that must reach its reader as UTF-8 (Kubernetes) is not
+  nul_byte = 44,                 // a NUL byte, which no argument or variable can carry
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -192,6 +195,8 @@ constexpr std::string_view to_string(errc code) noexcept {
     case errc::bad_group: return "bad_group";
     case errc::too_many_pods: return "too_many_pods";
     case errc::virtual_local_rank: return "virtual_local_rank";
+    case errc::not_utf8: return "not_utf8";
+    case errc::nul_byte: return "nul_byte";
   }
   return "unknown";
 }
@@ -364,7 +369,9 @@ auto quoted(const Bounded& text) -> decltype(text.full_size(), std::string()) {
 // Appends `s` as a JSON string that is valid UTF-8 whatever the bytes (and a YAML double-quoted
 // scalar too): UTF-8 characters stay as they are, and a byte that is not part of one is written
 // \udcXX (Python's surrogateescape: json.loads, then .encode("utf-8", "surrogateescape"), gives
-// the bytes back).
+// the bytes back). C1 controls, line and paragraph separators, the byte order mark and the other
+// invisible characters are written \uXXXX: a YAML reader takes U+0085 and U+2028 for line breaks
+// and folds them into a space, and a person reading the file cannot see them.
 template <class Unused = void>
 void append_json_string(std::string& out, std::string_view s) {
   static constexpr char hex[] = "0123456789abcdef";
@@ -373,7 +380,13 @@ void append_json_string(std::string& out, std::string_view s) {
     const auto c = static_cast<unsigned char>(s[i]);
     const std::size_t n = utf8_sequence_length(s, i);
     if (n > 1) {
-      out.append(s.data() + i, n);
+      const unsigned cp = utf8_code_point(s, i, n);
+      if (invisible_code_point(cp)) {
+        out += "\\u";
+        for (int shift = 12; shift >= 0; shift -= 4) out += hex[(cp >> shift) & 15u];
+      } else {
+        out.append(s.data() + i, n);
+      }
       i += n;
       continue;
     }
@@ -1080,6 +1093,12 @@ struct diagnostic {
         return "nothing is left to run on";
       case errc::bad_env_name:
         return concat(detail::quoted(text), " is not a variable name (letters, digits and '_', not starting with a digit)");
+      case errc::not_utf8:
+        return concat("the ", variable, " ", detail::quoted(text), " is not UTF-8 (byte ", limit,
+                      " does not start a character): Kubernetes carries only UTF-8 text");
+      case errc::nul_byte:
+        return concat("the ", variable, " ", detail::quoted(text), " holds a NUL byte at position ", limit,
+                      ", which no argument or variable can carry");
       case errc::bad_kill_after:
         return concat("kill_after must be 1..3600 seconds, got ", value);
       case errc::bad_name:
@@ -3100,7 +3119,8 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
 }  // namespace detail
 
 /// Every problem of the ssh options, in order: an empty program, a variable name that is not a
-/// shell name (letters, digits, '_', not starting with a digit), kill_after outside 1..3600.
+/// shell name (letters, digits, '_', not starting with a digit), a NUL byte in a variable's value
+/// or in the directory (nul_byte), kill_after outside 1..3600.
 [[nodiscard]] inline std::vector<diagnostic> validate_ssh(const ssh_options& ssh) {
   std::vector<diagnostic> out;
   if (ssh.program.empty() || ssh.program.front().empty()) {
@@ -3108,8 +3128,20 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
     d.variable = "ssh program";
     out.push_back(d);
   }
-  for (const auto& v : ssh.env)
+  // A NUL cannot reach the node: the remote command is one C string, and sh would cut it there.
+  const auto nul = [&out](std::string_view what, std::string_view text) {
+    const std::size_t at = text.find('\0');
+    if (at == std::string_view::npos) return;
+    diagnostic d = detail::ssh_problem(errc::nul_byte, text);
+    d.variable = what;
+    d.limit = static_cast<long long>(at);
+    out.push_back(d);
+  };
+  for (const auto& v : ssh.env) {
     if (!detail::is_env_name(v.first)) out.push_back(detail::ssh_problem(errc::bad_env_name, v.first));
+    nul("value of variable", v.second);
+  }
+  nul("directory", ssh.chdir);
   if (ssh.kill_after < 1 || ssh.kill_after > 3600) {
     diagnostic d = detail::ssh_problem(errc::bad_kill_after, "");
     d.value = ssh.kill_after;
@@ -3194,8 +3226,18 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
 /// Reads NAME=VALUE lines, as DeepSpeed's .deepspeed_env holds them: the value is everything after
 /// the first '=' (taken as it is: no quotes are removed); blank lines and lines starting with '#'
 /// are skipped; a trailing '\r' is dropped. A line without '=' or with a name that is not a shell
-/// name is an error at its line and column.
+/// name is an error at its line and column, and so is a NUL byte anywhere, comments included (no
+/// variable can hold one, and a file with one is not text).
 [[nodiscard]] inline result<environment> parse_env_file(std::string_view text) {
+  if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    const std::size_t newline = text.rfind('\n', nul);
+    const std::size_t line_start = newline == std::string_view::npos ? 0 : newline + 1;
+    std::size_t line_no = 1;
+    for (std::size_t i = 0; i < line_start; ++i)
+      if (text[i] == '\n') ++line_no;
+    return parse_error{line_no, nul - line_start + 1,
+                       "a NUL byte, which no variable can hold (is this a text file?)", errc::nul_byte};
+  }
   environment out;
   std::size_t line_no = 0;
   std::size_t start = 0;
@@ -3294,21 +3336,32 @@ struct document {
   [[nodiscard]] std::size_t size() const noexcept { return values.size(); }
 };
 
-// Plain YAML scalars only where nothing could read them as another type or as syntax.
+// Plain YAML scalars only where no reader could take them for another type or for syntax: a
+// letter first, then letters, digits and "-_./", and not one of the words YAML 1.1 readers
+// (PyYAML, the go-yaml behind kubectl) take for a boolean or null. Everything else is written
+// double-quoted: numbers in any spelling ("1e-4", "0x2a", "1_000", "012", ".5", "1:30", "-0"),
+// "~", "null", "yes", "on", and text with any other character.
 inline bool plain_yaml(std::string_view s) {
-  if (s.empty() || s.size() > 200) return false;
-  for (std::string_view word : {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"}) {
+  if (s.empty() || s.size() > 200 || !is_alpha(s[0])) return false;
+  for (std::string_view word : {"true", "false", "null", "yes", "no", "on", "off", "y", "n"}) {
     if (s.size() != word.size()) continue;
     bool same = true;
     for (std::size_t i = 0; i < s.size(); ++i) same = same && to_lower(s[i]) == word[i];
     if (same) return false;
   }
-  bool digits_only = true;
-  for (char c : s) {
+  for (char c : s)
     if (!is_alpha(c) && !is_digit(c) && c != '-' && c != '_' && c != '.' && c != '/') return false;
-    digits_only = digits_only && (is_digit(c) || c == '.' || c == '-');
+  return true;
+}
+
+// The first byte of `s` that does not start a well-formed UTF-8 character, or s.size().
+inline std::size_t first_non_utf8(std::string_view s) noexcept {
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = utf8_sequence_length(s, i);
+    if (n == 0) return i;
+    i += n;
   }
-  return !digits_only && s[0] != '-' && s[0] != '.';
+  return s.size();
 }
 
 inline void append_scalar(std::string& out, const document& d, bool yaml) {
@@ -3425,8 +3478,9 @@ inline std::string jobset_pod_host(const jobset_options& o, std::size_t g, std::
 
 /// Every problem of the groups and options, in order: the name (a DNS label, short enough that
 /// the longest pod host name, NAME-gG-0-K, is at most 63 characters), an empty image, groups
-/// without nodes or GPUs or with more than 100,000 pods, more than 2^20 pods in all, then the plan's (make_plan over the pods' host names: the world size,
-/// the launch options, the script).
+/// without nodes or GPUs or with more than 100,000 pods, more than 2^20 pods in all, variable
+/// names a shell cannot set, a negative jobset_max_restarts, and any text of the manifest that is
+/// not UTF-8 (not_utf8, naming which text). try_jobset_document adds the plan's problems.
 [[nodiscard]] inline std::vector<diagnostic> validate_jobset(const std::vector<node_group>& groups,
                                                              const jobset_options& o) {
   std::vector<diagnostic> out;
@@ -3466,6 +3520,26 @@ inline std::string jobset_pod_host(const jobset_options& o, std::size_t g, std::
       out.push_back(detail::jobset_problem(errc::bad_env_name, "env", v.first));
   if (o.jobset_max_restarts < 0)
     out.push_back(detail::jobset_problem(errc::bad_max_restarts, "jobset_max_restarts", "", o.jobset_max_restarts));
+  // Kubernetes stores text as UTF-8: kubectl refuses a manifest with other bytes (YAML) or turns
+  // them into U+FFFD without a word (JSON). Every text of the manifest, each named.
+  const auto utf8 = [&out](std::string_view what, std::string_view text) {
+    const std::size_t at = detail::first_non_utf8(text);
+    if (at < text.size()) out.push_back(detail::jobset_problem(errc::not_utf8, what, text, 0, static_cast<long long>(at)));
+  };
+  utf8("image", o.image);
+  utf8("cpu request", o.cpu);
+  utf8("memory request", o.memory);
+  utf8("GPU resource", o.gpu_resource);
+  for (const std::string& w : o.launch.program) utf8("program word", w);
+  for (const std::string& a : o.launch.torchrun_args) utf8("torchrun argument", a);
+  utf8("script", o.launch.script);
+  for (const std::string& a : o.launch.script_args) utf8("script argument", a);
+  for (const auto& v : o.env) utf8("value of variable", v.second);
+  for (const node_group& g : groups)
+    for (const auto& kv : g.node_selector) {
+      utf8("nodeSelector key", kv.first);
+      utf8("nodeSelector value", kv.second);
+    }
   return out;
 }
 
@@ -4554,6 +4628,29 @@ inline bool widths_combine(unsigned long long n, std::size_t& wn, unsigned long 
     i = end;
   }
   return out;
+}
+
+/// compress_hostlist, for names from the input: an error, naming the host and its place (from 1),
+/// when a name is not one that its own host list gives back (expand_hostlist(name) == {name}):
+/// an empty name, and names with ',', brackets or blanks, which a reader of the list would split
+/// or expand ("a[1]" reads back as "a1", "a,b" as two hosts, "x[" not at all).
+[[nodiscard]] inline result<std::string> try_compress_hostlist(const std::vector<std::string>& hosts) {
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    const std::string& h = hosts[i];
+    std::string why;
+    if (h.empty()) {
+      why = "an empty name";
+    } else {
+      const auto back = expand_hostlist(h, 2, 2 * h.size() + 2);  // no name it gives is longer than h
+      if (!back) why = detail::concat("a host list cannot hold it (", back.error().message, ")");
+      else if (back->size() != 1 || back->front() != h)
+        why = detail::concat("a host list would read it as ", back->size() == 1 ? "the host " : "the hosts ",
+                             detail::quoted(back->size() == 1 ? back->front() : compress_hostlist(*back)));
+    }
+    if (!why.empty())
+      return parse_error{0, 0, detail::concat("host ", i + 1, " (", detail::quoted(h), "): ", why), errc::bad_host};
+  }
+  return compress_hostlist(hosts);
 }
 
 namespace detail {

@@ -46,10 +46,47 @@ TEST_SUITE("jobset") {
     CHECK(has(json, "\"value\": \"a: b # c\""));
   }
 
-  TEST_CASE("bytes that are not UTF-8 become \\udcXX, as in every JSON hetlaunch writes") {
+  TEST_CASE("control characters are escaped in YAML and JSON alike") {
     auto o = options();
-    o.launch.script_args = {"\xff\x01"};
-    CHECK(has(hetlaunch::jobset_manifest({{1, 1, {}}}, o, true), "\"\\udcff\\u0001\""));
+    o.launch.script_args = {"\x01\x7f"};
+    CHECK(has(hetlaunch::jobset_manifest({{1, 1, {}}}, o, true), "\"\\u0001\\u007f\""));
+    CHECK(has(hetlaunch::jobset_manifest({{1, 1, {}}}, o), "- \"\\u0001\\u007f\"\n"));
+  }
+
+  TEST_CASE("a string is plain YAML only when no YAML 1.1 or 1.2 reader takes it for anything else") {
+    using hetlaunch::detail::plain_yaml;
+    for (const char* s : {"train.py", "torchrun", "g0", "Indexed", "Never", "nvidia.com/gpu", "pkg.train", "e1x"})
+      CHECK_MESSAGE(plain_yaml(s), s);
+    for (const char* s : {"1e-4", "0x2a", "1_000", "012", ".5", "1:30", "-0", "+1", "~", "null", "Null", "yes", "No",
+                          "ON", "off", "y", "N", "true", "FALSE", "64Gi", "500m", "8", ".inf", "=", "<<", "a b", "a:b",
+                          "", "--lr", "2001-12-14", "x#y"})
+      CHECK_MESSAGE(!plain_yaml(s), s);
+  }
+
+  TEST_CASE("C1 controls, separators and the byte order mark are escaped: YAML folds them into spaces") {
+    auto o = options();
+    o.launch.script_args = {"a\u0085b", "c\u2028d", "\ufeffe", "caf\u00e9"};
+    const std::string yaml = hetlaunch::jobset_manifest({{1, 1, {}}}, o);
+    CHECK(has(yaml, "- \"a\\u0085b\"\n"));
+    CHECK(has(yaml, "- \"c\\u2028d\"\n"));
+    CHECK(has(yaml, "- \"\\ufeffe\"\n"));
+    CHECK(has(yaml, "- \"caf\u00e9\"\n"));  // a visible character stays as it is
+  }
+
+  TEST_CASE("text that is not UTF-8 is refused, naming the text: Kubernetes stores UTF-8 only") {
+    auto o = options();
+    o.launch.script_args = {"ok", "x\xff"};
+    const auto r = hetlaunch::try_jobset_manifest({{1, 1, {}}}, o);
+    CHECK(r.error().code == hetlaunch::errc::not_utf8);
+    CHECK(r.error().message() ==
+          "the script argument 'x\\xff' is not UTF-8 (byte 1 does not start a character): Kubernetes carries only UTF-8 text");
+    auto env = options();
+    env.env = {{"A", "\xc3"}};  // cut short
+    CHECK(hetlaunch::try_jobset_manifest({{1, 1, {}}}, env).error().message() ==
+          "the value of variable '\\xc3' is not UTF-8 (byte 0 does not start a character): Kubernetes carries only UTF-8 text");
+    auto selector = options();
+    CHECK(hetlaunch::validate_jobset({{1, 1, {{"k", "\xed\xa0\x80"}}}}, selector).front().code ==
+          hetlaunch::errc::not_utf8);  // a surrogate
   }
 
   TEST_CASE("names Kubernetes would refuse, and groups without nodes or GPUs") {

@@ -148,6 +148,12 @@ TEST_SUITE("lifetime") {
     CHECK(mentions(filtered.error().message, "zz"));
     CHECK(hetlaunch::expand_tasks_per_node(heap_text("2(x")).error().code == hetlaunch::errc::bad_syntax);
     CHECK(mentions(hetlaunch::parse_env_file(heap_text("no equals sign ")).error().message, "no equals sign"));
+    CHECK(mentions(hetlaunch::try_compress_hostlist({heap_text("a,b")}).error().message, "a,b"));
+    hetlaunch::jobset_options js;
+    js.name = "t";
+    js.image = heap_text("img\xff");
+    js.launch.script = "t.py";
+    CHECK(mentions(hetlaunch::validate_jobset({{1, 1, {}}}, hetlaunch::jobset_options(js)).front().message(), "img"));
   }
 }
 

@@ -157,6 +157,45 @@ TEST_SUITE("slurm") {
     for (const char* expr : {"a[1-3],b[08-10]", "gpu[001-128],cpu[1-4]", "n[1,3,5-9]"})
       CHECK(hetlaunch::compress_hostlist(*hetlaunch::expand_hostlist(expr)) == expr);
   }
+  TEST_CASE("try_compress_hostlist: only names that a host list gives back as themselves") {
+    CHECK(hetlaunch::try_compress_hostlist({"a1", "a2", "b"}).value() == "a[1-2],b");
+    CHECK(hetlaunch::try_compress_hostlist({"n1", "a[1]"}).error().message ==
+          "host 2 ('a[1]'): a host list would read it as the host 'a1'");
+    CHECK(hetlaunch::try_compress_hostlist({"a,b"}).error().message == "host 1 ('a,b'): a host list would read it as the hosts 'a,b'");
+    CHECK(hetlaunch::try_compress_hostlist({"x["}).error().message.rfind("host 1 ('x['): a host list cannot hold it (", 0) == 0);
+    CHECK(hetlaunch::try_compress_hostlist({"a", ""}).error().message == "host 2 (''): an empty name");
+    CHECK(hetlaunch::try_compress_hostlist({"a b"}).error().code == hetlaunch::errc::bad_host);
+  }
+
+  TEST_CASE("property: every accepted list of names reads back as itself; a refused name does not") {
+    // Every name of up to 3 characters over an alphabet of name characters and separators, and
+    // pairs of them: accepted exactly when the name alone reads back as itself.
+    const std::string alphabet = "a1-[],. ";
+    std::vector<std::string> names;
+    for (std::size_t n = 1; n <= 3; ++n) {
+      std::size_t total = 1;
+      for (std::size_t k = 0; k < n; ++k) total *= alphabet.size();
+      for (std::size_t code = 0; code < total; ++code) {
+        std::string name;
+        for (std::size_t k = 0, c = code; k < n; ++k, c /= alphabet.size()) name += alphabet[c % alphabet.size()];
+        names.push_back(name);
+      }
+    }
+    std::vector<std::string> accepted;
+    for (const std::string& name : names) {
+      const auto alone = hetlaunch::expand_hostlist(name);
+      const bool round_trips = alone && alone->size() == 1 && alone->front() == name;
+      CHECK_MESSAGE(static_cast<bool>(hetlaunch::try_compress_hostlist({name})) == round_trips, name);
+      if (round_trips) accepted.push_back(name);
+    }
+    for (std::size_t i = 0; i + 1 < accepted.size(); i += 7) {
+      const std::vector<std::string> pair = {accepted[i], accepted[i + 1]};
+      const auto list = hetlaunch::try_compress_hostlist(pair);
+      REQUIRE(list);
+      CHECK_MESSAGE(hetlaunch::expand_hostlist(*list).value() == pair, *list);
+    }
+  }
+
   TEST_CASE("count lists: SLURM_TASKS_PER_NODE and SLURM_JOB_CPUS_PER_NODE") {
     CHECK(counts("2(x3),1") == "2 2 2 1");
     CHECK(counts("72(x2),36") == "72 72 36");

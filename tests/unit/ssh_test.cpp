@@ -123,6 +123,24 @@ TEST_SUITE("forwarded environment") {
     CHECK(bad_name.error().line == 1);
     CHECK(bad_name.error().column == 3);
     CHECK(bad_name.error().code == hetlaunch::errc::bad_env_name);
+    // A NUL anywhere, in a value, a name or a comment, is refused where it stands.
+    const auto nul = hetlaunch::parse_env_file(std::string("A=1\nB=x\0y\n", 10));
+    CHECK(nul.error().to_string() == "line 2, column 4: a NUL byte, which no variable can hold (is this a text file?)");
+    CHECK(nul.error().code == hetlaunch::errc::nul_byte);
+    CHECK(hetlaunch::parse_env_file(std::string("# \0\n", 4)).error().column == 3);
+  }
+
+  TEST_CASE("a NUL cannot reach the node: refused in a variable's value and in the directory") {
+    hetlaunch::ssh_options ssh;
+    ssh.env = {{"A", std::string("x\0y", 3)}};
+    ssh.chdir = std::string("/w\0", 3);
+    const auto problems = hetlaunch::validate_ssh(ssh);
+    REQUIRE(problems.size() == 2);
+    CHECK(problems[0].code == hetlaunch::errc::nul_byte);
+    CHECK(problems[0].message() == "the value of variable 'x\\x00y' holds a NUL byte at position 1, which no argument or "
+                                   "variable can carry");
+    CHECK(problems[1].message() == "the directory '/w\\x00' holds a NUL byte at position 2, which no argument or "
+                                   "variable can carry");
   }
 }
 

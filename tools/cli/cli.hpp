@@ -15,6 +15,7 @@ namespace cli {
 
 constexpr int exit_invalid = 1;  // invalid input: nothing was started
 constexpr int exit_usage = 2;    // the command line itself is wrong
+constexpr int exit_failed = 1;   // a job that failed without a status of its own (a node never started)
 
 struct usage_error {
   std::string message;
@@ -51,6 +52,7 @@ struct options {
   std::optional<std::string> chdir;
   bool dry_run = false;
   std::optional<std::string> gpu_count_command;
+  int discover_timeout = 60;  // seconds a host has to answer its GPU count
   bool quiet_nodes = false;
   int kill_after = 10;
   // jobset
@@ -113,6 +115,9 @@ std::optional<hetlaunch::launch_plan> plan_of(const input& in, const options& o)
 std::size_t chosen_node(const options& o, const input& in);
 // The script and its arguments, from the positional arguments, into the launch options.
 void take_script(options& o);
+// The --env flags in order: NAME=VALUE as given, NAME with this process's value. A bad name or
+// an unset NAME is invalid input: printed, with `status` set.
+std::optional<hetlaunch::environment> env_flags(const options& o, int& status);
 
 // output.cpp
 int fail(const std::string& message);

@@ -231,7 +231,9 @@ int expand_command(options& o) {
 
 int compress_command(options& o) {
   if (o.positional.empty()) throw usage_error{"compress takes one or more hosts"};
-  std::printf("%s\n", hetlaunch::compress_hostlist(o.positional).c_str());
+  const auto r = hetlaunch::try_compress_hostlist(o.positional);
+  if (!r) return fail(concat("compress: ", r.error().to_string()));
+  std::printf("%s\n", r->c_str());
   return 0;
 }
 
@@ -240,7 +242,8 @@ int compress_command(options& o) {
 const std::vector<command>& commands() {
   static const std::vector<command> table = {
       {"run", "[INPUT] [LAUNCH OPTIONS] [--ssh PROGRAM] [--ssh-arg ARG]... [--fanout N] [--env NAME[=VALUE]]...\n"
-              "       [--env-file FILE] [--chdir DIR] [--dry-run] [--quiet-nodes] [--kill-after S] [--] SCRIPT [ARGS...]",
+              "       [--env-file FILE] [--chdir DIR] [--dry-run] [--quiet-nodes] [--kill-after S]\n"
+              "       [--gpu-count-command CMD] [--discover-timeout S] [--] SCRIPT [ARGS...]",
        "starts every node's torchrun over ssh and returns the job's status",
        "Validates everything, then starts every node's torchrun over ssh (at most --fanout connections\n"
        "open at once while starting), prints each output line as `[NODE HOST] line`, and exits 0 only\n"
@@ -249,21 +252,30 @@ const std::vector<command>& commands() {
        "Each node runs the plan's own torchrun command, so the nodes need torchrun but not hetlaunch\n"
        "(--program chooses another launcher); the plan is made once, here. Hosts with slots=auto\n"
        "(host:auto) are asked for their GPU count first, as `hetlaunch discover` does. The remote\n"
-       "login shell must be a POSIX shell. See docs/multi-host.md.\n",
+       "login shell must be a POSIX shell. See docs/multi-host.md.\n"
+       "A node counts as started only when its remote command says so: an ssh that ends before that\n"
+       "(a banner and exit 0 from a ForceCommand or a login shell that exits) fails the job.\n"
+       "Exit status: 0 when every node succeeded; 1 for invalid input, a worker that failed (as\n"
+       "torchrun itself exits then) or a node that ended before it started; 2 for a usage error;\n"
+       "128+N when stopped by signal N. Otherwise it is the status of the node that failed first, as\n"
+       "its torchrun or ssh gave it (255: ssh could not connect), which can be 2, 126 or 127 too:\n"
+       "hetlaunch's own lines on stderr name the node and what happened.\n",
        input_flags | launch_flags,
        {"--ssh", "--ssh-arg", "--fanout", "--env", "--env-file", "--chdir", "--dry-run", "--quiet-nodes",
-        "--kill-after", "--gpu-count-command"},
+        "--kill-after", "--gpu-count-command", "--discover-timeout"},
        script_use::required, node_use::none, run_command},
-      {"discover", "[--hostfile FILE | --hosts LIST] [--ssh PROGRAM] [--ssh-arg ARG]... [--gpu-count-command CMD]",
+      {"discover", "[--hostfile FILE | --hosts LIST] [--ssh PROGRAM] [--ssh-arg ARG]... [--fanout N]\n"
+                   "       [--gpu-count-command CMD] [--discover-timeout S]",
        "asks each slots=auto host for its GPU count and prints the hostfile",
        "Asks every host written with slots=auto (host:auto) for its GPU count over ssh, all at once,\n"
        "and prints the resolved hostfile. The count is the number of `GPU n:` lines of `nvidia-smi -L`,\n"
-       "or what --gpu-count-command prints. A host whose command fails or prints nothing is an error\n"
-       "that names it.\n",
-       input_flags, {"--ssh", "--ssh-arg", "--fanout", "--gpu-count-command"}, script_use::none, node_use::none,
+       "or what --gpu-count-command prints. A host whose command fails, prints no count, prints more\n"
+       "than 64 KiB or does not finish within --discover-timeout seconds is an error that names it\n"
+       "and shows what it printed. SIGINT, SIGTERM or SIGHUP stops every ssh it started.\n",
+       input_flags, {"--ssh", "--ssh-arg", "--fanout", "--gpu-count-command", "--discover-timeout"}, script_use::none, node_use::none,
        discover_command},
       {"jobset", "--name NAME --image IMAGE --group NODES:GPUS... [--namespace NS] [--node-selector G:KEY=VALUE]...\n"
-                 "       [--cpu CPU] [--memory MEM] [--env NAME=VALUE]... [--jobset-max-restarts N] [LAUNCH OPTIONS] [--json]\n"
+                 "       [--cpu CPU] [--memory MEM] [--env NAME[=VALUE]]... [--jobset-max-restarts N] [LAUNCH OPTIONS] [--json]\n"
                  "       [--] SCRIPT [ARGS...]",
        "a Kubernetes JobSet that runs the mixed job",
        "Prints a JobSet (jobset.x-k8s.io/v1alpha2) manifest, YAML (--json: JSON), for kubectl apply -f -:\n"

@@ -170,4 +170,30 @@ std::size_t chosen_node(const options& o, const input& in) {
   throw usage_error{o.slurm ? "--node is needed (SLURM_NODEID is not set)" : "--node I is needed"};
 }
 
+std::optional<hetlaunch::environment> env_flags(const options& o, int& status) {
+  using hetlaunch::detail::concat;
+  using hetlaunch::detail::quoted;
+  hetlaunch::environment env;
+  for (const std::string& e : o.env) {
+    const std::size_t eq = e.find('=');
+    const std::string name = e.substr(0, eq);
+    if (!hetlaunch::detail::is_env_name(name)) {
+      status = fail(concat("--env ", quoted(e), ": ", quoted(name),
+                           " is not a variable name (letters, digits and '_', not starting with a digit)"));
+      return std::nullopt;
+    }
+    if (eq != std::string::npos) {
+      env.emplace_back(name, e.substr(eq + 1));
+      continue;
+    }
+    const char* local = std::getenv(name.c_str());
+    if (!local) {
+      status = fail(concat("--env ", name, ": ", name, " is not set here (give --env ", name, "=VALUE)"));
+      return std::nullopt;
+    }
+    env.emplace_back(name, local);
+  }
+  return env;
+}
+
 }  // namespace cli

@@ -3,6 +3,7 @@
 #include "cli.hpp"
 
 #include <cstdio>
+#include <optional>
 
 namespace cli {
 namespace {
@@ -10,10 +11,17 @@ namespace {
 using hetlaunch::detail::concat;
 using hetlaunch::detail::quoted;
 
-int positive(const std::string& whole, std::string_view text) {
+constexpr long long max_group_count = 1 << 30;
+
+int positive(const std::string& whole, std::string_view text, const char* what) {
+  bool digits = !text.empty();
+  for (char c : text) digits = digits && hetlaunch::detail::is_digit(c);
   long long n = 0;
-  if (!hetlaunch::detail::parse_decimal(text, 1 << 30, n) || n < 1)
-    throw usage_error{concat("--group ", quoted(whole), ": ", quoted(text), " is not a positive integer")};
+  if (!digits || (hetlaunch::detail::parse_decimal(text, max_group_count, n) && n < 1))
+    throw usage_error{concat("--group ", quoted(whole), ": ", what, " ", quoted(text), " is not a positive integer")};
+  if (!hetlaunch::detail::parse_decimal(text, max_group_count, n))
+    throw usage_error{concat("--group ", quoted(whole), ": ", what, " ", quoted(text), " is more than ", max_group_count,
+                             ", the most one group can have")};
   return static_cast<int>(n);
 }
 
@@ -24,7 +32,8 @@ std::vector<hetlaunch::node_group> node_groups(const options& o) {
   for (const std::string& g : o.groups) {
     const std::size_t colon = g.find(':');
     if (colon == std::string::npos) throw usage_error{concat("--group ", quoted(g), " is not NODES:GPUS")};
-    groups.push_back({positive(g, std::string_view(g).substr(0, colon)), positive(g, std::string_view(g).substr(colon + 1)), {}});
+    groups.push_back({positive(g, std::string_view(g).substr(0, colon), "NODES"),
+                      positive(g, std::string_view(g).substr(colon + 1), "GPUS"), {}});
   }
   return groups;
 }
@@ -53,11 +62,10 @@ int jobset_command(options& o) {
   js.jobset_max_restarts = o.jobset_max_restarts;
   take_script(o);
   js.launch = o.launch;
-  for (const std::string& e : o.env) {
-    const std::size_t eq = e.find('=');
-    if (eq == std::string::npos) throw usage_error{concat("--env ", quoted(e), ": a JobSet needs NAME=VALUE")};
-    js.env.emplace_back(e.substr(0, eq), e.substr(eq + 1));
-  }
+  int status = 0;
+  std::optional<hetlaunch::environment> env = env_flags(o, status);
+  if (!env) return status;
+  js.env = std::move(*env);
   const auto manifest = hetlaunch::try_jobset_manifest(groups, js, o.json);
   if (!manifest) return fail(concat("jobset: ", manifest.error().message()));
   std::fwrite(manifest->data(), 1, manifest->size(), stdout);

@@ -17,7 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -51,6 +53,7 @@ extern "C" void on_signal(int sig) {
 }
 
 void install_signal_handlers() {
+  if (signal_pipe[0] >= 0) return;  // discovery, then the job: one pipe for both
   if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return;
   struct sigaction sa {};
   sa.sa_handler = on_signal;
@@ -171,10 +174,13 @@ void note_worker_failure(child& c, std::string_view line) {
 }
 
 // Reads what a stream has; shows (or keeps) each complete line. Returns false at end of file.
+// `keep_limit`: with `keep`, stop reading once that much is kept, so that a stream faster than
+// this loop cannot keep it here for ever.
 bool drain(int& fd, std::string& pending, std::string* keep, FILE* stream, const std::string& prefix, bool shown,
-           bool* marker, child* watched = nullptr) {
+           bool* marker, child* watched = nullptr, std::size_t keep_limit = SIZE_MAX) {
   char buffer[1 << 15];
   while (true) {
+    if (keep && keep->size() + pending.size() > keep_limit) return true;
     const ssize_t got = read(fd, buffer, sizeof buffer);
     if (got < 0 && errno == EINTR) continue;
     if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
@@ -241,22 +247,60 @@ std::vector<std::string> ssh_prefix(const options& o) {
   return argv;
 }
 
+// Stops a child and everything it started: SIGKILL to its process group (spawn gives each child
+// a group of its own), then waits for it.
+void stop_child(child& c) {
+  if (c.pid <= 0 || c.reaped) return;
+  kill(-c.pid, SIGKILL);
+  kill(c.pid, SIGKILL);
+  int status = 0;
+  while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  c.reaped = true;
+  c.status = status;
+}
+
+// The most a host's GPU-count command may print on either stream: `nvidia-smi -L` prints a short
+// line a GPU (or a MIG device), so this is far more than any host needs, and a command that
+// floods its output is stopped long before it costs memory.
+constexpr std::size_t max_count_output = 1 << 16;
+
 // Asks every node with nproc 0 (slots=auto) for its GPU count, at most --fanout at once, and
-// gives the cluster those counts. Errors name the host.
+// gives the cluster those counts. Errors name the host. Each answer is bounded in size and in
+// time (--discover-timeout); a signal stops every child and ends the process with 128 + signal.
 bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& error) {
   std::vector<std::size_t> asked;
   for (std::size_t i = 0; i < nodes.node_count(); ++i)
     if (nodes.nproc(i) == 0) asked.push_back(i);
   if (asked.empty()) return true;
+  // Before the first child: a Ctrl-C now must stop the children, not leave them behind.
+  install_signal_handlers();
   const bool custom = o.gpu_count_command.has_value();
   const std::string command = custom ? *o.gpu_count_command : "nvidia-smi -L";
   std::vector<child> children(asked.size());
+  std::vector<double> started_at(asked.size());
   std::vector<int> counts(nodes.node_count());
   std::size_t next = 0, done = 0;
   // The children still running or with output to read: each wake-up costs them, not every host.
   std::vector<std::size_t> active;
   std::unordered_map<pid_t, std::size_t> by_pid;
   std::vector<std::string> problems(asked.size());
+  const auto host_of = [&](std::size_t k) { return std::string(nodes.node(asked[k]).host); };
+  const auto stop_all = [&] {
+    for (const std::size_t k : active) stop_child(children[k]);
+    for (const std::size_t k : active) {
+      close_fd(children[k].out);
+      close_fd(children[k].err);
+    }
+    active.clear();
+  };
+  // Ends child k's question with a problem: it is stopped, its output is dropped.
+  const auto give_up = [&](std::size_t k, std::string why) {
+    stop_child(children[k]);
+    close_fd(children[k].out);
+    close_fd(children[k].err);
+    problems[k] = concat("host ", quoted(host_of(k)), ": ", quoted(command), " ", why);
+  };
   while (done < asked.size()) {
     while (next < asked.size() && active.size() < static_cast<std::size_t>(o.fanout)) {
       std::vector<std::string> argv = ssh_prefix(o);
@@ -265,47 +309,74 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
       std::string why;
       auto c = spawn(argv, false, why);
       if (!c) {
+        stop_all();
         error = why;
         return false;
       }
       c->keep_output = true;
       by_pid[c->pid] = next;
+      started_at[next] = now();
       active.push_back(next);
       children[next++] = std::move(*c);
     }
-    std::vector<pollfd> fds;
-    std::vector<std::pair<std::size_t, bool>> owner;
+    // The signal pipe is always polled: a child that closed its output but runs on is waited
+    // for without spinning, and its end (SIGCHLD) or its deadline wakes this loop.
+    std::vector<pollfd> fds{{signal_pipe[0], POLLIN, 0}};
+    std::vector<std::pair<std::size_t, bool>> owner{{0, false}};
+    double wake = now() + 1.0;
     for (const std::size_t k : active) {
       if (children[k].out >= 0) fds.push_back({children[k].out, POLLIN, 0}), owner.push_back({k, true});
       if (children[k].err >= 0) fds.push_back({children[k].err, POLLIN, 0}), owner.push_back({k, false});
+      wake = std::min(wake, started_at[k] + o.discover_timeout);
     }
-    if (!fds.empty()) poll(fds.data(), fds.size(), 200);
-    for (std::size_t f = 0; f < fds.size(); ++f) {
+    const double wait_ms = std::max(0.0, (wake - now()) * 1000.0) + 1.0;
+    poll(fds.data(), fds.size(), static_cast<int>(std::min(wait_ms, 1000.0)));
+    if (fds[0].revents) {
+      unsigned char sigs[64];
+      const ssize_t got = read(signal_pipe[0], sigs, sizeof sigs);
+      for (ssize_t s = 0; s < got; ++s) {
+        if (sigs[s] == SIGCHLD) continue;
+        std::fprintf(stderr, "hetlaunch: %s: stopping discovery\n", strsignal(sigs[s]));
+        stop_all();
+        std::exit(128 + sigs[s]);
+      }
+    }
+    for (std::size_t f = 1; f < fds.size(); ++f) {
       if (!fds[f].revents) continue;
-      child& c = children[owner[f].first];
-      if (owner[f].second) drain(c.out, c.out_line, &c.out_all, stdout, "", false, nullptr);
-      else drain(c.err, c.err_line, &c.err_all, stderr, "", false, nullptr);
+      const std::size_t k = owner[f].first;
+      child& c = children[k];
+      if (owner[f].second && c.out == fds[f].fd)
+        drain(c.out, c.out_line, &c.out_all, stdout, "", false, nullptr, nullptr, max_count_output);
+      else if (!owner[f].second && c.err == fds[f].fd)
+        drain(c.err, c.err_line, &c.err_all, stderr, "", false, nullptr, nullptr, max_count_output);
+      if (c.out_all.size() + c.out_line.size() > max_count_output || c.err_all.size() + c.err_line.size() > max_count_output)
+        if (problems[k].empty() && !c.reaped)
+          give_up(k, concat("printed more than ", max_count_output, " bytes (a GPU count is a short line): stopped"));
     }
     reap(children, by_pid);
     for (std::size_t a = active.size(); a-- > 0;) {
       const std::size_t k = active[a];
       child& c = children[k];
+      if (problems[k].empty() && now() - started_at[k] > o.discover_timeout)
+        give_up(k, concat("did not finish within ", o.discover_timeout, " s (--discover-timeout): stopped"));
       if (!c.reaped || c.out >= 0 || c.err >= 0 || c.pid < 0) continue;
       active[a] = active.back();
       active.pop_back();
-      const std::string host(nodes.node(asked[k]).host);
-      const std::optional<int> n = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0 ? gpu_count(c.out_all, custom)
-                                                                                    : std::nullopt;
-      std::string first_error = c.err_all.substr(0, c.err_all.find('\n'));
+      c.pid = -1;
+      ++done;
+      if (!problems[k].empty()) continue;
+      const std::string host = host_of(k);
+      const bool exited_ok = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0;
+      const std::optional<int> n = exited_ok ? gpu_count(c.out_all, custom) : std::nullopt;
+      const std::string first_error = c.err_all.substr(0, c.err_all.find('\n'));
       if (n) counts[asked[k]] = *n;
-      else if (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0)
+      else if (exited_ok)
         problems[k] = concat("host ", quoted(host), ": ", quoted(command), " printed no GPU count",
-                             custom ? " (expected one positive integer)" : " (no 'GPU n:' lines)");
+                             custom ? " (expected one positive integer)" : " (no 'GPU n:' lines)", ": it printed ",
+                             c.out_all.empty() ? std::string("nothing") : quoted(c.out_all, 200));
       else
         problems[k] = concat("host ", quoted(host), ": ", quoted(command), " failed (", describe_status(c.status),
                              first_error.empty() ? std::string(")") : concat("): ", quoted(first_error, 200)));
-      c.pid = -1;
-      ++done;
     }
   }
   for (const std::string& p : problems)
@@ -337,16 +408,9 @@ std::optional<hetlaunch::environment> node_environment(const options& o, int& st
     }
     env.insert(env.end(), parsed->begin(), parsed->end());
   }
-  for (const std::string& e : o.env) {
-    const std::size_t eq = e.find('=');
-    if (eq != std::string::npos) {
-      env.emplace_back(e.substr(0, eq), e.substr(eq + 1));
-      continue;
-    }
-    const char* local = std::getenv(e.c_str());
-    if (!local) throw usage_error{concat("--env ", e, ": ", e, " is not set here (give --env ", e, "=VALUE)")};
-    env.emplace_back(e, local);
-  }
+  std::optional<hetlaunch::environment> flags = env_flags(o, status);
+  if (!flags) return std::nullopt;
+  env.insert(env.end(), flags->begin(), flags->end());
   return env;
 }
 
@@ -387,7 +451,7 @@ int run_command(options& o) {
   const std::size_t n = plan->topology().node_count();
   // Each node's command is made when it is needed: memory stays that of one command.
   if (const auto problems = hetlaunch::validate_ssh(ssh); !problems.empty()) {
-    print_problems(in->source, problems);
+    print_problems("run", problems);
     return exit_invalid;
   }
   const auto command_of = [&](std::size_t i) { return hetlaunch::ssh_argv(*plan, i, ssh); };
@@ -513,7 +577,9 @@ int run_command(options& o) {
       --running;
       c.pid = -1;
       close_fd(c.in);
-      if (c.status != 0 && !stopping) {
+      // A node whose ssh ended before its script said it started never ran torchrun, whatever
+      // ssh's status: a banner and exit 0 (ForceCommand, a login shell that exits) is a failure.
+      if ((c.status != 0 || !c.started) && !stopping) {
         first_failure = i;
         stop(o.kill_after + 5.0);
       }
@@ -538,10 +604,16 @@ int run_command(options& o) {
       std::fprintf(stderr, "hetlaunch: %s: not started\n", who.c_str());
       continue;
     }
-    if (c.status == 0) continue;
+    if (c.status == 0 && c.started) continue;
     std::string what;
-    if (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 255 && !c.started)
+    // A node stopped while connecting still starts (and then stops at once), so one that did not
+    // start ended by itself, unless it was killed.
+    if (!c.started && WIFSIGNALED(c.status))
+      what = concat("stopped before the node started (", describe_status(c.status), ")");
+    else if (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 255 && !c.started)
       what = "ssh failed (exit status 255) before the node started";
+    else if (!c.started)
+      what = concat("ssh ended before the node started (", describe_status(c.status), ")");
     else if (failed_by_worker && first_failure && i == *first_failure)
       what = concat("a worker failed (exit code ", c.failed_exitcode, "); torchrun ", describe_status(c.status));
     else if (first_failure && i != *first_failure)
@@ -555,7 +627,7 @@ int run_command(options& o) {
   if (stop_signal) result = 128 + stop_signal;
   else if (failed_by_worker) result = 1;  // torchrun's own status when a worker fails
   else if (first_failure) result = exit_code(nodes[*first_failure].status);
-  if (result == 0 && next < n) result = exit_invalid;
+  if (result == 0 && (first_failure || next < n)) result = exit_failed;  // a node that never started
   return result;
 }
 

@@ -12,12 +12,24 @@ namespace {
 using hetlaunch::detail::concat;
 using hetlaunch::detail::quoted;
 
-// One #SBATCH line a word: sbatch reads a line's options as a command line of its own, so a
-// word may not span lines.
+// One #SBATCH line a word, written so that sbatch reads back exactly that word. sbatch splits an
+// #SBATCH line at blanks, removes quotes, takes a backslash as an escape, ends the line at an
+// unquoted '#' and stops at an unmatched quote (src/sbatch/opt.c, _get_argument); a word that
+// needs it is therefore written in double quotes, with a backslash before each '"' and backslash
+// in it. A line break cannot be written at all, and neither can a NUL.
 std::string directive(const std::string& word) {
-  if (word.find_first_of("\n\r") != std::string::npos)
-    throw usage_error{concat("an #SBATCH option cannot contain a line break: ", quoted(word))};
-  return concat("#SBATCH ", word, "\n");
+  if (word.find_first_of(std::string("\n\r\0", 3)) != std::string::npos)
+    throw usage_error{concat("an #SBATCH option cannot hold a line break or a NUL byte: ", quoted(word))};
+  bool plain = !word.empty() && word[0] != ':';  // sbatch refuses a word that starts with ':'
+  for (const char c : word)
+    plain = plain && !(c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '"' || c == '\'' || c == '\\' || c == '#');
+  if (plain) return concat("#SBATCH ", word, "\n");
+  std::string out = "#SBATCH \"";
+  for (const char c : word) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"\n";
 }
 
 }  // namespace
@@ -34,6 +46,9 @@ int sbatch_command(options& o) {
       return fail(concat("sbatch: the groups up to ", quoted(o.groups[c]), " hold more than ", INT_MAX,
                          " workers, more than torch's ranks can count"));
   }
+  for (const std::string& a : o.sbatch_args)
+    if (a.size() < 2 || a[0] != '-')
+      throw usage_error{concat("--sbatch-arg ", quoted(a), " is not an sbatch option (\"--job-name=x\", \"-A acct\" as two)")};
   take_script(o);
   // The launch options, checked now rather than in the job: one node a component stands for the
   // job (what they are checked against does not depend on the node count).

@@ -167,7 +167,9 @@ auto quoted(const Bounded& text) -> decltype(text.full_size(), std::string()) {
 // Appends `s` as a JSON string that is valid UTF-8 whatever the bytes (and a YAML double-quoted
 // scalar too): UTF-8 characters stay as they are, and a byte that is not part of one is written
 // \udcXX (Python's surrogateescape: json.loads, then .encode("utf-8", "surrogateescape"), gives
-// the bytes back).
+// the bytes back). C1 controls, line and paragraph separators, the byte order mark and the other
+// invisible characters are written \uXXXX: a YAML reader takes U+0085 and U+2028 for line breaks
+// and folds them into a space, and a person reading the file cannot see them.
 template <class Unused = void>
 void append_json_string(std::string& out, std::string_view s) {
   static constexpr char hex[] = "0123456789abcdef";
@@ -176,7 +178,13 @@ void append_json_string(std::string& out, std::string_view s) {
     const auto c = static_cast<unsigned char>(s[i]);
     const std::size_t n = utf8_sequence_length(s, i);
     if (n > 1) {
-      out.append(s.data() + i, n);
+      const unsigned cp = utf8_code_point(s, i, n);
+      if (invisible_code_point(cp)) {
+        out += "\\u";
+        for (int shift = 12; shift >= 0; shift -= 4) out += hex[(cp >> shift) & 15u];
+      } else {
+        out.append(s.data() + i, n);
+      }
       i += n;
       continue;
     }

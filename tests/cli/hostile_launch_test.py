@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""The launch commands under hostile conditions, each checked through the program that will read
+what hetlaunch writes, or with a stand-in for ssh that misbehaves:
+
+  started    `run` counts a node as started only when its remote command said so: an ssh that
+             prints a banner and exits 0, or closes its output and exits 0, fails the job;
+  discover   a GPU-count answer that floods, hangs, closes its output and keeps running, or
+             prints 0 is a bounded error that names the host and shows what it printed; SIGTERM
+             during discovery stops every ssh child;
+  yaml       every string of a JobSet manifest reads back as the same string through PyYAML and
+             through `kubectl` (YAML and JSON): numbers in every spelling, YAML 1.1 words, C1
+             controls; text that is not UTF-8 is refused, naming it;
+  env-file   a NUL byte in an --env-file is refused with its line and column;
+  messages   --env with a bad name, a --group past the limit, jobset --env NAME, sbatch's help,
+             compress of names a host list cannot hold, run's exit status in its help.
+
+Every command runs under a 1 GiB address-space limit and a timeout; after each case no process
+the case started is left (its stand-ins carry a marker in their command line).
+(The #SBATCH lines are checked on the real Slurm, tests/slurm/cluster_test.py, case directives.)
+
+usage: hostile_launch_test.py HETLAUNCH
+"""
+import json
+import os
+import pathlib
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+
+FAILURES = []
+
+
+def check(name, ok, detail=""):
+    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f"\n     {detail}"), flush=True)
+    if not ok:
+        FAILURES.append(name)
+
+
+def limited():
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+
+class runner:
+    def __init__(self, binary, tmp):
+        self.binary = binary
+        self.tmp = pathlib.Path(tmp)
+        self.marker = f"hetlaunch-hostile-{os.getpid()}"
+        # AddressSanitizer reserves terabytes of address space: a sanitized build is bounded by
+        # its own resident-memory limit instead.
+        probe = subprocess.run([binary, "--version"], capture_output=True, preexec_fn=limited)
+        self.sanitized = b"AddressSanitizer" in probe.stderr
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+        if self.sanitized:
+            self.env["ASAN_OPTIONS"] = "hard_rss_limit_mb=1024"
+
+    def stand_in(self, name, body):
+        """An ssh stand-in: skips ssh's options up to `--`, exports HOST, then runs `body`."""
+        path = self.tmp / name
+        path.write_text(f"#!/bin/sh\n# {self.marker}\nwhile [ \"$1\" != \"--\" ]; do shift; done\n"
+                        f"HOST=$2; export HOST; shift 2\n{body}\n")
+        path.chmod(0o755)
+        return str(path)
+
+    def run(self, args, timeout=30, env=None, text=True):
+        r = subprocess.run([self.binary, *args], capture_output=True, timeout=timeout, env=env or self.env,
+                           preexec_fn=None if self.sanitized else limited)
+        if text:
+            return r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
+        return r.returncode, r.stdout, r.stderr
+
+    def leftovers(self):
+        """Processes whose command line names this run's marker (the stand-ins and their children)."""
+        found = []
+        for status in pathlib.Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                if self.marker.encode() in status.read_bytes():
+                    found.append(int(status.parent.name))
+            except OSError:
+                pass
+        return [p for p in found if p != os.getpid()]
+
+    def no_leftovers(self, name):
+        deadline = time.monotonic() + 5
+        left = self.leftovers()
+        while left and time.monotonic() < deadline:
+            time.sleep(0.1)
+            left = self.leftovers()
+        check(f"{name}: nothing left running", not left, f"left: {left}")
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def started_cases(r):
+    banner = r.stand_in("banner", 'echo "This account is for file transfer only."; exit 0')
+    closed = r.stand_in("closed", "exec >&- 2>&-; exit 0")
+    for name, ssh in (("banner", banner), ("closed", closed)):
+        code, out, err = r.run(["run", "--hosts", "h1:1,h2:1", "--ssh", ssh, "--", "t.py"])
+        check(f"started: a node whose ssh {name} and exits 0 fails the job", code == 1 and
+              "node 0 ('h1'): ssh ended before the node started (exit status 0)" in err, (code, out, err))
+    # Only the second host misbehaves: the first, started, is stopped; the job fails.
+    mixed = r.stand_in("mixed", f'case $HOST in h2) echo banner; exit 0;; esac; exec sh -c "$*"')
+    code, out, err = r.run(["run", "--hosts", "h1:1,h2:1", "--ssh", mixed, "--kill-after", "1", "--program", "sh",
+                            "--program", "-c", "--program", f"exec sleep 60 # {r.marker}", "--", "t.py"])
+    check("started: one node that never starts stops the others", code == 1 and
+          "node 1 ('h2'): ssh ended before the node started (exit status 0)" in err and
+          "node 0 ('h1'): stopped" in err, (code, out, err))
+    r.no_leftovers("started")
+
+
+def discover_cases(r):
+    def discover(ssh_body, *extra, timeout=30):
+        ssh = r.stand_in("count", ssh_body)
+        t = time.monotonic()
+        result = r.run(["discover", "--hosts", "a:auto,b:3", "--ssh", ssh, *extra], timeout=timeout)
+        return (*result, time.monotonic() - t)
+
+    code, out, err, _ = discover("exec yes 1")
+    check("discover: a flooding answer is stopped at 64 KiB", code == 1 and
+          "host 'a': 'nvidia-smi -L' printed more than 65536 bytes" in err, (code, err[:300]))
+    code, out, err, _ = discover("exec yes 'GPU 0: x' >&2", "--gpu-count-command", "true")
+    check("discover: a flooding error stream is stopped too", code == 1 and "printed more than 65536 bytes" in err,
+          (code, err[:300]))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    code, out, err, took = discover(f"exec sleep 300 # {r.marker}", "--discover-timeout", "2")
+    check("discover: an answer that never comes times out", code == 1 and took < 10 and
+          "host 'a': 'nvidia-smi -L' did not finish within 2 s (--discover-timeout)" in err, (code, err, took))
+    code, out, err, took = discover(f"exec >&- 2>&-; exec sleep 300 # {r.marker}", "--discover-timeout", "2")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    check("discover: a child that closes its output and runs on times out", code == 1 and took < 10 and
+          "did not finish within 2 s" in err, (code, err, took))
+    # The two timed-out cases waited 4 s; a busy loop would have spent about that on the CPU.
+    check("discover: waiting costs no CPU", cpu < 2.0, f"{cpu:.2f} s of CPU")
+    code, out, err, _ = discover("echo 0", "--gpu-count-command", "x")
+    check("discover: a count of 0 is shown", code == 1 and "printed no GPU count (expected one positive integer): "
+          "it printed '0\\n'" in err, err)
+    code, out, err, _ = discover("echo 'No devices were found'")
+    check("discover: nvidia-smi's own words are shown", code == 1 and "(no 'GPU n:' lines): it printed "
+          "'No devices were found\\n'" in err, err)
+    code, out, err, _ = discover("printf 'GPU 0: A\\nGPU 1: B\\n'")
+    check("discover: a real answer still counts", code == 0 and out == "a slots=2\nb slots=3\n", (code, out, err))
+    r.no_leftovers("discover")
+
+    # A signal during discovery stops every child: none is left, and the status says which signal.
+    ssh = r.stand_in("slow", f"exec sleep 300 # {r.marker}")
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        proc = subprocess.Popen([r.binary, "run", "--hosts", "a:auto,b:auto,c:auto", "--ssh", ssh, "--", "t.py"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=r.env)
+        deadline = time.monotonic() + 10
+        while len(r.leftovers()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(sig)
+        try:
+            _, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+        check(f"discover: {sig.name} stops every ssh child", proc.returncode == 128 + sig and
+              b"stopping discovery" in err and not r.leftovers(), (proc.returncode, err, r.leftovers()))
+        r.no_leftovers(f"discover {sig.name}")
+
+
+# Strings that a YAML reader could take for another type, or that a reader would change.
+YAML_VALUES = ["1e-4", "0x2a", "1_000", "012", "yes", "no", "on", "off", "~", "null", "Null", "NULL", "1:30", ".5",
+               "-0", "+1", "0o17", "0b101", ".inf", "-.Inf", ".NaN", "true", "False", "y", "N", "=", "<<", "2001-12-14",
+               "1.", "0.", "- x", "? x", "a: b", "a #b", "#x", "!x", "&x", "*x", "|", ">", "@x", "`x", "%x", "{}", "[]",
+               "'", '"', "", " lead", "trail ", "a\u0085b", "a\u2028b", "a\u2029b", "\ufeffbom", "tab\tx", "a\nb", "\\",
+               "caf\u00e9", "e1", "E", "1e3", "0.1", "inf", "nan", "8", "500m", "64Gi"]
+
+
+def container(doc):
+    return doc["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
+
+
+def yaml_cases(r):
+    args = ["jobset", "--name", "t", "--image", "img", "--group", "1:8", "--cpu", "500m", "--memory", "64Gi"]
+    for i, v in enumerate(YAML_VALUES):
+        args += ["--env", f"V{i}={v}"]
+    args += ["--", "train.py", *YAML_VALUES]
+    expected_env = {f"V{i}": v for i, v in enumerate(YAML_VALUES)}
+
+    def same(doc, how):
+        c = container(doc)
+        got_args = c["args"][c["args"].index("train.py") + 1:]
+        got_env = {e["name"]: e.get("value") for e in c["env"] if "value" in e}
+        bad = [(want, got) for want, got in zip(YAML_VALUES, got_args) if want != got]
+        bad += [(k, expected_env[k], got_env.get(k)) for k in expected_env if got_env.get(k) != expected_env[k]]
+        requests = c["resources"]["requests"]
+        bad += [x for x in (("cpu", requests.get("cpu")), ("memory", requests.get("memory"))) if x[1] not in ("500m", "64Gi")]
+        check(f"yaml: every argument and value reads back unchanged through {how}",
+              not bad and len(got_args) == len(YAML_VALUES), bad[:8])
+
+    for json_out in (False, True):
+        code, out, err = r.run(args + [], text=True) if not json_out else r.run(args[:1] + ["--json"] + args[1:])
+        if code != 0:
+            check(f"yaml: manifest ({'json' if json_out else 'yaml'})", False, err)
+            continue
+        if json_out:
+            same(json.loads(out), "json.loads")
+        else:
+            same(yaml.safe_load(out), "PyYAML (YAML 1.1)")
+        kubectl = shutil.which("kubectl")
+        if not kubectl:
+            print("skip yaml: kubectl is not installed; the kubectl part of this case did not run")
+            continue
+        path = pathlib.Path(r.tmp) / ("m.json" if json_out else "m.yaml")
+        path.write_text(out)
+        k = subprocess.run([kubectl, "label", "--local", "-f", str(path), "x=y", "-o", "json"], capture_output=True,
+                           text=True, timeout=60, env=dict(r.env, KUBECONFIG="/dev/null"))
+        if k.returncode != 0:
+            check(f"yaml: kubectl reads the {'JSON' if json_out else 'YAML'} manifest", False, k.stderr[:500])
+        else:
+            same(json.loads(k.stdout), f"kubectl ({'JSON' if json_out else 'YAML'})")
+
+    # Text that is not UTF-8 cannot reach Kubernetes as it is: refused, naming what holds it.
+    bad = "ok\udcff".encode("utf-8", "surrogateescape")
+    for where, extra, name in ((["--", "t.py", bad], [], "the script argument 'ok\\xff'"),
+                               (["--env", b"X=" + bad, "--", "t.py"], [], "the value of variable 'ok\\xff'"),
+                               (["--torchrun-arg", b"--log-dir=" + bad, "--", "t.py"], [], "the torchrun argument"),
+                               (["--", bad], [], "the script 'ok\\xff'")):
+        for json_out in ([], ["--json"]):
+            argv = [a if isinstance(a, bytes) else a.encode() for a in
+                    ["jobset", *json_out, "--name", "t", "--image", "img", "--group", "1:1", *where]]
+            p = subprocess.run([r.binary.encode(), *argv], capture_output=True, timeout=30, env=r.env)
+            err = p.stderr.decode("utf-8", "replace")
+            check(f"yaml: {name} that is not UTF-8 is refused {'(json)' if json_out else ''}", p.returncode == 1 and
+                  name in err and "is not UTF-8" in err and not p.stdout, (p.returncode, err))
+
+
+def env_file_cases(r):
+    for name, text, where in (("value", b"A=1\nB=x\0y\n", ":2:4:"), ("comment", b"# a\0\nA=1\n", ":1:4:"),
+                              ("name", b"\0A=1\n", ":1:1:")):
+        path = pathlib.Path(r.tmp) / f"nul-{name}.env"
+        path.write_bytes(text)
+        for dry in (["--dry-run"], []):
+            code, out, err = r.run(["run", "--hosts", "a:1", "--ssh", "/bin/false", "--env-file", str(path), *dry,
+                                    "--", "t.py"], text=False)
+            err = err.decode("utf-8", "replace")
+            check(f"env-file: a NUL in a {name} is refused at its line and column {' '.join(dry)}", code == 1 and
+                  f"nul-{name}.env{where} a NUL byte" in err and b"\0" not in out, (code, err, out[:200]))
+
+
+def message_cases(r):
+    code, out, err = r.run(["run", "--hosts", "a:1", "--env", "A B=1", "--dry-run", "--", "t.py"])
+    check("messages: a bad --env name is blamed on --env", code == 1 and
+          "--env 'A B=1': 'A B' is not a variable name" in err and "--hosts" not in err, err)
+    code, out, err = r.run(["jobset", "--name", "t", "--image", "i", "--group", "1073741825:1", "--", "t.py"])
+    check("messages: a --group count past the limit says so", code == 2 and
+          "NODES '1073741825' is more than 1073741824, the most one group can have" in err, err)
+    code, out, err = r.run(["jobset", "--name", "t", "--image", "i", "--group", "1:x", "--", "t.py"])
+    check("messages: a --group count that is no number says so", code == 2 and "GPUS 'x' is not a positive integer" in err,
+          err)
+    env = dict(r.env, HETLAUNCH_TEST_VALUE="from here")
+    code, out, err = r.run(["jobset", "--name", "t", "--image", "i", "--group", "1:1", "--env", "HETLAUNCH_TEST_VALUE",
+                            "--", "t.py"], env=env)
+    value = [e for e in container(yaml.safe_load(out))["env"] if e["name"] == "HETLAUNCH_TEST_VALUE"] if code == 0 else []
+    check("messages: jobset --env NAME takes this environment's value, as its help says", code == 0 and
+          value == [{"name": "HETLAUNCH_TEST_VALUE", "value": "from here"}], (code, err, value))
+    code, out, err = r.run(["jobset", "--name", "t", "--image", "i", "--group", "1:1", "--env", "HETLAUNCH_UNSET_X",
+                            "--", "t.py"])
+    check("messages: jobset --env NAME of an unset variable is refused", code == 1 and "is not set here" in err, err)
+    code, out, err = r.run(["sbatch", "--help"])
+    check("messages: sbatch's help speaks of nodes, not pods", code == 0 and "pods" not in out and "NODES nodes" in out, out)
+    code, out, err = r.run(["run", "--help"])
+    check("messages: run's help says what its exit status means", code == 0 and "Exit status:" in out and
+          "128+N" in out and "126 or 127" in out, out)
+    for name, host, why in (("a bracketed name", "a[1]", "a host list would read it as the host 'a1'"),
+                            ("a comma", "a,b", "a host list would read it as the hosts 'a,b'"),
+                            ("an open bracket", "x[", "a host list cannot hold it"),
+                            ("an empty name", "", "an empty name")):
+        code, out, err = r.run(["compress", "n1", host])
+        check(f"messages: compress refuses {name}", code == 1 and f"host 2 ({host!r}): {why}" in err and not out,
+              (code, out, err))
+    code, out, err = r.run(["compress", "n1", "n2", "m"])
+    check("messages: compress of plain names still works", code == 0 and out == "n[1-2],m\n", (code, out, err))
+    code, out, err = r.run(["sbatch", "--group", "1:1", "--sbatch-arg", "hetjob", "--", "t.py"])
+    check("messages: an --sbatch-arg that is not an option is refused", code == 2 and "is not an sbatch option" in err, err)
+    code, out, err = r.run(["sbatch", "--group", "1:1", "--sbatch-arg", "--comment=a\nb", "--", "t.py"])
+    check("messages: an --sbatch-arg with a line break is refused", code == 2 and "line break" in err, err)
+
+
+def main():
+    binary = os.path.abspath(sys.argv[1])
+    with tempfile.TemporaryDirectory() as tmp:
+        r = runner(binary, tmp)
+        for cases in (started_cases, discover_cases, yaml_cases, env_file_cases, message_cases):
+            try:
+                cases(r)
+            except subprocess.TimeoutExpired as e:
+                check(cases.__name__, False, f"timed out: {e}")
+            r.no_leftovers(cases.__name__)
+    print(f"hostile launch: {len(FAILURES)} failures")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -9,6 +9,8 @@ The cases:
   hetjob     a heterogeneous job whose components are not in host-name order (h1, then h0 and h2),
              started with one `srun ... : ... hetlaunch exec --slurm` over all components;
   sbatch     a script printed by `hetlaunch sbatch`, submitted unchanged;
+  directives #SBATCH values with blanks, quotes, '#' and backslashes arrive as given (the job's
+             name, comment, partition and time in squeue); what sbatch cannot take, it refuses;
   recorded   the variables of a hetjob's batch script and of its steps, read by `--slurm` as the
              unit tests read the recorded copy (tests/slurm/recorded_environments.hpp);
   partial    a hetjob step over one component only: refused, nothing started;
@@ -145,6 +147,44 @@ class suite:
         expect(state == "COMPLETED", f"job {state} {code}:\n{log}")
         self.check_workers(d, [("h1", 2, 2), ("h0", 1, 1), ("h2", 1, 1)], log)
         return script
+
+    def directives(self):
+        """#SBATCH values that sbatch's parser would split, cut at '#' or stop at a quote arrive as
+        given; values sbatch cannot take are refused by sbatch itself, and no job is made."""
+        d = self.fresh_dir("directives")
+        comment = 'run #5: it\'s "x" a\\b\tpackjob hetjob'
+        args = ["sbatch", "--group", "1:1", "--partition", "all", "--time", "10", "--sbatch-arg", "--job-name=my job #2",
+                "--sbatch-arg", f"--comment={comment}", "--", "t.py"]
+        script = subprocess.run([self.binary, *args], capture_output=True, text=True, check=True).stdout
+        try:
+            job = self.c.sbatch(self.write(d, script), ["--hold"], cwd=d)
+        except subprocess.CalledProcessError as e:
+            raise case_failed(f"sbatch refused the script: {e.stderr}\n{script}") from None
+        try:
+            fields = {}
+            for key, spec in (("name", "%j"), ("comment", "%k"), ("partition", "%P"), ("time", "%l")):
+                fields[key] = self.c.client(["squeue", "-h", "-j", str(job), "-o", spec]).stdout.rstrip("\n")
+        finally:
+            self.c.client(["scancel", str(job)], check=False)
+        want = {"name": "my job #2", "comment": comment, "partition": "all", "time": "10:00"}
+        expect(fields == want, f"sbatch read {fields}, expected {want}:\n{script}")
+        # What sbatch cannot take is refused by sbatch, not turned into another option.
+        for flag, value, says in (("--time", "1:00:00 --exclusive", "Invalid --time specification"),
+                                  ("--partition", "gpu a100", "invalid partition")):
+            script = subprocess.run([self.binary, "sbatch", "--group", "1:1", flag, value, "--", "t.py"],
+                                    capture_output=True, text=True, check=True).stdout
+            before = self.c.client(["squeue", "-h", "-o", "%i"]).stdout
+            r = self.c.client(["sbatch", "--parsable", "--hold", str(self.write(d, script))], check=False, cwd=d)
+            after = self.c.client(["squeue", "-h", "-o", "%i"]).stdout
+            expect(r.returncode != 0 and says.lower() in r.stderr.lower() and before == after,
+                   f"{flag} {value!r}: sbatch exit {r.returncode}, {r.stderr!r}\n{script}")
+        return script
+
+    def write(self, d, text):
+        self.count += 1
+        path = d / f"job-{self.count}.sh"
+        path.write_text(text)
+        return path
 
     def sbatch(self):
         d = self.fresh_dir("sbatch")
@@ -340,7 +380,8 @@ def main():
         del args[i:i + 2]
     binary, worker = os.path.abspath(args[0]), os.path.abspath(args[1])
     wanted = args[2:]
-    cases = [("readme", "readme"), ("hetjob", "hetjob"), ("sbatch", "sbatch"), ("recorded", "recorded"),
+    cases = [("readme", "readme"), ("hetjob", "hetjob"), ("sbatch", "sbatch"), ("directives", "directives"),
+             ("recorded", "recorded"),
              ("partial", "partial"), ("layout", "layout"), ("node-dies", "node_dies")]
     if wanted:
         unknown = set(wanted) - {n for n, _ in cases}

@@ -251,6 +251,25 @@ def hostile_cases(binary):
     return failures
 
 
+def usage_cases(binary):
+    """Every option a command takes, by its own help, is in its usage line: usage cannot drift."""
+    import re
+    failures = 0
+    commands = re.findall(r"^  ([a-z-]+) +\S", run(binary, ["--help"])[0].split("commands:")[1].split("\n\n")[0], re.M)
+    for command in commands:
+        text = run(binary, [command, "--help"])[0]
+        lines = text.splitlines()
+        usage = " ".join([lines[0]] + [l for l in lines[1:] if l.startswith("       ")])
+        own = text.split("\noptions:\n")[1] if "\noptions:\n" in text else ""
+        flags = re.findall(r"^  (?:-\w, )?(--[a-z-]+)", own, re.M)
+        missing = [f for f in flags if f not in usage]
+        if missing or not flags and "options:" in text:
+            failures += 1
+            print(f"FAIL usage of {command} lacks {missing}")
+    print(("ok   " if not failures else "FAIL ") + f"usage lines name every option of their {len(commands)} commands")
+    return failures
+
+
 def exec_e2e(binary, worker, work):
     """hetlaunch exec starts real torchrun agents for a heterogeneous hostfile; the job completes."""
     work = pathlib.Path(work)
@@ -378,7 +397,8 @@ def main():
         failures = exec_e2e(binary, sys.argv[i + 1], sys.argv[i + 2])
         print(f"cli: {failures} failures")
         return 1 if failures else 0
-    failures = golden_cases(binary, update) + slurm_case(binary) + hostile_cases(binary) + fake_ssh_cases(binary)
+    failures = (golden_cases(binary, update) + slurm_case(binary) + hostile_cases(binary) + fake_ssh_cases(binary) +
+                usage_cases(binary))
     if "--e2e" in sys.argv:
         i = sys.argv.index("--e2e")
         failures += exec_e2e(binary, sys.argv[i + 1], sys.argv[i + 2])

@@ -313,7 +313,7 @@ const std::vector<command>& commands() {
        "I's host is an IP address that this host does not have (--any-host skips that check).\n"
        "TORCH_ELASTIC_WORKER_IDENTICAL=1 is removed, with a message, when the nodes differ.\n",
        input_flags | launch_flags, {"--node", "--any-host"}, script_use::required, node_use::required, exec_command},
-      {"env", "--node I --local-rank L [INPUT] [LAUNCH OPTIONS] [--format sh|json|null] [--direct]",
+      {"env", "--node I --local-rank L [INPUT] [LAUNCH OPTIONS] [--format sh|json|null] [--direct | --agent-env]",
        "the environment torchrun gives one worker",
        "Prints the environment torchrun gives that worker (static rendezvous). --direct: the\n"
        "environment for starting the worker without torchrun (no agent store). --agent-env: as\n"

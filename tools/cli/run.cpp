@@ -248,16 +248,19 @@ std::vector<std::string> ssh_prefix(const options& o) {
 }
 
 // Stops a child and everything it started: SIGKILL to its process group (spawn gives each child
-// a group of its own), then waits for it.
+// a group of its own), waits for it, and drops what it had not yet been read of its output.
 void stop_child(child& c) {
-  if (c.pid <= 0 || c.reaped) return;
-  kill(-c.pid, SIGKILL);
-  kill(c.pid, SIGKILL);
-  int status = 0;
-  while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
+  if (c.pid > 0 && !c.reaped) {
+    kill(-c.pid, SIGKILL);
+    kill(c.pid, SIGKILL);
+    int status = 0;
+    while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    c.reaped = true;
+    c.status = status;
   }
-  c.reaped = true;
-  c.status = status;
+  close_fd(c.out);
+  close_fd(c.err);
 }
 
 // The most a host's GPU-count command may print on either stream: `nvidia-smi -L` prints a short
@@ -288,17 +291,11 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
   const auto host_of = [&](std::size_t k) { return std::string(nodes.node(asked[k]).host); };
   const auto stop_all = [&] {
     for (const std::size_t k : active) stop_child(children[k]);
-    for (const std::size_t k : active) {
-      close_fd(children[k].out);
-      close_fd(children[k].err);
-    }
     active.clear();
   };
   // Ends child k's question with a problem: it is stopped, its output is dropped.
   const auto give_up = [&](std::size_t k, std::string why) {
     stop_child(children[k]);
-    close_fd(children[k].out);
-    close_fd(children[k].err);
     problems[k] = concat("host ", quoted(host_of(k)), ": ", quoted(command), " ", why);
   };
   while (done < asked.size()) {

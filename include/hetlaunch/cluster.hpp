@@ -124,13 +124,31 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
   std::vector<long long> role_offsets_;  // per node, only when there are several roles
   std::vector<long long> role_totals_;   // per role id
   std::vector<std::vector<int>> devices_;  // empty, or one (possibly empty) list per node
+  // Weights: ids into a table of texts, stored only once a node has a weight other than "1".
+  // A run of equal weights shares one entry, so a cluster of a few GPU types keeps a few.
+  std::vector<std::uint32_t> weight_id_;
+  std::vector<std::string> weights_;  // by id; id 0 is "1"
 
   node_spec node_unchecked(std::size_t i) const noexcept {
     const char* base = text_.data();
     const std::size_t begin = i == 0 ? 0 : host_end_[i - 1];
     const auto& role = roles_[role_of(i)];
     return {std::string_view(base + begin, host_end_[i] - begin), nproc_of(i),
-            std::string_view(base + role.first, role.second)};
+            std::string_view(base + role.first, role.second),
+            weight_id_.empty() ? std::string_view("1") : std::string_view(weights_[weight_id_[i]])};
+  }
+  // The id of weight `w`: the last one added, "1", or a new one.
+  std::uint32_t weight_id(std::string_view w) {
+    if (weights_.empty()) weights_.emplace_back("1");
+    if (w == weights_.back()) return static_cast<std::uint32_t>(weights_.size() - 1);
+    if (w == "1") return 0;
+    weights_.emplace_back(w);
+    return static_cast<std::uint32_t>(weights_.size() - 1);
+  }
+  void append_weight(std::string_view w) {
+    if (weight_id_.empty() && w == "1") return;
+    if (weight_id_.empty()) weight_id_.assign(host_end_.size() - 1, 0);  // nodes so far weigh "1"
+    weight_id_.push_back(weight_id(w));
   }
   const long long* offsets_data() const noexcept { return offsets_.data(); }
   long long role_offset_unchecked(std::size_t i) const noexcept {
@@ -147,9 +165,10 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
     host_end_.reserve(n);
     offsets_.reserve(n + 1);
   }
-  void append(std::string_view host, int nproc, std::uint32_t role_id) {
+  void append(std::string_view host, int nproc, std::uint32_t role_id, std::string_view weight) {
     text_.append(host.data(), host.size());
     host_end_.push_back(text_.size());
+    append_weight(weight);
     if (role_id != 0 && role_id_.empty()) role_id_.assign(host_end_.size() - 1, 0);  // a second run: ids from here on
     if (!role_id_.empty()) role_id_.push_back(role_id);
     offsets_.push_back(offsets_.back() + nproc);  // 64-bit: n * INT_MAX cannot wrap
@@ -203,6 +222,19 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
     if (devices_.empty()) devices_.resize(node_count());
     devices_[i] = std::move(ids);
   }
+
+  /// Gives node i the weight `w` (see node_spec::weight), kept as given; validation checks it.
+  /// O(1) amortized. Precondition: i < node_count().
+  void set_weight(std::size_t i, std::string_view w) {
+    HETLAUNCH_DETAIL_EXPECTS(i < node_count(), "set_weight(i, w): node index out of range");
+    if (weight_id_.empty()) {
+      if (w == "1") return;
+      weight_id_.assign(node_count(), 0);
+    }
+    weight_id_[i] = weight_id(w);
+  }
+  /// Whether some node has a weight other than "1". O(1).
+  [[nodiscard]] bool has_weights() const noexcept { return !weight_id_.empty(); }
 
   /// The nodes in node order, as a view of this cluster that copies nothing (as
   /// fixed_cluster::nodes() gives its array). Its node_specs view this cluster's strings. A
@@ -263,12 +295,12 @@ class basic_cluster_builder {
   /// Reserves room for `nodes` nodes whose hosts have `host_chars` characters in all.
   void reserve(std::size_t nodes, std::size_t host_chars) { c_.reserve(nodes, host_chars); }
   /// Appends a node. O(1) amortized.
-  void add(std::string_view host, int nproc, std::string_view role = "default") {
+  void add(std::string_view host, int nproc, std::string_view role = "default", std::string_view weight = "1") {
     if (runs_.empty() || !detail::same_text(role, run_text(runs_.size() - 1))) {
       runs_.emplace_back(role_text_.size(), role.size());
       role_text_.append(role.data(), role.size());
     }
-    c_.append(host, nproc, static_cast<std::uint32_t>(runs_.size() - 1));
+    c_.append(host, nproc, static_cast<std::uint32_t>(runs_.size() - 1), weight);
   }
   [[nodiscard]] std::size_t node_count() const noexcept { return c_.node_count(); }
   /// The cluster; the builder is left empty. O(n + r log r) for r runs of roles.
@@ -319,7 +351,7 @@ void basic_cluster<Unused>::assign(It first, It last, std::size_t n) {
   std::size_t chars = 0;
   for (It it = first; it != last; ++it) chars += it->host.size();
   b.reserve(n, chars);
-  for (It it = first; it != last; ++it) b.add(it->host, it->nproc, it->role);
+  for (It it = first; it != last; ++it) b.add(it->host, it->nproc, it->role, it->weight);
   *this = b.finish();
 }
 
@@ -468,6 +500,7 @@ struct static_validation {
   static_assert(Code != errc::duplicate_host, "hetlaunch: invalid topology: duplicate host; allow it with validate_options{true} (the node index is static_validation's second argument)");
   static_assert(Code != errc::empty_role, "hetlaunch: invalid topology: a role is empty (the node index is static_validation's second argument)");
   static_assert(Code != errc::bad_role, "hetlaunch: invalid topology: a role has a blank or control character or starts with '-' (the node index is static_validation's second argument)");
+  static_assert(Code != errc::bad_weight, "hetlaunch: invalid topology: a weight is not a decimal above 0 and at most 1000000 with at most 6 fractional digits (the node index is static_validation's second argument)");
   static constexpr bool ok = Code == errc::ok;
 };
 }  // namespace detail

@@ -10,6 +10,7 @@
 
 #include "bounded_string.hpp"
 #include "errc.hpp"
+#include "weight.hpp"
 #include "detail/host_name.hpp"
 #include "detail/text.hpp"
 
@@ -62,7 +63,8 @@ struct diagnostic {
                                  // *_mismatch: the planned value
   std::string_view variable;     // env_* and *_mismatch: the environment variable; launch
                                  // options: the option. Always a string literal of the library.
-  bounded_string<128> text;      // the offending text (an address, a variable's value)
+  bounded_string<128> text;      // the offending text (an address, a variable's value, a weight)
+  weight_issue weight = weight_issue::none;  // bad_weight: what is wrong with the weight in `text`
 
   constexpr explicit operator bool() const noexcept { return code != errc::ok; }
 
@@ -168,6 +170,18 @@ struct diagnostic {
       case errc::nul_byte:
         return concat("the ", variable, " ", detail::quoted(text), " holds a NUL byte at position ", limit,
                       ", which no argument or variable can carry");
+      case errc::bad_weight:
+        return concat(who, "weight ", detail::quoted(text), " is not valid: ", hetlaunch::describe(weight),
+                      " (a weight is a decimal above 0 and at most 1000000, with at most 6 fractional digits)");
+      case errc::global_batch_too_small:
+        return concat("the global batch ", value, " is smaller than the world size ", limit,
+                      ": every worker needs at least one sample a step");
+      case errc::bad_global_batch:
+        if (value == 0) return "the plan has no global batch (global_batch is 0), so it has no work shares";
+        return concat("the global batch must be 0 (no work shares) or at least the world size, got ", value);
+      case errc::batch_mismatch:
+        return concat(host.empty() ? std::string() : who, variable, " is ", detail::quoted(text), " but the plan gives ",
+                      limit);
       case errc::bad_kill_after:
         return concat("kill_after must be 1..3600 seconds, got ", value);
       case errc::bad_name:

@@ -60,6 +60,11 @@ enum class errc : int {
   // text for other programs
   not_utf8 = 43,                 // a text that must reach its reader as UTF-8 (Kubernetes) is not
   nul_byte = 44,                 // a NUL byte, which no argument or variable can carry
+  // Work shares (shares.hpp).
+  bad_weight = 45,               // a node weight that is not a decimal in (0, 1000000] with at most 6 fractional digits
+  global_batch_too_small = 46,   // a global batch below the world size: some rank would get no sample
+  bad_global_batch = 47,         // a negative global batch
+  batch_mismatch = 48,           // a worker's HETLAUNCH_*BATCH* variable differs from the plan
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -110,6 +115,10 @@ constexpr std::string_view to_string(errc code) noexcept {
     case errc::virtual_local_rank: return "virtual_local_rank";
     case errc::not_utf8: return "not_utf8";
     case errc::nul_byte: return "nul_byte";
+    case errc::bad_weight: return "bad_weight";
+    case errc::global_batch_too_small: return "global_batch_too_small";
+    case errc::bad_global_batch: return "bad_global_batch";
+    case errc::batch_mismatch: return "batch_mismatch";
   }
   return "unknown";
 }

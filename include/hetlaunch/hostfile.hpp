@@ -17,6 +17,7 @@
 #include "detail/host_name.hpp"
 #include "detail/text.hpp"
 #include "result.hpp"
+#include "weight.hpp"
 
 namespace hetlaunch {
 
@@ -69,6 +70,7 @@ struct hostfile_entry {
   std::string_view host;
   std::size_t column = 0;  // of the host, from 1
   int slots = 0;
+  std::string_view weight = "1";
 };
 
 // Reads one line (without its '\n'). Fields are key=value, with blanks allowed around '=' as
@@ -97,6 +99,7 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
   int slots = 0, max_slots = 0;
   std::size_t slots_column = 0;
   std::string_view slots_key;  // the key that gave the slots, for "given twice"
+  bool has_weight = false;
   const std::size_t colon = e.host.find(':');
   if (colon != std::string_view::npos && e.host.find(':', colon + 1) == std::string_view::npos) {  // MPICH host:N
     const std::string_view count = e.host.substr(colon + 1);
@@ -129,10 +132,22 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
     }
     const bool is_slots = has_value && one_of(key, slot_keys);
     const bool is_max = has_value && one_of(key, max_slot_keys);
+    if (has_value && key == "weight") {
+      if (has_weight) return error(field_start + 1, concat("weight is given twice for host ", quoted(e.host)));
+      const weight_check wc = check_weight(value);
+      if (!wc)
+        return error(value_start + 1 + wc.position,
+                     concat("weight ", quoted(value), " is not valid: ", describe(wc.issue),
+                            " (a weight is a decimal above 0 and at most 1000000, with at most 6 fractional digits)"),
+                     errc::bad_weight);
+      has_weight = true;
+      e.weight = value;
+      continue;
+    }
     if (!is_slots && !is_max) {
       const std::size_t shown_end = has_value ? i : field_start + key.size();
       return error(field_start + 1, concat("unexpected ", quoted(line.substr(field_start, shown_end - field_start)),
-                                           "; expected slots=N or max_slots=N"));
+                                           "; expected slots=N, max_slots=N or weight=W"));
     }
     int number = 0;
     if (!slot_count(value, allow_auto && is_slots, number))
@@ -179,6 +194,7 @@ struct list_entry {
   std::string_view host;
   int slots = 0;
   std::size_t line = 0, column = 0;
+  std::string_view weight = "1";
 };
 
 // The cluster of a host list read by `each(checked, visit)`, which calls visit(list_entry) for every
@@ -200,7 +216,7 @@ result<cluster> parse_entries(Each each, validate_options options, Where where, 
   cluster_builder builder;
   builder.reserve(hosts, chars);
   (void)each(true, [&](const list_entry& e) {
-    builder.add(e.host, e.slots);
+    builder.add(e.host, e.slots, "default", e.weight);
     return true;
   });
   cluster c = builder.finish();  // not const: returned by move
@@ -259,6 +275,7 @@ struct hostfile_options {
 ///   worker-1 slots=4 max_slots=4
 ///   worker-2:2                  # MPICH
 ///   worker-3                    # a bare host: 1 slot
+///   worker-4 slots=8 weight=2.5 # each worker's share of a global batch (shares.hpp)
 /// `#` starts a comment anywhere on a line; blank lines, tabs and CRLF line ends are fine, and so
 /// are blanks around '=' ("slots = 4"), as Open MPI allows. Open MPI's `count=`/`cpu=` mean slots,
 /// and `max_slots` (or a synonym such as `max-slots`) alone sets the slots; max_slots below slots
@@ -282,7 +299,7 @@ struct hostfile_options {
         failed = true;
         return false;
       }
-      return !e->has_host || visit(detail::list_entry{e->host, e->slots, line_no, e->column});
+      return !e->has_host || visit(detail::list_entry{e->host, e->slots, line_no, e->column, e->weight});
     });
     if (failed) return error;
     return true;
@@ -494,7 +511,7 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
         if (including ? selected(d) : !selected(d)) ids.push_back(d);
     }
     const node_spec spec = c.node(i);
-    builder.add(spec.host, static_cast<int>(ids.size()), spec.role);
+    builder.add(spec.host, static_cast<int>(ids.size()), spec.role, spec.weight);
     kept.push_back(std::move(ids));
     out.source_node.push_back(i);
   }

@@ -24,6 +24,8 @@ struct node_group {
   int gpus = 1;
   /// The pods' nodeSelector (for example {"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}).
   std::vector<std::pair<std::string, std::string>> node_selector;
+  /// Each node's weight (node_spec::weight): its workers' share of launch.global_batch.
+  std::string weight = "1";
 };
 
 /// What a JobSet needs besides the groups. `launch` gives torchrun's options (master_port,
@@ -289,14 +291,28 @@ namespace detail {
 inline cluster jobset_cluster(const std::vector<node_group>& groups, const jobset_options& o) {
   cluster_builder b;
   for (std::size_t g = 0; g < groups.size(); ++g)
-    for (int k = 0; k < groups[g].nodes; ++k) b.add(jobset_pod_host(o, g, static_cast<std::size_t>(k)), groups[g].gpus);
+    for (int k = 0; k < groups[g].nodes; ++k)
+      b.add(jobset_pod_host(o, g, static_cast<std::size_t>(k)), groups[g].gpus, "default", groups[g].weight);
   return b.finish();
 }
 
 // Runs the torchrun argv with --node_rank=OFFSET+INDEX put back at its place (`at`, after the
 // program and --nnodes); the index comes from the downward API.
-inline std::string pod_script(long long offset, std::size_t at, std::string_view node_rank_flag) {
-  return concat("rank=$((", offset, " + ", pod_index_variable, "))\n", "i=0\n",
+// With a work share, the pod's part of each step first: a group's nodes are alike, so the samples
+// left after the floors went to a prefix of them (equal remainders, ties to the lower index), and
+// pod k gets base + (k < extra) samples from first_offset + k * base + min(k, extra).
+struct group_share {
+  long long base = 0, extra = 0, first_offset = 0;
+};
+inline std::string pod_script(long long offset, std::size_t at, std::string_view node_rank_flag,
+                              const group_share* share = nullptr) {
+  const std::string batch =
+      share == nullptr
+          ? std::string()
+          : concat("k=", pod_index_variable, "\n", "export HETLAUNCH_NODE_BATCH=$((", share->base, " + (k < ",
+                   share->extra, ")))\n", "export HETLAUNCH_NODE_BATCH_OFFSET=$((", share->first_offset, " + k * ",
+                   share->base, " + (k < ", share->extra, " ? k : ", share->extra, ")))\n");
+  return concat(batch, "rank=$((", offset, " + ", pod_index_variable, "))\n", "i=0\n",
                 "for a; do shift; i=$((i + 1)); set -- \"$@\" \"$a\"; if [ \"$i\" -eq ", at,
                 " ]; then set -- \"$@\" \"", node_rank_flag, "=$rank\"; fi; done\n", "exec \"$@\"");
 }
@@ -355,7 +371,17 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     document& command = container.add("command", document::array());
     command.push(document::str("sh"));
     command.push(document::str("-c"));
-    command.push(document::str(detail::pod_script(static_cast<long long>(first_node), at, rank_flag)));
+    detail::group_share share;
+    if (plan->has_shares()) {
+      const node_batch first = plan->node_batch_of(first_node);
+      const node_batch last = plan->node_batch_of(first_node + static_cast<std::size_t>(group.nodes) - 1);
+      share.base = last.batch;
+      share.first_offset = first.offset;
+      // The pods with one sample more come first: count them from the offsets' growth.
+      share.extra = (static_cast<long long>(last.offset) - first.offset) - static_cast<long long>(group.nodes - 1) * last.batch;
+    }
+    command.push(document::str(detail::pod_script(static_cast<long long>(first_node), at, rank_flag,
+                                                  plan->has_shares() ? &share : nullptr)));
     command.push(document::str("hetlaunch-pod"));
     document& args = container.add("args", document::array());
     for (const std::string& a : argv) args.push(document::str(a));
@@ -365,6 +391,11 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     index.add("valueFrom", document::object())
         .add("fieldRef", document::object())
         .add("fieldPath", document::str("metadata.annotations['batch.kubernetes.io/job-completion-index']"));
+    if (plan->has_shares()) {
+      document& e = env.push(document::object());
+      e.add("name", document::str("HETLAUNCH_GLOBAL_BATCH"));
+      e.add("value", document::str(std::to_string(launch.global_batch)));
+    }
     for (const auto& v : o.env) {
       document& e = env.push(document::object());
       e.add("name", document::str(v.first));

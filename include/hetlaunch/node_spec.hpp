@@ -13,6 +13,9 @@ struct node_spec {
   std::string_view host;              ///< where the node's torchrun agent runs
   int nproc = 0;                      ///< workers on this node (torchrun --nproc_per_node)
   std::string_view role = "default";  ///< torchrun --role; ROLE_RANK counts within a role
+  /// The relative speed of one of this node's workers, as an exact decimal ("2.5"): its share
+  /// of a global batch (see shares.hpp). Only the split of a global batch reads it.
+  std::string_view weight = "1";
 };
 
 /// Where a global rank lives: node index and local rank on that node.

@@ -4,14 +4,17 @@
 #ifndef HETLAUNCH_PLAN_HPP
 #define HETLAUNCH_PLAN_HPP
 
+#include <climits>
 #include <cstddef>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "cluster.hpp"
 #include "diagnostic.hpp"
 #include "result.hpp"
+#include "shares.hpp"
 #include "torchrun.hpp"
 #include "accelerate.hpp"
 #include "spawn.hpp"
@@ -52,9 +55,13 @@ class launch_plan {
   cluster topology_;
   launch_options options_;
   bool counts_differ_ = false;
+  std::vector<node_batch> batches_;  // every node's work share; empty without a global batch
 
   launch_plan(cluster c, launch_options o)
-      : topology_(std::move(c)), options_(std::move(o)), counts_differ_(detail::nodes_differ(topology_)) {}
+      : topology_(std::move(c)), options_(std::move(o)), counts_differ_(detail::nodes_differ(topology_)) {
+    if (options_.global_batch > 0) batches_ = split_batch(topology_, options_.global_batch).value();  // valid
+  }
+  const node_batch* share(std::size_t node) const noexcept { return batches_.empty() ? nullptr : &batches_[node]; }
   friend result<launch_plan, std::vector<diagnostic>> make_plan(const cluster&, const launch_options&);
 
   diagnostic node_error(std::size_t node) const {
@@ -96,7 +103,8 @@ class launch_plan {
   [[nodiscard]] result<environment, diagnostic> try_worker_env(std::size_t node, int local_rank,
                                                                int restart_count = 0) const {
     if (auto e = worker_error(node, local_rank); !e) return e.error();
-    return detail::build_worker_env(topology_, node, local_rank, options_, restart_count, detail::spawn_mode::torchrun);
+    return detail::build_worker_env(topology_, node, local_rank, options_, restart_count, detail::spawn_mode::torchrun,
+                                    nullptr, share(node));
   }
   /// try_worker_env(...).value().
   [[nodiscard]] environment worker_env(std::size_t node, int local_rank, int restart_count = 0) const {
@@ -109,24 +117,56 @@ class launch_plan {
                                                                           int restart_count = 0) const {
     if (auto e = worker_error(node, local_rank); !e) return e.error();
     return detail::build_worker_env(topology_, node, local_rank, options_, restart_count, detail::spawn_mode::torchrun,
-                                    &agent);
+                                    &agent, share(node));
   }
   /// The environment for starting the worker without torchrun (see hetlaunch::direct_worker_env).
   [[nodiscard]] result<environment, diagnostic> try_direct_worker_env(std::size_t node, int local_rank) const {
     if (auto e = worker_error(node, local_rank); !e) return e.error();
-    return detail::build_worker_env(topology_, node, local_rank, options_, 0, detail::spawn_mode::direct);
+    return detail::build_worker_env(topology_, node, local_rank, options_, 0, detail::spawn_mode::direct, nullptr,
+                                    share(node));
   }
   /// try_direct_worker_env(...).value().
   [[nodiscard]] environment direct_worker_env(std::size_t node, int local_rank) const {
     return try_direct_worker_env(node, local_rank).value();
   }
-  /// What torchrun's own environment on `node` needs (see hetlaunch::agent_env); node_out_of_range.
+  /// What torchrun's own environment on `node` needs (see hetlaunch::try_agent_env): the node's
+  /// devices and, with a global batch, its work share; node_out_of_range.
   [[nodiscard]] result<environment, diagnostic> try_agent_env(std::size_t node) const {
     if (node >= topology_.node_count()) return node_error(node);
-    return hetlaunch::agent_env(topology_, node);
+    environment env = hetlaunch::agent_env(topology_, node);
+    detail::append_batch_env(env, options_, share(node));
+    return env;
   }
   /// try_agent_env(node).value().
   [[nodiscard]] environment agent_env(std::size_t node) const { return try_agent_env(node).value(); }
+  /// Whether the plan splits a global batch (launch_options::global_batch above 0).
+  [[nodiscard]] bool has_shares() const noexcept { return !batches_.empty(); }
+  /// Node `node`'s part of each step (see split_batch): node_out_of_range, or bad_global_batch
+  /// when the plan has no global batch. O(1).
+  [[nodiscard]] result<node_batch, diagnostic> try_node_batch(std::size_t node) const {
+    if (node >= topology_.node_count()) return node_error(node);
+    if (batches_.empty()) {
+      diagnostic d = detail::launch_problem(errc::bad_global_batch);
+      d.variable = "global_batch";
+      return d;
+    }
+    return batches_[node];
+  }
+  /// try_node_batch(node).value().
+  [[nodiscard]] node_batch node_batch_of(std::size_t node) const { return try_node_batch(node).value(); }
+  /// Worker `local_rank` of `node`'s part of each step (see batch_of_rank); the errors of
+  /// try_node_batch, and local_rank_out_of_range. O(1).
+  [[nodiscard]] result<rank_batch, diagnostic> try_rank_batch(std::size_t node, int local_rank) const {
+    const auto n = try_node_batch(node);
+    if (!n) return n.error();
+    if (const auto rank = topology_.try_global_rank(node, local_rank); !rank) return rank.error();
+    return batch_of_rank(*n, topology_.nproc(node), local_rank);
+  }
+  /// try_rank_batch(node, local_rank).value().
+  [[nodiscard]] rank_batch rank_batch_of(std::size_t node, int local_rank) const {
+    return try_rank_batch(node, local_rank).value();
+  }
+
   /// Machine `node`'s `accelerate launch` argv (see hetlaunch::accelerate_argv).
   [[nodiscard]] result<std::vector<std::string>, diagnostic> try_accelerate_argv(std::size_t node) const {
     if (node >= topology_.node_count()) return node_error(node);
@@ -150,6 +190,70 @@ template <std::size_t N>
   if (!problems.empty()) return problems;
   auto plan = make_plan(cluster(c), options);  // valid: cannot fail
   return plan;
+}
+
+/// check_worker_env against a plan: the topology's variables, and with a global batch also
+/// HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET, which must be
+/// set and equal the plan's for the worker's node (GROUP_RANK); a difference is batch_mismatch.
+///   for (const auto& d : hetlaunch::check_worker_env(plan, std::getenv)) std::cerr << d.message() << '\n';
+template <class Getenv, std::enable_if_t<!std::is_convertible<Getenv, const environment&>::value, int> = 0>
+[[nodiscard]] std::vector<diagnostic> check_worker_env(const launch_plan& plan, Getenv&& get) {
+  std::vector<diagnostic> out = detail::compare_worker_env(plan.topology(), get);
+  if (!plan.has_shares()) return out;
+  const auto read = [&](const char* name, long long& value) {
+    diagnostic d{};
+    d.variable = name;
+    const char* text = get(name);
+    if (text == nullptr) {
+      d.code = errc::env_missing;
+      out.push_back(d);
+      return false;
+    }
+    if (!detail::parse_decimal(text, LLONG_MAX, value)) {
+      d.code = errc::env_not_a_number;
+      d.text = text;
+      out.push_back(d);
+      return false;
+    }
+    return true;
+  };
+  long long group = -1;
+  const char* group_text = get("GROUP_RANK");
+  const bool have_node = group_text && detail::parse_decimal(group_text, LLONG_MAX, group) &&
+                         static_cast<unsigned long long>(group) < plan.topology().node_count();
+  const auto compare = [&](const char* name, long long planned, bool per_node) {
+    long long value = 0;
+    if (!read(name, value) || value == planned) return;
+    diagnostic d{};
+    if (per_node) {
+      const node_spec spec = plan.topology().node(static_cast<std::size_t>(group));
+      d.node = static_cast<std::size_t>(group);
+      d.host = spec.host;
+      d.role = spec.role;
+    }
+    d.code = errc::batch_mismatch;
+    d.variable = name;
+    d.value = value;
+    d.limit = planned;
+    d.text = get(name);
+    out.push_back(d);
+  };
+  compare("HETLAUNCH_GLOBAL_BATCH", plan.options().global_batch, false);
+  if (have_node) {
+    const node_batch share = plan.node_batch_of(static_cast<std::size_t>(group));
+    compare("HETLAUNCH_NODE_BATCH", share.batch, true);
+    compare("HETLAUNCH_NODE_BATCH_OFFSET", share.offset, true);
+  }
+  return out;
+}
+/// check_worker_env against a plan, over an environment list (the later of two equal names wins).
+[[nodiscard]] inline std::vector<diagnostic> check_worker_env(const launch_plan& plan, const environment& env) {
+  return check_worker_env(plan, [&env](const char* name) -> const char* {
+    const char* found = nullptr;
+    for (const auto& v : env)
+      if (v.first == name) found = v.second.c_str();
+    return found;
+  });
 }
 
 }  // namespace hetlaunch

@@ -4,6 +4,7 @@
 #ifndef HETLAUNCH_TORCHRUN_HPP
 #define HETLAUNCH_TORCHRUN_HPP
 
+#include <climits>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -16,6 +17,7 @@
 #include "detail/text.hpp"
 #include "diagnostic.hpp"
 #include "result.hpp"
+#include "shares.hpp"
 #include "shell.hpp"
 
 namespace hetlaunch {
@@ -71,6 +73,11 @@ struct launch_options {
   /// How the topology is validated before a command or environment is built; for example
   /// `validation.allow_duplicate_hosts = true` to run several agents on one host.
   validate_options validation{};
+  /// The samples of one optimizer step over the whole job, split over the nodes by weight
+  /// (shares.hpp), or 0 for no work shares. When above 0 it must be at least the world size, and
+  /// every worker gets HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and
+  /// HETLAUNCH_NODE_BATCH_OFFSET (see worker_env).
+  int global_batch = 0;
 };
 
 /// Environment variables as (name, value) pairs, in a documented, stable order.
@@ -148,6 +155,28 @@ inline void unpredictable_torchrun_args(const launch_options& o, std::vector<dia
     }
 }
 
+// A negative global batch, or one below the world size (when the topology has one: a topology
+// whose counts are invalid has its own problems).
+template <class Topology>
+void batch_problems(const Topology& c, const launch_options& o, std::vector<diagnostic>& out) {
+  if (o.global_batch == 0) return;
+  diagnostic d = launch_problem(o.global_batch < 0 ? errc::bad_global_batch : errc::global_batch_too_small);
+  d.value = o.global_batch;
+  d.variable = "global_batch";
+  if (o.global_batch < 0) {
+    out.push_back(d);
+    return;
+  }
+  long long world = 0;
+  for (std::size_t i = 0; i < c.node_count() && world <= INT_MAX; ++i) {
+    if (c.node(i).nproc < 1) return;
+    world += c.node(i).nproc;
+  }
+  if (world > INT_MAX || o.global_batch >= world) return;
+  d.limit = world;
+  out.push_back(d);
+}
+
 // Problems of the options that every output depends on: the rendezvous address and port, the
 // run id with c10d, the restart limit. The topology gives the master address when none is set.
 template <class Topology>
@@ -208,6 +237,7 @@ template <class Topology>
 std::vector<diagnostic> option_problems(const Topology& c, const launch_options& o) {
   std::vector<diagnostic> out;
   environment_problems(c, o, out);
+  batch_problems(c, o, out);
   command_problems(o, true, out);
   return out;
 }
@@ -228,6 +258,7 @@ std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node, con
   }
   environment_problems(c, o, out);
   if (what == output::environment) {
+    batch_problems(c, o, out);
     if (o.backend == rendezvous::c10d) out.push_back(launch_problem(errc::ranks_decided_at_rendezvous));
     unpredictable_torchrun_args(o, out);
     return out;
@@ -309,9 +340,33 @@ inline constexpr std::string_view default_signals_to_handle = "SIGTERM,SIGINT,SI
 
 // `agent`: torchrun's own environment, or nullptr for one that sets none of the variables torchrun
 // passes on (TORCH_NCCL_ASYNC_ERROR_HANDLING, OMP_NUM_THREADS, PET_SIGNALS_TO_HANDLE).
+// The variables of a node's work share, which torchrun passes on from its own environment; none
+// without a global batch.
+inline void append_batch_env(environment& env, const launch_options& o, const node_batch* share) {
+  if (o.global_batch <= 0 || share == nullptr) return;
+  env.emplace_back("HETLAUNCH_GLOBAL_BATCH", std::to_string(o.global_batch));
+  env.emplace_back("HETLAUNCH_NODE_BATCH", std::to_string(share->batch));
+  env.emplace_back("HETLAUNCH_NODE_BATCH_OFFSET", std::to_string(share->offset));
+}
+
+// Node `node`'s work share, computed for this one call (O(N)); the plan keeps every node's.
+// Precondition: the topology and global batch are valid.
+template <class Topology>
+node_batch one_node_batch(const Topology& c, std::size_t node, const launch_options& o) {
+  if (o.global_batch <= 0) return {};
+  return split_batch(c, o.global_batch).value()[node];
+}
+template <std::size_t N>
+node_batch one_node_batch(const fixed_cluster<N>& c, std::size_t node, const launch_options& o) {
+  if (o.global_batch <= 0) return {};
+  return split_batch(cluster(c), o.global_batch).value()[node];
+}
+
+// `share`: the node's work share (used when the options have a global batch).
 template <class Topology>
 environment build_worker_env(const Topology& c, std::size_t node, int local_rank, const launch_options& o,
-                             int restart_count, spawn_mode mode, const environment* agent = nullptr) {
+                             int restart_count, spawn_mode mode, const environment* agent = nullptr,
+                             const node_batch* share = nullptr) {
   const node_spec spec = c.node(node);
   environment env;
   const auto set = [&env](const char* name, std::string value) { env.emplace_back(name, std::move(value)); };
@@ -352,6 +407,7 @@ environment build_worker_env(const Topology& c, std::size_t node, int local_rank
     set("TORCHELASTIC_SIGNALS_TO_HANDLE", signals ? *signals : std::string(default_signals_to_handle));
   }
   if (const std::vector<int>* ids = node_devices(c, node)) set("CUDA_VISIBLE_DEVICES", join_ids(*ids));
+  append_batch_env(env, o, share);
   return env;
 }
 
@@ -365,7 +421,8 @@ result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, 
     if (!rank) problems.push_back(rank.error());
   }
   if (!problems.empty()) return problems.front();
-  return build_worker_env(c, node, local_rank, o, restart_count, mode, agent);
+  const node_batch share = one_node_batch(c, node, o);
+  return build_worker_env(c, node, local_rank, o, restart_count, mode, agent, &share);
 }
 
 }  // namespace detail
@@ -423,7 +480,10 @@ template <std::size_t N>
 /// extra `--signals-to-handle` argument's value when given), and CUDA_VISIBLE_DEVICES when the
 /// node carries a device list (cluster::devices): every worker of the node sees all of the node's
 /// devices, as under torchrun, which passes its own CUDA_VISIBLE_DEVICES on to each worker (so set
-/// agent_env's value in torchrun's environment). torchrun also passes on its own environment; this
+/// agent_env's value in torchrun's environment); with a global batch,
+/// HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET, the node's work
+/// share (see split_batch), which torchrun passes on from its own environment too (so set
+/// agent_env's values there). torchrun also passes on its own environment; this
 /// assumes that environment sets none of the variables torchrun passes on
 /// (worker_env_from_agent takes it into account). TORCHELASTIC_ERROR_FILE, whose value torchrun
 /// decides when it starts the worker, is described by worker_runtime_variables. `restart_count` is TORCHELASTIC_RESTART_COUNT: 0 at the first start, then the
@@ -495,6 +555,24 @@ struct runtime_variable {
   environment env;
   if (const std::vector<int>* ids = detail::node_devices(c, node))
     env.emplace_back("CUDA_VISIBLE_DEVICES", detail::join_ids(*ids));
+  return env;
+}
+/// agent_env(c, node), then, with a global batch, the node's work share: HETLAUNCH_GLOBAL_BATCH,
+/// HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET. Validates the topology and global batch
+/// (O(N) a call; launch_plan::agent_env costs the node's output only). Errors as split_batch's.
+[[nodiscard]] inline result<environment, diagnostic> try_agent_env(const cluster& c, std::size_t node,
+                                                                   const launch_options& options) {
+  if (node >= c.node_count()) {
+    diagnostic d = detail::launch_problem(errc::node_out_of_range);
+    d.value = static_cast<long long>(node);
+    d.limit = static_cast<long long>(c.node_count());
+    return d;
+  }
+  environment env = agent_env(c, node);
+  if (options.global_batch == 0) return env;
+  auto split = split_batch(c, options.global_batch);
+  if (!split) return split.error();
+  detail::append_batch_env(env, options, &(*split)[node]);
   return env;
 }
 

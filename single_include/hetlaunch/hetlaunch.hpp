@@ -147,6 +147,11 @@ enum class errc : int {
   // text for other programs
   not_utf8 = 43,                 // a text that must reach its reader as UTF-8 (Kubernetes) is not
   nul_byte = 44,                 // a NUL byte, which no argument or variable can carry
+  // Work shares (shares.hpp).
+  bad_weight = 45,               // a node weight that is not a decimal in (0, 1000000] with at most 6 fractional digits
+  global_batch_too_small = 46,   // a global batch below the world size: some rank would get no sample
+  bad_global_batch = 47,         // a negative global batch
+  batch_mismatch = 48,           // a worker's HETLAUNCH_*BATCH* variable differs from the plan
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -197,6 +202,10 @@ constexpr std::string_view to_string(errc code) noexcept {
     case errc::virtual_local_rank: return "virtual_local_rank";
     case errc::not_utf8: return "not_utf8";
     case errc::nul_byte: return "nul_byte";
+    case errc::bad_weight: return "bad_weight";
+    case errc::global_batch_too_small: return "global_batch_too_small";
+    case errc::bad_global_batch: return "bad_global_batch";
+    case errc::batch_mismatch: return "batch_mismatch";
   }
   return "unknown";
 }
@@ -588,6 +597,9 @@ struct node_spec {
   std::string_view host;              ///< where the node's torchrun agent runs
   int nproc = 0;                      ///< workers on this node (torchrun --nproc_per_node)
   std::string_view role = "default";  ///< torchrun --role; ROLE_RANK counts within a role
+  /// The relative speed of one of this node's workers, as an exact decimal ("2.5"): its share
+  /// of a global batch (see shares.hpp). Only the split of a global batch reads it.
+  std::string_view weight = "1";
 };
 
 /// Where a global rank lives: node index and local rank on that node.
@@ -605,6 +617,107 @@ struct rank_location {
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_NODE_SPEC_HPP
+// ---- hetlaunch/weight.hpp
+// hetlaunch: node weights, exact decimals read without floating point.
+#ifndef HETLAUNCH_WEIGHT_HPP
+#define HETLAUNCH_WEIGHT_HPP
+
+#include <cstdint>
+
+namespace hetlaunch {
+
+/// The most a node weight may be, and the most fractional digits it may have.
+inline constexpr std::int64_t max_weight = 1000000;
+inline constexpr int max_weight_fraction_digits = 6;
+/// A weight in millionths: "2.5" is 2500000.
+inline constexpr std::int64_t weight_scale = 1000000;
+
+/// What is wrong with a weight's text.
+enum class weight_issue : unsigned char {
+  none,
+  empty,             // ""
+  negative,          // "-1"
+  not_a_decimal,     // a character other than digits and one '.' between digits ("nan", "1e3", "+2", ".5")
+  too_many_digits,   // more than 6 fractional digits
+  zero,              // "0", "0.000"
+  too_large,         // more than 1000000
+};
+
+/// A weight read: its value in millionths, or what is wrong and where (a byte offset).
+struct weight_check {
+  std::int64_t micros = 0;
+  weight_issue issue = weight_issue::none;
+  std::size_t position = 0;
+  constexpr explicit operator bool() const noexcept { return issue == weight_issue::none; }
+};
+
+/// Reads a node weight: a positive decimal, digits with at most one '.' followed by 1 to 6
+/// digits, at most 1000000. Exact: "0.1" is 100000 millionths, nothing is rounded. O(length);
+/// usable in constant expressions.
+///   static_assert(hetlaunch::check_weight("2.5").micros == 2500000);
+[[nodiscard]] constexpr weight_check check_weight(std::string_view text) noexcept {
+  weight_check out{};
+  const auto fail = [&out](weight_issue issue, std::size_t position) {
+    out.issue = issue;
+    out.position = position;
+    out.micros = 0;
+    return out;
+  };
+  if (text.empty()) return fail(weight_issue::empty, 0);
+  if (text[0] == '-') return fail(weight_issue::negative, 0);
+  std::int64_t whole = 0;
+  std::size_t i = 0;
+  bool too_large = false;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    whole = whole * 10 + (text[i] - '0');
+    if (whole > max_weight) {
+      too_large = true;
+      whole = max_weight + 1;  // stays small: the digits that follow cannot wrap it
+    }
+  }
+  if (i == 0) return fail(weight_issue::not_a_decimal, 0);
+  std::int64_t fraction = 0;
+  int digits = 0;
+  if (i < text.size() && text[i] == '.') {
+    const std::size_t dot = i++;
+    for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+      if (++digits > max_weight_fraction_digits) {
+        // The digits past the sixth are a problem only when the text is a decimal to its end.
+        std::size_t j = i;
+        while (j < text.size() && text[j] >= '0' && text[j] <= '9') ++j;
+        if (j < text.size()) return fail(weight_issue::not_a_decimal, j);
+        return fail(weight_issue::too_many_digits, i);
+      }
+      fraction = fraction * 10 + (text[i] - '0');
+    }
+    if (digits == 0) return fail(weight_issue::not_a_decimal, i < text.size() ? i : dot);
+  }
+  if (i < text.size()) return fail(weight_issue::not_a_decimal, i);
+  for (int d = digits; d < max_weight_fraction_digits; ++d) fraction *= 10;
+  const std::int64_t micros = whole * weight_scale + fraction;
+  if (too_large || micros > max_weight * weight_scale) return fail(weight_issue::too_large, 0);
+  if (micros == 0) return fail(weight_issue::zero, 0);
+  out.micros = micros;
+  return out;
+}
+
+/// Why a weight was refused, for messages: "it has more than 6 fractional digits".
+constexpr std::string_view describe(weight_issue issue) noexcept {
+  switch (issue) {
+    case weight_issue::none: return "no problem";
+    case weight_issue::empty: return "it is empty";
+    case weight_issue::negative: return "it is negative";
+    case weight_issue::not_a_decimal: return "it is not a decimal number (digits, and at most one '.' between digits)";
+    case weight_issue::too_many_digits: return "it has more than 6 fractional digits";
+    case weight_issue::zero: return "it is 0; a weight must be above 0";
+    case weight_issue::too_large: return "it is more than 1000000";
+  }
+  return "unknown";
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_WEIGHT_HPP
 // ---- hetlaunch/diagnostic.hpp
 // hetlaunch: errc and diagnostic, the problems a topology or an argument can have.
 #ifndef HETLAUNCH_DIAGNOSTIC_HPP
@@ -695,7 +808,6 @@ class bounded_string {
 #ifndef HETLAUNCH_DETAIL_HOST_NAME_HPP
 #define HETLAUNCH_DETAIL_HOST_NAME_HPP
 
-#include <cstdint>
 
 // ---- hetlaunch/host_issue.hpp
 // hetlaunch: host_issue, what is wrong with a host name (a diagnostic's `issue`).
@@ -993,7 +1105,8 @@ struct diagnostic {
                                  // *_mismatch: the planned value
   std::string_view variable;     // env_* and *_mismatch: the environment variable; launch
                                  // options: the option. Always a string literal of the library.
-  bounded_string<128> text;      // the offending text (an address, a variable's value)
+  bounded_string<128> text;      // the offending text (an address, a variable's value, a weight)
+  weight_issue weight = weight_issue::none;  // bad_weight: what is wrong with the weight in `text`
 
   constexpr explicit operator bool() const noexcept { return code != errc::ok; }
 
@@ -1099,6 +1212,18 @@ struct diagnostic {
       case errc::nul_byte:
         return concat("the ", variable, " ", detail::quoted(text), " holds a NUL byte at position ", limit,
                       ", which no argument or variable can carry");
+      case errc::bad_weight:
+        return concat(who, "weight ", detail::quoted(text), " is not valid: ", hetlaunch::describe(weight),
+                      " (a weight is a decimal above 0 and at most 1000000, with at most 6 fractional digits)");
+      case errc::global_batch_too_small:
+        return concat("the global batch ", value, " is smaller than the world size ", limit,
+                      ": every worker needs at least one sample a step");
+      case errc::bad_global_batch:
+        if (value == 0) return "the plan has no global batch (global_batch is 0), so it has no work shares";
+        return concat("the global batch must be 0 (no work shares) or at least the world size, got ", value);
+      case errc::batch_mismatch:
+        return concat(host.empty() ? std::string() : who, variable, " is ", detail::quoted(text), " but the plan gives ",
+                      limit);
       case errc::bad_kill_after:
         return concat("kill_after must be 1..3600 seconds, got ", value);
       case errc::bad_name:
@@ -1560,6 +1685,16 @@ constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options op
       d.other_node = duplicate_of[i];
       if (!report(d)) return;
     }
+    if (!(node.weight.size() == 1 && node.weight[0] == '1')) {  // "1", the default, is valid
+      const weight_check wc = check_weight(node.weight);
+      if (!wc) {
+        diagnostic d = problem(i, node, errc::bad_weight);
+        d.weight = wc.issue;
+        d.position = wc.position;
+        d.text = node.weight;
+        if (!report(d)) return;
+      }
+    }
     if (node.role.empty()) {
       if (!report(problem(i, node, errc::empty_role))) return;
     } else if (i == 0 || !same_text(node.role, node_at(i - 1).role)) {
@@ -1681,13 +1816,31 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
   std::vector<long long> role_offsets_;  // per node, only when there are several roles
   std::vector<long long> role_totals_;   // per role id
   std::vector<std::vector<int>> devices_;  // empty, or one (possibly empty) list per node
+  // Weights: ids into a table of texts, stored only once a node has a weight other than "1".
+  // A run of equal weights shares one entry, so a cluster of a few GPU types keeps a few.
+  std::vector<std::uint32_t> weight_id_;
+  std::vector<std::string> weights_;  // by id; id 0 is "1"
 
   node_spec node_unchecked(std::size_t i) const noexcept {
     const char* base = text_.data();
     const std::size_t begin = i == 0 ? 0 : host_end_[i - 1];
     const auto& role = roles_[role_of(i)];
     return {std::string_view(base + begin, host_end_[i] - begin), nproc_of(i),
-            std::string_view(base + role.first, role.second)};
+            std::string_view(base + role.first, role.second),
+            weight_id_.empty() ? std::string_view("1") : std::string_view(weights_[weight_id_[i]])};
+  }
+  // The id of weight `w`: the last one added, "1", or a new one.
+  std::uint32_t weight_id(std::string_view w) {
+    if (weights_.empty()) weights_.emplace_back("1");
+    if (w == weights_.back()) return static_cast<std::uint32_t>(weights_.size() - 1);
+    if (w == "1") return 0;
+    weights_.emplace_back(w);
+    return static_cast<std::uint32_t>(weights_.size() - 1);
+  }
+  void append_weight(std::string_view w) {
+    if (weight_id_.empty() && w == "1") return;
+    if (weight_id_.empty()) weight_id_.assign(host_end_.size() - 1, 0);  // nodes so far weigh "1"
+    weight_id_.push_back(weight_id(w));
   }
   const long long* offsets_data() const noexcept { return offsets_.data(); }
   long long role_offset_unchecked(std::size_t i) const noexcept {
@@ -1704,9 +1857,10 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
     host_end_.reserve(n);
     offsets_.reserve(n + 1);
   }
-  void append(std::string_view host, int nproc, std::uint32_t role_id) {
+  void append(std::string_view host, int nproc, std::uint32_t role_id, std::string_view weight) {
     text_.append(host.data(), host.size());
     host_end_.push_back(text_.size());
+    append_weight(weight);
     if (role_id != 0 && role_id_.empty()) role_id_.assign(host_end_.size() - 1, 0);  // a second run: ids from here on
     if (!role_id_.empty()) role_id_.push_back(role_id);
     offsets_.push_back(offsets_.back() + nproc);  // 64-bit: n * INT_MAX cannot wrap
@@ -1760,6 +1914,19 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
     if (devices_.empty()) devices_.resize(node_count());
     devices_[i] = std::move(ids);
   }
+
+  /// Gives node i the weight `w` (see node_spec::weight), kept as given; validation checks it.
+  /// O(1) amortized. Precondition: i < node_count().
+  void set_weight(std::size_t i, std::string_view w) {
+    HETLAUNCH_DETAIL_EXPECTS(i < node_count(), "set_weight(i, w): node index out of range");
+    if (weight_id_.empty()) {
+      if (w == "1") return;
+      weight_id_.assign(node_count(), 0);
+    }
+    weight_id_[i] = weight_id(w);
+  }
+  /// Whether some node has a weight other than "1". O(1).
+  [[nodiscard]] bool has_weights() const noexcept { return !weight_id_.empty(); }
 
   /// The nodes in node order, as a view of this cluster that copies nothing (as
   /// fixed_cluster::nodes() gives its array). Its node_specs view this cluster's strings. A
@@ -1820,12 +1987,12 @@ class basic_cluster_builder {
   /// Reserves room for `nodes` nodes whose hosts have `host_chars` characters in all.
   void reserve(std::size_t nodes, std::size_t host_chars) { c_.reserve(nodes, host_chars); }
   /// Appends a node. O(1) amortized.
-  void add(std::string_view host, int nproc, std::string_view role = "default") {
+  void add(std::string_view host, int nproc, std::string_view role = "default", std::string_view weight = "1") {
     if (runs_.empty() || !detail::same_text(role, run_text(runs_.size() - 1))) {
       runs_.emplace_back(role_text_.size(), role.size());
       role_text_.append(role.data(), role.size());
     }
-    c_.append(host, nproc, static_cast<std::uint32_t>(runs_.size() - 1));
+    c_.append(host, nproc, static_cast<std::uint32_t>(runs_.size() - 1), weight);
   }
   [[nodiscard]] std::size_t node_count() const noexcept { return c_.node_count(); }
   /// The cluster; the builder is left empty. O(n + r log r) for r runs of roles.
@@ -1876,7 +2043,7 @@ void basic_cluster<Unused>::assign(It first, It last, std::size_t n) {
   std::size_t chars = 0;
   for (It it = first; it != last; ++it) chars += it->host.size();
   b.reserve(n, chars);
-  for (It it = first; it != last; ++it) b.add(it->host, it->nproc, it->role);
+  for (It it = first; it != last; ++it) b.add(it->host, it->nproc, it->role, it->weight);
   *this = b.finish();
 }
 
@@ -2025,6 +2192,7 @@ struct static_validation {
   static_assert(Code != errc::duplicate_host, "hetlaunch: invalid topology: duplicate host; allow it with validate_options{true} (the node index is static_validation's second argument)");
   static_assert(Code != errc::empty_role, "hetlaunch: invalid topology: a role is empty (the node index is static_validation's second argument)");
   static_assert(Code != errc::bad_role, "hetlaunch: invalid topology: a role has a blank or control character or starts with '-' (the node index is static_validation's second argument)");
+  static_assert(Code != errc::bad_weight, "hetlaunch: invalid topology: a weight is not a decimal above 0 and at most 1000000 with at most 6 fractional digits (the node index is static_validation's second argument)");
   static constexpr bool ok = Code == errc::ok;
 };
 }  // namespace detail
@@ -2047,6 +2215,242 @@ struct static_validation {
                 "hetlaunch: invalid topology (see the message above)")
 
 #endif  // HETLAUNCH_CLUSTER_HPP
+// ---- hetlaunch/shares.hpp
+// hetlaunch: work shares, the split of each optimizer step's global batch over nodes and ranks in
+// proportion to the nodes' weights, in exact integer arithmetic.
+#ifndef HETLAUNCH_SHARES_HPP
+#define HETLAUNCH_SHARES_HPP
+
+#include <algorithm>
+
+
+#if !defined(__SIZEOF_INT128__)
+#error "hetlaunch/shares.hpp needs a 128-bit integer type (GCC or Clang on a 64-bit target)"
+#endif
+
+namespace hetlaunch {
+
+/// A node's part of each step: `batch` samples (n_i), starting at `offset` (o_i) within the step.
+struct node_batch {
+  int batch = 0;
+  int offset = 0;
+  friend constexpr bool operator==(const node_batch& a, const node_batch& b) noexcept {
+    return a.batch == b.batch && a.offset == b.offset;
+  }
+  friend constexpr bool operator!=(const node_batch& a, const node_batch& b) noexcept { return !(a == b); }
+};
+
+/// A rank's part of each step: `batch` samples (b) from `offset` within the step.
+struct rank_batch {
+  int batch = 0;
+  int offset = 0;
+  friend constexpr bool operator==(const rank_batch& a, const rank_batch& b) noexcept {
+    return a.batch == b.batch && a.offset == b.offset;
+  }
+  friend constexpr bool operator!=(const rank_batch& a, const rank_batch& b) noexcept { return !(a == b); }
+};
+
+/// Local rank `local_rank`'s part of its node's samples: the node's n samples dealt out evenly
+/// over its `nproc` workers, the lower local ranks taking one more when they do not divide:
+/// b = n / nproc + (local_rank < n % nproc), from offset + local_rank * (n / nproc) +
+/// min(local_rank, n % nproc). What a worker computes from HETLAUNCH_NODE_BATCH,
+/// HETLAUNCH_NODE_BATCH_OFFSET, LOCAL_RANK and LOCAL_WORLD_SIZE.
+/// Preconditions: nproc >= 1, 0 <= local_rank < nproc, node.batch >= 0.
+[[nodiscard]] constexpr rank_batch batch_of_rank(node_batch node, int nproc, int local_rank) noexcept {
+  HETLAUNCH_DETAIL_EXPECTS(nproc >= 1 && local_rank >= 0 && local_rank < nproc,
+                           "batch_of_rank(node, nproc, local_rank): local rank out of range");
+  const int base = node.batch / nproc;
+  const int extra = node.batch % nproc;
+  // local_rank * base <= node.batch: no wrap.
+  return {base + (local_rank < extra ? 1 : 0), node.offset + local_rank * base + (local_rank < extra ? local_rank : extra)};
+}
+
+/// What a rank multiplies its mean loss by before backward(), so that DDP's average of the ranks'
+/// gradients (it divides their sum by the world size) is the mean over the whole global batch:
+/// b * world_size / global_batch. Preconditions: global_batch >= 1.
+[[nodiscard]] constexpr double loss_scale(rank_batch rank, int world_size, int global_batch) noexcept {
+  return static_cast<double>(rank.batch) * static_cast<double>(world_size) / static_cast<double>(global_batch);
+}
+
+namespace detail {
+
+__extension__ typedef unsigned __int128 uint128;  // E * p_i * w_i reaches 2^102
+
+// The split, up to the samples left. n nodes; nproc_at(i) >= 1 and micros_at(i) in [1, 10^12]
+// (a checked weight), world = their nproc's sum <= INT_MAX, world <= global_batch <= INT_MAX.
+// Node i gets p_i + floor(E * d_i / D) in out[i].batch (E = B - W, d_i = p_i * w_i, D = the sum
+// of d_i) and its remainder E * d_i mod D in rem[i]. Returns the samples left, fewer than n (the
+// remainders are each below D and add up to a multiple of it): they go one each to the nodes
+// with the largest remainders, ties to the lower index (remainder_order). With d_i < 2^71 and
+// E < 2^31, every product fits 128 bits.
+template <class NprocAt, class MicrosAt>
+constexpr std::size_t split_floors(std::size_t n, NprocAt nproc_at, MicrosAt micros_at, long long world,
+                                   int global_batch, node_batch* out, uint128* rem) noexcept {
+  const auto extra = static_cast<uint128>(static_cast<long long>(global_batch) - world);
+  uint128 total = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    total += static_cast<uint128>(nproc_at(i)) * static_cast<uint128>(micros_at(i));
+  long long given = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const uint128 part = extra * (static_cast<uint128>(nproc_at(i)) * static_cast<uint128>(micros_at(i)));
+    const auto floor_part = static_cast<long long>(part / total);  // <= E < 2^31
+    rem[i] = part % total;
+    out[i].batch = static_cast<int>(nproc_at(i) + floor_part);
+    given += floor_part;
+  }
+  return static_cast<std::size_t>(static_cast<long long>(extra) - given);
+}
+
+// Which of two nodes gets a sample left first: the larger remainder, then the lower index.
+struct remainder_order {
+  const uint128* rem;
+  constexpr bool operator()(std::size_t a, std::size_t b) const noexcept {
+    return rem[a] > rem[b] || (rem[a] == rem[b] && a < b);
+  }
+};
+
+// Gives the first `left` nodes of `order` one sample more, then sets every offset.
+constexpr void finish_split(std::size_t n, const std::size_t* order, std::size_t left, node_batch* out) noexcept {
+  for (std::size_t k = 0; k < left; ++k) ++out[order[k]].batch;
+  int offset = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    out[i].offset = offset;
+    offset += out[i].batch;  // the sum is the global batch: no wrap
+  }
+}
+
+// The problem, if any, that stops the split of `global_batch` over n nodes: a node without
+// workers, a world size past INT_MAX, a bad weight, or a global batch below the world size.
+// Hosts and roles do not matter to it. Sets `world`.
+template <class NodeAt>
+constexpr diagnostic split_problem(std::size_t n, NodeAt node_at, int global_batch, long long& world) noexcept {
+  diagnostic d{};
+  world = 0;
+  if (n == 0) {
+    d.code = errc::empty_cluster;
+    return d;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const node_spec node = node_at(i);
+    const auto at_node = [&](errc code) -> diagnostic& {
+      d.code = code;
+      d.node = i;
+      d.host = node.host;
+      d.role = node.role;
+      return d;
+    };
+    if (node.nproc < 1) {
+      at_node(errc::bad_nproc).value = node.nproc;
+      return d;
+    }
+    world += node.nproc;
+    if (world > INT_MAX) {
+      at_node(errc::world_size_overflow).value = world;
+      d.limit = INT_MAX;
+      return d;
+    }
+    if (!(node.weight.size() == 1 && node.weight[0] == '1')) {
+      const weight_check wc = check_weight(node.weight);
+      if (!wc) {
+        at_node(errc::bad_weight).weight = wc.issue;
+        d.position = wc.position;
+        d.text = node.weight;
+        return d;
+      }
+    }
+  }
+  if (global_batch < 0) {
+    d.code = errc::bad_global_batch;
+    d.value = global_batch;
+    d.variable = "global_batch";
+  } else if (global_batch < world) {
+    d.code = errc::global_batch_too_small;
+    d.value = global_batch;
+    d.limit = world;
+    d.variable = "global_batch";
+  }
+  return d;
+}
+
+template <class NodeAt>
+constexpr std::int64_t weight_micros(NodeAt node_at, std::size_t i) noexcept {
+  const std::string_view w = node_at(i).weight;
+  return w.size() == 1 && w[0] == '1' ? weight_scale : check_weight(w).micros;
+}
+
+// Run time: the split in O(n), the nodes that get a sample left found by selection.
+template <class NodeAt>
+result<std::vector<node_batch>, diagnostic> split_batch(std::size_t n, NodeAt node_at, int global_batch) {
+  long long world = 0;
+  if (const diagnostic d = split_problem(n, node_at, global_batch, world)) return d;
+  std::vector<node_batch> out(n);
+  std::vector<uint128> rem(n);
+  const std::size_t left = split_floors(
+      n, [&node_at](std::size_t i) { return node_at(i).nproc; },
+      [&node_at](std::size_t i) { return weight_micros(node_at, i); }, world, global_batch, out.data(), rem.data());
+  std::vector<std::size_t> order(left > 0 ? n : 0);
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (left > 0)
+    std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(left - 1), order.end(),
+                     remainder_order{rem.data()});
+  finish_split(n, order.data(), left, out.data());
+  return out;
+}
+
+}  // namespace detail
+
+/// The work shares of a fixed topology: every node's part of a global batch, or the problem that
+/// stops the split (error converts to true then, and the parts are all zero).
+template <std::size_t N>
+struct fixed_batch_split {
+  diagnostic error{};
+  std::array<node_batch, N> nodes{};
+  /// Node i's part. Precondition: i < N.
+  [[nodiscard]] constexpr node_batch node(std::size_t i) const noexcept {
+    HETLAUNCH_DETAIL_EXPECTS(i < N, "node(i): node index out of range");
+    return nodes[i];
+  }
+};
+
+/// Splits each step's `global_batch` samples over the nodes of `c` by weight:
+/// node i gets p_i + floor(E * p_i * w_i / D) samples, E = global_batch - world size, D the sum of
+/// p_i * w_i, and the samples left go one each to the largest remainders, ties to the lower index;
+/// offsets are the prefix sums. Exact (no floating point, no wrap for any valid input); usable in
+/// constant expressions, O(N log N) there:
+///   constexpr auto c = hetlaunch::make_cluster({{"a100", 8, "default", "3"}, {"t4", 4}});
+///   constexpr auto s = hetlaunch::split_batch(c, 100);
+///   static_assert(s.node(0).batch == 83 && s.node(1) == hetlaunch::node_batch{17, 83});
+/// Errors: empty_cluster, bad_nproc, world_size_overflow, bad_weight, bad_global_batch (below 0),
+/// global_batch_too_small (below the world size).
+template <std::size_t N>
+[[nodiscard]] constexpr fixed_batch_split<N> split_batch(const fixed_cluster<N>& c, int global_batch) noexcept {
+  fixed_batch_split<N> out{};
+  const auto node_at = [&c](std::size_t i) { return c.node(i); };
+  long long world = 0;
+  out.error = detail::split_problem(N, node_at, global_batch, world);
+  if (out.error) return out;
+  std::array<detail::uint128, N> rem{};
+  std::array<std::size_t, N> order{};
+  const std::size_t left = detail::split_floors(
+      N, [&node_at](std::size_t i) { return node_at(i).nproc; },
+      [&node_at](std::size_t i) { return detail::weight_micros(node_at, i); }, world, global_batch, out.nodes.data(),
+      rem.data());
+  for (std::size_t i = 0; i < N; ++i) order[i] = i;
+  if (left > 0) detail::heap_sort(order.data(), N, detail::remainder_order{rem.data()});
+  detail::finish_split(N, order.data(), left, out.nodes.data());
+  return out;
+}
+
+/// split_batch for a run-time topology: every node's part, in node order, or the first problem.
+/// O(N) time; 32 bytes a node of scratch.
+template <class Unused>
+[[nodiscard]] result<std::vector<node_batch>, diagnostic> split_batch(const basic_cluster<Unused>& c, int global_batch) {
+  return detail::split_batch(c.node_count(), [&c](std::size_t i) { return c.node(i); }, global_batch);
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_SHARES_HPP
 // ---- hetlaunch/shell.hpp
 // hetlaunch: quoting arguments for POSIX sh, so that `sh -c` (and ssh's remote shell) sees exactly the argv.
 #ifndef HETLAUNCH_SHELL_HPP
@@ -2160,6 +2564,11 @@ struct launch_options {
   /// How the topology is validated before a command or environment is built; for example
   /// `validation.allow_duplicate_hosts = true` to run several agents on one host.
   validate_options validation{};
+  /// The samples of one optimizer step over the whole job, split over the nodes by weight
+  /// (shares.hpp), or 0 for no work shares. When above 0 it must be at least the world size, and
+  /// every worker gets HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and
+  /// HETLAUNCH_NODE_BATCH_OFFSET (see worker_env).
+  int global_batch = 0;
 };
 
 /// Environment variables as (name, value) pairs, in a documented, stable order.
@@ -2237,6 +2646,28 @@ inline void unpredictable_torchrun_args(const launch_options& o, std::vector<dia
     }
 }
 
+// A negative global batch, or one below the world size (when the topology has one: a topology
+// whose counts are invalid has its own problems).
+template <class Topology>
+void batch_problems(const Topology& c, const launch_options& o, std::vector<diagnostic>& out) {
+  if (o.global_batch == 0) return;
+  diagnostic d = launch_problem(o.global_batch < 0 ? errc::bad_global_batch : errc::global_batch_too_small);
+  d.value = o.global_batch;
+  d.variable = "global_batch";
+  if (o.global_batch < 0) {
+    out.push_back(d);
+    return;
+  }
+  long long world = 0;
+  for (std::size_t i = 0; i < c.node_count() && world <= INT_MAX; ++i) {
+    if (c.node(i).nproc < 1) return;
+    world += c.node(i).nproc;
+  }
+  if (world > INT_MAX || o.global_batch >= world) return;
+  d.limit = world;
+  out.push_back(d);
+}
+
 // Problems of the options that every output depends on: the rendezvous address and port, the
 // run id with c10d, the restart limit. The topology gives the master address when none is set.
 template <class Topology>
@@ -2297,6 +2728,7 @@ template <class Topology>
 std::vector<diagnostic> option_problems(const Topology& c, const launch_options& o) {
   std::vector<diagnostic> out;
   environment_problems(c, o, out);
+  batch_problems(c, o, out);
   command_problems(o, true, out);
   return out;
 }
@@ -2317,6 +2749,7 @@ std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node, con
   }
   environment_problems(c, o, out);
   if (what == output::environment) {
+    batch_problems(c, o, out);
     if (o.backend == rendezvous::c10d) out.push_back(launch_problem(errc::ranks_decided_at_rendezvous));
     unpredictable_torchrun_args(o, out);
     return out;
@@ -2398,9 +2831,33 @@ inline constexpr std::string_view default_signals_to_handle = "SIGTERM,SIGINT,SI
 
 // `agent`: torchrun's own environment, or nullptr for one that sets none of the variables torchrun
 // passes on (TORCH_NCCL_ASYNC_ERROR_HANDLING, OMP_NUM_THREADS, PET_SIGNALS_TO_HANDLE).
+// The variables of a node's work share, which torchrun passes on from its own environment; none
+// without a global batch.
+inline void append_batch_env(environment& env, const launch_options& o, const node_batch* share) {
+  if (o.global_batch <= 0 || share == nullptr) return;
+  env.emplace_back("HETLAUNCH_GLOBAL_BATCH", std::to_string(o.global_batch));
+  env.emplace_back("HETLAUNCH_NODE_BATCH", std::to_string(share->batch));
+  env.emplace_back("HETLAUNCH_NODE_BATCH_OFFSET", std::to_string(share->offset));
+}
+
+// Node `node`'s work share, computed for this one call (O(N)); the plan keeps every node's.
+// Precondition: the topology and global batch are valid.
+template <class Topology>
+node_batch one_node_batch(const Topology& c, std::size_t node, const launch_options& o) {
+  if (o.global_batch <= 0) return {};
+  return split_batch(c, o.global_batch).value()[node];
+}
+template <std::size_t N>
+node_batch one_node_batch(const fixed_cluster<N>& c, std::size_t node, const launch_options& o) {
+  if (o.global_batch <= 0) return {};
+  return split_batch(cluster(c), o.global_batch).value()[node];
+}
+
+// `share`: the node's work share (used when the options have a global batch).
 template <class Topology>
 environment build_worker_env(const Topology& c, std::size_t node, int local_rank, const launch_options& o,
-                             int restart_count, spawn_mode mode, const environment* agent = nullptr) {
+                             int restart_count, spawn_mode mode, const environment* agent = nullptr,
+                             const node_batch* share = nullptr) {
   const node_spec spec = c.node(node);
   environment env;
   const auto set = [&env](const char* name, std::string value) { env.emplace_back(name, std::move(value)); };
@@ -2441,6 +2898,7 @@ environment build_worker_env(const Topology& c, std::size_t node, int local_rank
     set("TORCHELASTIC_SIGNALS_TO_HANDLE", signals ? *signals : std::string(default_signals_to_handle));
   }
   if (const std::vector<int>* ids = node_devices(c, node)) set("CUDA_VISIBLE_DEVICES", join_ids(*ids));
+  append_batch_env(env, o, share);
   return env;
 }
 
@@ -2454,7 +2912,8 @@ result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, 
     if (!rank) problems.push_back(rank.error());
   }
   if (!problems.empty()) return problems.front();
-  return build_worker_env(c, node, local_rank, o, restart_count, mode, agent);
+  const node_batch share = one_node_batch(c, node, o);
+  return build_worker_env(c, node, local_rank, o, restart_count, mode, agent, &share);
 }
 
 }  // namespace detail
@@ -2512,7 +2971,10 @@ template <std::size_t N>
 /// extra `--signals-to-handle` argument's value when given), and CUDA_VISIBLE_DEVICES when the
 /// node carries a device list (cluster::devices): every worker of the node sees all of the node's
 /// devices, as under torchrun, which passes its own CUDA_VISIBLE_DEVICES on to each worker (so set
-/// agent_env's value in torchrun's environment). torchrun also passes on its own environment; this
+/// agent_env's value in torchrun's environment); with a global batch,
+/// HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET, the node's work
+/// share (see split_batch), which torchrun passes on from its own environment too (so set
+/// agent_env's values there). torchrun also passes on its own environment; this
 /// assumes that environment sets none of the variables torchrun passes on
 /// (worker_env_from_agent takes it into account). TORCHELASTIC_ERROR_FILE, whose value torchrun
 /// decides when it starts the worker, is described by worker_runtime_variables. `restart_count` is TORCHELASTIC_RESTART_COUNT: 0 at the first start, then the
@@ -2584,6 +3046,24 @@ struct runtime_variable {
   environment env;
   if (const std::vector<int>* ids = detail::node_devices(c, node))
     env.emplace_back("CUDA_VISIBLE_DEVICES", detail::join_ids(*ids));
+  return env;
+}
+/// agent_env(c, node), then, with a global batch, the node's work share: HETLAUNCH_GLOBAL_BATCH,
+/// HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET. Validates the topology and global batch
+/// (O(N) a call; launch_plan::agent_env costs the node's output only). Errors as split_batch's.
+[[nodiscard]] inline result<environment, diagnostic> try_agent_env(const cluster& c, std::size_t node,
+                                                                   const launch_options& options) {
+  if (node >= c.node_count()) {
+    diagnostic d = detail::launch_problem(errc::node_out_of_range);
+    d.value = static_cast<long long>(node);
+    d.limit = static_cast<long long>(c.node_count());
+    return d;
+  }
+  environment env = agent_env(c, node);
+  if (options.global_batch == 0) return env;
+  auto split = split_batch(c, options.global_batch);
+  if (!split) return split.error();
+  detail::append_batch_env(env, options, &(*split)[node]);
   return env;
 }
 
@@ -2931,9 +3411,13 @@ class launch_plan {
   cluster topology_;
   launch_options options_;
   bool counts_differ_ = false;
+  std::vector<node_batch> batches_;  // every node's work share; empty without a global batch
 
   launch_plan(cluster c, launch_options o)
-      : topology_(std::move(c)), options_(std::move(o)), counts_differ_(detail::nodes_differ(topology_)) {}
+      : topology_(std::move(c)), options_(std::move(o)), counts_differ_(detail::nodes_differ(topology_)) {
+    if (options_.global_batch > 0) batches_ = split_batch(topology_, options_.global_batch).value();  // valid
+  }
+  const node_batch* share(std::size_t node) const noexcept { return batches_.empty() ? nullptr : &batches_[node]; }
   friend result<launch_plan, std::vector<diagnostic>> make_plan(const cluster&, const launch_options&);
 
   diagnostic node_error(std::size_t node) const {
@@ -2975,7 +3459,8 @@ class launch_plan {
   [[nodiscard]] result<environment, diagnostic> try_worker_env(std::size_t node, int local_rank,
                                                                int restart_count = 0) const {
     if (auto e = worker_error(node, local_rank); !e) return e.error();
-    return detail::build_worker_env(topology_, node, local_rank, options_, restart_count, detail::spawn_mode::torchrun);
+    return detail::build_worker_env(topology_, node, local_rank, options_, restart_count, detail::spawn_mode::torchrun,
+                                    nullptr, share(node));
   }
   /// try_worker_env(...).value().
   [[nodiscard]] environment worker_env(std::size_t node, int local_rank, int restart_count = 0) const {
@@ -2988,24 +3473,56 @@ class launch_plan {
                                                                           int restart_count = 0) const {
     if (auto e = worker_error(node, local_rank); !e) return e.error();
     return detail::build_worker_env(topology_, node, local_rank, options_, restart_count, detail::spawn_mode::torchrun,
-                                    &agent);
+                                    &agent, share(node));
   }
   /// The environment for starting the worker without torchrun (see hetlaunch::direct_worker_env).
   [[nodiscard]] result<environment, diagnostic> try_direct_worker_env(std::size_t node, int local_rank) const {
     if (auto e = worker_error(node, local_rank); !e) return e.error();
-    return detail::build_worker_env(topology_, node, local_rank, options_, 0, detail::spawn_mode::direct);
+    return detail::build_worker_env(topology_, node, local_rank, options_, 0, detail::spawn_mode::direct, nullptr,
+                                    share(node));
   }
   /// try_direct_worker_env(...).value().
   [[nodiscard]] environment direct_worker_env(std::size_t node, int local_rank) const {
     return try_direct_worker_env(node, local_rank).value();
   }
-  /// What torchrun's own environment on `node` needs (see hetlaunch::agent_env); node_out_of_range.
+  /// What torchrun's own environment on `node` needs (see hetlaunch::try_agent_env): the node's
+  /// devices and, with a global batch, its work share; node_out_of_range.
   [[nodiscard]] result<environment, diagnostic> try_agent_env(std::size_t node) const {
     if (node >= topology_.node_count()) return node_error(node);
-    return hetlaunch::agent_env(topology_, node);
+    environment env = hetlaunch::agent_env(topology_, node);
+    detail::append_batch_env(env, options_, share(node));
+    return env;
   }
   /// try_agent_env(node).value().
   [[nodiscard]] environment agent_env(std::size_t node) const { return try_agent_env(node).value(); }
+  /// Whether the plan splits a global batch (launch_options::global_batch above 0).
+  [[nodiscard]] bool has_shares() const noexcept { return !batches_.empty(); }
+  /// Node `node`'s part of each step (see split_batch): node_out_of_range, or bad_global_batch
+  /// when the plan has no global batch. O(1).
+  [[nodiscard]] result<node_batch, diagnostic> try_node_batch(std::size_t node) const {
+    if (node >= topology_.node_count()) return node_error(node);
+    if (batches_.empty()) {
+      diagnostic d = detail::launch_problem(errc::bad_global_batch);
+      d.variable = "global_batch";
+      return d;
+    }
+    return batches_[node];
+  }
+  /// try_node_batch(node).value().
+  [[nodiscard]] node_batch node_batch_of(std::size_t node) const { return try_node_batch(node).value(); }
+  /// Worker `local_rank` of `node`'s part of each step (see batch_of_rank); the errors of
+  /// try_node_batch, and local_rank_out_of_range. O(1).
+  [[nodiscard]] result<rank_batch, diagnostic> try_rank_batch(std::size_t node, int local_rank) const {
+    const auto n = try_node_batch(node);
+    if (!n) return n.error();
+    if (const auto rank = topology_.try_global_rank(node, local_rank); !rank) return rank.error();
+    return batch_of_rank(*n, topology_.nproc(node), local_rank);
+  }
+  /// try_rank_batch(node, local_rank).value().
+  [[nodiscard]] rank_batch rank_batch_of(std::size_t node, int local_rank) const {
+    return try_rank_batch(node, local_rank).value();
+  }
+
   /// Machine `node`'s `accelerate launch` argv (see hetlaunch::accelerate_argv).
   [[nodiscard]] result<std::vector<std::string>, diagnostic> try_accelerate_argv(std::size_t node) const {
     if (node >= topology_.node_count()) return node_error(node);
@@ -3029,6 +3546,61 @@ template <std::size_t N>
   if (!problems.empty()) return problems;
   auto plan = make_plan(cluster(c), options);  // valid: cannot fail
   return plan;
+}
+
+/// check_worker_env against a plan: the topology's variables, and with a global batch also
+/// HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET, which must be
+/// set and equal the plan's for the worker's node (GROUP_RANK); a difference is batch_mismatch.
+///   for (const auto& d : hetlaunch::check_worker_env(plan, std::getenv)) std::cerr << d.message() << '\n';
+template <class Getenv>
+[[nodiscard]] std::vector<diagnostic> check_worker_env(const launch_plan& plan, Getenv&& get) {
+  std::vector<diagnostic> out = detail::compare_worker_env(plan.topology(), get);
+  if (!plan.has_shares()) return out;
+  const auto read = [&](const char* name, long long& value) {
+    diagnostic d{};
+    d.variable = name;
+    const char* text = get(name);
+    if (text == nullptr) {
+      d.code = errc::env_missing;
+      out.push_back(d);
+      return false;
+    }
+    if (!detail::parse_decimal(text, LLONG_MAX, value)) {
+      d.code = errc::env_not_a_number;
+      d.text = text;
+      out.push_back(d);
+      return false;
+    }
+    return true;
+  };
+  long long group = -1;
+  const char* group_text = get("GROUP_RANK");
+  const bool have_node = group_text && detail::parse_decimal(group_text, LLONG_MAX, group) &&
+                         static_cast<unsigned long long>(group) < plan.topology().node_count();
+  const auto compare = [&](const char* name, long long planned, bool per_node) {
+    long long value = 0;
+    if (!read(name, value) || value == planned) return;
+    diagnostic d{};
+    if (per_node) {
+      const node_spec spec = plan.topology().node(static_cast<std::size_t>(group));
+      d.node = static_cast<std::size_t>(group);
+      d.host = spec.host;
+      d.role = spec.role;
+    }
+    d.code = errc::batch_mismatch;
+    d.variable = name;
+    d.value = value;
+    d.limit = planned;
+    d.text = get(name);
+    out.push_back(d);
+  };
+  compare("HETLAUNCH_GLOBAL_BATCH", plan.options().global_batch, false);
+  if (have_node) {
+    const node_batch share = plan.node_batch_of(static_cast<std::size_t>(group));
+    compare("HETLAUNCH_NODE_BATCH", share.batch, true);
+    compare("HETLAUNCH_NODE_BATCH_OFFSET", share.offset, true);
+  }
+  return out;
 }
 
 }  // namespace hetlaunch
@@ -3284,6 +3856,8 @@ struct node_group {
   int gpus = 1;
   /// The pods' nodeSelector (for example {"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}).
   std::vector<std::pair<std::string, std::string>> node_selector;
+  /// Each node's weight (node_spec::weight): its workers' share of launch.global_batch.
+  std::string weight = "1";
 };
 
 /// What a JobSet needs besides the groups. `launch` gives torchrun's options (master_port,
@@ -3549,14 +4123,28 @@ namespace detail {
 inline cluster jobset_cluster(const std::vector<node_group>& groups, const jobset_options& o) {
   cluster_builder b;
   for (std::size_t g = 0; g < groups.size(); ++g)
-    for (int k = 0; k < groups[g].nodes; ++k) b.add(jobset_pod_host(o, g, static_cast<std::size_t>(k)), groups[g].gpus);
+    for (int k = 0; k < groups[g].nodes; ++k)
+      b.add(jobset_pod_host(o, g, static_cast<std::size_t>(k)), groups[g].gpus, "default", groups[g].weight);
   return b.finish();
 }
 
 // Runs the torchrun argv with --node_rank=OFFSET+INDEX put back at its place (`at`, after the
 // program and --nnodes); the index comes from the downward API.
-inline std::string pod_script(long long offset, std::size_t at, std::string_view node_rank_flag) {
-  return concat("rank=$((", offset, " + ", pod_index_variable, "))\n", "i=0\n",
+// With a work share, the pod's part of each step first: a group's nodes are alike, so the samples
+// left after the floors went to a prefix of them (equal remainders, ties to the lower index), and
+// pod k gets base + (k < extra) samples from first_offset + k * base + min(k, extra).
+struct group_share {
+  long long base = 0, extra = 0, first_offset = 0;
+};
+inline std::string pod_script(long long offset, std::size_t at, std::string_view node_rank_flag,
+                              const group_share* share = nullptr) {
+  const std::string batch =
+      share == nullptr
+          ? std::string()
+          : concat("k=", pod_index_variable, "\n", "export HETLAUNCH_NODE_BATCH=$((", share->base, " + (k < ",
+                   share->extra, ")))\n", "export HETLAUNCH_NODE_BATCH_OFFSET=$((", share->first_offset, " + k * ",
+                   share->base, " + (k < ", share->extra, " ? k : ", share->extra, ")))\n");
+  return concat(batch, "rank=$((", offset, " + ", pod_index_variable, "))\n", "i=0\n",
                 "for a; do shift; i=$((i + 1)); set -- \"$@\" \"$a\"; if [ \"$i\" -eq ", at,
                 " ]; then set -- \"$@\" \"", node_rank_flag, "=$rank\"; fi; done\n", "exec \"$@\"");
 }
@@ -3615,7 +4203,17 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     document& command = container.add("command", document::array());
     command.push(document::str("sh"));
     command.push(document::str("-c"));
-    command.push(document::str(detail::pod_script(static_cast<long long>(first_node), at, rank_flag)));
+    detail::group_share share;
+    if (plan->has_shares()) {
+      const node_batch first = plan->node_batch_of(first_node);
+      const node_batch last = plan->node_batch_of(first_node + static_cast<std::size_t>(group.nodes) - 1);
+      share.base = last.batch;
+      share.first_offset = first.offset;
+      // The pods with one sample more come first: count them from the offsets' growth.
+      share.extra = (static_cast<long long>(last.offset) - first.offset) - static_cast<long long>(group.nodes - 1) * last.batch;
+    }
+    command.push(document::str(detail::pod_script(static_cast<long long>(first_node), at, rank_flag,
+                                                  plan->has_shares() ? &share : nullptr)));
     command.push(document::str("hetlaunch-pod"));
     document& args = container.add("args", document::array());
     for (const std::string& a : argv) args.push(document::str(a));
@@ -3625,6 +4223,11 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     index.add("valueFrom", document::object())
         .add("fieldRef", document::object())
         .add("fieldPath", document::str("metadata.annotations['batch.kubernetes.io/job-completion-index']"));
+    if (plan->has_shares()) {
+      document& e = env.push(document::object());
+      e.add("name", document::str("HETLAUNCH_GLOBAL_BATCH"));
+      e.add("value", document::str(std::to_string(launch.global_batch)));
+    }
     for (const auto& v : o.env) {
       document& e = env.push(document::object());
       e.add("name", document::str(v.first));
@@ -3675,7 +4278,6 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
 #ifndef HETLAUNCH_HOSTFILE_HPP
 #define HETLAUNCH_HOSTFILE_HPP
 
-#include <algorithm>
 #include <unordered_map>
 
 
@@ -3730,6 +4332,7 @@ struct hostfile_entry {
   std::string_view host;
   std::size_t column = 0;  // of the host, from 1
   int slots = 0;
+  std::string_view weight = "1";
 };
 
 // Reads one line (without its '\n'). Fields are key=value, with blanks allowed around '=' as
@@ -3758,6 +4361,7 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
   int slots = 0, max_slots = 0;
   std::size_t slots_column = 0;
   std::string_view slots_key;  // the key that gave the slots, for "given twice"
+  bool has_weight = false;
   const std::size_t colon = e.host.find(':');
   if (colon != std::string_view::npos && e.host.find(':', colon + 1) == std::string_view::npos) {  // MPICH host:N
     const std::string_view count = e.host.substr(colon + 1);
@@ -3790,10 +4394,22 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
     }
     const bool is_slots = has_value && one_of(key, slot_keys);
     const bool is_max = has_value && one_of(key, max_slot_keys);
+    if (has_value && key == "weight") {
+      if (has_weight) return error(field_start + 1, concat("weight is given twice for host ", quoted(e.host)));
+      const weight_check wc = check_weight(value);
+      if (!wc)
+        return error(value_start + 1 + wc.position,
+                     concat("weight ", quoted(value), " is not valid: ", describe(wc.issue),
+                            " (a weight is a decimal above 0 and at most 1000000, with at most 6 fractional digits)"),
+                     errc::bad_weight);
+      has_weight = true;
+      e.weight = value;
+      continue;
+    }
     if (!is_slots && !is_max) {
       const std::size_t shown_end = has_value ? i : field_start + key.size();
       return error(field_start + 1, concat("unexpected ", quoted(line.substr(field_start, shown_end - field_start)),
-                                           "; expected slots=N or max_slots=N"));
+                                           "; expected slots=N, max_slots=N or weight=W"));
     }
     int number = 0;
     if (!slot_count(value, allow_auto && is_slots, number))
@@ -3840,6 +4456,7 @@ struct list_entry {
   std::string_view host;
   int slots = 0;
   std::size_t line = 0, column = 0;
+  std::string_view weight = "1";
 };
 
 // The cluster of a host list read by `each(checked, visit)`, which calls visit(list_entry) for every
@@ -3861,7 +4478,7 @@ result<cluster> parse_entries(Each each, validate_options options, Where where, 
   cluster_builder builder;
   builder.reserve(hosts, chars);
   (void)each(true, [&](const list_entry& e) {
-    builder.add(e.host, e.slots);
+    builder.add(e.host, e.slots, "default", e.weight);
     return true;
   });
   cluster c = builder.finish();  // not const: returned by move
@@ -3920,6 +4537,7 @@ struct hostfile_options {
 ///   worker-1 slots=4 max_slots=4
 ///   worker-2:2                  # MPICH
 ///   worker-3                    # a bare host: 1 slot
+///   worker-4 slots=8 weight=2.5 # each worker's share of a global batch (shares.hpp)
 /// `#` starts a comment anywhere on a line; blank lines, tabs and CRLF line ends are fine, and so
 /// are blanks around '=' ("slots = 4"), as Open MPI allows. Open MPI's `count=`/`cpu=` mean slots,
 /// and `max_slots` (or a synonym such as `max-slots`) alone sets the slots; max_slots below slots
@@ -3943,7 +4561,7 @@ struct hostfile_options {
         failed = true;
         return false;
       }
-      return !e->has_host || visit(detail::list_entry{e->host, e->slots, line_no, e->column});
+      return !e->has_host || visit(detail::list_entry{e->host, e->slots, line_no, e->column, e->weight});
     });
     if (failed) return error;
     return true;
@@ -4155,7 +4773,7 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
         if (including ? selected(d) : !selected(d)) ids.push_back(d);
     }
     const node_spec spec = c.node(i);
-    builder.add(spec.host, static_cast<int>(ids.size()), spec.role);
+    builder.add(spec.host, static_cast<int>(ids.size()), spec.role, spec.weight);
     kept.push_back(std::move(ids));
     out.source_node.push_back(i);
   }

@@ -57,8 +57,8 @@ TEST_SUITE("hostfile") {
     CHECK(hostfile("a slots=4abc") == "ERR 1:9: slots must be a positive integer, got '4abc'");
     CHECK(hostfile("a slots=99999999999") == "ERR 1:9: slots must be a positive integer, got '99999999999'");
     CHECK(hostfile("a:0") == "ERR 1:3: slots must be a positive integer, got '0'");
-    CHECK(hostfile("a slot=4") == "ERR 1:3: unexpected 'slot=4'; expected slots=N or max_slots=N");
-    CHECK(hostfile("a SLOTS=4") == "ERR 1:3: unexpected 'SLOTS=4'; expected slots=N or max_slots=N");
+    CHECK(hostfile("a slot=4") == "ERR 1:3: unexpected 'slot=4'; expected slots=N, max_slots=N or weight=W");
+    CHECK(hostfile("a SLOTS=4") == "ERR 1:3: unexpected 'SLOTS=4'; expected slots=N, max_slots=N or weight=W");
     CHECK(hostfile("a slots=2 slots=3") == "ERR 1:11: slots is given twice for host 'a'");
     CHECK(hostfile("a:2 slots=3") == "ERR 1:5: slots= gives the slots of host 'a' again (host:N gave them)");
     CHECK(hostfile("a count=2 cpu=2") == "ERR 1:11: cpu= gives the slots of host 'a' again (count= gave them)");

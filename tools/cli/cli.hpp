@@ -28,6 +28,7 @@ struct options {
   std::optional<std::string> hosts;
   bool slurm = false;
   std::string include, exclude;
+  std::vector<std::string> weights;  // --weight HOSTS=W, in order
   std::optional<std::size_t> node;
   std::optional<int> local_rank;
   bool json = false;
@@ -110,6 +111,8 @@ using auto_resolver = bool (*)(const options&, hetlaunch::cluster&, std::string&
 // The cluster from the chosen input; on an error, prints it and sets `status`. Without a
 // resolver, slots=auto is an error that names the commands that can resolve it.
 std::optional<input> read_input(const options& o, int& status, auto_resolver resolve = nullptr);
+// Gives the nodes that --weight names their weights; false with a message on an error.
+bool apply_weights(const options& o, hetlaunch::cluster& nodes, std::string& error);
 // One plan for the command; on problems, prints every one and returns nothing.
 std::optional<hetlaunch::launch_plan> plan_of(const input& in, const options& o);
 std::size_t chosen_node(const options& o, const input& in);
@@ -135,6 +138,8 @@ int discover_command(options& o);
 int jobset_command(options& o);
 // The --group NODES:GPUS flags, in order (usage errors for malformed ones).
 std::vector<hetlaunch::node_group> node_groups(const options& o);
+// A group whose WEIGHT is not a valid weight: printed, and exit_invalid; 0 when all are valid.
+int group_weight_problem(const options& o, const std::vector<hetlaunch::node_group>& groups);
 
 // sbatch.cpp
 int sbatch_command(options& o);

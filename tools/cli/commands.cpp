@@ -117,7 +117,7 @@ int check_env_command(options& o) {
   int status = 0;
   auto p = read_and_plan(o, status);
   if (!p) return status;
-  const auto problems = hetlaunch::check_worker_env(p->plan.topology(), [](const char* name) { return std::getenv(name); });
+  const auto problems = hetlaunch::check_worker_env(p->plan, [](const char* name) { return std::getenv(name); });
   for (const auto& d : problems) std::fprintf(stderr, "hetlaunch: check-env: %s\n", d.message().c_str());
   return problems.empty() ? 0 : exit_invalid;
 }
@@ -162,7 +162,10 @@ int accelerate_command(options& o) {
   if (!node) return status;
   const auto r = p->plan.try_accelerate_argv(*node);
   if (!r) return node_failed(p->in, r.error());
-  std::printf("%s\n", hetlaunch::shell_join(*r).c_str());
+  // accelerate passes its environment on to every worker: the node's devices and work share.
+  std::string prefix;
+  for (const auto& v : p->plan.agent_env(*node)) prefix += v.first + "=" + hetlaunch::shell_quote(v.second) + " ";
+  std::printf("%s%s\n", prefix.c_str(), hetlaunch::shell_join(*r).c_str());
   return 0;
 }
 
@@ -274,33 +277,36 @@ const std::vector<command>& commands() {
        "and shows what it printed. SIGINT, SIGTERM or SIGHUP stops every ssh it started.\n",
        input_flags, {"--ssh", "--ssh-arg", "--fanout", "--gpu-count-command", "--discover-timeout"}, script_use::none, node_use::none,
        discover_command},
-      {"jobset", "--name NAME --image IMAGE --group NODES:GPUS... [--namespace NS] [--node-selector G:KEY=VALUE]...\n"
+      {"jobset", "--name NAME --image IMAGE --group NODES:GPUS[:WEIGHT]... [--namespace NS] [--node-selector G:KEY=VALUE]...\n"
                  "       [--cpu CPU] [--memory MEM] [--env NAME[=VALUE]]... [--jobset-max-restarts N] [LAUNCH OPTIONS] [--json]\n"
                  "       [--] SCRIPT [ARGS...]",
        "a Kubernetes JobSet that runs the mixed job",
        "Prints a JobSet (jobset.x-k8s.io/v1alpha2) manifest, YAML (--json: JSON), for kubectl apply -f -:\n"
        "one replicatedJob per --group, each an Indexed Job of NODES pods asking for GPUS nvidia.com/gpu.\n"
        "Pod k of group g runs torchrun as node offset(g) + k with --nproc_per_node GPUS, the static\n"
-       "rendezvous on the first pod's stable host name (NAME-g0-0-0.NAME) and --master-port. Needs the\n"
-       "JobSet controller in the cluster; see the README's Kubernetes section.\n",
+       "rendezvous on the first pod's stable host name (NAME-g0-0-0.NAME) and --master-port. With\n"
+       "--global-batch each pod computes its work share from its index (WEIGHT: the group's weight).\n"
+       "Needs the JobSet controller in the cluster; see the README's Kubernetes section.\n",
        launch_flags,
        {"--name", "--namespace", "--image", "--group", "--node-selector", "--cpu", "--memory", "--env",
         "--jobset-max-restarts", "--json"},
        script_use::required, node_use::none, jobset_command},
-      {"sbatch", "--group NODES:GPUS... [--partition P] [--time T] [--sbatch-arg ARG]... [--hetlaunch PATH] [LAUNCH OPTIONS] [--] SCRIPT [ARGS...]",
+      {"sbatch", "--group NODES:GPUS[:WEIGHT]... [--partition P] [--time T] [--sbatch-arg ARG]... [--hetlaunch PATH] [LAUNCH OPTIONS] [--] SCRIPT [ARGS...]",
        "a Slurm batch script: a hetjob component per node group",
        "Prints a batch script for `sbatch`: one heterogeneous-job component per --group (NODES nodes\n"
        "of GPUS GPUs each, in node order), a task a GPU, so that Slurm reports each component's\n"
        "layout. The script prints the plan (`hetlaunch plan --slurm`), then starts one task a node\n"
        "in every component with all of its node's GPUs, which runs `hetlaunch exec --slurm` with\n"
        "the launch options given here. --sbatch-arg lines go to the job (the first component);\n"
-       "--partition and --time to every component.\n",
+       "--partition and --time to every component. A group's WEIGHT reaches the nodes as --weight on\n"
+       "its component's node list, for --global-batch.\n",
        launch_flags, {"--group", "--partition", "--time", "--sbatch-arg", "--hetlaunch"}, script_use::required,
        node_use::none, sbatch_command},
       {"plan", "[INPUT] [LAUNCH OPTIONS] [--json] [--] [SCRIPT [ARGS...]]",
        "the rank table and every node's torchrun command",
-       "Prints the rank table (node, host, nproc, role, offset, global ranks) and every node's\n"
-       "torchrun command, shell-quoted. SCRIPT defaults to train.py. --json: the same for programs.\n",
+       "Prints the rank table (node, host, nproc, role, offset, global ranks; with weights or\n"
+       "--global-batch also each node's weight, batch and batch offset) and every node's torchrun\n"
+       "command, shell-quoted. SCRIPT defaults to train.py. --json: the same for programs.\n",
        input_flags | launch_flags, {"--json"}, script_use::optional, node_use::none, plan_command},
       {"argv", "--node I [INPUT] [LAUNCH OPTIONS] [--null] [--] SCRIPT [ARGS...]",
        "node I's torchrun argv, one argument a line",
@@ -328,7 +334,8 @@ const std::vector<command>& commands() {
        input_flags | launch_flags, {"--node"}, script_use::optional, node_use::optional, check_command},
       {"check-env", "[INPUT] [LAUNCH OPTIONS]", "compares this process's environment (a worker's) with the plan",
        "Run inside a worker: compares its RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK and\n"
-       "LOCAL_RANK with the plan and prints every disagreement. Exit status 1 on any.\n",
+       "LOCAL_RANK with the plan and prints every disagreement; with --global-batch also\n"
+       "HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET. Exit status 1 on any.\n",
        input_flags | launch_flags, {}, script_use::optional, node_use::none, check_env_command},
       {"expand", "[--max-hosts N] [--max-bytes N] EXPR", "expands a Slurm host list, one host a line",
        "Expands a Slurm host list (\"gpu[01-04],cpu7\"), one host a line. At most --max-hosts names\n"
@@ -339,7 +346,8 @@ const std::vector<command>& commands() {
        node_use::none, compress_command},
       {"accelerate", "--node I [INPUT] [LAUNCH OPTIONS] [--] SCRIPT [ARGS...]", "machine I's `accelerate launch` command",
        "Prints machine I's `accelerate launch` command: --num_processes is the machine's own\n"
-       "count times the machine count, which makes accelerate start the right number there.\n",
+       "count times the machine count, which makes accelerate start the right number there. The\n"
+       "machine's CUDA_VISIBLE_DEVICES and work share (--global-batch) come first, as assignments.\n",
        input_flags | launch_flags, {"--node"}, script_use::required, node_use::required, accelerate_command},
   };
   return table;

@@ -69,6 +69,53 @@ hetlaunch::environment process_environment() {
   return out;
 }
 
+namespace {
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+}  // namespace
+
+// Gives the nodes the --weight flags name their weights, in flag order (a later flag wins). HOSTS
+// is a host or a Slurm host list; host names compare without case, as DNS names do. Every host
+// named must be a node, and W a valid weight; otherwise false with a message.
+bool apply_weights(const options& o, hetlaunch::cluster& nodes, std::string& error) {
+  using hetlaunch::detail::concat;
+  using hetlaunch::detail::quoted;
+  std::unordered_map<std::string, std::vector<std::size_t>> by_host;
+  for (std::size_t i = 0; i < nodes.node_count(); ++i) by_host[lower(nodes.node(i).host)].push_back(i);
+  for (const std::string& flag : o.weights) {
+    const std::size_t eq = flag.rfind('=');
+    if (eq == std::string::npos || eq == 0) {
+      error = concat("--weight ", quoted(flag), " is not HOSTS=W (\"gpu[1-4]=2.5\")");
+      return false;
+    }
+    const std::string_view weight = std::string_view(flag).substr(eq + 1);
+    if (const hetlaunch::weight_check wc = hetlaunch::check_weight(weight); !wc) {
+      error = concat("--weight ", quoted(flag), ": weight ", quoted(weight), " is not valid: ",
+                     hetlaunch::describe(wc.issue),
+                     " (a weight is a decimal above 0 and at most 1000000, with at most 6 fractional digits)");
+      return false;
+    }
+    const auto hosts = hetlaunch::expand_hostlist(std::string_view(flag).substr(0, eq), o.max_hosts, o.max_bytes);
+    if (!hosts) {
+      error = concat("--weight ", quoted(flag), ": ", hosts.error().to_string());
+      return false;
+    }
+    for (const std::string& host : *hosts) {
+      const auto it = by_host.find(lower(host));
+      if (it == by_host.end()) {
+        error = concat("--weight ", quoted(flag), ": host ", quoted(host), " is not a node of the plan");
+        return false;
+      }
+      for (const std::size_t i : it->second) nodes.set_weight(i, weight);
+    }
+  }
+  return true;
+}
+
 // Reads the cluster from the chosen input; an error names where (file:line:column) and why.
 std::optional<input> read_input(const options& o, int& status, auto_resolver resolve) {
   input in;
@@ -147,6 +194,13 @@ std::optional<input> read_input(const options& o, int& status, auto_resolver res
       }
     }
     in.nodes = std::move(r->nodes);
+  }
+  if (!o.weights.empty()) {
+    std::string error;
+    if (!apply_weights(o, in.nodes, error)) {
+      status = fail(error);
+      return std::nullopt;
+    }
   }
   return in;
 }

@@ -31,17 +31,30 @@ std::vector<hetlaunch::node_group> node_groups(const options& o) {
   std::vector<hetlaunch::node_group> groups;
   for (const std::string& g : o.groups) {
     const std::size_t colon = g.find(':');
-    if (colon == std::string::npos) throw usage_error{concat("--group ", quoted(g), " is not NODES:GPUS")};
-    groups.push_back({positive(g, std::string_view(g).substr(0, colon), "NODES"),
-                      positive(g, std::string_view(g).substr(colon + 1), "GPUS"), {}});
+    if (colon == std::string::npos) throw usage_error{concat("--group ", quoted(g), " is not NODES:GPUS[:WEIGHT]")};
+    const std::size_t second = g.find(':', colon + 1);
+    const std::string_view gpus = std::string_view(g).substr(colon + 1, second == std::string::npos ? std::string::npos
+                                                                                                 : second - colon - 1);
+    groups.push_back({positive(g, std::string_view(g).substr(0, colon), "NODES"), positive(g, gpus, "GPUS"), {},
+                      second == std::string::npos ? std::string("1") : g.substr(second + 1)});
   }
   return groups;
+}
+
+int group_weight_problem(const options& o, const std::vector<hetlaunch::node_group>& groups) {
+  for (std::size_t k = 0; k < groups.size(); ++k)
+    if (const hetlaunch::weight_check wc = hetlaunch::check_weight(groups[k].weight); !wc)
+      return fail(concat("--group ", quoted(o.groups[k]), ": weight ", quoted(groups[k].weight), " is not valid: ",
+                         hetlaunch::describe(wc.issue),
+                         " (a weight is a decimal above 0 and at most 1000000, with at most 6 fractional digits)"));
+  return 0;
 }
 
 int jobset_command(options& o) {
   if (o.name.empty() || o.image.empty() || o.groups.empty())
     throw usage_error{"jobset needs --name, --image and at least one --group NODES:GPUS"};
   std::vector<hetlaunch::node_group> groups = node_groups(o);
+  if (const int status = group_weight_problem(o, groups)) return status;
   for (const std::string& s : o.node_selectors) {
     const std::size_t colon = s.find(':'), eq = s.find('=');
     if (colon == std::string::npos || eq == std::string::npos || eq < colon)

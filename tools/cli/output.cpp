@@ -45,8 +45,9 @@ int print_plan(const hetlaunch::launch_plan& plan, bool json) {
   const hetlaunch::cluster& c = plan.topology();
   const bool c10d = plan.options().backend == hetlaunch::rendezvous::c10d;
   if (json) {
-    std::printf("{\n  \"world_size\": %d,\n  \"node_count\": %zu,\n  \"rendezvous\": \"%s\",\n  \"nodes\": [\n",
-                c.world_size(), c.node_count(), c10d ? "c10d" : "static");
+    std::printf("{\n  \"world_size\": %d,\n  \"node_count\": %zu,\n  \"rendezvous\": \"%s\",\n  \"global_batch\": %d,\n"
+                "  \"nodes\": [\n",
+                c.world_size(), c.node_count(), c10d ? "c10d" : "static", plan.options().global_batch);
     std::string line;
     for (std::size_t i = 0; i < c.node_count(); ++i) {
       const auto n = c.node(i);
@@ -56,20 +57,38 @@ int print_plan(const hetlaunch::launch_plan& plan, bool json) {
                                        ", \"global_ranks\": [", c.rank_offset(i), ", ", c.rank_offset(i) + n.nproc - 1,
                                        "], \"devices\": [");
       for (std::size_t k = 0; k < c.devices(i).size(); ++k) line += hetlaunch::detail::concat(k ? ", " : "", c.devices(i)[k]);
-      line += "], \"argv\": " + json_array(argv) + ", \"command\": " + json_string(hetlaunch::shell_join(argv)) + "}";
+      const hetlaunch::node_batch share = plan.has_shares() ? plan.node_batch_of(i) : hetlaunch::node_batch{};
+      line += hetlaunch::detail::concat("], \"weight\": ", json_string(n.weight), ", \"node_batch\": ", share.batch,
+                                        ", \"node_batch_offset\": ", share.offset);
+      line += ", \"argv\": " + json_array(argv) + ", \"command\": " + json_string(hetlaunch::shell_join(argv)) + "}";
       line += i + 1 < c.node_count() ? ",\n" : "\n";
       std::fwrite(line.data(), 1, line.size(), stdout);
     }
     std::printf("  ]\n}\n");
     return 0;
   }
-  std::printf("%zu nodes, world size %d, %s rendezvous\n\n", c.node_count(), c.world_size(), c10d ? "c10d" : "static");
-  std::printf("%-5s %-20s %6s  %-10s %7s  %s\n", "node", "host", "nproc", "role", "offset", "global ranks");
+  std::printf("%zu nodes, world size %d, %s rendezvous", c.node_count(), c.world_size(), c10d ? "c10d" : "static");
+  if (plan.has_shares()) std::printf(", global batch %d", plan.options().global_batch);
+  std::printf("\n\n");
+  // Weights and work shares get columns of their own only when the plan has them.
+  const bool shares = plan.has_shares() || c.has_weights();
+  std::printf("%-5s %-20s %6s  %-10s %7s  %-13s", "node", "host", "nproc", "role", "offset", "global ranks");
+  if (shares) std::printf("  %-8s %10s %12s", "weight", "node batch", "batch offset");
+  std::printf("\n");
+  std::string ranks;
   for (std::size_t i = 0; i < c.node_count(); ++i) {
     const auto n = c.node(i);
-    std::printf("%-5zu %-20.*s %6d  %-10.*s %7d  %d..%d\n", i, static_cast<int>(n.host.size()), n.host.data(), n.nproc,
-                static_cast<int>(n.role.size()), n.role.data(), c.rank_offset(i), c.rank_offset(i),
-                c.rank_offset(i) + n.nproc - 1);
+    ranks = hetlaunch::detail::concat(c.rank_offset(i), "..", c.rank_offset(i) + n.nproc - 1);
+    std::printf("%-5zu %-20.*s %6d  %-10.*s %7d  %s", i, static_cast<int>(n.host.size()), n.host.data(), n.nproc,
+                static_cast<int>(n.role.size()), n.role.data(), c.rank_offset(i),
+                shares ? hetlaunch::detail::concat(ranks, std::string(ranks.size() < 13 ? 13 - ranks.size() : 0, ' ')).c_str()
+                       : ranks.c_str());
+    if (shares) {
+      std::printf("  %-8.*s", static_cast<int>(n.weight.size()), n.weight.data());
+      if (plan.has_shares()) std::printf(" %10d %12d", plan.node_batch_of(i).batch, plan.node_batch_of(i).offset);
+      else std::printf(" %10s %12s", "-", "-");
+    }
+    std::printf("\n");
   }
   if (c10d)
     std::printf("\nwith c10d, torchrun orders the nodes by host name and process id when they meet: the offsets\n"

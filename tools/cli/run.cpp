@@ -382,7 +382,7 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
   hetlaunch::cluster_builder builder;
   for (std::size_t i = 0; i < nodes.node_count(); ++i) {
     const hetlaunch::node_spec n = nodes.node(i);
-    builder.add(n.host, n.nproc == 0 ? counts[i] : n.nproc, n.role);
+    builder.add(n.host, n.nproc == 0 ? counts[i] : n.nproc, n.role, n.weight);
   }
   nodes = builder.finish();
   return true;

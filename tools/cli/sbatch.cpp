@@ -37,6 +37,7 @@ std::string directive(const std::string& word) {
 int sbatch_command(options& o) {
   if (o.groups.empty()) throw usage_error{"sbatch needs at least one --group NODES:GPUS"};
   const std::vector<hetlaunch::node_group> groups = node_groups(o);
+  if (const int status = group_weight_problem(o, groups)) return status;
   long long nodes = 0, world = 0;
   for (std::size_t c = 0; c < groups.size(); ++c) {
     nodes += groups[c].nodes;
@@ -54,17 +55,33 @@ int sbatch_command(options& o) {
   // job (what they are checked against does not depend on the node count).
   hetlaunch::cluster_builder shape;
   for (std::size_t c = 0; c < groups.size(); ++c) shape.add(concat("component", c), groups[c].gpus);
-  if (auto plan = hetlaunch::make_plan(shape.finish(), o.launch); !plan) {
+  hetlaunch::launch_options checked = o.launch;
+  checked.global_batch = 0;  // checked below against the whole job's world size
+  if (auto plan = hetlaunch::make_plan(shape.finish(), checked); !plan) {
     print_problems("sbatch", plan.error());
+    return exit_invalid;
+  }
+  if (o.launch.global_batch != 0 && o.launch.global_batch < world) {
+    hetlaunch::diagnostic d{};
+    d.code = o.launch.global_batch < 0 ? hetlaunch::errc::bad_global_batch : hetlaunch::errc::global_batch_too_small;
+    d.value = o.launch.global_batch;
+    d.limit = world;
+    print_problems("sbatch", {d});
     return exit_invalid;
   }
   std::vector<std::string> script{o.launch.script};
   script.insert(script.end(), o.launch.script_args.begin(), o.launch.script_args.end());
   // The nodes run `hetlaunch exec` with the launch options exactly as given here.
-  std::vector<std::string> tail{"--slurm"};
-  tail.insert(tail.end(), o.launch_args.begin(), o.launch_args.end());
-  tail.push_back("--");
-  tail.insert(tail.end(), script.begin(), script.end());
+  std::vector<std::string> options{"--slurm"};
+  options.insert(options.end(), o.launch_args.begin(), o.launch_args.end());
+  // A group's weight names its component's nodes, which the job knows only when it runs.
+  std::string weights;
+  for (std::size_t c = 0; c < groups.size(); ++c)
+    if (groups[c].weight != "1")
+      weights += concat(" --weight \"$", groups.size() == 1 ? std::string("SLURM_JOB_NODELIST") : concat("SLURM_JOB_NODELIST_HET_GROUP_", c),
+                        "\"=", hetlaunch::shell_quote(groups[c].weight));
+  script.insert(script.begin(), "--");
+  const std::string tail = hetlaunch::shell_join(options) + weights + " " + hetlaunch::shell_join(script);
   const std::string program = hetlaunch::shell_quote(o.hetlaunch_program);
 
   std::string out = "#!/bin/bash\n";
@@ -100,7 +117,7 @@ int sbatch_command(options& o) {
   // with its step's: keep it for the steps. (A hetjob's own variables survive in every step.)
   if (groups.size() == 1) out += "export HETLAUNCH_TASKS_PER_NODE=\"$SLURM_TASKS_PER_NODE\"\n\n";
   out += "# The plan in the job log before anything starts; an inconsistent job stops here.\n";
-  out += concat(program, " plan ", hetlaunch::shell_join(std::vector<std::string>(tail)), "\n\n");
+  out += concat(program, " plan ", tail, "\n\n");
   out += "# One task a node in every component, each seeing all of its node's GPUs; each runs its\n"
          "# node's torchrun (SLURM_NODEID counts the nodes in component order).\n";
   out += "srun";
@@ -109,7 +126,7 @@ int sbatch_command(options& o) {
     out += concat(" --nodes=", groups[c].nodes, " --ntasks=", groups[c].nodes, " --ntasks-per-node=1 --gpus-per-node=",
                   groups[c].gpus);
   }
-  out += concat(" \\\n  ", program, " exec ", hetlaunch::shell_join(tail), "\n");
+  out += concat(" \\\n  ", program, " exec ", tail, "\n");
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }

@@ -11,6 +11,7 @@
 
 #include "../diagnostic.hpp"
 #include "../node_spec.hpp"
+#include "../weight.hpp"
 #include "heap_sort.hpp"
 #include "host_name.hpp"
 
@@ -153,6 +154,16 @@ constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options op
       diagnostic d = problem(i, node, errc::duplicate_host);
       d.other_node = duplicate_of[i];
       if (!report(d)) return;
+    }
+    if (!(node.weight.size() == 1 && node.weight[0] == '1')) {  // "1", the default, is valid
+      const weight_check wc = check_weight(node.weight);
+      if (!wc) {
+        diagnostic d = problem(i, node, errc::bad_weight);
+        d.weight = wc.issue;
+        d.position = wc.position;
+        d.text = node.weight;
+        if (!report(d)) return;
+      }
     }
     if (node.role.empty()) {
       if (!report(problem(i, node, errc::empty_role))) return;

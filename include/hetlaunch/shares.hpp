@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: MIT
+// hetlaunch: work shares, the split of each optimizer step's global batch over nodes and ranks in
+// proportion to the nodes' weights, in exact integer arithmetic.
+#ifndef HETLAUNCH_SHARES_HPP
+#define HETLAUNCH_SHARES_HPP
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "cluster.hpp"
+#include "diagnostic.hpp"
+#include "result.hpp"
+#include "weight.hpp"
+
+#if !defined(__SIZEOF_INT128__)
+#error "hetlaunch/shares.hpp needs a 128-bit integer type (GCC or Clang on a 64-bit target)"
+#endif
+
+namespace hetlaunch {
+
+/// A node's part of each step: `batch` samples (n_i), starting at `offset` (o_i) within the step.
+struct node_batch {
+  int batch = 0;
+  int offset = 0;
+  friend constexpr bool operator==(const node_batch& a, const node_batch& b) noexcept {
+    return a.batch == b.batch && a.offset == b.offset;
+  }
+  friend constexpr bool operator!=(const node_batch& a, const node_batch& b) noexcept { return !(a == b); }
+};
+
+/// A rank's part of each step: `batch` samples (b) from `offset` within the step.
+struct rank_batch {
+  int batch = 0;
+  int offset = 0;
+  friend constexpr bool operator==(const rank_batch& a, const rank_batch& b) noexcept {
+    return a.batch == b.batch && a.offset == b.offset;
+  }
+  friend constexpr bool operator!=(const rank_batch& a, const rank_batch& b) noexcept { return !(a == b); }
+};
+
+/// Local rank `local_rank`'s part of its node's samples: the node's n samples dealt out evenly
+/// over its `nproc` workers, the lower local ranks taking one more when they do not divide:
+/// b = n / nproc + (local_rank < n % nproc), from offset + local_rank * (n / nproc) +
+/// min(local_rank, n % nproc). What a worker computes from HETLAUNCH_NODE_BATCH,
+/// HETLAUNCH_NODE_BATCH_OFFSET, LOCAL_RANK and LOCAL_WORLD_SIZE.
+/// Preconditions: nproc >= 1, 0 <= local_rank < nproc, node.batch >= 0.
+[[nodiscard]] constexpr rank_batch batch_of_rank(node_batch node, int nproc, int local_rank) noexcept {
+  HETLAUNCH_DETAIL_EXPECTS(nproc >= 1 && local_rank >= 0 && local_rank < nproc,
+                           "batch_of_rank(node, nproc, local_rank): local rank out of range");
+  const int base = node.batch / nproc;
+  const int extra = node.batch % nproc;
+  // local_rank * base <= node.batch: no wrap.
+  return {base + (local_rank < extra ? 1 : 0), node.offset + local_rank * base + (local_rank < extra ? local_rank : extra)};
+}
+
+/// What a rank multiplies its mean loss by before backward(), so that DDP's average of the ranks'
+/// gradients (it divides their sum by the world size) is the mean over the whole global batch:
+/// b * world_size / global_batch. Preconditions: global_batch >= 1.
+[[nodiscard]] constexpr double loss_scale(rank_batch rank, int world_size, int global_batch) noexcept {
+  return static_cast<double>(rank.batch) * static_cast<double>(world_size) / static_cast<double>(global_batch);
+}
+
+namespace detail {
+
+__extension__ typedef unsigned __int128 uint128;  // E * p_i * w_i reaches 2^102
+
+// The split, up to the samples left. n nodes; nproc_at(i) >= 1 and micros_at(i) in [1, 10^12]
+// (a checked weight), world = their nproc's sum <= INT_MAX, world <= global_batch <= INT_MAX.
+// Node i gets p_i + floor(E * d_i / D) in out[i].batch (E = B - W, d_i = p_i * w_i, D = the sum
+// of d_i) and its remainder E * d_i mod D in rem[i]. Returns the samples left, fewer than n (the
+// remainders are each below D and add up to a multiple of it): they go one each to the nodes
+// with the largest remainders, ties to the lower index (remainder_order). With d_i < 2^71 and
+// E < 2^31, every product fits 128 bits.
+template <class NprocAt, class MicrosAt>
+constexpr std::size_t split_floors(std::size_t n, NprocAt nproc_at, MicrosAt micros_at, long long world,
+                                   int global_batch, node_batch* out, uint128* rem) noexcept {
+  const auto extra = static_cast<uint128>(static_cast<long long>(global_batch) - world);
+  uint128 total = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    total += static_cast<uint128>(nproc_at(i)) * static_cast<uint128>(micros_at(i));
+  long long given = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const uint128 part = extra * (static_cast<uint128>(nproc_at(i)) * static_cast<uint128>(micros_at(i)));
+    const auto floor_part = static_cast<long long>(part / total);  // <= E < 2^31
+    rem[i] = part % total;
+    out[i].batch = static_cast<int>(nproc_at(i) + floor_part);
+    given += floor_part;
+  }
+  return static_cast<std::size_t>(static_cast<long long>(extra) - given);
+}
+
+// Which of two nodes gets a sample left first: the larger remainder, then the lower index.
+struct remainder_order {
+  const uint128* rem;
+  constexpr bool operator()(std::size_t a, std::size_t b) const noexcept {
+    return rem[a] > rem[b] || (rem[a] == rem[b] && a < b);
+  }
+};
+
+// Gives the first `left` nodes of `order` one sample more, then sets every offset.
+constexpr void finish_split(std::size_t n, const std::size_t* order, std::size_t left, node_batch* out) noexcept {
+  for (std::size_t k = 0; k < left; ++k) ++out[order[k]].batch;
+  int offset = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    out[i].offset = offset;
+    offset += out[i].batch;  // the sum is the global batch: no wrap
+  }
+}
+
+// The problem, if any, that stops the split of `global_batch` over n nodes: a node without
+// workers, a world size past INT_MAX, a bad weight, or a global batch below the world size.
+// Hosts and roles do not matter to it. Sets `world`.
+template <class NodeAt>
+constexpr diagnostic split_problem(std::size_t n, NodeAt node_at, int global_batch, long long& world) noexcept {
+  diagnostic d{};
+  world = 0;
+  if (n == 0) {
+    d.code = errc::empty_cluster;
+    return d;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const node_spec node = node_at(i);
+    const auto at_node = [&](errc code) -> diagnostic& {
+      d.code = code;
+      d.node = i;
+      d.host = node.host;
+      d.role = node.role;
+      return d;
+    };
+    if (node.nproc < 1) {
+      at_node(errc::bad_nproc).value = node.nproc;
+      return d;
+    }
+    world += node.nproc;
+    if (world > INT_MAX) {
+      at_node(errc::world_size_overflow).value = world;
+      d.limit = INT_MAX;
+      return d;
+    }
+    if (!(node.weight.size() == 1 && node.weight[0] == '1')) {
+      const weight_check wc = check_weight(node.weight);
+      if (!wc) {
+        at_node(errc::bad_weight).weight = wc.issue;
+        d.position = wc.position;
+        d.text = node.weight;
+        return d;
+      }
+    }
+  }
+  if (global_batch < 0) {
+    d.code = errc::bad_global_batch;
+    d.value = global_batch;
+    d.variable = "global_batch";
+  } else if (global_batch < world) {
+    d.code = errc::global_batch_too_small;
+    d.value = global_batch;
+    d.limit = world;
+    d.variable = "global_batch";
+  }
+  return d;
+}
+
+template <class NodeAt>
+constexpr std::int64_t weight_micros(NodeAt node_at, std::size_t i) noexcept {
+  const std::string_view w = node_at(i).weight;
+  return w.size() == 1 && w[0] == '1' ? weight_scale : check_weight(w).micros;
+}
+
+// Run time: the split in O(n), the nodes that get a sample left found by selection.
+template <class NodeAt>
+result<std::vector<node_batch>, diagnostic> split_batch(std::size_t n, NodeAt node_at, int global_batch) {
+  long long world = 0;
+  if (const diagnostic d = split_problem(n, node_at, global_batch, world)) return d;
+  std::vector<node_batch> out(n);
+  std::vector<uint128> rem(n);
+  const std::size_t left = split_floors(
+      n, [&node_at](std::size_t i) { return node_at(i).nproc; },
+      [&node_at](std::size_t i) { return weight_micros(node_at, i); }, world, global_batch, out.data(), rem.data());
+  std::vector<std::size_t> order(left > 0 ? n : 0);
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (left > 0)
+    std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(left - 1), order.end(),
+                     remainder_order{rem.data()});
+  finish_split(n, order.data(), left, out.data());
+  return out;
+}
+
+}  // namespace detail
+
+/// The work shares of a fixed topology: every node's part of a global batch, or the problem that
+/// stops the split (error converts to true then, and the parts are all zero).
+template <std::size_t N>
+struct fixed_batch_split {
+  diagnostic error{};
+  std::array<node_batch, N> nodes{};
+  /// Node i's part. Precondition: i < N.
+  [[nodiscard]] constexpr node_batch node(std::size_t i) const noexcept {
+    HETLAUNCH_DETAIL_EXPECTS(i < N, "node(i): node index out of range");
+    return nodes[i];
+  }
+};
+
+/// Splits each step's `global_batch` samples over the nodes of `c` by weight:
+/// node i gets p_i + floor(E * p_i * w_i / D) samples, E = global_batch - world size, D the sum of
+/// p_i * w_i, and the samples left go one each to the largest remainders, ties to the lower index;
+/// offsets are the prefix sums. Exact (no floating point, no wrap for any valid input); usable in
+/// constant expressions, O(N log N) there:
+///   constexpr auto c = hetlaunch::make_cluster({{"a100", 8, "default", "3"}, {"t4", 4}});
+///   constexpr auto s = hetlaunch::split_batch(c, 100);
+///   static_assert(s.node(0).batch == 83 && s.node(1) == hetlaunch::node_batch{17, 83});
+/// Errors: empty_cluster, bad_nproc, world_size_overflow, bad_weight, bad_global_batch (below 0),
+/// global_batch_too_small (below the world size).
+template <std::size_t N>
+[[nodiscard]] constexpr fixed_batch_split<N> split_batch(const fixed_cluster<N>& c, int global_batch) noexcept {
+  fixed_batch_split<N> out{};
+  const auto node_at = [&c](std::size_t i) { return c.node(i); };
+  long long world = 0;
+  out.error = detail::split_problem(N, node_at, global_batch, world);
+  if (out.error) return out;
+  std::array<detail::uint128, N> rem{};
+  std::array<std::size_t, N> order{};
+  const std::size_t left = detail::split_floors(
+      N, [&node_at](std::size_t i) { return node_at(i).nproc; },
+      [&node_at](std::size_t i) { return detail::weight_micros(node_at, i); }, world, global_batch, out.nodes.data(),
+      rem.data());
+  for (std::size_t i = 0; i < N; ++i) order[i] = i;
+  if (left > 0) detail::heap_sort(order.data(), N, detail::remainder_order{rem.data()});
+  detail::finish_split(N, order.data(), left, out.nodes.data());
+  return out;
+}
+
+/// split_batch for a run-time topology: every node's part, in node order, or the first problem.
+/// O(N) time; 32 bytes a node of scratch.
+template <class Unused>
+[[nodiscard]] result<std::vector<node_batch>, diagnostic> split_batch(const basic_cluster<Unused>& c, int global_batch) {
+  return detail::split_batch(c.node_count(), [&c](std::size_t i) { return c.node(i); }, global_batch);
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_SHARES_HPP

@@ -1,0 +1,142 @@
+# SPDX-License-Identifier: MIT
+"""Work shares for training scripts started by hetlaunch with --global-batch.
+
+Each optimizer step covers the same B samples of one shuffled order, whatever the topology;
+hetlaunch splits them over the nodes by weight and passes each node its part
+(HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH, HETLAUNCH_NODE_BATCH_OFFSET). This module
+gives a worker its own part, a batch sampler that reads exactly those samples, and two ways to
+keep the gradient the mean over all B samples although the ranks' batches differ:
+
+    import hetlaunch_shares as shares
+    share = shares.share_from_env()                      # this rank's batch and offset
+    loader = DataLoader(data, batch_sampler=shares.ShareBatchSampler(len(data), share, seed=0))
+    for epoch in range(epochs):
+        loader.batch_sampler.set_epoch(epoch)
+        for x, y in loader:
+            loss = loss_fn(model(x), y) * share.loss_scale   # DDP then averages to the whole batch
+            loss.backward(); opt.step(); opt.zero_grad()
+
+or, instead of scaling the loss, `ddp.register_comm_hook(share, shares.weighted_allreduce_hook)`.
+
+Only the standard library and torch; no package to install: put this file's folder on
+PYTHONPATH or copy it beside the script.
+"""
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Iterator, List, Mapping, Optional, Tuple
+
+__all__ = ["Share", "rank_batch", "share_from_env", "ShareBatchSampler", "weighted_allreduce_hook"]
+
+
+def rank_batch(node_batch: int, node_offset: int, local_world_size: int, local_rank: int) -> Tuple[int, int]:
+    """A local rank's (batch, offset) within a step, from its node's: the node's samples dealt out
+    evenly, the lower local ranks taking one more when they do not divide (hetlaunch's rule)."""
+    if local_world_size < 1 or not 0 <= local_rank < local_world_size:
+        raise ValueError(f"local rank {local_rank} is not in 0..{local_world_size - 1}")
+    base, extra = divmod(node_batch, local_world_size)
+    return base + (1 if local_rank < extra else 0), node_offset + local_rank * base + min(local_rank, extra)
+
+
+@dataclass(frozen=True)
+class Share:
+    """One rank's part of every optimizer step."""
+
+    global_batch: int  # B: the samples of one step over the whole job
+    world_size: int  # W
+    batch: int  # b: this rank's samples a step
+    offset: int  # where they start within the step's B
+    group: Optional[object] = None  # the process group of weighted_allreduce_hook (None: the default)
+
+    @property
+    def loss_scale(self) -> float:
+        """b * W / B: multiply the mean loss by it before backward(). DDP divides the summed
+        gradient by W, so the result is the mean over all B samples."""
+        return self.batch * self.world_size / self.global_batch
+
+
+def _integer(env: Mapping[str, str], name: str) -> int:
+    value = env.get(name)
+    if value is None:
+        raise ValueError(f"{name} is not set: start the job with hetlaunch and --global-batch")
+    if not value.isdigit():
+        raise ValueError(f"{name}={value!r} is not a non-negative integer")
+    return int(value)
+
+
+def share_from_env(env: Optional[Mapping[str, str]] = None) -> Share:
+    """This rank's share, from the variables hetlaunch and torchrun set."""
+    env = os.environ if env is None else env
+    global_batch = _integer(env, "HETLAUNCH_GLOBAL_BATCH")
+    world_size = _integer(env, "WORLD_SIZE")
+    batch, offset = rank_batch(_integer(env, "HETLAUNCH_NODE_BATCH"), _integer(env, "HETLAUNCH_NODE_BATCH_OFFSET"),
+                               _integer(env, "LOCAL_WORLD_SIZE"), _integer(env, "LOCAL_RANK"))
+    if global_batch < world_size or not 1 <= batch or offset + batch > global_batch:
+        raise ValueError(f"inconsistent work share: batch {batch} at {offset} of a global batch of {global_batch} "
+                         f"over {world_size} workers")
+    return Share(global_batch, world_size, batch, offset)
+
+
+class ShareBatchSampler:
+    """Yields this rank's sample indices of each step of an epoch (use as a DataLoader's
+    batch_sampler). Step s covers positions [s*B, (s+1)*B) of one permutation of the dataset,
+    the same on every rank (torch.randperm seeded with seed + epoch, as DistributedSampler);
+    this rank takes its `batch` positions from its `offset`. With drop_last the last partial
+    step is dropped; without, the order is padded by repeating its head, as DistributedSampler
+    pads. Every rank has the same number of steps, so none waits in a collective for another."""
+
+    def __init__(self, dataset_size: int, share: Share, seed: int = 0, shuffle: bool = True, drop_last: bool = True):
+        if dataset_size < 1:
+            raise ValueError("the dataset is empty")
+        if drop_last and dataset_size < share.global_batch:
+            raise ValueError(f"the dataset has {dataset_size} samples, fewer than one step's {share.global_batch}")
+        self.dataset_size = dataset_size
+        self.share = share
+        self.seed = seed
+        self.shuffle = shuffle
+        self.drop_last = drop_last
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        b = self.share.global_batch
+        return self.dataset_size // b if self.drop_last else math.ceil(self.dataset_size / b)
+
+    def order(self) -> List[int]:
+        """The epoch's order of sample indices, padded or cut to a whole number of steps."""
+        import torch
+
+        if self.shuffle:
+            g = torch.Generator()
+            g.manual_seed(self.seed + self.epoch)
+            indices = torch.randperm(self.dataset_size, generator=g).tolist()
+        else:
+            indices = list(range(self.dataset_size))
+        total = len(self) * self.share.global_batch
+        if total > len(indices):
+            padding = total - len(indices)
+            indices += (indices * math.ceil(padding / len(indices)))[:padding]
+        return indices[:total]
+
+    def __iter__(self) -> Iterator[List[int]]:
+        indices = self.order()
+        b, start = self.share.global_batch, self.share.offset
+        for step in range(len(self)):
+            first = step * b + start
+            yield indices[first:first + self.share.batch]
+
+
+def weighted_allreduce_hook(state: Share, bucket):
+    """A DDP communication hook that weights each rank's gradient by its batch: each bucket is
+    multiplied by b / B and summed over the ranks, which is the mean over all B samples.
+    Register it with `ddp.register_comm_hook(share, weighted_allreduce_hook)` and do not scale
+    the loss as well (DDP does not divide by the world size when a hook is registered)."""
+    import torch.distributed as dist
+
+    tensor = bucket.buffer()
+    tensor.mul_(state.batch / state.global_batch)
+    future = dist.all_reduce(tensor, group=state.group, async_op=True).get_future()
+    return future.then(lambda f: f.value()[0])

@@ -171,8 +171,7 @@ struct diagnostic {
         return concat("the ", variable, " ", detail::quoted(text), " holds a NUL byte at position ", limit,
                       ", which no argument or variable can carry");
       case errc::bad_weight:
-        return concat(who, "weight ", detail::quoted(text), " is not valid: ", hetlaunch::describe(weight),
-                      " (a weight is a decimal above 0 and at most 1000000, with at most 6 fractional digits)");
+        return concat(who, "weight ", detail::quoted(text), " is not valid: ", hetlaunch::describe(weight));
       case errc::global_batch_too_small:
         return concat("the global batch ", value, " is smaller than the world size ", limit,
                       ": every worker needs at least one sample a step");

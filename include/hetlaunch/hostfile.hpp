@@ -137,8 +137,7 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
       const weight_check wc = check_weight(value);
       if (!wc)
         return error(value_start + 1 + wc.position,
-                     concat("weight ", quoted(value), " is not valid: ", describe(wc.issue),
-                            " (a weight is a decimal above 0 and at most 1000000, with at most 6 fractional digits)"),
+                     concat("weight ", quoted(value), " is not valid: ", describe(wc.issue)),
                      errc::bad_weight);
       has_weight = true;
       e.weight = value;

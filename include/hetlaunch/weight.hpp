@@ -89,11 +89,11 @@ constexpr std::string_view describe(weight_issue issue) noexcept {
   switch (issue) {
     case weight_issue::none: return "no problem";
     case weight_issue::empty: return "it is empty";
-    case weight_issue::negative: return "it is negative";
-    case weight_issue::not_a_decimal: return "it is not a decimal number (digits, and at most one '.' between digits)";
+    case weight_issue::negative: return "it is negative; a weight must be above 0";
+    case weight_issue::not_a_decimal: return "it is not a decimal number (digits, with at most one '.' between them)";
     case weight_issue::too_many_digits: return "it has more than 6 fractional digits";
     case weight_issue::zero: return "it is 0; a weight must be above 0";
-    case weight_issue::too_large: return "it is more than 1000000";
+    case weight_issue::too_large: return "it is more than 1000000, the largest weight";
   }
   return "unknown";
 }

@@ -706,11 +706,11 @@ constexpr std::string_view describe(weight_issue issue) noexcept {
   switch (issue) {
     case weight_issue::none: return "no problem";
     case weight_issue::empty: return "it is empty";
-    case weight_issue::negative: return "it is negative";
-    case weight_issue::not_a_decimal: return "it is not a decimal number (digits, and at most one '.' between digits)";
+    case weight_issue::negative: return "it is negative; a weight must be above 0";
+    case weight_issue::not_a_decimal: return "it is not a decimal number (digits, with at most one '.' between them)";
     case weight_issue::too_many_digits: return "it has more than 6 fractional digits";
     case weight_issue::zero: return "it is 0; a weight must be above 0";
-    case weight_issue::too_large: return "it is more than 1000000";
+    case weight_issue::too_large: return "it is more than 1000000, the largest weight";
   }
   return "unknown";
 }
@@ -1213,8 +1213,7 @@ struct diagnostic {
         return concat("the ", variable, " ", detail::quoted(text), " holds a NUL byte at position ", limit,
                       ", which no argument or variable can carry");
       case errc::bad_weight:
-        return concat(who, "weight ", detail::quoted(text), " is not valid: ", hetlaunch::describe(weight),
-                      " (a weight is a decimal above 0 and at most 1000000, with at most 6 fractional digits)");
+        return concat(who, "weight ", detail::quoted(text), " is not valid: ", hetlaunch::describe(weight));
       case errc::global_batch_too_small:
         return concat("the global batch ", value, " is smaller than the world size ", limit,
                       ": every worker needs at least one sample a step");
@@ -3552,7 +3551,7 @@ template <std::size_t N>
 /// HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET, which must be
 /// set and equal the plan's for the worker's node (GROUP_RANK); a difference is batch_mismatch.
 ///   for (const auto& d : hetlaunch::check_worker_env(plan, std::getenv)) std::cerr << d.message() << '\n';
-template <class Getenv>
+template <class Getenv, std::enable_if_t<!std::is_convertible<Getenv, const environment&>::value, int> = 0>
 [[nodiscard]] std::vector<diagnostic> check_worker_env(const launch_plan& plan, Getenv&& get) {
   std::vector<diagnostic> out = detail::compare_worker_env(plan.topology(), get);
   if (!plan.has_shares()) return out;
@@ -3601,6 +3600,15 @@ template <class Getenv>
     compare("HETLAUNCH_NODE_BATCH_OFFSET", share.offset, true);
   }
   return out;
+}
+/// check_worker_env against a plan, over an environment list (the later of two equal names wins).
+[[nodiscard]] inline std::vector<diagnostic> check_worker_env(const launch_plan& plan, const environment& env) {
+  return check_worker_env(plan, [&env](const char* name) -> const char* {
+    const char* found = nullptr;
+    for (const auto& v : env)
+      if (v.first == name) found = v.second.c_str();
+    return found;
+  });
 }
 
 }  // namespace hetlaunch
@@ -4399,8 +4407,7 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
       const weight_check wc = check_weight(value);
       if (!wc)
         return error(value_start + 1 + wc.position,
-                     concat("weight ", quoted(value), " is not valid: ", describe(wc.issue),
-                            " (a weight is a decimal above 0 and at most 1000000, with at most 6 fractional digits)"),
+                     concat("weight ", quoted(value), " is not valid: ", describe(wc.issue)),
                      errc::bad_weight);
       has_weight = true;
       e.weight = value;

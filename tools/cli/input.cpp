@@ -95,8 +95,7 @@ bool apply_weights(const options& o, hetlaunch::cluster& nodes, std::string& err
     const std::string_view weight = std::string_view(flag).substr(eq + 1);
     if (const hetlaunch::weight_check wc = hetlaunch::check_weight(weight); !wc) {
       error = concat("--weight ", quoted(flag), ": weight ", quoted(weight), " is not valid: ",
-                     hetlaunch::describe(wc.issue),
-                     " (a weight is a decimal above 0 and at most 1000000, with at most 6 fractional digits)");
+                     hetlaunch::describe(wc.issue));
       return false;
     }
     const auto hosts = hetlaunch::expand_hostlist(std::string_view(flag).substr(0, eq), o.max_hosts, o.max_bytes);

@@ -45,8 +45,7 @@ int group_weight_problem(const options& o, const std::vector<hetlaunch::node_gro
   for (std::size_t k = 0; k < groups.size(); ++k)
     if (const hetlaunch::weight_check wc = hetlaunch::check_weight(groups[k].weight); !wc)
       return fail(concat("--group ", quoted(o.groups[k]), ": weight ", quoted(groups[k].weight), " is not valid: ",
-                         hetlaunch::describe(wc.issue),
-                         " (a weight is a decimal above 0 and at most 1000000, with at most 6 fractional digits)"));
+                         hetlaunch::describe(wc.issue)));
   return 0;
 }
 

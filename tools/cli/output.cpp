@@ -72,8 +72,8 @@ int print_plan(const hetlaunch::launch_plan& plan, bool json) {
   std::printf("\n\n");
   // Weights and work shares get columns of their own only when the plan has them.
   const bool shares = plan.has_shares() || c.has_weights();
-  std::printf("%-5s %-20s %6s  %-10s %7s  %-13s", "node", "host", "nproc", "role", "offset", "global ranks");
-  if (shares) std::printf("  %-8s %10s %12s", "weight", "node batch", "batch offset");
+  std::printf("%-5s %-20s %6s  %-10s %7s  %s", "node", "host", "nproc", "role", "offset", "global ranks");
+  if (shares) std::printf("   %-8s %10s %12s", "weight", "node batch", "batch offset");
   std::printf("\n");
   std::string ranks;
   for (std::size_t i = 0; i < c.node_count(); ++i) {

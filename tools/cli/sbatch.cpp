@@ -96,6 +96,7 @@ int sbatch_command(options& o) {
     const long long workers = static_cast<long long>(g.nodes) * g.gpus;
     const long long last_rank = rank + workers - 1;
     out += concat("#   component ", c, ": ", count(g.nodes, "node", "nodes"), " of ", count(g.gpus, "GPU", "GPUs"),
+                  g.weight == "1" ? std::string() : concat(" weighing ", g.weight),
                   g.nodes > 1 ? concat(" (nodes ", first, "-", first + g.nodes - 1) : concat(" (node ", first),
                   last_rank > rank ? concat(", ranks ", rank, "-", last_rank, ")\n") : concat(", rank ", rank, ")\n"));
     first += g.nodes;

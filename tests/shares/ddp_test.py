@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -130,12 +131,23 @@ def check_job(binary, torchrun, work, global_batch, marker):
     return failures
 
 
+def torch_python(torchrun):
+    """The interpreter torchrun runs on (its #! line), which has torch."""
+    first = pathlib.Path(torchrun).read_text(errors="replace").splitlines()[0]
+    return first[2:].strip().split()[0] if first.startswith("#!") else "python3"
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
         return 2
     binary = sys.argv[1]
     torchrun = sys.argv[sys.argv.index("--torchrun") + 1] if "--torchrun" in sys.argv else shutil.which("torchrun")
+    try:
+        import torch  # noqa: F401  (the reference gradients need it)
+    except ImportError:
+        python = torch_python(torchrun)
+        os.execv(python, [python, __file__, *sys.argv[1:]])
     work_root = pathlib.Path(sys.argv[sys.argv.index("--work") + 1]) if "--work" in sys.argv else None
     processes.kill_until_gone(marked())  # a killed earlier run's
     marker = uuid.uuid4().hex
@@ -147,9 +159,11 @@ def main():
             for global_batch in (13, 24, 37):
                 work = pathlib.Path(tmp) / f"B{global_batch}"
                 work.mkdir()
+                started = time.monotonic()
                 problems = check_job(binary, torchrun, work, global_batch, marker)
                 print(("ok   " if not problems else "FAIL ") + f"global batch {global_batch} over 3 + 1 workers, "
-                      f"weights 1 and 3: DDP gradients equal the full batch's (scaled loss, comm hook)", flush=True)
+                      f"weights 1 and 3: DDP gradients equal the full batch's (scaled loss, comm hook) "
+                      f"({time.monotonic() - started:.1f} s)", flush=True)
                 failures += problems
     finally:
         left = processes.kill_until_gone(marked(marker))

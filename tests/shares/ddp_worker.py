@@ -73,6 +73,7 @@ def main() -> int:
     path = pathlib.Path(out_dir) / f"rank-{rank}.json"
     path.with_suffix(".tmp").write_text(json.dumps(record))
     path.with_suffix(".tmp").replace(path)
+    dist.barrier()  # no rank leaves while another still reduces
     dist.destroy_process_group()
     return 0
 

@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Work shares as a training script sees them, with no job running:
+
+1. The split `hetlaunch plan --json` prints equals an independent reference of the rule in
+   Python's exact integers and fractions, for random topologies, weights and global batches (up
+   to 2^31 - 1), and every rank's part (hetlaunch_shares.rank_batch) tiles its node's.
+2. The sampler: over an epoch, with drop_last, every sample of the permutation is used exactly
+   once by exactly one rank and every step has B samples; without it, every sample at least once
+   and the padding repeats the head, as DistributedSampler pads; every rank has the same number
+   of steps; the same seed gives the same steps on any topology and another seed other steps.
+3. share_from_env refuses missing or inconsistent variables with a message naming them.
+
+usage: split_test.py HETLAUNCH [--torchrun PATH]
+"""
+import json
+import os
+import pathlib
+import random
+import shutil
+import subprocess
+import sys
+from fractions import Fraction
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1] / "python"))
+import hetlaunch_shares as shares  # noqa: E402
+
+WEIGHTS = ["1", "2", "3", "0.5", "2.5", "1.000001", "0.000001", "1000000", "7.123456", "1.50", "03"]
+
+
+def reference(nproc, weights, global_batch):
+    """The rule, written from its statement with fractions."""
+    world = sum(nproc)
+    d = [p * Fraction(w) for p, w in zip(nproc, weights)]
+    extra = global_batch - world
+    quota = [extra * di / sum(d) for di in d]
+    batch = [p + q.numerator // q.denominator for p, q in zip(nproc, quota)]
+    left = global_batch - sum(batch)
+    order = sorted(range(len(nproc)), key=lambda i: (-(quota[i] - int(quota[i])), i))
+    for i in order[:left]:
+        batch[i] += 1
+    offsets = [sum(batch[:i]) for i in range(len(batch))]
+    return list(zip(batch, offsets))
+
+
+def plan(binary, nproc, weights, global_batch):
+    hosts = ",".join(f"h{i}:{p}" for i, p in enumerate(nproc))
+    args = [binary, "plan", "--json", "--hosts", hosts, "--global-batch", str(global_batch)]
+    for i, w in enumerate(weights):
+        args += ["--weight", f"h{i}={w}"]
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise AssertionError(f"{' '.join(args)}: {r.stderr}")
+    return json.loads(r.stdout)
+
+
+def split_cases(binary):
+    failures = []
+    rng = random.Random(31)
+    cases = [([1, (1 << 31) - 3, 1], ["1000000", "0.000001", "1"], (1 << 31) - 1),
+             ([1, 1], ["1000000", "0.000001"], (1 << 31) - 1),
+             ([3, 1], ["1", "3"], 13)]
+    for _ in range(150):
+        n = rng.randint(1, 7)
+        nproc = [rng.randint(1, 9) for _ in range(n)]
+        weights = [rng.choice(WEIGHTS) for _ in range(n)]
+        b = rng.choice([sum(nproc), sum(nproc) + rng.randint(1, 400), (1 << 31) - 1, rng.randint(sum(nproc), 10**6)])
+        cases.append((nproc, weights, b))
+    for nproc, weights, b in cases:
+        got = plan(binary, nproc, weights, b)
+        nodes = [(node["node_batch"], node["node_batch_offset"]) for node in got["nodes"]]
+        want = reference(nproc, weights, b)
+        if nodes != want or got["global_batch"] != b or [node["weight"] for node in got["nodes"]] != weights:
+            failures.append(f"nproc {nproc} weights {weights} B {b}: hetlaunch {nodes}, the rule {want}")
+            continue
+        for (batch, offset), p in zip(nodes, nproc):
+            if p > 1000:  # the extreme cases' ranks are too many to list
+                continue
+            ranks = [shares.rank_batch(batch, offset, p, l) for l in range(p)]
+            tiled = all(r[1] == offset + sum(x[0] for x in ranks[:l]) for l, r in enumerate(ranks))
+            if not tiled or sum(r[0] for r in ranks) != batch or min(r[0] for r in ranks) < 1:
+                failures.append(f"node of {p} workers with {batch} samples: ranks {ranks}")
+    print(("ok   " if not failures else "FAIL ") + f"split: {len(cases)} topologies equal the rule's reference")
+    return failures
+
+
+def topology_shares(nproc, batches, global_batch):
+    """Every rank's Share for one split."""
+    world = sum(nproc)
+    out = []
+    for p, (n, o) in zip(nproc, batches):
+        for l in range(p):
+            b, off = shares.rank_batch(n, o, p, l)
+            out.append(shares.Share(global_batch, world, b, off))
+    return out
+
+
+def sampler_cases():
+    failures = []
+    rng = random.Random(5)
+    for trial in range(60):
+        n = rng.randint(1, 4)
+        nproc = [rng.randint(1, 4) for _ in range(n)]
+        weights = [rng.choice(WEIGHTS[:6]) for _ in range(n)]
+        world = sum(nproc)
+        b = world + rng.randint(0, 30)
+        size = rng.randint(b, 6 * b + 7)
+        ranks = topology_shares(nproc, reference(nproc, weights, b), b)
+        for drop_last in (True, False):
+            samplers = [shares.ShareBatchSampler(size, s, seed=trial, drop_last=drop_last) for s in ranks]
+            for s in samplers:
+                s.set_epoch(2)
+            steps = [list(s) for s in samplers]
+            counts = {len(x) for x in steps}
+            if counts != {len(samplers[0])}:
+                failures.append(f"{nproc}/{weights} B={b}: ranks have {counts} steps")
+                continue
+            order = samplers[0].order()
+            for k in range(len(samplers[0])):
+                taken = [i for rank in steps for i in rank[k]]
+                if sorted(taken) != sorted(order[k * b:(k + 1) * b]) or len(taken) != b:
+                    failures.append(f"{nproc}/{weights} B={b}: step {k} is not positions [{k * b}, {(k + 1) * b})")
+                    break
+            used = [i for rank in steps for step in rank for i in step]
+            if drop_last and (len(used) != len(set(used)) or len(used) != size // b * b):
+                failures.append(f"B={b}, {size} samples, drop_last: {len(used)} used, {len(set(used))} distinct")
+            if not drop_last and (set(used) != set(range(size)) or len(used) != -(-size // b) * b):
+                failures.append(f"B={b}, {size} samples, padded: {len(set(used))} distinct of {len(used)}")
+            if not drop_last and used and order[size:] != (order[:size] * (1 + b // size))[:len(order) - size]:
+                failures.append(f"B={b}, {size} samples: the padding does not repeat the head")
+        # The same seed gives the same steps on another topology; another seed does not.
+        other = [shares.Share(b, 1, b, 0)]  # one rank that takes every sample
+        mine = [sorted(i for s in ranks for i in list(shares.ShareBatchSampler(size, s, seed=trial))[k])
+                for k in range(size // b)]
+        theirs = [sorted(list(shares.ShareBatchSampler(size, other[0], seed=trial))[k]) for k in range(size // b)]
+        elsewhere = [sorted(list(shares.ShareBatchSampler(size, other[0], seed=trial + 1000))[k]) for k in range(size // b)]
+        if mine != theirs:
+            failures.append(f"{nproc}/{weights} B={b}: the steps depend on the topology")
+        if size > b and mine == elsewhere:
+            failures.append(f"B={b}, {size} samples: another seed gave the same steps")
+    print(("ok   " if not failures else "FAIL ") + "sampler: 60 topologies, every sample once, same steps on any topology")
+    return failures
+
+
+def env_cases():
+    failures = []
+    good = {"HETLAUNCH_GLOBAL_BATCH": "13", "WORLD_SIZE": "4", "HETLAUNCH_NODE_BATCH": "8",
+            "HETLAUNCH_NODE_BATCH_OFFSET": "0", "LOCAL_WORLD_SIZE": "3", "LOCAL_RANK": "2"}
+    share = shares.share_from_env(good)
+    if (share.batch, share.offset, share.loss_scale) != (2, 6, 2 * 4 / 13):
+        failures.append(f"share_from_env: {share}")
+    for name, value, says in [("HETLAUNCH_GLOBAL_BATCH", None, "HETLAUNCH_GLOBAL_BATCH is not set"),
+                              ("HETLAUNCH_NODE_BATCH", "x8", "HETLAUNCH_NODE_BATCH='x8'"),
+                              ("HETLAUNCH_NODE_BATCH_OFFSET", "10", "inconsistent work share"),
+                              ("LOCAL_RANK", "3", "local rank 3 is not in 0..2")]:
+        env = dict(good)
+        if value is None:
+            del env[name]
+        else:
+            env[name] = value
+        try:
+            shares.share_from_env(env)
+            failures.append(f"share_from_env accepted {name}={value!r}")
+        except ValueError as e:
+            if says not in str(e):
+                failures.append(f"share_from_env with {name}={value!r} says {e!r}")
+    print(("ok   " if not failures else "FAIL ") + "share_from_env: refuses missing and inconsistent variables")
+    return failures
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    try:
+        import torch  # noqa: F401  (the sampler's permutation)
+    except ImportError:  # torch is on the interpreter torchrun runs on
+        torchrun = sys.argv[sys.argv.index("--torchrun") + 1] if "--torchrun" in sys.argv else shutil.which("torchrun")
+        first = pathlib.Path(torchrun).read_text(errors="replace").splitlines()[0]
+        python = first[2:].strip().split()[0]
+        os.execv(python, [python, __file__, *sys.argv[1:]])
+    failures = split_cases(sys.argv[1]) + sampler_cases() + env_cases()
+    for f in failures[:20]:
+        print("FAIL " + f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -4149,7 +4149,7 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
   const std::string batch =
       share == nullptr
           ? std::string()
-          : concat("k=", pod_index_variable, "\n", "export HETLAUNCH_NODE_BATCH=$((", share->base, " + (k < ",
+          : concat("k=$((", pod_index_variable, "))\n", "export HETLAUNCH_NODE_BATCH=$((", share->base, " + (k < ",
                    share->extra, ")))\n", "export HETLAUNCH_NODE_BATCH_OFFSET=$((", share->first_offset, " + k * ",
                    share->base, " + (k < ", share->extra, " ? k : ", share->extra, ")))\n");
   return concat(batch, "rank=$((", offset, " + ", pod_index_variable, "))\n", "i=0\n",

@@ -49,6 +49,9 @@ SHAPES = {
                   "--jobset-max-restarts", "1", "-m", "--", "pkg.train", "--lr", "3e-4"],
     "hostile": ["--name", "h", "--image", "img", "--group", "1:1", "--group", "1:2", "--",
                 "train.py", "it's", "$(rm -rf /)", "a\nb", "--node_rank=@"],
+    # Work shares: each pod's part of the global batch from its index.
+    "shares": ["--name", "shares", "--image", "img", "--group", "3:8:3", "--group", "2:4", "--group", "1:2:1.5",
+               "--global-batch", "1001", "--", "train.py"],
 }
 
 
@@ -113,6 +116,11 @@ def rules(doc):
     return problems
 
 
+def jobset_index_variable(container):
+    """The variable the downward API fills with the pod's index."""
+    return next(e["name"] for e in container["env"] if "valueFrom" in e)
+
+
 def check_manifests(binary, update):
     failures = 0
     validator = jsonschema.Draft7Validator(crd_schema())
@@ -150,6 +158,38 @@ def check_manifests(binary, update):
     ok = ranks == ["--node_rank=0", "--node_rank=1", "--node_rank=2", "--node_rank=3"]
     print(f"{'ok  ' if ok else 'FAIL'} pod k of group g is node offset(g) + k" + ("" if ok else f": {ranks}"))
     failures += 0 if ok else 1
+    # With a global batch each pod computes its node's part from its index: run every pod's command
+    # as written, with a launcher that prints the part, and compare with the plan of the same nodes.
+    for groups, global_batch in [(["3:8:3", "2:4", "1:2:1.5"], 1001), (["5:1", "4:2:2.5"], 13), (["7:3"], 100),
+                                 (["2:2:0.000001", "3:1:1000000"], 2**31 - 1)]:
+        args = ["--name", "w", "--image", "i", "--global-batch", str(global_batch), "--program", "sh", "--program", "-c",
+                "--program", 'echo "$HETLAUNCH_GLOBAL_BATCH $HETLAUNCH_NODE_BATCH $HETLAUNCH_NODE_BATCH_OFFSET"']
+        hosts, weights = [], []
+        for g, group in enumerate(groups):
+            nodes, gpus, *weight = group.split(":")
+            args += ["--group", group]
+            for k in range(int(nodes)):
+                hosts.append(f"w-g{g}-0-{k}.w:{gpus}")
+                weights += ["--weight", f"w-g{g}-0-{k}.w={weight[0]}"] if weight else []
+        doc = yaml.safe_load(manifest(binary, [*args, "--", "t.py"]))
+        got = []
+        for rj in doc["spec"]["replicatedJobs"]:
+            job = rj["template"]["spec"]
+            container = job["template"]["spec"]["containers"][0]
+            env = {"PATH": os.environ["PATH"]}
+            env.update({e["name"]: e["value"] for e in container["env"] if "value" in e})
+            for k in range(job["completions"]):
+                env[jobset_index_variable(container)] = str(k)
+                got.append(subprocess.run(container["command"] + container["args"], capture_output=True, text=True,
+                                          env=env).stdout.strip())
+        plan = json.loads(subprocess.run([binary, "plan", "--json", "--hosts", ",".join(hosts), *weights,
+                                          "--global-batch", str(global_batch)], capture_output=True, text=True,
+                                         check=True).stdout)
+        want = [f"{global_batch} {n['node_batch']} {n['node_batch_offset']}" for n in plan["nodes"]]
+        ok = got == want
+        print(f"{'ok  ' if ok else 'FAIL'} pods of {' + '.join(groups)} take their plan's part of {global_batch}"
+              + ("" if ok else f": {got}, the plan {want}"))
+        failures += 0 if ok else 1
     # The README's example is the golden manifest `readme`, as it is.
     readme = (HERE.parent.parent / "README.md").read_text()
     in_readme = (GOLDEN / "readme.yaml").read_text() in readme
@@ -184,11 +224,12 @@ def simulate_pods(binary, worker):
     netns.remove_stale("hj")
     work = pathlib.Path(tempfile.mkdtemp(prefix="hetlaunch-jobset-"))
     work.chmod(0o755)
-    args = ["--name", "sim", "--image", "unused", "--group", "1:4", "--group", "1:2", "--group", "1:1",
-            "--program", "/usr/bin/torchrun", "--torchrun-arg", "--redirects", "--torchrun-arg", "2",
-            "--torchrun-arg", "--tee", "--torchrun-arg", "2", "--master-port", "29801",
+    # With work shares (the first group weighing 2): check-env checks every worker's part too.
+    args = ["--name", "sim", "--image", "unused", "--group", "1:4:2", "--group", "1:2", "--group", "1:1",
+            "--global-batch", "29", "--program", "/usr/bin/torchrun", "--torchrun-arg", "--redirects",
+            "--torchrun-arg", "2", "--torchrun-arg", "--tee", "--torchrun-arg", "2", "--master-port", "29801",
             "--env", "GLOO_SOCKET_IFNAME=eth0", "--", worker, str(work), binary, "check-env", "--hosts",
-            "sim-g0-0-0.sim:4,sim-g1-0-0.sim:2,sim-g2-0-0.sim:1"]
+            "sim-g0-0-0.sim:4,sim-g1-0-0.sim:2,sim-g2-0-0.sim:1", "--weight", "sim-g0-0-0.sim=2", "--global-batch", "29"]
     doc = yaml.safe_load(manifest(binary, args))
     subdomain = doc["spec"]["network"]["subdomain"]
     pods = []  # (host, container, index)
@@ -258,7 +299,8 @@ def simulate_pods(binary, worker):
             if (p / "cmdline").exists() and str(work).encode() in (p / "cmdline").read_bytes()]
     if left:
         problems.append(f"processes left: {left}")
-    print(f"{'ok  ' if not problems else 'FAIL'} simulated pods: 4 + 2 + 1 workers from the manifest's own commands")
+    print(f"{'ok  ' if not problems else 'FAIL'} simulated pods: 4 + 2 + 1 workers from the manifest's own commands, "
+          "each with its work share")
     for p in problems:
         print(f"     {p}")
     return 1 if problems else 0

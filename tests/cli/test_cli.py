@@ -77,6 +77,8 @@ CASES = {
     "shares_weight_not_pair": (["plan", "--hosts", "a:1", "--weight", "2"], 1),
     "shares_sbatch_bad_weight": (["sbatch", "--group", "1:4:0.0000001", "t.py"], 1),
     "shares_sbatch_too_small": (["sbatch", "--group", "2:4", "--global-batch", "7", "t.py"], 1),
+    "shares_run_dry_run": (["run", "--hosts", "a:3,b:1", "--weight", "b=3", "--global-batch", "13", "--dry-run",
+                            "--chdir", "/work", "t.py"], 0),
     "check_good": (["check", "--hostfile", "@DATA@/mixed.hostfile"], 0),
     "check_zero": (["check", "--hostfile", "@DATA@/zero.hostfile"], 1),
     "check_duplicate": (["check", "--hostfile", "@DATA@/duplicate.hostfile"], 1),
@@ -257,6 +259,20 @@ def hostile_cases(binary):
     case("slurm_filtered_devices", ["argv", "--slurm", "--exclude", "n2:0", "t.py"], 0,
          check=lambda out: b"--nproc_per_node=1\n" in out and b"--node_rank=1\n" in out, env=dict(slurm, SLURM_NODEID="1"))
     case("check_env_overflowing_plan", ["check-env", "--hosts", "a:2147483647,b:1"], 1, "world size would be 2147483648")
+    # check-env with work shares: the three variables must be there and be the plan's.
+    shares = ["check-env", "--hosts", "a:3,b:1", "--weight", "b=3", "--global-batch", "13"]
+    worker = dict(empty_env, WORLD_SIZE="4", GROUP_RANK="1", LOCAL_WORLD_SIZE="1", RANK="3", LOCAL_RANK="0",
+                  HETLAUNCH_GLOBAL_BATCH="13", HETLAUNCH_NODE_BATCH="5", HETLAUNCH_NODE_BATCH_OFFSET="8")
+    case("check_env_shares", shares, 0, env=worker)
+    case("check_env_shares_differ", shares, 1, "node 1 ('b'): HETLAUNCH_NODE_BATCH is '4' but the plan gives 5",
+         env=dict(worker, HETLAUNCH_NODE_BATCH="4"))
+    case("check_env_shares_global", shares, 1, "HETLAUNCH_GLOBAL_BATCH is '12' but the plan gives 13",
+         env=dict(worker, HETLAUNCH_GLOBAL_BATCH="12"))
+    case("check_env_shares_missing", shares, 1, "HETLAUNCH_NODE_BATCH_OFFSET is not set",
+         env={k: v for k, v in worker.items() if k != "HETLAUNCH_NODE_BATCH_OFFSET"})
+    case("check_env_shares_not_a_number", shares, 1, "HETLAUNCH_NODE_BATCH='5x' is not an integer",
+         env=dict(worker, HETLAUNCH_NODE_BATCH="5x"))
+    case("check_env_without_shares", shares[:5], 0, env=worker)  # no global batch: the variables are not read
     case("check_node_out_of_range", ["check", "--node", "7"], 1, "node index 7 is out of range: the cluster has 3 nodes")
     case("hosts_semicolon", ["check", "--hosts", "a:1;b:1"], 1, "character ';' at position 3 is not allowed")
     case("script_like_an_option", ["plan", "--", "--nproc_per_node=99", "train.py"], 1, "starts with '-'")

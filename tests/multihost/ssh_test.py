@@ -199,12 +199,15 @@ def hostfile(work, lines, name="hostfile"):
 def case_job(b, w, work, c):
     """4 + 2 + 1 workers on three hosts, two of them written slots=auto and asked over ssh: every
     worker checks its environment against the plan and joins a gloo all_reduce; every output
-    line carries its node and host; the job's status is 0."""
-    hf = hostfile(work, [f"{V4[0]} slots=auto", f"{V4[1]} slots=auto", f"{V4[2]} slots=1"])
+    line carries its node and host; the job's status is 0. With a global batch and a weighted
+    host (whose weight survives the GPU count asked over ssh), check-env checks every worker's
+    work share too."""
+    hf = hostfile(work, [f"{V4[0]} slots=auto weight=2.5", f"{V4[1]} slots=auto", f"{V4[2]} slots=1"])
     plan = f"{V4[0]}:4,{V4[1]}:2,{V4[2]}:1"
     code, out, err = finish(hetlaunch_on_host0(b, [
-        "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", "29701",
-        "--env", "GLOO_SOCKET_IFNAME=eth0", "--", w, str(work), b, "check-env", "--hosts", plan]))
+        "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", "29701", "--global-batch", "23",
+        "--env", "GLOO_SOCKET_IFNAME=eth0", "--", w, str(work), b, "check-env", "--hosts", plan,
+        "--weight", f"{V4[0]}=2.5", "--global-batch", "23"]))
     problems = [] if code == 0 else [f"run exited {code}:\n{err[-3000:]}"]
     records = {}
     for path in work.glob("worker-*.env"):

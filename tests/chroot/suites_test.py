@@ -141,19 +141,21 @@ def versions(m):
 
 def accelerate_case(m, source, bins):
     """Machines of 3 and 1 workers, each started with the `accelerate launch` command `hetlaunch
-    accelerate` prints for it, form one job of 4: every worker's variables as the plan says."""
+    accelerate` prints for it, form one job of 4: every worker's variables as the plan says, its
+    work share included (check-env)."""
     hetlaunch = bins.parent / "tools" / "hetlaunch"
     hosts = "127.0.0.1:3,127.0.0.2:1"
     work = "/tmp/hetlaunch-accelerate"
     m.run(["rm", "-rf", work])
     m.run(["mkdir", "-p", work])
     port = "29547"
-    worker = [str(source / "tests/e2e/worker.py"), work, str(hetlaunch), "check-env", "--hosts", hosts]
+    shares = ["--weight", "127.0.0.2=3", "--global-batch", "13"]  # the machines' work shares reach the workers
+    worker = [str(source / "tests/e2e/worker.py"), work, str(hetlaunch), "check-env", "--hosts", hosts, *shares]
     machines = []
     for node in range(2):
         cmd = subprocess.run([hetlaunch, "accelerate", "--node", str(node), "--hosts", hosts, "--master-port", port,
-                              "--", *worker], capture_output=True, text=True, check=True).stdout
-        argv = __import__("shlex").split(cmd)
+                              *shares, "--", *worker], capture_output=True, text=True, check=True).stdout
+        argv = ["env", *__import__("shlex").split(cmd)]  # NAME=VALUE assignments first
         machines.append(subprocess.Popen(m.argv(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                          start_new_session=True))
     failures, logs = [], []
@@ -219,6 +221,16 @@ def run_suite(suite, source, bins):
         print(f"{'ok  ' if ok else 'FAIL'} {suite} hetlaunch exec ({time.monotonic() - t:.1f} s)", flush=True)
         if not ok:
             failures.append(f"{suite}/exec")
+            print((r.stdout + r.stderr)[-4000:])
+        # Work shares: real DDP gradients equal the whole batch's on this torch too.
+        t = time.monotonic()
+        r = m.run(["python3", str(source / "tests/shares/ddp_test.py"), str(bins.parent / "tools" / "hetlaunch"),
+                   "--torchrun", "/usr/bin/torchrun"], timeout=900)
+        ok = r.returncode == 0
+        print(f"{'ok  ' if ok else 'FAIL'} {suite} work shares: DDP gradients of the whole batch "
+              f"({time.monotonic() - t:.1f} s)", flush=True)
+        if not ok:
+            failures.append(f"{suite}/shares")
             print((r.stdout + r.stderr)[-4000:])
         if (root / "usr/bin/accelerate").exists():
             t = time.monotonic()

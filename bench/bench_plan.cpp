@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The primitives behind `hetlaunch check` and `hetlaunch plan`, from 1 000 to 1 000 000 nodes:
-// parsing a hostfile (against splitting the same text into lines, the floor of any parser), and
-// every node's torchrun command from a plan validated once.
+// parsing a hostfile (against splitting the same text into lines, the floor of any parser),
+// every node's torchrun command from a plan validated once, and a plan with work shares (a
+// global batch split by weight) against the same plan without.
 #include <benchmark/benchmark.h>
 #include <hetlaunch/hostfile.hpp>
 #include <hetlaunch/plan.hpp>
@@ -63,8 +64,45 @@ void plan_commands(benchmark::State& state) {
   state.SetComplexityN(state.range(0));
 }
 
+// The plan alone (validation and copies), without and with a global batch over weighted nodes
+// (a third of them weighing 2.5): the split's cost is the difference.
+hetlaunch::cluster weighted(const hetlaunch::cluster& c) {
+  hetlaunch::cluster out = c;
+  for (std::size_t i = 0; i < out.node_count(); i += 3) out.set_weight(i, "2.5");
+  return out;
+}
+
+void make_plan(benchmark::State& state) {
+  const fixture& f = get(static_cast<std::size_t>(state.range(0)));
+  const hetlaunch::cluster nodes = weighted(f.nodes);
+  hetlaunch::launch_options o;
+  o.script = "train.py";
+  for (auto _ : state) benchmark::DoNotOptimize(hetlaunch::make_plan(nodes, o));
+  state.SetComplexityN(state.range(0));
+}
+
+void make_plan_with_shares(benchmark::State& state) {
+  const fixture& f = get(static_cast<std::size_t>(state.range(0)));
+  const hetlaunch::cluster nodes = weighted(f.nodes);
+  hetlaunch::launch_options o;
+  o.script = "train.py";
+  o.global_batch = 2147483647;
+  for (auto _ : state) benchmark::DoNotOptimize(hetlaunch::make_plan(nodes, o));
+  state.SetComplexityN(state.range(0));
+}
+
+void split_batch(benchmark::State& state) {
+  const fixture& f = get(static_cast<std::size_t>(state.range(0)));
+  const hetlaunch::cluster nodes = weighted(f.nodes);
+  for (auto _ : state) benchmark::DoNotOptimize(hetlaunch::split_batch(nodes, 2147483647));
+  state.SetComplexityN(state.range(0));
+}
+
 }  // namespace
 
+BENCHMARK(make_plan)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond)->Complexity();
+BENCHMARK(make_plan_with_shares)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond)->Complexity();
+BENCHMARK(split_batch)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond)->Complexity();
 BENCHMARK(parse_hostfile)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond)->Complexity();
 BENCHMARK(split_lines)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond)->Complexity();
 BENCHMARK(plan_commands)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond)->Complexity();

@@ -59,7 +59,11 @@ class launch_plan {
 
   launch_plan(cluster c, launch_options o)
       : topology_(std::move(c)), options_(std::move(o)), counts_differ_(detail::nodes_differ(topology_)) {
-    if (options_.global_batch > 0) batches_ = split_batch(topology_, options_.global_batch).value();  // valid
+    // Validated already: the split alone, O(N).
+    if (options_.global_batch > 0)
+      batches_ = detail::split_valid(
+          topology_.node_count(), [this](std::size_t i) { return topology_.nproc(i); },
+          [this](std::size_t i) { return topology_.node(i).weight; }, topology_.world_size(), options_.global_batch);
   }
   const node_batch* share(std::size_t node) const noexcept { return batches_.empty() ? nullptr : &batches_[node]; }
   friend result<launch_plan, std::vector<diagnostic>> make_plan(const cluster&, const launch_options&);

@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "cluster.hpp"
@@ -170,23 +171,83 @@ constexpr std::int64_t weight_micros(NodeAt node_at, std::size_t i) noexcept {
   return w.size() == 1 && w[0] == '1' ? weight_scale : check_weight(w).micros;
 }
 
-// Run time: the split in O(n), the nodes that get a sample left found by selection.
+// Run time, for a topology known to be valid: the split in O(n) and 12 bytes a node beside the
+// result. When every E * d_i and their sum fit 64 bits (any real cluster) the arithmetic is
+// 64-bit, else 128-bit. The nodes that get a sample left are found by selection, not sorting.
+// d_i is computed again where it is needed rather than stored: fresh memory costs more than
+// the arithmetic. A run of equal weight texts is read once.
+template <class WeightAt>
+struct weight_reader {
+  WeightAt weight_at;
+  std::string_view last = "1";
+  std::int64_t micros = weight_scale;
+  std::int64_t operator()(std::size_t i) {
+    const std::string_view w = weight_at(i);
+    if (w != last) {
+      last = w;
+      micros = check_weight(w).micros;
+    }
+    return micros;
+  }
+};
+
+template <class Word, class Index, class NprocAt, class WeightAt>
+std::vector<node_batch> split_with(std::size_t n, NprocAt nproc_at, WeightAt weight_at, uint128 total, long long world,
+                                   int global_batch) {
+  std::vector<node_batch> out(n);
+  std::vector<Word> rem(n);
+  weight_reader<WeightAt> micros_of{weight_at};
+  const auto extra = static_cast<Word>(static_cast<long long>(global_batch) - world);
+  const auto divisor = static_cast<Word>(total);
+  long long given = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Word part = extra * (static_cast<Word>(nproc_at(i)) * static_cast<Word>(micros_of(i)));
+    const Word q = part / divisor;  // <= E < 2^31
+    rem[i] = part % divisor;
+    out[i].batch = static_cast<int>(nproc_at(i) + static_cast<long long>(q));
+    given += static_cast<long long>(q);
+  }
+  const auto left = static_cast<std::size_t>(static_cast<long long>(extra) - given);
+  if (left > 0) {
+    std::vector<Index> order(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<Index>(i);
+    const Word* r = rem.data();
+    std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(left - 1), order.end(),
+                     [r](Index a, Index b) { return r[a] > r[b] || (r[a] == r[b] && a < b); });
+    for (std::size_t k = 0; k < left; ++k) ++out[order[k]].batch;
+  }
+  finish_split(n, static_cast<const std::size_t*>(nullptr), 0, out.data());
+  return out;
+}
+
+template <class NprocAt, class WeightAt>
+std::vector<node_batch> split_valid(std::size_t n, NprocAt nproc_at, WeightAt weight_at, long long world,
+                                    int global_batch) {
+  uint128 total = 0, largest = 0;
+  weight_reader<WeightAt> micros_of{weight_at};
+  for (std::size_t i = 0; i < n; ++i) {
+    const uint128 d = static_cast<uint128>(nproc_at(i)) * static_cast<uint128>(micros_of(i));
+    total += d;
+    if (d > largest) largest = d;
+  }
+  const auto extra = static_cast<uint128>(static_cast<long long>(global_batch) - world);
+  const uint128 max64 = ~std::uint64_t{0};
+  const bool narrow = total <= max64 && (extra == 0 || largest <= max64 / extra);
+  if (n <= 0xffffffffu)
+    return narrow ? split_with<std::uint64_t, std::uint32_t>(n, nproc_at, weight_at, total, world, global_batch)
+                  : split_with<uint128, std::uint32_t>(n, nproc_at, weight_at, total, world, global_batch);
+  return narrow ? split_with<std::uint64_t, std::size_t>(n, nproc_at, weight_at, total, world, global_batch)
+                : split_with<uint128, std::size_t>(n, nproc_at, weight_at, total, world, global_batch);
+}
+
+// Run time: every problem checked, then the split.
 template <class NodeAt>
 result<std::vector<node_batch>, diagnostic> split_batch(std::size_t n, NodeAt node_at, int global_batch) {
   long long world = 0;
   if (const diagnostic d = split_problem(n, node_at, global_batch, world)) return d;
-  std::vector<node_batch> out(n);
-  std::vector<uint128> rem(n);
-  const std::size_t left = split_floors(
-      n, [&node_at](std::size_t i) { return node_at(i).nproc; },
-      [&node_at](std::size_t i) { return weight_micros(node_at, i); }, world, global_batch, out.data(), rem.data());
-  std::vector<std::size_t> order(left > 0 ? n : 0);
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  if (left > 0)
-    std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(left - 1), order.end(),
-                     remainder_order{rem.data()});
-  finish_split(n, order.data(), left, out.data());
-  return out;
+  return split_valid(
+      n, [&node_at](std::size_t i) { return node_at(i).nproc; }, [&node_at](std::size_t i) { return node_at(i).weight; },
+      world, global_batch);
 }
 
 }  // namespace detail

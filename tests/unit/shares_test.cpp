@@ -71,7 +71,7 @@ struct topology {
   std::vector<std::string> weight;
   hetlaunch::cluster make() const {
     hetlaunch::cluster_builder b;
-    for (std::size_t i = 0; i < nproc.size(); ++i) b.add("n" + std::to_string(i), nproc[i], "default", weight[i]);
+    for (std::size_t i = 0; i < nproc.size(); ++i) b.add(std::string("n").append(std::to_string(i)), nproc[i], "default", weight[i]);
     return b.finish();
   }
   int world() const {
@@ -285,7 +285,7 @@ TEST_SUITE("shares") {
 
   TEST_CASE("a split of many nodes hands out every sample") {
     hetlaunch::cluster_builder b;
-    for (int i = 0; i < 200000; ++i) b.add("n" + std::to_string(i), 1 + i % 8, "default", i % 3 == 0 ? "2.5" : "1");
+    for (int i = 0; i < 200000; ++i) b.add(std::string("n").append(std::to_string(i)), 1 + i % 8, "default", i % 3 == 0 ? "2.5" : "1");
     const hetlaunch::cluster c = b.finish();
     const auto split = hetlaunch::split_batch(c, INT_MAX).value();
     long long sum = 0;

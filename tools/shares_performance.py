@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""Measures what work shares buy and what they cost; writes docs/performance.md (between its
+shares-begin and shares-end markers) and docs/shares.png.
+
+What they buy: a real data-parallel job (examples/train_shares.py: an MLP, DDP on gloo) of two
+workers, each started by its own torchrun through `hetlaunch exec`, one on a full core and one
+on a core throttled to a third by a cgroup v1 CPU quota (cpu.cfs_quota_us). Samples a second of
+the whole job with the equal split, with shares by weight (each worker's weight its own rate),
+and the ideal: the two workers' rates alone, each measured in a job of its own, summed. Each
+worker is pinned to its own core (taskset) so that the quota is the only difference.
+
+What they cost: `make_plan` of 1,000,000 nodes with and without a global batch
+(bench/bench_plan.cpp), and `hetlaunch plan --json` of a 1,000,000-line hostfile with and
+without one.
+
+Needs root (the cgroup), torchrun (Debian: python3-torch), gnuplot for the plot, and the
+benchmarks built (cmake -DHETLAUNCH_BUILD_BENCHMARKS=ON). The cgroup is removed afterwards, also
+when a run fails or is interrupted, and one a killed earlier run left is removed first.
+usage: tools/shares_performance.py HETLAUNCH BENCH_PLAN [--quick]
+"""
+import json
+import os
+import pathlib
+import platform
+import signal
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+CGROUP_ROOT = pathlib.Path("/sys/fs/cgroup/cpu")
+CGROUP_PREFIX = "hetlaunch-shares-bench"
+QUICK = "--quick" in sys.argv
+QUOTA = 33000  # of a 100000 us period: a third of a core
+TRAIN = ["--features", "256", "--hidden", "512", "--samples", "65536"]
+STEPS = 8 if QUICK else 30
+GLOBAL_BATCH = 2048
+REPEAT = 1 if QUICK else 3
+
+
+def remove_cgroups():
+    for group in CGROUP_ROOT.glob(f"{CGROUP_PREFIX}-*"):
+        for _ in range(50):
+            pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            try:
+                group.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+
+
+def make_cgroup():
+    group = CGROUP_ROOT / f"{CGROUP_PREFIX}-{os.getpid()}"
+    group.mkdir()
+    (group / "cpu.cfs_period_us").write_text("100000")
+    (group / "cpu.cfs_quota_us").write_text(str(QUOTA))
+    return group
+
+
+def torch_python():
+    first = pathlib.Path(shutil.which("torchrun")).read_text(errors="replace").splitlines()[0]
+    return first[2:].strip().split()[0]
+
+
+def job(binary, hosts, weights, global_batch, throttled_node, cgroup, work):
+    """One job: a torchrun a node through `hetlaunch exec`, node k pinned to core k, the node
+    `throttled_node` in the cgroup. Its samples a second (rank 0's report)."""
+    port = str(29900 + (os.getpid() + int(time.monotonic() * 1000)) % 60)
+    report = work / "report.json"
+    report.unlink(missing_ok=True)
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    agents = []
+    for node in range(len(hosts.split(","))):
+        argv = [binary, "exec", "--node", str(node), "--hosts", hosts, *weights, "--global-batch", str(global_batch),
+                "--master-port", port, "--torchrun-arg", "--redirects", "--torchrun-arg", "2", "--torchrun-arg", "--tee",
+                "--torchrun-arg", "2", "--", str(ROOT / "examples" / "train_shares.py"), *TRAIN, "--steps", str(STEPS),
+                "--report", str(report)]
+        prefix = ["taskset", "-c", str(node % os.cpu_count())]
+        if node == throttled_node:
+            # The shell joins the cgroup, then becomes the agent: torchrun and its worker follow.
+            argv = ["sh", "-c", f'echo $$ > {cgroup / "cgroup.procs"} && exec "$@"', "join", *prefix, *argv]
+        else:
+            argv = prefix + argv
+        agents.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                                       start_new_session=True))
+    logs = []
+    for a in agents:
+        try:
+            out, _ = a.communicate(timeout=900)
+        except subprocess.TimeoutExpired:
+            os.killpg(a.pid, signal.SIGKILL)
+            out, _ = a.communicate()
+        logs.append(out)
+        if a.returncode != 0:
+            raise RuntimeError(f"a job failed ({a.returncode}):\n" + "\n".join(logs)[-3000:])
+    return json.loads(report.read_text())["samples_per_second"]
+
+
+def median_job(*args):
+    return statistics.median(job(*args) for _ in range(REPEAT))
+
+
+def throughput(binary, cgroup, work):
+    fast = median_job(binary, "127.0.0.1:1", [], GLOBAL_BATCH // 2, None, cgroup, work)
+    slow = median_job(binary, "127.0.0.2:1", [], GLOBAL_BATCH // 2, 0, cgroup, work)
+    hosts = "127.0.0.1:1,127.0.0.2:1"
+    equal = median_job(binary, hosts, [], GLOBAL_BATCH, 1, cgroup, work)
+    weights = ["--weight", f"127.0.0.1={fast:.3f}", "--weight", f"127.0.0.2={slow:.3f}"]
+    weighted = median_job(binary, hosts, weights, GLOBAL_BATCH, 1, cgroup, work)
+    return dict(fast=fast, slow=slow, ideal=fast + slow, equal=equal, weighted=weighted)
+
+
+def bench_costs(bench):
+    out = subprocess.run([bench, "--benchmark_filter=^(make_plan|make_plan_with_shares|split_batch)/1000000$",
+                          f"--benchmark_repetitions={3 if QUICK else 7}", "--benchmark_report_aggregates_only=true",
+                          "--benchmark_format=json"], capture_output=True, text=True, check=True).stdout
+    result = {}
+    for b in json.loads(out)["benchmarks"]:
+        if b.get("aggregate_name") == "median":
+            result[b["run_name"].split("/")[0]] = b["cpu_time"]
+    return result
+
+
+def cli_costs(binary, work):
+    hostfile = work / "million.hostfile"
+    with open(hostfile, "w") as f:
+        for i in range(1000000):
+            f.write(f"worker-{i:07d} slots={1 + i % 8}{' weight=2.5' if i % 3 == 0 else ''}\n")
+    times = {}
+    for name, extra in [("plan", []), ("plan with shares", ["--global-batch", "2147483647"])]:
+        samples = []
+        for _ in range(3 if QUICK else 7):
+            started = time.monotonic()
+            with open(os.devnull, "w") as sink:
+                subprocess.run([binary, "plan", "--json", "--hostfile", str(hostfile), *extra], stdout=sink, check=True)
+            samples.append(time.monotonic() - started)
+        times[name] = statistics.median(samples)
+    return times
+
+
+def plot(t):
+    if not shutil.which("gnuplot"):
+        return False
+    rows = [("slow worker alone", t["slow"]), ("fast worker alone", t["fast"]), ("equal split", t["equal"]),
+            ("shares by weight", t["weighted"]), ("ideal (sum alone)", t["ideal"])]
+    with tempfile.NamedTemporaryFile("w", suffix=".dat", delete=False) as data:
+        for i, (name, value) in enumerate(rows):
+            data.write(f'{i} "{name}" {value:.1f}\n')
+    script = (f"set terminal pngcairo size 800,420 font ',11'\nset output '{DOCS / 'shares.png'}'\n"
+              "set title 'A DDP job of a full core and a core throttled to a third'\n"
+              "set ylabel 'samples per second'\nset style fill solid 0.6\nset boxwidth 0.6\nset yrange [0:*]\n"
+              "set grid ytics\nunset key\n"
+              f"plot '{data.name}' using 1:3:xtic(2) with boxes lc rgb '#4477aa', "
+              f"'' using 1:($3*1.04):(sprintf('%.0f', $3)) with labels\n")
+    subprocess.run(["gnuplot"], input=script, text=True, check=True, capture_output=True)
+    os.unlink(data.name)
+    return True
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__)
+        return 2
+    binary, bench = sys.argv[1], sys.argv[2]
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        python = torch_python()
+        os.execv(python, [python, __file__, *sys.argv[1:]])
+    remove_cgroups()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        cgroup = make_cgroup()
+        with tempfile.TemporaryDirectory() as tmp:
+            t = throughput(binary, cgroup, pathlib.Path(tmp))
+            cli = cli_costs(binary, pathlib.Path(tmp))
+    finally:
+        remove_cgroups()
+    costs = bench_costs(bench)
+    have_plot = plot(t)
+    of_ideal, over_equal = t["weighted"] / t["ideal"], t["weighted"] / t["equal"]
+    plan_ratio = costs["make_plan_with_shares"] / costs["make_plan"]
+    cli_ratio = cli["plan with shares"] / cli["plan"]
+    lines = [
+        "<!-- shares-begin: written by tools/shares_performance.py -->",
+        "## Work shares: what they buy and what they cost",
+        "",
+        f"Measured by `tools/shares_performance.py` on {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} cores, Linux {platform.release()}. A real DDP job on gloo (`examples/train_shares.py`: "
+        f"an MLP of 256-512-512-1, float32, global batch {GLOBAL_BATCH}, {STEPS} timed steps, medians of {REPEAT} jobs) "
+        "of two workers, each started by its own torchrun through `hetlaunch exec` and pinned to a core of its own; "
+        f"one of them in a cgroup v1 CPU quota of {QUOTA} us a 100 ms period, a third of its core. The weights are "
+        "the workers' own rates, measured alone (with half the global batch each), as docs/shares.md recommends.",
+        "",
+        "| goal | measured | |",
+        "| --- | --- | --- |",
+        f"| shares by weight reach 0.9 of the ideal (the two workers' rates alone, summed) | {t['weighted']:.0f} vs "
+        f"{t['ideal']:.0f} samples/s: **{of_ideal:.2f}** | {'met' if of_ideal >= 0.9 else 'not met'} |",
+        f"| ... and 1.7x the equal split | {t['weighted']:.0f} vs {t['equal']:.0f} samples/s: **{over_equal:.2f}x** | "
+        f"{'met' if over_equal >= 1.7 else 'not met'} |",
+        f"| `make_plan` of 1,000,000 nodes with a global batch within 1.5x of the plan without | "
+        f"{costs['make_plan_with_shares']:.0f} ms vs {costs['make_plan']:.0f} ms: **{plan_ratio:.2f}x** "
+        f"(the split alone: {costs['split_batch']:.0f} ms) | {'met' if plan_ratio <= 1.5 else 'not met'} |",
+        f"| `plan --json` of a 1,000,000-line hostfile with a global batch, end to end, within 1.5x of without | "
+        f"{cli['plan with shares'] * 1000:.0f} ms vs {cli['plan'] * 1000:.0f} ms: **{cli_ratio:.2f}x** | "
+        f"{'met' if cli_ratio <= 1.5 else 'not met'} |",
+        "",
+        "| | samples/s |",
+        "| --- | ---: |",
+        f"| the slow worker alone | {t['slow']:.0f} |",
+        f"| the fast worker alone | {t['fast']:.0f} |",
+        f"| both, equal split | {t['equal']:.0f} |",
+        f"| both, shares by weight | {t['weighted']:.0f} |",
+        f"| ideal: the two alone, summed | {t['ideal']:.0f} |",
+        "",
+        "With the equal split every step waits for the throttled worker's half of the batch, so the job runs at "
+        "twice the slow worker's rate; with shares each worker's part takes it about as long as the other's.",
+    ]
+    if have_plot:
+        lines += ["", "![work shares](shares.png)"]
+    lines.append("<!-- shares-end -->")
+    section = "\n".join(lines) + "\n"
+    doc = (DOCS / "performance.md").read_text()
+    begin, end = doc.find("<!-- shares-begin"), doc.find("<!-- shares-end -->")
+    if begin >= 0 and end >= 0:
+        doc = doc[:begin] + section + doc[end + len("<!-- shares-end -->\n"):]
+    else:
+        doc = doc.rstrip("\n") + "\n\n" + section
+    (DOCS / "performance.md").write_text(doc)
+    print(section)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -186,24 +186,44 @@ class suite:
         path.write_text(text)
         return path
 
+    def check_shares(self, d, hosts, weights, global_batch):
+        """Every worker's HETLAUNCH_*BATCH* variables, as it got them, against the plan of the same
+        nodes and weights."""
+        args = [self.binary, "plan", "--json", "--hosts", hosts, "--global-batch", str(global_batch)]
+        for host, weight in weights:
+            args += ["--weight", f"{host}={weight}"]
+        plan = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
+        for node in plan["nodes"]:
+            for rank in range(node["rank_offset"], node["rank_offset"] + node["nproc"]):
+                raw = (d / f"worker-{rank}.environ").read_bytes().split(b"\0")
+                env = dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+                want = {"HETLAUNCH_GLOBAL_BATCH": str(global_batch), "HETLAUNCH_NODE_BATCH": str(node["node_batch"]),
+                        "HETLAUNCH_NODE_BATCH_OFFSET": str(node["node_batch_offset"])}
+                got = {k: env.get(k) for k in want}
+                expect(got == want, f"rank {rank} on {node['host']} got {got}, the plan gives {want}")
+
     def sbatch(self):
         d = self.fresh_dir("sbatch")
-        args = ["sbatch", "--group", "1:2", "--group", "1:4", "--group", "1:1", "--time", "10",
-                "--sbatch-arg=--job-name=hetlaunch-test", "--master-port", "29512", "--", str(self.worker), str(d),
-                "hetlaunch", "check-env", "--slurm"]
+        # Work shares too: the 2-GPU group weighs 3, the 1-GPU group 0.5.
+        args = ["sbatch", "--group", "1:2:3", "--group", "1:4", "--group", "1:1:0.5", "--global-batch", "41",
+                "--time", "10", "--sbatch-arg=--job-name=hetlaunch-test", "--master-port", "29512", "--",
+                str(self.worker), str(d), "hetlaunch", "check-env", "--slurm"]
         script = subprocess.run([self.binary, *args], capture_output=True, text=True, check=True).stdout
         state, code, log = self.submit(d, script)
         expect(state == "COMPLETED", f"job {state} {code}:\n{script}\n{log}")
         # Slurm gives the 2-GPU component h1, the 4-GPU one h0: component order, not name order.
         self.check_workers(d, [("h1", 2, 2), ("h0", 4, 4), ("h2", 1, 1)], log)
+        self.check_shares(d, "h1:2,h0:4,h2:1", [("h1", "3"), ("h2", "0.5")], 41)
         expect("hetjob" in script, script)
         # One group: not a hetjob; the script keeps the job's layout for the step.
         d = self.fresh_dir("sbatch-one-group")
-        one = subprocess.run([self.binary, "sbatch", "--group", "2:1", "--master-port", "29514", "--", str(self.worker),
-                              str(d), "hetlaunch", "check-env", "--slurm"], capture_output=True, text=True, check=True).stdout
+        one = subprocess.run([self.binary, "sbatch", "--group", "2:1:2", "--global-batch", "5", "--master-port", "29514",
+                              "--", str(self.worker), str(d), "hetlaunch", "check-env", "--slurm"],
+                             capture_output=True, text=True, check=True).stdout
         state, code, log = self.submit(d, one)
         expect(state == "COMPLETED", f"job {state} {code}:\n{one}\n{log}")
         self.check_workers(d, [("h1", 1, 1), ("h2", 1, 1)], log)
+        self.check_shares(d, "h1:1,h2:1", [("h1", "2"), ("h2", "2")], 5)
         return script + "\n" + one
 
     def recorded_environments(self):

@@ -4,7 +4,9 @@
 1. Golden manifests for a few shapes (tests/jobset/golden/*.yaml), reviewed by reading;
    `--update` rewrites them from the current output.
 2. Every manifest validates against JobSet's own CRD schema (its v1alpha2 openAPIV3Schema, which
-   expands the Job and Pod templates), read from ../shared/data/jobset/, with python3-jsonschema;
+   expands the Job and Pod templates), read from the file HETLAUNCH_JOBSET_CRD names or else from
+   ../shared/data/jobset/, with python3-jsonschema (without the CRD these checks are skipped, the
+   test says why and how to provide it, and exits SKIPPED, 77, unless something else failed);
    then the rules a schema cannot say: no field the schema does not declare (Kubernetes would
    drop it silently), names that are DNS labels, generated Job and pod host names of at most 63
    characters, Indexed completion with one pod per completion.
@@ -36,7 +38,9 @@ import netns  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 GOLDEN = HERE / "golden"
-CRD = HERE.parent.parent.parent / "shared" / "data" / "jobset" / "jobset.x-k8s.io_jobsets.yaml"
+CRD = pathlib.Path(os.environ.get("HETLAUNCH_JOBSET_CRD") or
+                   HERE.parent.parent.parent / "shared" / "data" / "jobset" / "jobset.x-k8s.io_jobsets.yaml")
+SKIPPED = 77  # ctest's SKIP_RETURN_CODE for this test
 
 SHAPES = {
     # The README's example: two 8-GPU nodes and one 4-GPU node.
@@ -123,7 +127,8 @@ def jobset_index_variable(container):
 
 def check_manifests(binary, update):
     failures = 0
-    validator = jsonschema.Draft7Validator(crd_schema())
+    have_crd = CRD.exists()
+    validator = jsonschema.Draft7Validator(crd_schema()) if have_crd else None
     for name, args in SHAPES.items():
         text = manifest(binary, args)
         path = GOLDEN / f"{name}.yaml"
@@ -133,8 +138,9 @@ def check_manifests(binary, update):
         doc = yaml.safe_load(text)
         if json.loads(manifest(binary, args, json_out=True)) != doc:
             problems.append("the JSON and YAML manifests differ")
-        problems += [f"schema: {e.message} at {list(e.absolute_path)}" for e in validator.iter_errors(doc)]
-        problems += [f"undeclared field {f}" for f in undeclared_fields(doc, crd_schema())]
+        if have_crd:
+            problems += [f"schema: {e.message} at {list(e.absolute_path)}" for e in validator.iter_errors(doc)]
+            problems += [f"undeclared field {f}" for f in undeclared_fields(doc, crd_schema())]
         problems += rules(doc)
         print(f"{'ok  ' if not problems else 'FAIL'} manifest {name}")
         for p in problems:
@@ -196,12 +202,13 @@ def check_manifests(binary, update):
     print(f"{'ok  ' if in_readme else 'FAIL'} the README shows the golden manifest 'readme'")
     failures += 0 if in_readme else 1
     # The schema check itself catches what it should: a misspelt field and a wrong type.
-    doc = yaml.safe_load(manifest(binary, SHAPES["readme"]))
-    doc["spec"]["replicatedJobs"][0]["template"]["spec"]["paralelism"] = 2
-    doc["spec"]["replicatedJobs"][1]["replicas"] = "one"
-    caught = bool(undeclared_fields(doc, crd_schema())) and any(validator.iter_errors(doc))
-    print(f"{'ok  ' if caught else 'FAIL'} the checks catch a misspelt field and a wrong type")
-    failures += 0 if caught else 1
+    if have_crd:
+        doc = yaml.safe_load(manifest(binary, SHAPES["readme"]))
+        doc["spec"]["replicatedJobs"][0]["template"]["spec"]["paralelism"] = 2
+        doc["spec"]["replicatedJobs"][1]["replicas"] = "one"
+        caught = bool(undeclared_fields(doc, crd_schema())) and any(validator.iter_errors(doc))
+        print(f"{'ok  ' if caught else 'FAIL'} the checks catch a misspelt field and a wrong type")
+        failures += 0 if caught else 1
     # Names Kubernetes would refuse are refused with a message.
     for bad, expected in [(["--name", "Train"], "is not a DNS label"), (["--name", "x" * 60], "more than 63"),
                           (["--name", "ok", "--namespace", "a_b"], "namespace")]:
@@ -310,8 +317,9 @@ def main():
     binary = sys.argv[1]
     update = "--update" in sys.argv
     if not CRD.exists():
-        print(f"FAIL the JobSet CRD is not at {CRD}")
-        return 1
+        print(f"skip the schema checks: the JobSet CRD is not at {CRD}; set HETLAUNCH_JOBSET_CRD to the file "
+              "jobset.x-k8s.io_jobsets.yaml of a JobSet release (config/components/crd/bases/ in "
+              "kubernetes-sigs/jobset) to run them")
     failures = check_manifests(binary, update)
     if "--pods" in sys.argv:
         if os.geteuid() != 0:
@@ -321,7 +329,9 @@ def main():
             signal.signal(sig, lambda *_: sys.exit(130))
         failures += simulate_pods(binary, sys.argv[sys.argv.index("--pods") + 1])
     print(f"jobset: {failures} failures")
-    return 1 if failures else 0
+    if failures:
+        return 1
+    return 0 if CRD.exists() else SKIPPED
 
 
 if __name__ == "__main__":

@@ -267,8 +267,8 @@ TEST_SUITE("shares") {
     CHECK(hetlaunch::worker_env(c, 1, 0, o) == env);
     CHECK(plan.direct_worker_env(1, 0).back() == agent.back());
     CHECK(hetlaunch::check_worker_env(plan, env).empty());
-    hetlaunch::environment wrong = env;
-    wrong.back().second = "7";
+    hetlaunch::environment wrong(env.begin(), env.end() - 1);
+    wrong.emplace_back("HETLAUNCH_NODE_BATCH_OFFSET", "7");
     const auto problems = hetlaunch::check_worker_env(plan, wrong);
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].message() == "node 1 ('b'): HETLAUNCH_NODE_BATCH_OFFSET is '7' but the plan gives 8");

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds and runs tests/package/consumer.cpp in one way of use, in a scratch directory.
 # usage: run.sh KIND SOURCE_DIR WORK_DIR
-#   KIND: readme_install | find_package | add_subdirectory | fetchcontent | pkgconfig | meson_subproject | single_header
+#   KIND: readme_install | install_without_build | find_package | add_subdirectory | fetchcontent | pkgconfig | meson_subproject | single_header
 set -eu
 kind=$1 src=$(cd "$2" && pwd) work=$3
 here="$src/tests/package"
@@ -20,6 +20,17 @@ case "$kind" in
        cmake --install build --prefix "$work/prefix" >/dev/null)
     "$work/prefix/bin/hetlaunch" --version >/dev/null
     grep -q 'CMAKE_BUILD_TYPE:STRING=Release' "$work/repo/build/CMakeCache.txt"
+    cmake -S "$here/cmake_find_package" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+    cmake --build "$work/build" >/dev/null
+    "$work/build/consumer" ;;
+  install_without_build)
+    # `cmake --install` of a configured tree that was never built: the headers, the CMake package
+    # and the .pc file, as a header-only library installs (the command is installed when built).
+    cmake -S "$src" -B "$work/hetlaunch-build" -DHETLAUNCH_BUILD_TESTS=OFF >/dev/null
+    cmake --install "$work/hetlaunch-build" --prefix "$work/prefix" >/dev/null
+    test -f "$work/prefix/include/hetlaunch/hetlaunch.hpp"
+    test -f "$work/prefix/share/pkgconfig/hetlaunch.pc"
+    test ! -e "$work/prefix/bin/hetlaunch"
     cmake -S "$here/cmake_find_package" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
     cmake --build "$work/build" >/dev/null
     "$work/build/consumer" ;;

@@ -19,6 +19,10 @@ case "$kind" in
     (cd "$work/repo" && cmake -S . -B build -DHETLAUNCH_BUILD_TESTS=OFF >/dev/null && cmake --build build >/dev/null &&
        cmake --install build --prefix "$work/prefix" >/dev/null)
     "$work/prefix/bin/hetlaunch" --version >/dev/null
+    # The manual page and the completion scripts, where man and bash-completion look.
+    grep -q '^\.TH HETLAUNCH 1' "$work/prefix/share/man/man1/hetlaunch.1"
+    grep -q 'complete .*-F _hetlaunch hetlaunch' "$work/prefix/share/bash-completion/completions/hetlaunch"
+    grep -q '^#compdef hetlaunch' "$work/prefix/share/zsh/site-functions/_hetlaunch"
     grep -q 'CMAKE_BUILD_TYPE:STRING=Release' "$work/repo/build/CMakeCache.txt"
     cmake -S "$here/cmake_find_package" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
     cmake --build "$work/build" >/dev/null

@@ -174,6 +174,17 @@ std::string flag_line(const flag& f) {
 
 }  // namespace
 
+std::vector<flag_view> flag_list() {
+  std::vector<flag_view> out;
+  for (const flag& f : flags) out.push_back({f.name, f.alias, f.value, f.help, f.group});
+  return out;
+}
+
+bool command_accepts(const command& c, const char* name) {
+  const flag* f = find_flag(name);
+  return f && accepts(c, *f);
+}
+
 options parse_args(int argc, char** argv) {
   options o;
   int i = 1;

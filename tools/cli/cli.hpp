@@ -91,6 +91,16 @@ const command* find_command(const std::string& name);
 
 // arguments.cpp
 options parse_args(int argc, char** argv);
+// The flag table as the manual page and the completion scripts read it.
+struct flag_view {
+  const char* name;
+  const char* alias;  // or nullptr
+  const char* value;  // the value's name, or nullptr for a switch
+  const char* help;
+  unsigned group;     // flag_group bits, or 0
+};
+std::vector<flag_view> flag_list();
+bool command_accepts(const command& c, const char* flag_name);
 std::string main_help();
 std::string command_help(const command& c);
 
@@ -143,6 +153,10 @@ int group_weight_problem(const options& o, const std::vector<hetlaunch::node_gro
 
 // sbatch.cpp
 int sbatch_command(options& o);
+
+// manual.cpp: the manual page and the completion scripts, made from the command and flag tables.
+int manual_command(options& o);
+int completion_command(options& o);
 
 }  // namespace cli
 

@@ -349,6 +349,16 @@ const std::vector<command>& commands() {
        "count times the machine count, which makes accelerate start the right number there. The\n"
        "machine's CUDA_VISIBLE_DEVICES and work share (--global-batch) come first, as assignments.\n",
        input_flags | launch_flags, {"--node"}, script_use::required, node_use::required, accelerate_command},
+      {"completion", "bash|zsh", "a shell completion script for hetlaunch",
+       "Prints a completion script for bash or zsh, made from hetlaunch's own command and flag\n"
+       "tables: commands, each command's options, files after --hostfile and --env-file, the words\n"
+       "of --rdzv and --format. Try it with `source <(hetlaunch completion bash)`; installs put it in\n"
+       "share/bash-completion/completions/hetlaunch and share/zsh/site-functions/_hetlaunch.\n",
+       0, {}, script_use::operands, node_use::none, completion_command},
+      {"manual", "", "the manual page, hetlaunch(1), in roff",
+       "Prints the manual page in roff, made from the same tables as the help: read it with\n"
+       "`hetlaunch manual | man -l -`; installs put it in share/man/man1/hetlaunch.1.\n",
+       0, {}, script_use::none, node_use::none, manual_command},
   };
   return table;
 }

@@ -149,8 +149,40 @@ void reap(std::vector<child>& children, std::unordered_map<pid_t, std::size_t>& 
   }
 }
 
+// One line on a terminal that says how far long work has come ("discover: 12 of 40 hosts
+// answered"), redrawn in place and cleared before any other line is written and when the work
+// ends. Nothing at all when stderr is not a terminal: logs and pipes never see it.
+class progress_line {
+  bool tty_ = isatty(STDERR_FILENO) == 1;
+  std::string shown_;
+  void put(const std::string& text) {
+    std::string out = "\r\033[K" + text;
+    std::fwrite(out.data(), 1, out.size(), stderr);
+    std::fflush(stderr);
+  }
+
+ public:
+  void show(const std::string& text) {
+    if (!tty_ || text == shown_) return;
+    put(text);
+    shown_ = text;
+  }
+  void clear() {
+    if (!tty_ || shown_.empty()) return;
+    put("");
+    shown_.clear();
+  }
+};
+progress_line progress;
+
+// Clears the progress line when a scope ends, by any path.
+struct progress_scope {
+  ~progress_scope() { progress.clear(); }
+};
+
 // Writes whole lines with one call each: lines of different nodes never mix.
 void emit(FILE* stream, const std::string& prefix, std::string_view line) {
+  progress.clear();
   std::string text = prefix;
   text.append(line.data(), line.size());
   text += '\n';
@@ -276,6 +308,7 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
   for (std::size_t i = 0; i < nodes.node_count(); ++i)
     if (nodes.nproc(i) == 0) asked.push_back(i);
   if (asked.empty()) return true;
+  const progress_scope clear_progress;
   // Before the first child: a Ctrl-C now must stop the children, not leave them behind.
   install_signal_handlers();
   const bool custom = o.gpu_count_command.has_value();
@@ -326,6 +359,7 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
       if (children[k].err >= 0) fds.push_back({children[k].err, POLLIN, 0}), owner.push_back({k, false});
       wake = std::min(wake, started_at[k] + o.discover_timeout);
     }
+    progress.show(concat("hetlaunch: discover: ", done, " of ", asked.size(), " hosts answered"));
     const double wait_ms = std::max(0.0, (wake - now()) * 1000.0) + 1.0;
     poll(fds.data(), fds.size(), static_cast<int>(std::min(wait_ms, 1000.0)));
     if (fds[0].revents) {
@@ -333,6 +367,7 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
       const ssize_t got = read(signal_pipe[0], sigs, sizeof sigs);
       for (ssize_t s = 0; s < got; ++s) {
         if (sigs[s] == SIGCHLD) continue;
+        progress.clear();
         std::fprintf(stderr, "hetlaunch: %s: stopping discovery\n", strsignal(sigs[s]));
         stop_all();
         std::exit(128 + sigs[s]);
@@ -481,7 +516,7 @@ int run_command(options& o) {
   const auto fanout = static_cast<std::size_t>(o.fanout);
   // Every step costs O(what happened), not O(nodes): the poll list is rebuilt only when a stream
   // opens or closes, and ended children are found by their pid.
-  std::size_t connecting = 0, running = 0;
+  std::size_t connecting = 0, running = 0, started = 0;
   std::unordered_map<pid_t, std::size_t> node_of_pid;
   std::vector<pollfd> fds;
   std::vector<std::pair<std::size_t, bool>> owner;  // (node, stdout?) of fds[k], k >= 1
@@ -491,15 +526,17 @@ int run_command(options& o) {
     const bool was_started = c.started;
     const bool open = out ? drain(c.out, c.out_line, nullptr, stdout, prefixes[i], !o.quiet_nodes || i == 0, &c.started)
                           : drain(c.err, c.err_line, nullptr, stderr, prefixes[i], true, nullptr, &c);
-    if (!was_started && c.started) --connecting;
+    if (!was_started && c.started) --connecting, ++started;
     if (!open) dirty = true;
   };
+  const progress_scope clear_progress;
   while (true) {
     // Start nodes while fewer than --fanout are still connecting.
     while (!stopping && next < n && connecting < fanout) {
       std::string why;
       auto c = spawn(command_of(next), true, why);
       if (!c) {
+        progress.clear();
         std::fprintf(stderr, "hetlaunch: node %zu: %s\n", next, why.c_str());
         first_failure = first_failure ? first_failure : next;
         nodes[next].reaped = true;
@@ -524,6 +561,8 @@ int run_command(options& o) {
       }
       dirty = false;
     }
+    if (started < n && !stopping) progress.show(concat("hetlaunch: run: ", started, " of ", n, " nodes started"));
+    else progress.clear();
     poll(fds.data(), fds.size(), 100);
     if (fds[0].revents) {
       unsigned char sigs[64];
@@ -536,6 +575,7 @@ int run_command(options& o) {
         }
         if (!stop_signal) {
           stop_signal = sigs[k];
+          progress.clear();
           std::fprintf(stderr, "hetlaunch: %s: stopping every node (again to stop at once)\n", strsignal(stop_signal));
         }
         stop(o.kill_after + 5.0);
@@ -551,6 +591,7 @@ int run_command(options& o) {
       if (c.worker_failures > plan->options().max_restarts && !stopping) {
         first_failure = i;
         failed_by_worker = true;
+        progress.clear();
         std::fprintf(stderr, "hetlaunch: node %zu: a worker failed (exit code %d) and torchrun has no restart left: "
                              "stopping every node\n", i, c.failed_exitcode);
         stop(o.kill_after + 5.0);
@@ -587,6 +628,7 @@ int run_command(options& o) {
       deadline = now() + 3600;  // killed: only their ends are left to collect
     }
   }
+  progress.clear();
   for (child& c : nodes) {
     close_fd(c.out);
     close_fd(c.err);

@@ -13,7 +13,7 @@ reverse order when the suite ends, fails or is interrupted, and mounts a killed 
 under the cache directory are undone first. No process started inside a chroot outlives it.
 
 Debian's torch 2.x is built without libuv, and its static rendezvous then fails at once: the
-jobs run with USE_LIBUV=0 and tests/chroot/sitecustomize.py on PYTHONPATH (see the README).
+jobs run with USE_LIBUV=0 and tests/chroot/sitecustomize.py on PYTHONPATH (see docs/compatibility.md).
 
 trixie gates: anything that fails there fails the test. sid changes daily: when its chroot cannot
 be built (an archive in transition), this says so loudly, with apt's reason, and goes on; every
@@ -36,7 +36,7 @@ import processes  # noqa: E402
 CACHE = pathlib.Path(os.environ.get("HETLAUNCH_CHROOT_CACHE", "/var/cache/hetlaunch-test/chroots"))
 PACKAGES = "python3-torch,slurm-client,python3,ca-certificates"
 SUITES = {"trixie": {"gates": True, "extra": ""}, "sid": {"gates": False, "extra": ",python3-accelerate"}}
-# Restarts under the static rendezvous are unreliable on torch 2.x (README); 1.13 keeps that test.
+# Restarts under the static rendezvous are unreliable on torch 2.x (docs/compatibility.md); 1.13 keeps that test.
 TORCHRUN_CASES = ["mixed", "roles", "single", "wrong-nproc", "passthrough", "virtual", "direct"]
 
 

@@ -110,7 +110,7 @@ CASES = {
     # One duplicate-host policy for every input.
     "check_duplicate_allowed": (["check", "--hosts", "a:1,A:2", "--allow-duplicate-hosts"], 0),
     "run_bad_env": (["run", "--hosts", "a:1", "--env", "1X=2", "--dry-run", "t.py"], 1),
-    # The README's Slurm recipe (tests/slurm/cluster_test.py submits such scripts to a real Slurm).
+    # docs/slurm.md's recipe (tests/slurm/cluster_test.py submits such scripts to a real Slurm).
     "sbatch_readme": (["sbatch", "--group", "2:8", "--group", "1:4", "--partition", "gpu", "--time", "1:00:00",
                        "--sbatch-arg=--job-name=train", "--master-port", "29500", "--", "train.py", "--epochs", "3"], 0),
     "sbatch_quoting": (["sbatch", "--group", "1:1", "--hetlaunch", "/opt/het launch/bin/hetlaunch", "--torchrun-arg",
@@ -180,11 +180,11 @@ def slurm_case(binary):
     agent = code == 0 and "export OMP_NUM_THREADS=4\n" in out and "export TORCH_NCCL_ASYNC_ERROR_HANDLING=3\n" in out
     print(("ok   " if agent else f"FAIL agent env: {code} {out!r} {err!r}\nFAIL ") + "env_agent_env")
     step = step and agent
-    # The README shows `hetlaunch sbatch`'s output exactly as it is.
-    readme = (HERE.parents[1] / "README.md").read_text()
+    # docs/slurm.md shows `hetlaunch sbatch`'s output exactly as it is.
+    readme = (HERE.parents[1] / "docs" / "slurm.md").read_text()
     shown = run(binary, CASES["sbatch_readme"][0], os.environ)[0]
     in_readme = shown in readme
-    print(("ok   " if in_readme else "FAIL the README's sbatch script is not what `hetlaunch sbatch` prints\nFAIL ")
+    print(("ok   " if in_readme else "FAIL docs/slurm.md's sbatch script is not what `hetlaunch sbatch` prints\nFAIL ")
           + "sbatch_readme_matches")
     return (0 if ok else 1) + (0 if policy else 1) + (0 if step else 1) + (0 if in_readme else 1)
 

@@ -43,7 +43,7 @@ CRD = pathlib.Path(os.environ.get("HETLAUNCH_JOBSET_CRD") or
 SKIPPED = 77  # ctest's SKIP_RETURN_CODE for this test
 
 SHAPES = {
-    # The README's example: two 8-GPU nodes and one 4-GPU node.
+    # docs/kubernetes.md's example: two 8-GPU nodes and one 4-GPU node.
     "readme": ["--name", "train", "--image", "nvcr.io/nvidia/pytorch:25.01-py3", "--group", "2:8", "--group", "1:4",
                "--", "train.py", "--epochs", "3"],
     "selectors": ["--name", "mixed-a100-l4", "--namespace", "research", "--image", "registry.local/train:1",
@@ -196,10 +196,10 @@ def check_manifests(binary, update):
         print(f"{'ok  ' if ok else 'FAIL'} pods of {' + '.join(groups)} take their plan's part of {global_batch}"
               + ("" if ok else f": {got}, the plan {want}"))
         failures += 0 if ok else 1
-    # The README's example is the golden manifest `readme`, as it is.
-    readme = (HERE.parent.parent / "README.md").read_text()
+    # docs/kubernetes.md's example is the golden manifest `readme`, as it is.
+    readme = (HERE.parent.parent / "docs" / "kubernetes.md").read_text()
     in_readme = (GOLDEN / "readme.yaml").read_text() in readme
-    print(f"{'ok  ' if in_readme else 'FAIL'} the README shows the golden manifest 'readme'")
+    print(f"{'ok  ' if in_readme else 'FAIL'} docs/kubernetes.md shows the golden manifest 'readme'")
     failures += 0 if in_readme else 1
     # The schema check itself catches what it should: a misspelt field and a wrong type.
     if have_crd:

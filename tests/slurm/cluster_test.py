@@ -5,7 +5,7 @@ with gloo; every worker runs `hetlaunch check-env --slurm` and records its varia
 CUDA_VISIBLE_DEVICES, which are compared with the plan, and all workers join one all_reduce.
 
 The cases:
-  readme     the README's recipe for a job without hetjob components, as written (sizes aside);
+  readme     docs/slurm.md's recipe for a job without hetjob components, as written (sizes aside);
   hetjob     a heterogeneous job whose components are not in host-name order (h1, then h0 and h2),
              started with one `srun ... : ... hetlaunch exec --slurm` over all components;
   sbatch     a script printed by `hetlaunch sbatch`, submitted unchanged;
@@ -125,14 +125,14 @@ class suite:
 
     # --- the cases -----------------------------------------------------------------------------
     def readme(self):
-        text = (ROOT / "README.md").read_text()
-        section = text[text.index("### Recipe: Slurm without heterogeneous jobs"):]
+        text = (ROOT / "docs" / "slurm.md").read_text()
+        section = text[text.index("## Without heterogeneous jobs"):]
         script = re.search(r"```sh\n(#!/bin/bash\n.*?)```", section, re.S).group(1)
         d = self.fresh_dir("readme")
-        # The README's 8 + 4 GPU nodes are this cluster's 4 + 2 + 1.
+        # The recipe's 8 + 4 GPU nodes are this cluster's 4 + 2 + 1.
         for old, new in (("--nodes=2", "--nodes=3"), ("--ntasks=12", "--ntasks=7"),
                          ("train.py --epochs 3", self.worker_command(d)), ("-- train.py", "-- worker.py")):
-            expect(old in script, f"the README recipe no longer contains {old!r}")
+            expect(old in script, f"docs/slurm.md's recipe no longer contains {old!r}")
             script = script.replace(old, new)
         state, code, log = self.submit(d, script)
         expect(state == "COMPLETED", f"job {state} {code}:\n{log}")

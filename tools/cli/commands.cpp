@@ -286,7 +286,7 @@ const std::vector<command>& commands() {
        "Pod k of group g runs torchrun as node offset(g) + k with --nproc_per_node GPUS, the static\n"
        "rendezvous on the first pod's stable host name (NAME-g0-0-0.NAME) and --master-port. With\n"
        "--global-batch each pod computes its work share from its index (WEIGHT: the group's weight).\n"
-       "Needs the JobSet controller in the cluster; see the README's Kubernetes section.\n",
+       "Needs the JobSet controller in the cluster; see docs/kubernetes.md.\n",
        launch_flags,
        {"--name", "--namespace", "--image", "--group", "--node-selector", "--cpu", "--memory", "--env",
         "--jobset-max-restarts", "--json"},

@@ -87,9 +87,9 @@ def compile_time():
         base, _ = compile_seconds(compiler, std_only, 5)
         with_lib, _ = compile_seconds(compiler, std_only + "#include <hetlaunch/cluster.hpp>\n", 5)
         include[compiler] = (base, with_lib)
-    sizes = [64, 128, 256, 512, 1024, 2048, 3072, 3840, 4096, 8192, 16384, 17408, 18432]
+    sizes = [64, 128, 256, 512, 1024, 2048, 3072, 3712, 3840, 4096, 8192, 16384, 17408, 18432]
     if QUICK:
-        sizes = [64, 256, 1024, 3840, 4096]
+        sizes = [64, 256, 1024, 3712, 3840, 4096]
     curve = {}
     for compiler in ["g++", "clang++"]:
         points = []

@@ -127,6 +127,8 @@ constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options op
     d.role = node.role;
     return d;
   };
+  // The previous node's role, kept rather than read again: a node copied costs constexpr steps.
+  std::string_view previous_role;
   for (std::size_t i = 0; i < n; ++i) {
     const node_spec node = node_at(i);
     if (node.nproc < 1) {
@@ -167,7 +169,7 @@ constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options op
     }
     if (node.role.empty()) {
       if (!report(problem(i, node, errc::empty_role))) return;
-    } else if (i == 0 || !same_text(node.role, node_at(i - 1).role)) {
+    } else if (i == 0 || !same_text(node.role, previous_role)) {
       // A role equal to the previous node's was already checked.
       const std::size_t pos = role_problem_position(node.role);
       if (node.role[0] == '-' || pos != node.role.size()) {
@@ -176,6 +178,7 @@ constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options op
         if (!report(d)) return;
       }
     }
+    previous_role = node.role;
   }
 }
 

@@ -252,12 +252,7 @@ template <class Getenv, std::enable_if_t<!std::is_convertible<Getenv, const envi
 }
 /// check_worker_env against a plan, over an environment list (the later of two equal names wins).
 [[nodiscard]] inline std::vector<diagnostic> check_worker_env(const launch_plan& plan, const environment& env) {
-  return check_worker_env(plan, [&env](const char* name) -> const char* {
-    const char* found = nullptr;
-    for (const auto& v : env)
-      if (v.first == name) found = v.second.c_str();
-    return found;
-  });
+  return check_worker_env(plan, detail::environment_lookup{env});
 }
 
 }  // namespace hetlaunch

@@ -102,9 +102,8 @@ struct remainder_order {
   }
 };
 
-// Gives the first `left` nodes of `order` one sample more, then sets every offset.
-constexpr void finish_split(std::size_t n, const std::size_t* order, std::size_t left, node_batch* out) noexcept {
-  for (std::size_t k = 0; k < left; ++k) ++out[order[k]].batch;
+// Sets every node's offset: the prefix sums of the batches.
+constexpr void set_offsets(std::size_t n, node_batch* out) noexcept {
   int offset = 0;
   for (std::size_t i = 0; i < n; ++i) {
     out[i].offset = offset;
@@ -142,7 +141,7 @@ constexpr diagnostic split_problem(std::size_t n, NodeAt node_at, int global_bat
       d.limit = INT_MAX;
       return d;
     }
-    if (!(node.weight.size() == 1 && node.weight[0] == '1')) {
+    if (!is_default_weight(node.weight)) {
       const weight_check wc = check_weight(node.weight);
       if (!wc) {
         at_node(errc::bad_weight).weight = wc.issue;
@@ -168,7 +167,7 @@ constexpr diagnostic split_problem(std::size_t n, NodeAt node_at, int global_bat
 template <class NodeAt>
 constexpr std::int64_t weight_micros(NodeAt node_at, std::size_t i) noexcept {
   const std::string_view w = node_at(i).weight;
-  return w.size() == 1 && w[0] == '1' ? weight_scale : check_weight(w).micros;
+  return is_default_weight(w) ? weight_scale : check_weight(w).micros;
 }
 
 // Run time, for a topology known to be valid: the split in O(n) and 12 bytes a node beside the
@@ -216,7 +215,7 @@ std::vector<node_batch> split_with(std::size_t n, NprocAt nproc_at, WeightAt wei
                      [r](Index a, Index b) { return r[a] > r[b] || (r[a] == r[b] && a < b); });
     for (std::size_t k = 0; k < left; ++k) ++out[order[k]].batch;
   }
-  finish_split(n, static_cast<const std::size_t*>(nullptr), 0, out.data());
+  set_offsets(n, out.data());
   return out;
 }
 
@@ -290,7 +289,8 @@ template <std::size_t N>
       rem.data());
   for (std::size_t i = 0; i < N; ++i) order[i] = i;
   if (left > 0) detail::heap_sort(order.data(), N, detail::remainder_order{rem.data()});
-  detail::finish_split(N, order.data(), left, out.nodes.data());
+  for (std::size_t k = 0; k < left; ++k) ++out.nodes[order[k]].batch;
+  detail::set_offsets(N, out.nodes.data());
   return out;
 }
 

@@ -34,6 +34,10 @@ struct weight_check {
   constexpr explicit operator bool() const noexcept { return issue == weight_issue::none; }
 };
 
+/// Whether `text` is the default weight "1", which needs no reading: checked before every other
+/// weight, since most nodes have it.
+constexpr bool is_default_weight(std::string_view text) noexcept { return text.size() == 1 && text[0] == '1'; }
+
 /// Reads a node weight: a positive decimal, digits with at most one '.' followed by 1 to 6
 /// digits, at most 1000000. Exact: "0.1" is 100000 millionths, nothing is rounded. O(length);
 /// usable in constant expressions.

@@ -126,14 +126,22 @@ template <class Getenv>
 [[nodiscard]] std::vector<diagnostic> check_worker_env(const cluster& c, Getenv&& get) {
   return detail::compare_worker_env(c, std::forward<Getenv>(get));
 }
-/// check_worker_env over an environment list (the later of two equal names wins).
-[[nodiscard]] inline std::vector<diagnostic> check_worker_env(const cluster& c, const environment& env) {
-  return detail::compare_worker_env(c, [&env](const char* name) -> const char* {
+namespace detail {
+// An environment list read as std::getenv reads the process's: the later of two equal names wins.
+struct environment_lookup {
+  const environment& env;
+  const char* operator()(const char* name) const {
     const char* found = nullptr;
     for (const auto& v : env)
       if (v.first == name) found = v.second.c_str();
     return found;
-  });
+  }
+};
+}  // namespace detail
+
+/// check_worker_env over an environment list (the later of two equal names wins).
+[[nodiscard]] inline std::vector<diagnostic> check_worker_env(const cluster& c, const environment& env) {
+  return detail::compare_worker_env(c, detail::environment_lookup{env});
 }
 
 }  // namespace hetlaunch

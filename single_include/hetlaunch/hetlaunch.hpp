@@ -651,6 +651,10 @@ struct weight_check {
   constexpr explicit operator bool() const noexcept { return issue == weight_issue::none; }
 };
 
+/// Whether `text` is the default weight "1", which needs no reading: checked before every other
+/// weight, since most nodes have it.
+constexpr bool is_default_weight(std::string_view text) noexcept { return text.size() == 1 && text[0] == '1'; }
+
 /// Reads a node weight: a positive decimal, digits with at most one '.' followed by 1 to 6
 /// digits, at most 1000000. Exact: "0.1" is 100000 millionths, nothing is rounded. O(length);
 /// usable in constant expressions.
@@ -1686,7 +1690,8 @@ constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options op
       d.other_node = duplicate_of[i];
       if (!report(d)) return;
     }
-    if (!(node.weight.size() == 1 && node.weight[0] == '1')) {  // "1", the default, is valid
+    // is_default_weight written out: a call costs constexpr steps, and this runs for every node.
+    if (!(node.weight.size() == 1 && node.weight[0] == '1')) {
       const weight_check wc = check_weight(node.weight);
       if (!wc) {
         diagnostic d = problem(i, node, errc::bad_weight);
@@ -2311,9 +2316,8 @@ struct remainder_order {
   }
 };
 
-// Gives the first `left` nodes of `order` one sample more, then sets every offset.
-constexpr void finish_split(std::size_t n, const std::size_t* order, std::size_t left, node_batch* out) noexcept {
-  for (std::size_t k = 0; k < left; ++k) ++out[order[k]].batch;
+// Sets every node's offset: the prefix sums of the batches.
+constexpr void set_offsets(std::size_t n, node_batch* out) noexcept {
   int offset = 0;
   for (std::size_t i = 0; i < n; ++i) {
     out[i].offset = offset;
@@ -2351,7 +2355,7 @@ constexpr diagnostic split_problem(std::size_t n, NodeAt node_at, int global_bat
       d.limit = INT_MAX;
       return d;
     }
-    if (!(node.weight.size() == 1 && node.weight[0] == '1')) {
+    if (!is_default_weight(node.weight)) {
       const weight_check wc = check_weight(node.weight);
       if (!wc) {
         at_node(errc::bad_weight).weight = wc.issue;
@@ -2377,7 +2381,7 @@ constexpr diagnostic split_problem(std::size_t n, NodeAt node_at, int global_bat
 template <class NodeAt>
 constexpr std::int64_t weight_micros(NodeAt node_at, std::size_t i) noexcept {
   const std::string_view w = node_at(i).weight;
-  return w.size() == 1 && w[0] == '1' ? weight_scale : check_weight(w).micros;
+  return is_default_weight(w) ? weight_scale : check_weight(w).micros;
 }
 
 // Run time, for a topology known to be valid: the split in O(n) and 12 bytes a node beside the
@@ -2425,7 +2429,7 @@ std::vector<node_batch> split_with(std::size_t n, NprocAt nproc_at, WeightAt wei
                      [r](Index a, Index b) { return r[a] > r[b] || (r[a] == r[b] && a < b); });
     for (std::size_t k = 0; k < left; ++k) ++out[order[k]].batch;
   }
-  finish_split(n, static_cast<const std::size_t*>(nullptr), 0, out.data());
+  set_offsets(n, out.data());
   return out;
 }
 
@@ -2499,7 +2503,8 @@ template <std::size_t N>
       rem.data());
   for (std::size_t i = 0; i < N; ++i) order[i] = i;
   if (left > 0) detail::heap_sort(order.data(), N, detail::remainder_order{rem.data()});
-  detail::finish_split(N, order.data(), left, out.nodes.data());
+  for (std::size_t k = 0; k < left; ++k) ++out.nodes[order[k]].batch;
+  detail::set_offsets(N, out.nodes.data());
   return out;
 }
 
@@ -3415,14 +3420,22 @@ template <class Getenv>
 [[nodiscard]] std::vector<diagnostic> check_worker_env(const cluster& c, Getenv&& get) {
   return detail::compare_worker_env(c, std::forward<Getenv>(get));
 }
-/// check_worker_env over an environment list (the later of two equal names wins).
-[[nodiscard]] inline std::vector<diagnostic> check_worker_env(const cluster& c, const environment& env) {
-  return detail::compare_worker_env(c, [&env](const char* name) -> const char* {
+namespace detail {
+// An environment list read as std::getenv reads the process's: the later of two equal names wins.
+struct environment_lookup {
+  const environment& env;
+  const char* operator()(const char* name) const {
     const char* found = nullptr;
     for (const auto& v : env)
       if (v.first == name) found = v.second.c_str();
     return found;
-  });
+  }
+};
+}  // namespace detail
+
+/// check_worker_env over an environment list (the later of two equal names wins).
+[[nodiscard]] inline std::vector<diagnostic> check_worker_env(const cluster& c, const environment& env) {
+  return detail::compare_worker_env(c, detail::environment_lookup{env});
 }
 
 }  // namespace hetlaunch
@@ -3670,12 +3683,7 @@ template <class Getenv, std::enable_if_t<!std::is_convertible<Getenv, const envi
 }
 /// check_worker_env against a plan, over an environment list (the later of two equal names wins).
 [[nodiscard]] inline std::vector<diagnostic> check_worker_env(const launch_plan& plan, const environment& env) {
-  return check_worker_env(plan, [&env](const char* name) -> const char* {
-    const char* found = nullptr;
-    for (const auto& v : env)
-      if (v.first == name) found = v.second.c_str();
-    return found;
-  });
+  return check_worker_env(plan, detail::environment_lookup{env});
 }
 
 }  // namespace hetlaunch

@@ -85,7 +85,10 @@ int print_plan(const hetlaunch::launch_plan& plan, bool json) {
                        : ranks.c_str());
     if (shares) {
       std::printf("  %-8.*s", static_cast<int>(n.weight.size()), n.weight.data());
-      if (plan.has_shares()) std::printf(" %10d %12d", plan.node_batch_of(i).batch, plan.node_batch_of(i).offset);
+      if (plan.has_shares()) {
+        const hetlaunch::node_batch share = plan.node_batch_of(i);
+        std::printf(" %10d %12d", share.batch, share.offset);
+      }
       else std::printf(" %10s %12s", "-", "-");
     }
     std::printf("\n");

@@ -157,7 +157,8 @@ constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options op
       d.other_node = duplicate_of[i];
       if (!report(d)) return;
     }
-    if (!(node.weight.size() == 1 && node.weight[0] == '1')) {  // "1", the default, is valid
+    // is_default_weight written out: a call costs constexpr steps, and this runs for every node.
+    if (!(node.weight.size() == 1 && node.weight[0] == '1')) {
       const weight_check wc = check_weight(node.weight);
       if (!wc) {
         diagnostic d = problem(i, node, errc::bad_weight);

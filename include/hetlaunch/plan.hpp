@@ -171,10 +171,19 @@ class launch_plan {
     return try_rank_batch(node, local_rank).value();
   }
 
-  /// Machine `node`'s `accelerate launch` argv (see hetlaunch::accelerate_argv).
+  /// Machine `node`'s `accelerate launch` argv (see hetlaunch::accelerate_argv): node_out_of_range,
+  /// empty_script, or too_few_processes when the machine's count times the machine count is
+  /// below 2. The plan's options were checked once: accelerate's static rendezvous and its
+  /// command ask nothing more of them, so this costs the command's own size.
   [[nodiscard]] result<std::vector<std::string>, diagnostic> try_accelerate_argv(std::size_t node) const {
     if (node >= topology_.node_count()) return node_error(node);
-    return hetlaunch::try_accelerate_argv(topology_, node, options_);
+    if (options_.script.empty()) return detail::launch_problem(errc::empty_script);
+    return detail::build_accelerate_argv(topology_, node, options_);
+  }
+  /// try_accelerate_argv(node).value(). Preconditions: node < node_count(), a script, and at least
+  /// two processes in the machine's command.
+  [[nodiscard]] std::vector<std::string> accelerate_argv(std::size_t node) const {
+    return try_accelerate_argv(node).value();
   }
 };
 

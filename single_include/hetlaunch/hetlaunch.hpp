@@ -3146,6 +3146,32 @@ struct runtime_variable {
 
 namespace hetlaunch {
 
+namespace detail {
+// Machine `node`'s command from options already checked: only the machine's own process count
+// can still refuse, so this costs the command's size.
+inline result<std::vector<std::string>, diagnostic> build_accelerate_argv(const cluster& c, std::size_t node,
+                                                                          const launch_options& o) {
+  const long long total = static_cast<long long>(c.nproc(node)) * static_cast<long long>(c.node_count());
+  if (total < 2) {
+    diagnostic d = launch_problem(errc::too_few_processes);
+    d.value = total;
+    return d;
+  }
+  std::vector<std::string> argv = {"accelerate", "launch", "--multi_gpu",
+                                   "--num_machines", std::to_string(c.node_count()),
+                                   "--machine_rank", std::to_string(node),
+                                   "--num_processes", std::to_string(total),
+                                   "--main_process_ip", std::string(master_host(c, o)),
+                                   "--main_process_port", std::to_string(o.master_port),
+                                   "--rdzv_backend", "static",
+                                   "--max_restarts", std::to_string(o.max_restarts)};
+  if (o.module) argv.push_back("-m");
+  argv.push_back(o.script);
+  argv.insert(argv.end(), o.script_args.begin(), o.script_args.end());
+  return argv;
+}
+}  // namespace detail
+
 /// The `accelerate launch` argv for machine `node` that really yields the heterogeneous job:
 /// accelerate divides --num_processes by --num_machines to get each machine's
 /// --nproc_per_node, so each machine is given its own nproc times the machine count:
@@ -3154,30 +3180,15 @@ namespace hetlaunch {
 ///     --max_restarts K [-m] script args...
 /// The static backend keeps --machine_rank meaningful. Roles and torchrun_args are not forwarded
 /// (accelerate has no such options); program[0] is ignored in favour of "accelerate".
+/// Validates the whole topology, O(N): for every machine's command, make a plan once and use
+/// launch_plan::try_accelerate_argv, which costs each command's own size.
 [[nodiscard]] inline result<std::vector<std::string>, diagnostic>
 try_accelerate_argv(const cluster& c, std::size_t node, const launch_options& options) {
   launch_options o = options;
   o.backend = rendezvous::static_tcp;  // accelerate is always given the static rendezvous
   const std::vector<diagnostic> problems = detail::launch_problems(c, node, o, detail::output::accelerate_argv);
   if (!problems.empty()) return problems.front();
-  const long long total = static_cast<long long>(c.nproc(node)) * static_cast<long long>(c.node_count());
-  if (total < 2) {
-    diagnostic d = detail::launch_problem(errc::too_few_processes);
-    d.value = total;
-    return d;
-  }
-  std::vector<std::string> argv = {"accelerate", "launch", "--multi_gpu",
-                                   "--num_machines", std::to_string(c.node_count()),
-                                   "--machine_rank", std::to_string(node),
-                                   "--num_processes", std::to_string(total),
-                                   "--main_process_ip", std::string(detail::master_host(c, o)),
-                                   "--main_process_port", std::to_string(o.master_port),
-                                   "--rdzv_backend", "static",
-                                   "--max_restarts", std::to_string(o.max_restarts)};
-  if (o.module) argv.push_back("-m");
-  argv.push_back(o.script);
-  argv.insert(argv.end(), o.script_args.begin(), o.script_args.end());
-  return argv;
+  return detail::build_accelerate_argv(c, node, o);
 }
 /// try_accelerate_argv(...).value().
 [[nodiscard]] inline std::vector<std::string> accelerate_argv(const cluster& c, std::size_t node,
@@ -3602,10 +3613,19 @@ class launch_plan {
     return try_rank_batch(node, local_rank).value();
   }
 
-  /// Machine `node`'s `accelerate launch` argv (see hetlaunch::accelerate_argv).
+  /// Machine `node`'s `accelerate launch` argv (see hetlaunch::accelerate_argv): node_out_of_range,
+  /// empty_script, or too_few_processes when the machine's count times the machine count is
+  /// below 2. The plan's options were checked once: accelerate's static rendezvous and its
+  /// command ask nothing more of them, so this costs the command's own size.
   [[nodiscard]] result<std::vector<std::string>, diagnostic> try_accelerate_argv(std::size_t node) const {
     if (node >= topology_.node_count()) return node_error(node);
-    return hetlaunch::try_accelerate_argv(topology_, node, options_);
+    if (options_.script.empty()) return detail::launch_problem(errc::empty_script);
+    return detail::build_accelerate_argv(topology_, node, options_);
+  }
+  /// try_accelerate_argv(node).value(). Preconditions: node < node_count(), a script, and at least
+  /// two processes in the machine's command.
+  [[nodiscard]] std::vector<std::string> accelerate_argv(std::size_t node) const {
+    return try_accelerate_argv(node).value();
   }
 };
 

@@ -116,18 +116,67 @@ TEST_SUITE("plan") {
     CHECK(plan->worker_env(1, 0) == hetlaunch::worker_env(fixed, 1, 0, o));
   }
 
-  TEST_CASE("100,000 nodes: every command costs its own size") {
+  // Every output of every node of a 100,000-node plan: linear work is well under a second, while
+  // an output that validated the whole topology again (as the one-call functions must) would
+  // make 10^10 node checks per output and run into the test's time limit instead of passing.
+  TEST_CASE("100,000 nodes: every output of every node costs its own size") {
+    constexpr std::size_t nodes = 100000;
     std::vector<std::string> hosts;
-    for (int i = 0; i < 100000; ++i) hosts.push_back(hetlaunch::detail::concat("n", i));
+    for (std::size_t i = 0; i < nodes; ++i) hosts.push_back(hetlaunch::detail::concat("n", i));
     std::vector<hetlaunch::node_spec> specs;
-    for (int i = 0; i < 100000; ++i) specs.push_back({hosts[static_cast<std::size_t>(i)], 1 + i % 8});
+    for (std::size_t i = 0; i < nodes; ++i) specs.push_back({hosts[i], 1 + static_cast<int>(i % 8)});
     hetlaunch::launch_options o;
     o.script = "train.py";
+    o.global_batch = 1000003;
     const auto plan = hetlaunch::make_plan(hetlaunch::cluster(specs), o);
     REQUIRE(plan);
-    std::size_t bytes = 0;
-    for (std::size_t i = 0; i < 100000; ++i) bytes += plan->torchrun_argv(i).size();
-    CHECK(bytes == 100000 * 8);
+    std::size_t torchrun_args = 0, accelerate_args = 0, worker_vars = 0, direct_vars = 0, agent_vars = 0;
+    long long batch = 0;
+    for (std::size_t i = 0; i < nodes; ++i) {
+      torchrun_args += plan->torchrun_argv(i).size();
+      accelerate_args += plan->accelerate_argv(i).size();
+      worker_vars += plan->worker_env(i, 0).size();
+      direct_vars += plan->direct_worker_env(i, 0).size();
+      agent_vars += plan->agent_env(i).size();
+      batch += plan->node_batch_of(i).batch;
+    }
+    CHECK(torchrun_args == nodes * 8);
+    CHECK(accelerate_args == nodes * 18);
+    std::size_t worker_period = 0, direct_period = 0;  // the node counts repeat every 8 nodes
+    for (std::size_t i = 0; i < 8; ++i) {
+      worker_period += plan->worker_env(i, 0).size();
+      direct_period += plan->direct_worker_env(i, 0).size();
+    }
+    CHECK(worker_vars == nodes / 8 * worker_period);
+    CHECK(direct_vars == nodes / 8 * direct_period);
+    CHECK(agent_vars == nodes * 3);
+    CHECK(batch == o.global_batch);
+  }
+
+  TEST_CASE("a plan's accelerate command is the one-call function's") {
+    const hetlaunch::cluster c{{"a", 3}, {"b", 1}};
+    hetlaunch::launch_options o;
+    o.script = "t.py";
+    o.script_args = {"--lr", "0.1"};
+    o.backend = hetlaunch::rendezvous::c10d;
+    o.rdzv_id = "job";
+    const auto plan = hetlaunch::make_plan(c, o);
+    REQUIRE(plan);
+    for (std::size_t i = 0; i < 2; ++i) CHECK(plan->accelerate_argv(i) == hetlaunch::accelerate_argv(c, i, o));
+    CHECK(plan->try_accelerate_argv(2).error().code == hetlaunch::errc::node_out_of_range);
+    o.script.clear();
+    const auto without_script = hetlaunch::make_plan(c, o);
+    REQUIRE(without_script);
+    CHECK(without_script->try_accelerate_argv(0).error().code == hetlaunch::errc::empty_script);
+    const auto alone = hetlaunch::make_plan(hetlaunch::cluster{{"a", 1}}, o);
+    REQUIRE(alone);
+    CHECK(alone->try_accelerate_argv(0).error().code == hetlaunch::errc::empty_script);
+    o.script = "t.py";
+    const auto one_process = hetlaunch::make_plan(hetlaunch::cluster{{"a", 1}}, o);
+    REQUIRE(one_process);
+    CHECK(one_process->try_accelerate_argv(0).error().code == hetlaunch::errc::too_few_processes);
+    CHECK(hetlaunch::try_accelerate_argv(hetlaunch::cluster{{"a", 1}}, 0, o).error().code ==
+          hetlaunch::errc::too_few_processes);
   }
 }
 

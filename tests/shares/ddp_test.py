@@ -78,6 +78,7 @@ def run_job(binary, torchrun, work, global_batch, marker):
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS" and not k.startswith("PET_")}
     env[MARKER_NAME] = marker
+    env["PYTHONFAULTHANDLER"] = "1"  # a worker that hangs shows where, when aborted below
     flags = ["--hosts", HOSTS, *WEIGHTS, "--global-batch", str(global_batch)]
     agents = []
     for node in range(2):
@@ -92,6 +93,14 @@ def run_job(binary, torchrun, work, global_batch, marker):
         try:
             codes.append(a.wait(timeout=240))
         except subprocess.TimeoutExpired:
+            # The hung workers' Python stacks reach the log through torchrun's tee.
+            for pid in processes.matching(lambda proc: f"{MARKER_NAME}={marker}".encode() in (proc / "environ").read_bytes()
+                                          and b"ddp_worker.py" in (proc / "cmdline").read_bytes()):
+                try:
+                    os.kill(pid, signal.SIGABRT)
+                except ProcessLookupError:
+                    pass
+            time.sleep(2)
             os.killpg(a.pid, signal.SIGKILL)
             codes.append("timeout")
     return codes, "".join((work / f"agent-{n}.log").read_text() for n in range(2))

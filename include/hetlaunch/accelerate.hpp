@@ -10,7 +10,7 @@
 #include "cluster.hpp"
 #include "diagnostic.hpp"
 #include "result.hpp"
-#include "torchrun.hpp"
+#include "launch_options.hpp"
 
 namespace hetlaunch {
 

@@ -11,6 +11,8 @@
 #include "cluster.hpp"
 #include "shares.hpp"
 #include "shell.hpp"
+#include "launch_options.hpp"
+#include "worker_env.hpp"
 #include "torchrun.hpp"
 #include "spawn.hpp"
 #include "worker_check.hpp"

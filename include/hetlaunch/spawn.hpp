@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cluster.hpp"
-#include "torchrun.hpp"
+#include "worker_env.hpp"
 
 namespace hetlaunch {
 

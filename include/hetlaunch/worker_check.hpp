@@ -12,7 +12,7 @@
 
 #include "cluster.hpp"
 #include "diagnostic.hpp"
-#include "torchrun.hpp"
+#include "launch_options.hpp"
 
 namespace hetlaunch {
 

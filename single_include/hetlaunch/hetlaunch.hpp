@@ -2569,11 +2569,11 @@ inline bool safe_for_shell(std::string_view arg) noexcept {
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_SHELL_HPP
-// ---- hetlaunch/torchrun.hpp
-// hetlaunch: every node's torchrun command line and every worker's environment, as torchrun's
-// elastic agent builds them with the static rendezvous.
-#ifndef HETLAUNCH_TORCHRUN_HPP
-#define HETLAUNCH_TORCHRUN_HPP
+// ---- hetlaunch/launch_options.hpp
+// hetlaunch: what a launch needs besides the topology (launch_options), and which of its values
+// each output refuses.
+#ifndef HETLAUNCH_LAUNCH_OPTIONS_HPP
+#define HETLAUNCH_LAUNCH_OPTIONS_HPP
 
 #include <optional>
 
@@ -2826,55 +2826,33 @@ std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node, con
   return out;
 }
 
-inline std::string flag(const launch_options& o, std::string_view name) {
-  std::string out = "--";
-  for (char c : name) out += (o.flags == flag_style::dash && c == '_') ? '-' : c;
-  return out;
-}
-inline std::string flag(const launch_options& o, std::string_view name, std::string_view value) {
-  std::string out = flag(o, name);
-  out += '=';
-  out.append(value.data(), value.size());
-  return out;
+}  // namespace detail
+
+/// Every problem that stops torchrun_argv(c, node, options), in order: the topology's (validate),
+/// the node index, master_port, master_addr, rdzv_id (c10d), max_restarts, program,
+/// rendezvous_timeout, flag style, extra torchrun arguments naming a computed option, a script
+/// that starts with '-', and a missing script. Empty when the command can be built. A c10d
+/// launch is sound, but its workers' ranks are decided when the agents meet: try_worker_env
+/// refuses it with ranks_decided_at_rendezvous, since no environment can be predicted.
+[[nodiscard]] inline std::vector<diagnostic> validate_launch(const cluster& c, std::size_t node,
+                                                             const launch_options& options) {
+  return detail::launch_problems(c, node, options, detail::output::torchrun_argv);
 }
 
-template <class Topology>
-std::vector<std::string> build_torchrun_argv(const Topology& c, std::size_t node, const launch_options& o) {
-  std::vector<std::string> argv = o.program;
-  const node_spec spec = c.node(node);
-  argv.push_back(flag(o, "nnodes", std::to_string(c.node_count())));
-  if (o.backend == rendezvous::static_tcp) argv.push_back(flag(o, "node_rank", std::to_string(node)));
-  argv.push_back(flag(o, "nproc_per_node", std::to_string(spec.nproc)));
-  if (spec.role != "default") argv.push_back(flag(o, "role", spec.role));
-  argv.push_back(flag(o, "max_restarts", std::to_string(o.max_restarts)));
-  const std::string_view host = master_host(c, o);
-  if (o.backend == rendezvous::static_tcp) {
-    argv.push_back(flag(o, "master_addr", host));
-    argv.push_back(flag(o, "master_port", std::to_string(o.master_port)));
-    if (o.rendezvous_timeout > 0)
-      argv.push_back(flag(o, "rdzv_conf", concat("timeout=", o.rendezvous_timeout)));
-  } else {
-    argv.push_back(flag(o, "rdzv_backend", "c10d"));
-    argv.push_back(flag(o, "rdzv_endpoint", is_ipv6_literal(host) ? concat("[", host, "]:", o.master_port)
-                                                                 : concat(host, ":", o.master_port)));
-    if (o.rendezvous_timeout > 0)
-      argv.push_back(flag(o, "rdzv_conf", concat("join_timeout=", o.rendezvous_timeout)));
-  }
-  if (o.rdzv_id != "none" || o.backend == rendezvous::c10d) argv.push_back(flag(o, "rdzv_id", o.rdzv_id));
-  argv.insert(argv.end(), o.torchrun_args.begin(), o.torchrun_args.end());
-  if (o.module) argv.push_back("-m");
-  argv.push_back(o.script);
-  argv.insert(argv.end(), o.script_args.begin(), o.script_args.end());
-  return argv;
-}
+}  // namespace hetlaunch
 
-template <class Topology>
-result<std::vector<std::string>, diagnostic> torchrun_argv(const Topology& c, std::size_t node,
-                                                           const launch_options& o) {
-  const std::vector<diagnostic> problems = launch_problems(c, node, o, output::torchrun_argv);
-  if (!problems.empty()) return problems.front();
-  return build_torchrun_argv(c, node, o);
-}
+#endif  // HETLAUNCH_LAUNCH_OPTIONS_HPP
+// ---- hetlaunch/worker_env.hpp
+// hetlaunch: every worker's environment as torchrun's agent gives it with the static rendezvous,
+// and what torchrun's own environment on a node needs.
+#ifndef HETLAUNCH_WORKER_ENV_HPP
+#define HETLAUNCH_WORKER_ENV_HPP
+
+
+
+namespace hetlaunch {
+
+namespace detail {
 
 enum class spawn_mode { torchrun, direct };
 
@@ -2985,49 +2963,6 @@ result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, 
 
 }  // namespace detail
 
-/// Every problem that stops torchrun_argv(c, node, options), in order: the topology's (validate),
-/// the node index, master_port, master_addr, rdzv_id (c10d), max_restarts, program,
-/// rendezvous_timeout, flag style, extra torchrun arguments naming a computed option, a script
-/// that starts with '-', and a missing script. Empty when the command can be built. A c10d
-/// launch is sound, but its workers' ranks are decided when the agents meet: try_worker_env
-/// refuses it with ranks_decided_at_rendezvous, since no environment can be predicted.
-[[nodiscard]] inline std::vector<diagnostic> validate_launch(const cluster& c, std::size_t node,
-                                                             const launch_options& options) {
-  return detail::launch_problems(c, node, options, detail::output::torchrun_argv);
-}
-
-/// torchrun's argv for `node`: program, then --nnodes, --node_rank (static), --nproc_per_node
-/// (this node's own count), --role (when not "default"), --max_restarts, the rendezvous
-/// (--master_addr/--master_port, or --rdzv_backend=c10d --rdzv_endpoint=HOST:PORT with IPv6
-/// bracketed), --rdzv_id (when set), the extra torchrun_args, -m, the script and its arguments.
-/// Full option names only, all before the script. The first problem (see validate_launch) is
-/// the error.
-///
-/// Example, node 1 of {{"gpu-a", 8}, {"gpu-b", 4}} with script "train.py":
-///   torchrun --nnodes=2 --node_rank=1 --nproc_per_node=4 --max_restarts=0
-///            --master_addr=gpu-a --master_port=29500 train.py
-[[nodiscard]] inline result<std::vector<std::string>, diagnostic>
-try_torchrun_argv(const cluster& c, std::size_t node, const launch_options& options) {
-  return detail::torchrun_argv(c, node, options);
-}
-template <std::size_t N>
-[[nodiscard]] result<std::vector<std::string>, diagnostic>
-try_torchrun_argv(const fixed_cluster<N>& c, std::size_t node, const launch_options& options) {
-  return detail::torchrun_argv(c, node, options);
-}
-
-/// try_torchrun_argv(...).value(): on a problem throws bad_result_access (or, without
-/// exceptions, reports through HETLAUNCH_ON_FAILURE).
-[[nodiscard]] inline std::vector<std::string> torchrun_argv(const cluster& c, std::size_t node,
-                                                            const launch_options& options) {
-  return try_torchrun_argv(c, node, options).value();
-}
-template <std::size_t N>
-[[nodiscard]] std::vector<std::string> torchrun_argv(const fixed_cluster<N>& c, std::size_t node,
-                                                     const launch_options& options) {
-  return try_torchrun_argv(c, node, options).value();
-}
-
 /// The environment torchrun's agent gives worker `local_rank` of `node` (static rendezvous), with
 /// torchrun's names and values, in this order: LOCAL_RANK RANK GROUP_RANK ROLE_RANK ROLE_NAME
 /// LOCAL_WORLD_SIZE WORLD_SIZE GROUP_WORLD_SIZE ROLE_WORLD_SIZE MASTER_ADDR MASTER_PORT
@@ -3136,7 +3071,15 @@ struct runtime_variable {
 
 }  // namespace hetlaunch
 
-// Each in a header of its own, and reachable from here as they always were.
+#endif  // HETLAUNCH_WORKER_ENV_HPP
+// ---- hetlaunch/torchrun.hpp
+// hetlaunch: every node's torchrun command line with the static or c10d rendezvous; with the
+// headers below it, all of a torchrun launch: the options, every worker's environment, starting
+// workers without torchrun, accelerate's command and checking a worker's environment.
+#ifndef HETLAUNCH_TORCHRUN_HPP
+#define HETLAUNCH_TORCHRUN_HPP
+
+
 // ---- hetlaunch/accelerate.hpp
 // hetlaunch: the `accelerate launch` command of each machine of a heterogeneous job.
 #ifndef HETLAUNCH_ACCELERATE_HPP
@@ -3452,6 +3395,96 @@ struct environment_lookup {
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_WORKER_CHECK_HPP
+
+namespace hetlaunch {
+
+namespace detail {
+
+inline std::string flag(const launch_options& o, std::string_view name) {
+  std::string out = "--";
+  for (char c : name) out += (o.flags == flag_style::dash && c == '_') ? '-' : c;
+  return out;
+}
+inline std::string flag(const launch_options& o, std::string_view name, std::string_view value) {
+  std::string out = flag(o, name);
+  out += '=';
+  out.append(value.data(), value.size());
+  return out;
+}
+
+template <class Topology>
+std::vector<std::string> build_torchrun_argv(const Topology& c, std::size_t node, const launch_options& o) {
+  std::vector<std::string> argv = o.program;
+  const node_spec spec = c.node(node);
+  argv.push_back(flag(o, "nnodes", std::to_string(c.node_count())));
+  if (o.backend == rendezvous::static_tcp) argv.push_back(flag(o, "node_rank", std::to_string(node)));
+  argv.push_back(flag(o, "nproc_per_node", std::to_string(spec.nproc)));
+  if (spec.role != "default") argv.push_back(flag(o, "role", spec.role));
+  argv.push_back(flag(o, "max_restarts", std::to_string(o.max_restarts)));
+  const std::string_view host = master_host(c, o);
+  if (o.backend == rendezvous::static_tcp) {
+    argv.push_back(flag(o, "master_addr", host));
+    argv.push_back(flag(o, "master_port", std::to_string(o.master_port)));
+    if (o.rendezvous_timeout > 0)
+      argv.push_back(flag(o, "rdzv_conf", concat("timeout=", o.rendezvous_timeout)));
+  } else {
+    argv.push_back(flag(o, "rdzv_backend", "c10d"));
+    argv.push_back(flag(o, "rdzv_endpoint", is_ipv6_literal(host) ? concat("[", host, "]:", o.master_port)
+                                                                 : concat(host, ":", o.master_port)));
+    if (o.rendezvous_timeout > 0)
+      argv.push_back(flag(o, "rdzv_conf", concat("join_timeout=", o.rendezvous_timeout)));
+  }
+  if (o.rdzv_id != "none" || o.backend == rendezvous::c10d) argv.push_back(flag(o, "rdzv_id", o.rdzv_id));
+  argv.insert(argv.end(), o.torchrun_args.begin(), o.torchrun_args.end());
+  if (o.module) argv.push_back("-m");
+  argv.push_back(o.script);
+  argv.insert(argv.end(), o.script_args.begin(), o.script_args.end());
+  return argv;
+}
+
+template <class Topology>
+result<std::vector<std::string>, diagnostic> torchrun_argv(const Topology& c, std::size_t node,
+                                                           const launch_options& o) {
+  const std::vector<diagnostic> problems = launch_problems(c, node, o, output::torchrun_argv);
+  if (!problems.empty()) return problems.front();
+  return build_torchrun_argv(c, node, o);
+}
+
+}  // namespace detail
+
+/// torchrun's argv for `node`: program, then --nnodes, --node_rank (static), --nproc_per_node
+/// (this node's own count), --role (when not "default"), --max_restarts, the rendezvous
+/// (--master_addr/--master_port, or --rdzv_backend=c10d --rdzv_endpoint=HOST:PORT with IPv6
+/// bracketed), --rdzv_id (when set), the extra torchrun_args, -m, the script and its arguments.
+/// Full option names only, all before the script. The first problem (see validate_launch) is
+/// the error.
+///
+/// Example, node 1 of {{"gpu-a", 8}, {"gpu-b", 4}} with script "train.py":
+///   torchrun --nnodes=2 --node_rank=1 --nproc_per_node=4 --max_restarts=0
+///            --master_addr=gpu-a --master_port=29500 train.py
+[[nodiscard]] inline result<std::vector<std::string>, diagnostic>
+try_torchrun_argv(const cluster& c, std::size_t node, const launch_options& options) {
+  return detail::torchrun_argv(c, node, options);
+}
+template <std::size_t N>
+[[nodiscard]] result<std::vector<std::string>, diagnostic>
+try_torchrun_argv(const fixed_cluster<N>& c, std::size_t node, const launch_options& options) {
+  return detail::torchrun_argv(c, node, options);
+}
+
+/// try_torchrun_argv(...).value(): on a problem throws bad_result_access (or, without
+/// exceptions, reports through HETLAUNCH_ON_FAILURE).
+[[nodiscard]] inline std::vector<std::string> torchrun_argv(const cluster& c, std::size_t node,
+                                                            const launch_options& options) {
+  return try_torchrun_argv(c, node, options).value();
+}
+template <std::size_t N>
+[[nodiscard]] std::vector<std::string> torchrun_argv(const fixed_cluster<N>& c, std::size_t node,
+                                                     const launch_options& options) {
+  return try_torchrun_argv(c, node, options).value();
+}
+
+}  // namespace hetlaunch
 
 #endif  // HETLAUNCH_TORCHRUN_HPP
 // ---- hetlaunch/plan.hpp

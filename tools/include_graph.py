@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Checks how the headers under include/hetlaunch include each other: every quoted include
+comes before the header's first declaration (no include at the end of a header, which is how a
+cycle hides behind include guards), and the headers' includes form no cycle. Prints each
+problem as FILE:LINE: what, and exits 1 when there is one.
+
+usage: tools/include_graph.py [ROOT]     (ROOT: the directory holding hetlaunch/; default include/)
+       tools/include_graph.py --self-test (a tree with a cycle and a late include must fail)
+"""
+import pathlib
+import re
+import sys
+import tempfile
+
+LOCAL = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+DECLARATION = re.compile(r"^\s*(namespace|template|class|struct|inline|constexpr|using|enum)\b")
+
+
+def problems(root: pathlib.Path) -> list:
+    headers = sorted((root / "hetlaunch").rglob("*.hpp"))
+    edges, found = {}, []
+    for header in headers:
+        declared = False
+        edges[header] = []
+        for number, line in enumerate(header.read_text().splitlines(), 1):
+            if DECLARATION.match(line):
+                declared = True
+            local = LOCAL.match(line)
+            if not local:
+                continue
+            target = (header.parent / local.group(1)).resolve()
+            where = f"{header.relative_to(root)}:{number}"
+            if not target.is_file():
+                found.append(f"{where}: \"{local.group(1)}\" does not exist")
+                continue
+            if declared:
+                found.append(f"{where}: \"{local.group(1)}\" is included after the header's first declaration")
+            edges[header].append(target)
+    # A cycle: depth-first search, reporting the first path that returns to a header on the stack.
+    state, stack = {}, []
+
+    def visit(h):
+        state[h] = "open"
+        stack.append(h)
+        for t in edges.get(h, []):
+            if state.get(t) == "open":
+                cycle = stack[stack.index(t):] + [t]
+                found.append("include cycle: " + " -> ".join(str(x.relative_to(root)) for x in cycle))
+            elif t not in state:
+                visit(t)
+        stack.pop()
+        state[h] = "done"
+
+    for h in headers:
+        if h not in state:
+            visit(h)
+    return found
+
+
+def self_test() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = pathlib.Path(tmp)
+        (root / "hetlaunch").mkdir()
+        (root / "hetlaunch" / "a.hpp").write_text('#include "b.hpp"\nnamespace x {}\n')
+        (root / "hetlaunch" / "b.hpp").write_text('namespace x {}\n#include "a.hpp"\n')
+        got = problems(root)
+        want = ['hetlaunch/b.hpp:2: "a.hpp" is included after the header\'s first declaration',
+                "include cycle: hetlaunch/a.hpp -> hetlaunch/b.hpp -> hetlaunch/a.hpp"]
+        if got != want:
+            print(f"self-test: expected {want}, got {got}", file=sys.stderr)
+            return 1
+    print("self-test: a late include and a cycle are both found")
+    return 0
+
+
+def main() -> int:
+    if "--self-test" in sys.argv[1:]:
+        return self_test()
+    root = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent / "include"
+    found = problems(root)
+    for p in found:
+        print(p, file=sys.stderr)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

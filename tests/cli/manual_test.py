@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The manual page and the shell completion, made from the command and flag tables:
 
+0. Every command's usage line names exactly the options its help lists, and its groups.
 1. `hetlaunch manual` renders with groff and with `man -l` without a warning (-ww), and shows
    every command and every flag (name and alias) that the help text lists.
 2. `hetlaunch completion bash` offers, for every command, exactly the options its help lists
@@ -67,6 +68,16 @@ def main():
 
     flags = help_flags(binary)
     every_flag = set().union(*flags.values())
+    # Each usage line names exactly the command's own options and the groups it takes.
+    for c in sorted(flags):
+        text = run([binary, c, "--help"]).stdout
+        usage = text.split("\n")[0] + " " + " ".join(l for l in text.split("\n")[1:] if l.startswith("       "))
+        own = set(re.findall(r"^  (?:--?[\w-]+, )?(--[\w-]+)", text.split("\noptions:\n")[1], re.M)) if "\noptions:\n" in text else set()
+        named = set(re.findall(r"(?<![\w-])(--[a-z][\w-]*)", usage))
+        groups = {g for g in ("INPUT", "LAUNCH OPTIONS") if f"[{g}]" in usage}
+        listed = {g for g in ("INPUT", "LAUNCH OPTIONS") if f"\n{g}:" in text}
+        check(named == own and groups == listed,
+              f"{c}'s usage line names its options {sorted(own - named)} {sorted(named - own)} and groups {sorted(groups ^ listed)}")
     with tempfile.TemporaryDirectory() as d:
         page = os.path.join(d, "hetlaunch.1")
         r = run([binary, "manual"])

@@ -32,6 +32,7 @@ struct flag {
   unsigned group;     // the group it belongs to, or 0 when commands name it one by one
   const char* help;
   void (*apply)(options&, const std::string& value);
+  bool repeatable = false;  // may be given more than once, each adding a value
 };
 
 const flag flags[] = {
@@ -46,7 +47,7 @@ const flag flags[] = {
     {"--exclude", nullptr, "FILTER", input_flags, "leave out these hosts or devices",
      [](options& o, const std::string& v) { o.exclude = v; }},
     {"--weight", nullptr, "HOSTS=W", input_flags, "these hosts' weight (a host or a Slurm host list); repeatable, later wins",
-     [](options& o, const std::string& v) { o.weights.push_back(v); }},
+     [](options& o, const std::string& v) { o.weights.push_back(v); }, true},
     {"--allow-duplicate-hosts", nullptr, nullptr, input_flags, "several agents on one host",
      [](options& o, const std::string&) { o.launch.validation.allow_duplicate_hosts = true; }},
     {"--max-hosts", nullptr, "N", input_flags | limit_flags, "most names a Slurm host list may expand to (1048576)",
@@ -85,9 +86,9 @@ const flag flags[] = {
        o.launch.torch = {to_int("--torch", v.substr(0, dot), 1, 99), to_int("--torch", v.substr(dot + 1), 0, 99)};
      }},
     {"--program", nullptr, "WORD", launch_flags, "the launcher, word by word, repeatable (default: torchrun)",
-     [](options& o, const std::string& v) { o.program.push_back(v); }},
+     [](options& o, const std::string& v) { o.program.push_back(v); }, true},
     {"--torchrun-arg", nullptr, "ARG", launch_flags, "an extra torchrun argument, repeatable",
-     [](options& o, const std::string& v) { o.launch.torchrun_args.push_back(v); }},
+     [](options& o, const std::string& v) { o.launch.torchrun_args.push_back(v); }, true},
     {"--module", "-m", nullptr, launch_flags, "SCRIPT names a Python module",
      [](options& o, const std::string&) { o.launch.module = true; }},
     // one command's or a few
@@ -112,11 +113,11 @@ const flag flags[] = {
      }},
     {"--ssh", nullptr, "PROGRAM", 0, "the ssh client (default: ssh)", [](options& o, const std::string& v) { o.ssh = v; }},
     {"--ssh-arg", nullptr, "ARG", 0, "an argument for ssh, before the host; repeatable",
-     [](options& o, const std::string& v) { o.ssh_args.push_back(v); }},
+     [](options& o, const std::string& v) { o.ssh_args.push_back(v); }, true},
     {"--fanout", nullptr, "N", 0, "most nodes connecting at once (default: 64); a node counts until it starts",
      [](options& o, const std::string& v) { o.fanout = to_int("--fanout", v, 1, 4096); }},
     {"--env", nullptr, "NAME[=VALUE]", 0, "set NAME on every node: this value, or the local one; repeatable",
-     [](options& o, const std::string& v) { o.env.push_back(v); }},
+     [](options& o, const std::string& v) { o.env.push_back(v); }, true},
     {"--env-file", nullptr, "FILE", 0, "NAME=VALUE lines to set on every node (# comments)",
      [](options& o, const std::string& v) { o.env_file = v; }},
     {"--chdir", nullptr, "DIR", 0, "the directory to run in on every node (default: this one's path)",
@@ -134,9 +135,9 @@ const flag flags[] = {
     {"--image", nullptr, "IMAGE", 0, "the container image (it needs torchrun, not hetlaunch)",
      [](options& o, const std::string& v) { o.image = v; }},
     {"--group", nullptr, "NODES:GPUS[:WEIGHT]", 0, "NODES nodes of GPUS GPUs each, in node order; WEIGHT: each node's weight; repeatable",
-     [](options& o, const std::string& v) { o.groups.push_back(v); }},
+     [](options& o, const std::string& v) { o.groups.push_back(v); }, true},
     {"--node-selector", nullptr, "G:KEY=VALUE", 0, "a nodeSelector for group G's pods (0 is the first); repeatable",
-     [](options& o, const std::string& v) { o.node_selectors.push_back(v); }},
+     [](options& o, const std::string& v) { o.node_selectors.push_back(v); }, true},
     {"--cpu", nullptr, "CPU", 0, "each pod's CPU request (\"8\", \"500m\")", [](options& o, const std::string& v) { o.cpu = v; }},
     {"--memory", nullptr, "MEMORY", 0, "each pod's memory request (\"64Gi\")", [](options& o, const std::string& v) { o.memory = v; }},
     {"--jobset-max-restarts", nullptr, "N", 0, "how often JobSet recreates every Job after a failure (default: 0)",
@@ -144,7 +145,7 @@ const flag flags[] = {
     {"--partition", nullptr, "P", 0, "every component's partition", [](options& o, const std::string& v) { o.partition = v; }},
     {"--time", nullptr, "T", 0, "every component's time limit (\"1:00:00\")", [](options& o, const std::string& v) { o.time = v; }},
     {"--sbatch-arg", nullptr, "ARG", 0, "an #SBATCH option of the job (\"--job-name=x\"); repeatable",
-     [](options& o, const std::string& v) { o.sbatch_args.push_back(v); }},
+     [](options& o, const std::string& v) { o.sbatch_args.push_back(v); }, true},
     {"--hetlaunch", nullptr, "PATH", 0, "the hetlaunch the nodes run (default: hetlaunch, from PATH)",
      [](options& o, const std::string& v) { o.hetlaunch_program = v; }},
     {"--kill-after", nullptr, "SECONDS", 0, "after a failure or a signal, how long the other nodes get to stop (10)",
@@ -229,6 +230,7 @@ options parse_args(int argc, char** argv) {
         throw usage_error{concat(name, " takes no value")};
       }
       f->apply(o, value);
+      o.given.push_back(f->name);
       if (f->group & launch_flags) {
         o.launch_args.push_back(name);
         if (f->value) o.launch_args.push_back(value);
@@ -265,8 +267,64 @@ std::string main_help() {
   return out;
 }
 
+namespace {
+std::string usage_word(const flag& f, bool optional) {
+  std::string word = f.name;
+  if (f.value) word += concat(" ", f.value);
+  if (optional) word = concat("[", word, "]");
+  if (f.repeatable) word += "...";
+  return word;
+}
+bool is_required(const command& c, const char* name) {
+  for (const char* r : c.required)
+    if (std::string_view(r) == name) return true;
+  return false;
+}
+}  // namespace
+
+std::string usage_line(const command& c) {
+  std::vector<std::string> words = {"hetlaunch", c.name};
+  if (c.node == node_use::required) words.push_back("--node I");
+  for (const char* name : c.required) words.push_back(usage_word(*find_flag(name), false));
+  if (c.groups & input_flags) words.push_back("[INPUT]");
+  else if (c.groups & limit_flags)
+    for (const flag& f : flags)
+      if (f.group & limit_flags) words.push_back(usage_word(f, true));
+  if (c.groups & launch_flags) words.push_back("[LAUNCH OPTIONS]");
+  for (const char* name : c.flags)
+    if (!is_required(c, name) && !(c.node == node_use::required && std::string_view(name) == "--node"))
+      words.push_back(usage_word(*find_flag(name), true));
+  if (c.script == script_use::required) words.push_back("[--] SCRIPT [ARGS...]");
+  else if (c.script == script_use::optional) words.push_back("[--] [SCRIPT [ARGS...]]");
+  else if (c.script == script_use::operands && *c.operands) words.push_back(c.operands);
+  // Lines of at most 100 columns after "usage: ", continued under the command.
+  std::string out, line;
+  for (const std::string& w : words) {
+    if (!line.empty() && 7 + line.size() + 1 + w.size() > 100) {
+      out += concat(line, "\n");
+      line = std::string(7, ' ');
+      line += w;
+      continue;
+    }
+    if (!line.empty() && line.find_first_not_of(' ') != std::string::npos) line += ' ';
+    line += w;
+  }
+  return out + line;
+}
+
+void check_required(const command& c, const options& o) {
+  for (const char* name : c.required) {
+    bool given = false;
+    for (const std::string& g : o.given) given = given || g == name;
+    if (given) continue;
+    const flag& f = *find_flag(name);
+    throw usage_error{concat(c.name, " needs ", f.repeatable ? "at least one " : "", f.name, f.value ? " " : "",
+                             f.value ? f.value : "")};
+  }
+}
+
 std::string command_help(const command& c) {
-  std::string out = concat("usage: hetlaunch ", c.name, " ", c.usage, "\n", c.description);
+  std::string out = concat("usage: ", usage_line(c), "\n", c.description);
   std::string own;
   for (const char* name : c.flags) own += flag_line(*find_flag(name));
   if (!own.empty()) out += concat("\noptions:\n", own);

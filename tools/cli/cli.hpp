@@ -24,6 +24,7 @@ struct usage_error {
 // Every flag's value, after parsing.
 struct options {
   std::string command;
+  std::vector<std::string> given;  // every flag given, by its full name, in order
   std::optional<std::string> hostfile;
   std::optional<std::string> hosts;
   bool slurm = false;
@@ -74,9 +75,11 @@ enum flag_group : unsigned { input_flags = 1, launch_flags = 2, limit_flags = 4 
 enum class script_use { none, optional, required, operands };
 enum class node_use { none, optional, required };
 
+// A command's usage line is made from this row (usage_line): nothing about its flags is
+// written twice.
 struct command {
   const char* name;
-  const char* usage;        // after "hetlaunch NAME "
+  const char* operands;     // what script_use::operands takes ("EXPR", "HOST..."); else ""
   const char* summary;      // one line, for the command list
   const char* description;  // for `hetlaunch NAME --help`
   unsigned groups;
@@ -84,6 +87,7 @@ struct command {
   script_use script;
   node_use node;
   int (*run)(options&);
+  std::vector<const char*> required = {};  // flags of `flags` that must be given (checked before run)
 };
 
 const std::vector<command>& commands();
@@ -102,6 +106,10 @@ struct flag_view {
 std::vector<flag_view> flag_list();
 bool command_accepts(const command& c, const char* flag_name);
 std::string main_help();
+// "hetlaunch NAME ..." without "usage: ": the command's flags, groups and script, from its row.
+std::string usage_line(const command& c);
+// A usage error when a flag of c.required was not given.
+void check_required(const command& c, const options& o);
 std::string command_help(const command& c);
 
 // input.cpp

@@ -123,7 +123,6 @@ int check_env_command(options& o) {
 }
 
 int env_command(options& o) {
-  if (!o.local_rank) throw usage_error{"env needs --local-rank L"};
   int status = 0;
   auto p = read_and_plan(o, status);
   if (!p) return status;
@@ -244,9 +243,7 @@ int compress_command(options& o) {
 
 const std::vector<command>& commands() {
   static const std::vector<command> table = {
-      {"run", "[INPUT] [LAUNCH OPTIONS] [--ssh PROGRAM] [--ssh-arg ARG]... [--fanout N] [--env NAME[=VALUE]]...\n"
-              "       [--env-file FILE] [--chdir DIR] [--dry-run] [--quiet-nodes] [--kill-after S]\n"
-              "       [--gpu-count-command CMD] [--discover-timeout S] [--] SCRIPT [ARGS...]",
+      {"run", "",
        "starts every node's torchrun over ssh and returns the job's status",
        "Validates everything, then starts every node's torchrun over ssh (at most --fanout connections\n"
        "open at once while starting), prints each output line as `[NODE HOST] line`, and exits 0 only\n"
@@ -267,8 +264,7 @@ const std::vector<command>& commands() {
        {"--ssh", "--ssh-arg", "--fanout", "--env", "--env-file", "--chdir", "--dry-run", "--quiet-nodes",
         "--kill-after", "--gpu-count-command", "--discover-timeout"},
        script_use::required, node_use::none, run_command},
-      {"discover", "[--hostfile FILE | --hosts LIST] [--ssh PROGRAM] [--ssh-arg ARG]... [--fanout N]\n"
-                   "       [--gpu-count-command CMD] [--discover-timeout S]",
+      {"discover", "",
        "asks each slots=auto host for its GPU count and prints the hostfile",
        "Asks every host written with slots=auto (host:auto) for its GPU count over ssh, all at once,\n"
        "and prints the resolved hostfile. The count is the number of `GPU n:` lines of `nvidia-smi -L`,\n"
@@ -277,9 +273,7 @@ const std::vector<command>& commands() {
        "and shows what it printed. SIGINT, SIGTERM or SIGHUP stops every ssh it started.\n",
        input_flags, {"--ssh", "--ssh-arg", "--fanout", "--gpu-count-command", "--discover-timeout"}, script_use::none, node_use::none,
        discover_command},
-      {"jobset", "--name NAME --image IMAGE --group NODES:GPUS[:WEIGHT]... [--namespace NS] [--node-selector G:KEY=VALUE]...\n"
-                 "       [--cpu CPU] [--memory MEM] [--env NAME[=VALUE]]... [--jobset-max-restarts N] [LAUNCH OPTIONS] [--json]\n"
-                 "       [--] SCRIPT [ARGS...]",
+      {"jobset", "",
        "a Kubernetes JobSet that runs the mixed job",
        "Prints a JobSet (jobset.x-k8s.io/v1alpha2) manifest, YAML (--json: JSON), for kubectl apply -f -:\n"
        "one replicatedJob per --group, each an Indexed Job of NODES pods asking for GPUS nvidia.com/gpu.\n"
@@ -290,8 +284,8 @@ const std::vector<command>& commands() {
        launch_flags,
        {"--name", "--namespace", "--image", "--group", "--node-selector", "--cpu", "--memory", "--env",
         "--jobset-max-restarts", "--json"},
-       script_use::required, node_use::none, jobset_command},
-      {"sbatch", "--group NODES:GPUS[:WEIGHT]... [--partition P] [--time T] [--sbatch-arg ARG]... [--hetlaunch PATH] [LAUNCH OPTIONS] [--] SCRIPT [ARGS...]",
+       script_use::required, node_use::none, jobset_command, {"--name", "--image", "--group"}},
+      {"sbatch", "",
        "a Slurm batch script: a hetjob component per node group",
        "Prints a batch script for `sbatch`: one heterogeneous-job component per --group (NODES nodes\n"
        "of GPUS GPUs each, in node order), a task a GPU, so that Slurm reports each component's\n"
@@ -301,25 +295,25 @@ const std::vector<command>& commands() {
        "--partition and --time to every component. A group's WEIGHT reaches the nodes as --weight on\n"
        "its component's node list, for --global-batch.\n",
        launch_flags, {"--group", "--partition", "--time", "--sbatch-arg", "--hetlaunch"}, script_use::required,
-       node_use::none, sbatch_command},
-      {"plan", "[INPUT] [LAUNCH OPTIONS] [--json] [--] [SCRIPT [ARGS...]]",
+       node_use::none, sbatch_command, {"--group"}},
+      {"plan", "",
        "the rank table and every node's torchrun command",
        "Prints the rank table (node, host, nproc, role, offset, global ranks; with weights or\n"
        "--global-batch also each node's weight, batch and batch offset) and every node's torchrun\n"
        "command, shell-quoted. SCRIPT defaults to train.py. --json: the same for programs.\n",
        input_flags | launch_flags, {"--json"}, script_use::optional, node_use::none, plan_command},
-      {"argv", "--node I [INPUT] [LAUNCH OPTIONS] [--null] [--] SCRIPT [ARGS...]",
+      {"argv", "",
        "node I's torchrun argv, one argument a line",
        "Prints node I's torchrun argv, one argument a line, or NUL-terminated with --null.\n",
        input_flags | launch_flags, {"--node", "--null"}, script_use::required, node_use::required, argv_command},
-      {"exec", "--node I [INPUT] [LAUNCH OPTIONS] [--any-host] [--] SCRIPT [ARGS...]",
+      {"exec", "",
        "runs node I's torchrun in place of itself (no shell)",
        "Replaces itself with node I's torchrun (execvp, no shell in between). With --slurm the\n"
        "node defaults to SLURM_NODEID. Nothing is started when the input is invalid, nor when node\n"
        "I's host is an IP address that this host does not have (--any-host skips that check).\n"
        "TORCH_ELASTIC_WORKER_IDENTICAL=1 is removed, with a message, when the nodes differ.\n",
        input_flags | launch_flags, {"--node", "--any-host"}, script_use::required, node_use::required, exec_command},
-      {"env", "--node I --local-rank L [INPUT] [LAUNCH OPTIONS] [--format sh|json|null] [--direct | --agent-env]",
+      {"env", "",
        "the environment torchrun gives one worker",
        "Prints the environment torchrun gives that worker (static rendezvous). --direct: the\n"
        "environment for starting the worker without torchrun (no agent store). --agent-env: as\n"
@@ -327,24 +321,24 @@ const std::vector<command>& commands() {
        "TORCH_NCCL_ASYNC_ERROR_HANDLING and OMP_NUM_THREADS). The sh format ends with a comment on\n"
        "TORCHELASTIC_ERROR_FILE, which torchrun decides when the worker starts.\n",
        input_flags | launch_flags, {"--node", "--local-rank", "--format", "--direct", "--agent-env"}, script_use::optional,
-       node_use::required, env_command},
-      {"check", "[INPUT] [LAUNCH OPTIONS] [--node I] [--] [SCRIPT [ARGS...]]", "validates the input and prints every problem",
+       node_use::required, env_command, {"--local-rank"}},
+      {"check", "", "validates the input and prints every problem",
        "Validates the input and the launch options and prints every problem.\n"
        "Exit status 0: valid; 1: invalid; 2: usage error.\n",
        input_flags | launch_flags, {"--node"}, script_use::optional, node_use::optional, check_command},
-      {"check-env", "[INPUT] [LAUNCH OPTIONS]", "compares this process's environment (a worker's) with the plan",
+      {"check-env", "", "compares this process's environment (a worker's) with the plan",
        "Run inside a worker: compares its RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK and\n"
        "LOCAL_RANK with the plan and prints every disagreement; with --global-batch also\n"
        "HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET. Exit status 1 on any.\n",
        input_flags | launch_flags, {}, script_use::optional, node_use::none, check_env_command},
-      {"expand", "[--max-hosts N] [--max-bytes N] EXPR", "expands a Slurm host list, one host a line",
+      {"expand", "EXPR", "expands a Slurm host list, one host a line",
        "Expands a Slurm host list (\"gpu[01-04],cpu7\"), one host a line. At most --max-hosts names\n"
        "(default 1048576) of --max-bytes bytes in all (default 134217728).\n",
        limit_flags, {}, script_use::operands, node_use::none, expand_command},
       {"compress", "HOST...", "compresses hosts into a Slurm host list",
        "Prints the hosts as a Slurm host list, as `scontrol show hostlist` does.\n", 0, {}, script_use::operands,
        node_use::none, compress_command},
-      {"accelerate", "--node I [INPUT] [LAUNCH OPTIONS] [--] SCRIPT [ARGS...]", "machine I's `accelerate launch` command",
+      {"accelerate", "", "machine I's `accelerate launch` command",
        "Prints machine I's `accelerate launch` command: --num_processes is the machine's own\n"
        "count times the machine count, which makes accelerate start the right number there. The\n"
        "machine's CUDA_VISIBLE_DEVICES and work share (--global-batch) come first, as assignments.\n",

@@ -50,8 +50,6 @@ int group_weight_problem(const options& o, const std::vector<hetlaunch::node_gro
 }
 
 int jobset_command(options& o) {
-  if (o.name.empty() || o.image.empty() || o.groups.empty())
-    throw usage_error{"jobset needs --name, --image and at least one --group NODES:GPUS"};
   std::vector<hetlaunch::node_group> groups = node_groups(o);
   if (const int status = group_weight_problem(o, groups)) return status;
   for (const std::string& s : o.node_selectors) {

@@ -106,8 +106,14 @@ std::string manual_page() {
          "and splits each step's global batch over GPUs of different speeds (work shares).\n"
          ".PP\nWithout an input option, commands plan a built\\-in example cluster of 8 + 4 + 2 workers.\n";
   out += ".SH COMMANDS\n";
+  // The usage line after "hetlaunch NAME", which the page sets in bold itself.
+  const auto usage_words = [](const command& c) {
+    const std::string line = usage_line(c);
+    const std::size_t prefix = std::string("hetlaunch ").size() + std::string(c.name).size();
+    return line.size() > prefix ? line.substr(prefix + 1) : std::string();
+  };
   for (const command& c : commands()) {
-    out += concat(".SS ", c.name, "\n.nf\n\\fBhetlaunch ", c.name, "\\fR ", roff(c.usage), "\n.fi\n.PP\n",
+    out += concat(".SS ", c.name, "\n.nf\n\\fBhetlaunch ", c.name, "\\fR ", roff(usage_words(c)), "\n.fi\n.PP\n",
                   roff(c.description));
     std::string own;
     for (const char* name : c.flags)

@@ -35,7 +35,6 @@ std::string directive(const std::string& word) {
 }  // namespace
 
 int sbatch_command(options& o) {
-  if (o.groups.empty()) throw usage_error{"sbatch needs at least one --group NODES:GPUS"};
   const std::vector<hetlaunch::node_group> groups = node_groups(o);
   if (const int status = group_weight_problem(o, groups)) return status;
   long long nodes = 0, world = 0;

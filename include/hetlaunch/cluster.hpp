@@ -212,13 +212,13 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
   /// node sees all of them, as with torchrun (CUDA_VISIBLE_DEVICES); worker l uses the l-th.
   /// Precondition: i < node_count().
   [[nodiscard]] const std::vector<int>& devices(std::size_t i) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(i < node_count(), "devices(i): node index out of range");
+    detail::expects(i < node_count(), "devices(i): node index out of range");
     static const std::vector<int> none;
     return devices_.empty() ? none : devices_[i];
   }
   /// Restricts node i to the given device ids. Precondition: i < node_count().
   void set_devices(std::size_t i, std::vector<int> ids) {
-    HETLAUNCH_DETAIL_EXPECTS(i < node_count(), "set_devices(i, ids): node index out of range");
+    detail::expects(i < node_count(), "set_devices(i, ids): node index out of range");
     if (devices_.empty()) devices_.resize(node_count());
     devices_[i] = std::move(ids);
   }
@@ -226,7 +226,7 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
   /// Gives node i the weight `w` (see node_spec::weight), kept as given; validation checks it.
   /// O(1) amortized. Precondition: i < node_count().
   void set_weight(std::size_t i, std::string_view w) {
-    HETLAUNCH_DETAIL_EXPECTS(i < node_count(), "set_weight(i, w): node index out of range");
+    detail::expects(i < node_count(), "set_weight(i, w): node index out of range");
     if (weight_id_.empty()) {
       if (w == "1") return;
       weight_id_.assign(node_count(), 0);
@@ -497,7 +497,7 @@ struct static_validation {
   static_assert(Code != errc::bad_nproc, "hetlaunch: invalid topology: nproc must be at least 1 (the node index is static_validation's second argument)");
   static_assert(Code != errc::world_size_overflow, "hetlaunch: invalid topology: the world size exceeds INT_MAX (torch.distributed ranks are 32-bit)");
   static_assert(Code != errc::bad_host, "hetlaunch: invalid topology: a host is not a valid RFC 1123 name or IP literal (the node index is static_validation's second argument)");
-  static_assert(Code != errc::duplicate_host, "hetlaunch: invalid topology: duplicate host; allow it with validate_options{true} (the node index is static_validation's second argument)");
+  static_assert(Code != errc::duplicate_host, "hetlaunch: invalid topology: duplicate host; allow it with validate_options::allow_duplicate_hosts (the node index is static_validation's second argument)");
   static_assert(Code != errc::empty_role, "hetlaunch: invalid topology: a role is empty (the node index is static_validation's second argument)");
   static_assert(Code != errc::bad_role, "hetlaunch: invalid topology: a role has a blank or control character or starts with '-' (the node index is static_validation's second argument)");
   static_assert(Code != errc::bad_weight, "hetlaunch: invalid topology: a weight is not a decimal above 0 and at most 1000000 with at most 6 fractional digits (the node index is static_validation's second argument)");
@@ -514,8 +514,9 @@ struct static_validation {
 ///   HETLAUNCH_STATIC_VALIDATE(c);  // error: ... duplicate host ... static_validation<errc::duplicate_host, 1>
 #define HETLAUNCH_STATIC_VALIDATE(c) HETLAUNCH_STATIC_VALIDATE_WITH(c, ::hetlaunch::validate_options{})
 
-/// HETLAUNCH_STATIC_VALIDATE with options, e.g. hetlaunch::validate_options{true} to allow
-/// several agents on one host.
+/// HETLAUNCH_STATIC_VALIDATE with options, e.g. to allow several agents on one host:
+///   constexpr hetlaunch::validate_options shared{/*allow_duplicate_hosts=*/true};
+///   HETLAUNCH_STATIC_VALIDATE_WITH(c, shared);
 #define HETLAUNCH_STATIC_VALIDATE_WITH(c, options)                                       \
   static_assert(::hetlaunch::detail::static_validation<                                 \
                     ::hetlaunch::first_error((c), (options)).code,                      \

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// hetlaunch: errc and diagnostic, the problems a topology or an argument can have.
+// hetlaunch: diagnostic, one problem of a topology, an argument or a launch with its message, and
+// validate_options, what validation tolerates.
 #ifndef HETLAUNCH_DIAGNOSTIC_HPP
 #define HETLAUNCH_DIAGNOSTIC_HPP
 

@@ -21,6 +21,18 @@
 
 namespace hetlaunch {
 
+/// What host-list parsing tolerates.
+struct hostfile_options {
+  /// '_' in host names (RFC 1123 forbids it; some clusters use it).
+  bool allow_underscore = false;
+  /// A host named twice (several agents on one host), as validate_options::allow_duplicate_hosts.
+  bool allow_duplicate_hosts = false;
+  /// `slots=auto` (`host:auto`): the host's GPU count, to be asked for by a launcher. Such a node
+  /// gets nproc 0, which validation refuses: give it its count before planning. Off by default,
+  /// and then `auto` is an error that says who can resolve it.
+  bool allow_auto_slots = false;
+};
+
 namespace detail {
 
 constexpr bool is_blank(char c) noexcept { return c == ' ' || c == '\t'; }
@@ -76,8 +88,9 @@ struct hostfile_entry {
 // Reads one line (without its '\n'). Fields are key=value, with blanks allowed around '=' as
 // Open MPI allows them ("slots = 4").
 // `checked`: the line was read before without error, so the host need not be checked again.
-inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::size_t line_no, bool allow_underscore,
-                                                 bool checked = false, bool allow_auto = false) {
+inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::size_t line_no,
+                                                 const hostfile_options& options, bool checked) {
+  const bool allow_underscore = options.allow_underscore, allow_auto = options.allow_auto_slots;
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   const std::size_t hash = line.find('#');
   if (hash != std::string_view::npos) line = line.substr(0, hash);
@@ -185,9 +198,6 @@ void each_line(std::string_view text, Visit visit) {
   }
 }
 
-// The error for the first problem validation finds in a parsed list: a duplicate host or a world
-// size past INT_MAX (every other problem was refused where it was read). `place(i)` gives node
-// i's (line, column); `where(line, column)` how a message names a place ("line 3", "column 7").
 // One host of a list, where it was read.
 struct list_entry {
   std::string_view host;
@@ -200,7 +210,8 @@ struct list_entry {
 // host in order until visit returns false, and returns the first error of the text (with
 // `checked`, the text is known to have none). Three passes: every error and the exact size; the
 // cluster, at that size; and, for a host named twice or a world size past INT_MAX (all a single
-// entry cannot tell), the place of the node concerned, named by `where(line, column)`.
+// entry cannot tell), the place of the node concerned, named by `where(line, column)` ("line 3",
+// "column 7"). Every other problem was refused where it was read.
 template <class Each, class Where>
 result<cluster> parse_entries(Each each, validate_options options, Where where, const char* no_hosts) {
   std::size_t hosts = 0, chars = 0;
@@ -257,18 +268,6 @@ result<cluster> parse_entries(Each each, validate_options options, Where where, 
 
 }  // namespace detail
 
-/// What host-list parsing tolerates.
-struct hostfile_options {
-  /// '_' in host names (RFC 1123 forbids it; some clusters use it).
-  bool allow_underscore = false;
-  /// A host named twice (several agents on one host), as validate_options::allow_duplicate_hosts.
-  bool allow_duplicate_hosts = false;
-  /// `slots=auto` (`host:auto`): the host's GPU count, to be asked for by a launcher. Such a node
-  /// gets nproc 0, which validation refuses: give it its count before planning. Off by default,
-  /// and then `auto` is an error that says who can resolve it.
-  bool allow_auto_slots = false;
-};
-
 /// Parses a hostfile into a cluster, one node per host line, in file order:
 ///   worker-0 slots=8            # DeepSpeed and Open MPI
 ///   worker-1 slots=4 max_slots=4
@@ -292,7 +291,7 @@ struct hostfile_options {
     parse_error error{};
     bool failed = false;
     detail::each_line(text, [&](std::string_view line, std::size_t line_no) {
-      const auto e = detail::read_hostfile_line(line, line_no, options.allow_underscore, checked, options.allow_auto_slots);
+      const auto e = detail::read_hostfile_line(line, line_no, options, checked);
       if (!e) {
         error = e.error();
         failed = true;

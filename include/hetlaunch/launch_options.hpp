@@ -185,7 +185,7 @@ void environment_problems(const Topology& c, const launch_options& o, std::vecto
     out.push_back(d);
   }
   const std::string_view addr = master_host(c, o);
-  if (c.node_count() && check_host(addr, true).issue != host_issue::none) {
+  if (c.node_count() && check_host(addr, /*allow_underscore=*/true).issue != host_issue::none) {
     diagnostic d = launch_problem(errc::bad_master_addr);
     d.variable = "master_addr";
     d.text = addr;

@@ -121,7 +121,7 @@ class [[nodiscard]] result {
 
   /// The error. Precondition: !has_value().
   constexpr const E& error() const& {
-    HETLAUNCH_DETAIL_EXPECTS(!has_value(), "result::error() called on a result that holds a value");
+    detail::expects(!has_value(), "result::error() called on a result that holds a value");
     return std::get<1>(storage_);
   }
 

@@ -50,7 +50,7 @@ struct rank_batch {
 /// HETLAUNCH_NODE_BATCH_OFFSET, LOCAL_RANK and LOCAL_WORLD_SIZE.
 /// Preconditions: nproc >= 1, 0 <= local_rank < nproc, node.batch >= 0.
 [[nodiscard]] constexpr rank_batch batch_of_rank(node_batch node, int nproc, int local_rank) noexcept {
-  HETLAUNCH_DETAIL_EXPECTS(nproc >= 1 && local_rank >= 0 && local_rank < nproc,
+  detail::expects(nproc >= 1 && local_rank >= 0 && local_rank < nproc,
                            "batch_of_rank(node, nproc, local_rank): local rank out of range");
   const int base = node.batch / nproc;
   const int extra = node.batch % nproc;
@@ -259,7 +259,7 @@ struct fixed_batch_split {
   std::array<node_batch, N> nodes{};
   /// Node i's part. Precondition: i < N.
   [[nodiscard]] constexpr node_batch node(std::size_t i) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(i < N, "node(i): node index out of range");
+    detail::expects(i < N, "node(i): node index out of range");
     return nodes[i];
   }
 };

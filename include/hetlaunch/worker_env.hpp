@@ -211,7 +211,7 @@ struct runtime_variable {
 /// node carries a device list (torchrun passes it on to every worker). Empty otherwise.
 /// Precondition: node < c.node_count() (launch_plan::try_agent_env checks it instead).
 [[nodiscard]] inline environment agent_env(const cluster& c, std::size_t node) {
-  HETLAUNCH_DETAIL_EXPECTS(node < c.node_count(), "agent_env(c, node): node index out of range");
+  detail::expects(node < c.node_count(), "agent_env(c, node): node index out of range");
   environment env;
   if (const std::vector<int>* ids = detail::node_devices(c, node))
     env.emplace_back("CUDA_VISIBLE_DEVICES", detail::join_ids(*ids));

@@ -76,13 +76,15 @@ namespace detail {
 #endif
 }
 
+// Checks a documented precondition. Unlike assert() it stays on in release builds: the cost is a
+// predictable branch, and the alternative is undefined behaviour on user input. In a constant
+// expression a broken precondition is a compile error that quotes `message`.
+constexpr void expects(bool condition, const char* message) noexcept {
+  if (!condition) precondition_violated(message);
+}
+
 }  // namespace detail
 }  // namespace hetlaunch
-
-// Checks a documented precondition. Unlike assert() it stays on in release builds: the cost is a
-// predictable branch, and the alternative is undefined behaviour on user input.
-#define HETLAUNCH_DETAIL_EXPECTS(condition, message) \
-  ((condition) ? void(0) : ::hetlaunch::detail::precondition_violated(message))
 
 #endif  // HETLAUNCH_DETAIL_CONFIG_HPP
 // ---- hetlaunch/errc.hpp
@@ -563,7 +565,7 @@ class [[nodiscard]] result {
 
   /// The error. Precondition: !has_value().
   constexpr const E& error() const& {
-    HETLAUNCH_DETAIL_EXPECTS(!has_value(), "result::error() called on a result that holds a value");
+    detail::expects(!has_value(), "result::error() called on a result that holds a value");
     return std::get<1>(storage_);
   }
 
@@ -723,7 +725,8 @@ constexpr std::string_view describe(weight_issue issue) noexcept {
 
 #endif  // HETLAUNCH_WEIGHT_HPP
 // ---- hetlaunch/diagnostic.hpp
-// hetlaunch: errc and diagnostic, the problems a topology or an argument can have.
+// hetlaunch: diagnostic, one problem of a topology, an argument or a launch with its message, and
+// validate_options, what validation tolerates.
 #ifndef HETLAUNCH_DIAGNOSTIC_HPP
 #define HETLAUNCH_DIAGNOSTIC_HPP
 
@@ -1427,40 +1430,40 @@ class topology_queries {
  public:
   /// The node's host, nproc and role. Precondition: i < node_count().
   [[nodiscard]] constexpr node_spec node(std::size_t i) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(i < count(), "node(i): node index out of range");
+    detail::expects(i < count(), "node(i): node index out of range");
     return self().node_unchecked(i);
   }
 
   /// Sum of nproc over all nodes: torchrun's WORLD_SIZE. O(1).
   /// Precondition: the sum fits int (validation reports world_size_overflow otherwise).
   [[nodiscard]] constexpr int world_size() const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(world_ll() <= INT_MAX, "world_size(): the world size exceeds INT_MAX");
+    detail::expects(world_ll() <= INT_MAX, "world_size(): the world size exceeds INT_MAX");
     return static_cast<int>(world_ll());
   }
 
   /// Workers on node i: its LOCAL_WORLD_SIZE. O(1). Precondition: i < node_count().
   [[nodiscard]] constexpr int nproc(std::size_t i) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(i < count(), "nproc(i): node index out of range");
+    detail::expects(i < count(), "nproc(i): node index out of range");
     return self().node_unchecked(i).nproc;
   }
 
   /// Sum of nproc of the nodes before i: the global rank of node i's local rank 0. O(1).
   /// Precondition: i < node_count() and the offset fits int.
   [[nodiscard]] constexpr int rank_offset(std::size_t i) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(i < count(), "rank_offset(i): node index out of range");
+    detail::expects(i < count(), "rank_offset(i): node index out of range");
     const bool fits = offsets()[i] >= 0 && offsets()[i] <= INT_MAX;
-    HETLAUNCH_DETAIL_EXPECTS(fits, "rank_offset(i): the offset does not fit int; validate the cluster");
+    detail::expects(fits, "rank_offset(i): the offset does not fit int; validate the cluster");
     return static_cast<int>(offsets()[i]);
   }
 
   /// torchrun's RANK of worker `local_rank` on node i: rank_offset(i) + local_rank. O(1).
   /// Precondition: i < node_count(), 0 <= local_rank < nproc(i), and the rank fits int.
   [[nodiscard]] constexpr int global_rank(std::size_t i, int local_rank) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(i < count(), "global_rank(i, local_rank): node index out of range");
+    detail::expects(i < count(), "global_rank(i, local_rank): node index out of range");
     const bool on_node = local_rank >= 0 && local_rank < self().node_unchecked(i).nproc;
-    HETLAUNCH_DETAIL_EXPECTS(on_node, "global_rank(i, local_rank): local rank out of range");
+    detail::expects(on_node, "global_rank(i, local_rank): local rank out of range");
     const long long g = offsets()[i] + local_rank;
-    HETLAUNCH_DETAIL_EXPECTS(g <= INT_MAX, "global_rank(i, local_rank): the rank exceeds INT_MAX");
+    detail::expects(g <= INT_MAX, "global_rank(i, local_rank): the rank exceeds INT_MAX");
     return static_cast<int>(g);
   }
 
@@ -1468,7 +1471,7 @@ class topology_queries {
   /// Precondition: 0 <= global_rank < world_size().
   [[nodiscard]] constexpr rank_location locate(int global_rank) const noexcept {
     const bool in_world = global_rank >= 0 && global_rank < world_ll();
-    HETLAUNCH_DETAIL_EXPECTS(in_world, "locate(global_rank): global rank out of range");
+    detail::expects(in_world, "locate(global_rank): global rank out of range");
     const std::size_t i = node_of_rank(offsets(), count(), global_rank);
     return {i, static_cast<int>(global_rank - offsets()[i])};
   }
@@ -1476,20 +1479,20 @@ class topology_queries {
   /// torchrun's ROLE_RANK: the rank among the workers of nodes with node i's role. O(1).
   /// Precondition as for global_rank.
   [[nodiscard]] constexpr int role_rank(std::size_t i, int local_rank) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(i < count(), "role_rank(i, local_rank): node index out of range");
+    detail::expects(i < count(), "role_rank(i, local_rank): node index out of range");
     const bool on_node = local_rank >= 0 && local_rank < self().node_unchecked(i).nproc;
-    HETLAUNCH_DETAIL_EXPECTS(on_node, "role_rank(i, local_rank): local rank out of range");
+    detail::expects(on_node, "role_rank(i, local_rank): local rank out of range");
     const long long r = self().role_offset_unchecked(i) + local_rank;
-    HETLAUNCH_DETAIL_EXPECTS(r <= INT_MAX, "role_rank(i, local_rank): the rank exceeds INT_MAX");
+    detail::expects(r <= INT_MAX, "role_rank(i, local_rank): the rank exceeds INT_MAX");
     return static_cast<int>(r);
   }
 
   /// torchrun's ROLE_WORLD_SIZE: the workers of all nodes with node i's role. O(1).
   /// Precondition: i < node_count() and the sum fits int.
   [[nodiscard]] constexpr int role_world_size(std::size_t i) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(i < count(), "role_world_size(i): node index out of range");
+    detail::expects(i < count(), "role_world_size(i): node index out of range");
     const long long w = self().role_total_unchecked(i);
-    HETLAUNCH_DETAIL_EXPECTS(w <= INT_MAX, "role_world_size(i): the sum exceeds INT_MAX");
+    detail::expects(w <= INT_MAX, "role_world_size(i): the sum exceeds INT_MAX");
     return static_cast<int>(w);
   }
 
@@ -1911,13 +1914,13 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
   /// node sees all of them, as with torchrun (CUDA_VISIBLE_DEVICES); worker l uses the l-th.
   /// Precondition: i < node_count().
   [[nodiscard]] const std::vector<int>& devices(std::size_t i) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(i < node_count(), "devices(i): node index out of range");
+    detail::expects(i < node_count(), "devices(i): node index out of range");
     static const std::vector<int> none;
     return devices_.empty() ? none : devices_[i];
   }
   /// Restricts node i to the given device ids. Precondition: i < node_count().
   void set_devices(std::size_t i, std::vector<int> ids) {
-    HETLAUNCH_DETAIL_EXPECTS(i < node_count(), "set_devices(i, ids): node index out of range");
+    detail::expects(i < node_count(), "set_devices(i, ids): node index out of range");
     if (devices_.empty()) devices_.resize(node_count());
     devices_[i] = std::move(ids);
   }
@@ -1925,7 +1928,7 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
   /// Gives node i the weight `w` (see node_spec::weight), kept as given; validation checks it.
   /// O(1) amortized. Precondition: i < node_count().
   void set_weight(std::size_t i, std::string_view w) {
-    HETLAUNCH_DETAIL_EXPECTS(i < node_count(), "set_weight(i, w): node index out of range");
+    detail::expects(i < node_count(), "set_weight(i, w): node index out of range");
     if (weight_id_.empty()) {
       if (w == "1") return;
       weight_id_.assign(node_count(), 0);
@@ -2196,7 +2199,7 @@ struct static_validation {
   static_assert(Code != errc::bad_nproc, "hetlaunch: invalid topology: nproc must be at least 1 (the node index is static_validation's second argument)");
   static_assert(Code != errc::world_size_overflow, "hetlaunch: invalid topology: the world size exceeds INT_MAX (torch.distributed ranks are 32-bit)");
   static_assert(Code != errc::bad_host, "hetlaunch: invalid topology: a host is not a valid RFC 1123 name or IP literal (the node index is static_validation's second argument)");
-  static_assert(Code != errc::duplicate_host, "hetlaunch: invalid topology: duplicate host; allow it with validate_options{true} (the node index is static_validation's second argument)");
+  static_assert(Code != errc::duplicate_host, "hetlaunch: invalid topology: duplicate host; allow it with validate_options::allow_duplicate_hosts (the node index is static_validation's second argument)");
   static_assert(Code != errc::empty_role, "hetlaunch: invalid topology: a role is empty (the node index is static_validation's second argument)");
   static_assert(Code != errc::bad_role, "hetlaunch: invalid topology: a role has a blank or control character or starts with '-' (the node index is static_validation's second argument)");
   static_assert(Code != errc::bad_weight, "hetlaunch: invalid topology: a weight is not a decimal above 0 and at most 1000000 with at most 6 fractional digits (the node index is static_validation's second argument)");
@@ -2213,8 +2216,9 @@ struct static_validation {
 ///   HETLAUNCH_STATIC_VALIDATE(c);  // error: ... duplicate host ... static_validation<errc::duplicate_host, 1>
 #define HETLAUNCH_STATIC_VALIDATE(c) HETLAUNCH_STATIC_VALIDATE_WITH(c, ::hetlaunch::validate_options{})
 
-/// HETLAUNCH_STATIC_VALIDATE with options, e.g. hetlaunch::validate_options{true} to allow
-/// several agents on one host.
+/// HETLAUNCH_STATIC_VALIDATE with options, e.g. to allow several agents on one host:
+///   constexpr hetlaunch::validate_options shared{/*allow_duplicate_hosts=*/true};
+///   HETLAUNCH_STATIC_VALIDATE_WITH(c, shared);
 #define HETLAUNCH_STATIC_VALIDATE_WITH(c, options)                                       \
   static_assert(::hetlaunch::detail::static_validation<                                 \
                     ::hetlaunch::first_error((c), (options)).code,                      \
@@ -2264,7 +2268,7 @@ struct rank_batch {
 /// HETLAUNCH_NODE_BATCH_OFFSET, LOCAL_RANK and LOCAL_WORLD_SIZE.
 /// Preconditions: nproc >= 1, 0 <= local_rank < nproc, node.batch >= 0.
 [[nodiscard]] constexpr rank_batch batch_of_rank(node_batch node, int nproc, int local_rank) noexcept {
-  HETLAUNCH_DETAIL_EXPECTS(nproc >= 1 && local_rank >= 0 && local_rank < nproc,
+  detail::expects(nproc >= 1 && local_rank >= 0 && local_rank < nproc,
                            "batch_of_rank(node, nproc, local_rank): local rank out of range");
   const int base = node.batch / nproc;
   const int extra = node.batch % nproc;
@@ -2473,7 +2477,7 @@ struct fixed_batch_split {
   std::array<node_batch, N> nodes{};
   /// Node i's part. Precondition: i < N.
   [[nodiscard]] constexpr node_batch node(std::size_t i) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(i < N, "node(i): node index out of range");
+    detail::expects(i < N, "node(i): node index out of range");
     return nodes[i];
   }
 };
@@ -2746,7 +2750,7 @@ void environment_problems(const Topology& c, const launch_options& o, std::vecto
     out.push_back(d);
   }
   const std::string_view addr = master_host(c, o);
-  if (c.node_count() && check_host(addr, true).issue != host_issue::none) {
+  if (c.node_count() && check_host(addr, /*allow_underscore=*/true).issue != host_issue::none) {
     diagnostic d = launch_problem(errc::bad_master_addr);
     d.variable = "master_addr";
     d.text = addr;
@@ -3044,7 +3048,7 @@ struct runtime_variable {
 /// node carries a device list (torchrun passes it on to every worker). Empty otherwise.
 /// Precondition: node < c.node_count() (launch_plan::try_agent_env checks it instead).
 [[nodiscard]] inline environment agent_env(const cluster& c, std::size_t node) {
-  HETLAUNCH_DETAIL_EXPECTS(node < c.node_count(), "agent_env(c, node): node index out of range");
+  detail::expects(node < c.node_count(), "agent_env(c, node): node index out of range");
   environment env;
   if (const std::vector<int>* ids = detail::node_devices(c, node))
     env.emplace_back("CUDA_VISIBLE_DEVICES", detail::join_ids(*ids));
@@ -4419,6 +4423,18 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
 
 namespace hetlaunch {
 
+/// What host-list parsing tolerates.
+struct hostfile_options {
+  /// '_' in host names (RFC 1123 forbids it; some clusters use it).
+  bool allow_underscore = false;
+  /// A host named twice (several agents on one host), as validate_options::allow_duplicate_hosts.
+  bool allow_duplicate_hosts = false;
+  /// `slots=auto` (`host:auto`): the host's GPU count, to be asked for by a launcher. Such a node
+  /// gets nproc 0, which validation refuses: give it its count before planning. Off by default,
+  /// and then `auto` is an error that says who can resolve it.
+  bool allow_auto_slots = false;
+};
+
 namespace detail {
 
 constexpr bool is_blank(char c) noexcept { return c == ' ' || c == '\t'; }
@@ -4474,8 +4490,9 @@ struct hostfile_entry {
 // Reads one line (without its '\n'). Fields are key=value, with blanks allowed around '=' as
 // Open MPI allows them ("slots = 4").
 // `checked`: the line was read before without error, so the host need not be checked again.
-inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::size_t line_no, bool allow_underscore,
-                                                 bool checked = false, bool allow_auto = false) {
+inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::size_t line_no,
+                                                 const hostfile_options& options, bool checked) {
+  const bool allow_underscore = options.allow_underscore, allow_auto = options.allow_auto_slots;
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   const std::size_t hash = line.find('#');
   if (hash != std::string_view::npos) line = line.substr(0, hash);
@@ -4583,9 +4600,6 @@ void each_line(std::string_view text, Visit visit) {
   }
 }
 
-// The error for the first problem validation finds in a parsed list: a duplicate host or a world
-// size past INT_MAX (every other problem was refused where it was read). `place(i)` gives node
-// i's (line, column); `where(line, column)` how a message names a place ("line 3", "column 7").
 // One host of a list, where it was read.
 struct list_entry {
   std::string_view host;
@@ -4598,7 +4612,8 @@ struct list_entry {
 // host in order until visit returns false, and returns the first error of the text (with
 // `checked`, the text is known to have none). Three passes: every error and the exact size; the
 // cluster, at that size; and, for a host named twice or a world size past INT_MAX (all a single
-// entry cannot tell), the place of the node concerned, named by `where(line, column)`.
+// entry cannot tell), the place of the node concerned, named by `where(line, column)` ("line 3",
+// "column 7"). Every other problem was refused where it was read.
 template <class Each, class Where>
 result<cluster> parse_entries(Each each, validate_options options, Where where, const char* no_hosts) {
   std::size_t hosts = 0, chars = 0;
@@ -4655,18 +4670,6 @@ result<cluster> parse_entries(Each each, validate_options options, Where where, 
 
 }  // namespace detail
 
-/// What host-list parsing tolerates.
-struct hostfile_options {
-  /// '_' in host names (RFC 1123 forbids it; some clusters use it).
-  bool allow_underscore = false;
-  /// A host named twice (several agents on one host), as validate_options::allow_duplicate_hosts.
-  bool allow_duplicate_hosts = false;
-  /// `slots=auto` (`host:auto`): the host's GPU count, to be asked for by a launcher. Such a node
-  /// gets nproc 0, which validation refuses: give it its count before planning. Off by default,
-  /// and then `auto` is an error that says who can resolve it.
-  bool allow_auto_slots = false;
-};
-
 /// Parses a hostfile into a cluster, one node per host line, in file order:
 ///   worker-0 slots=8            # DeepSpeed and Open MPI
 ///   worker-1 slots=4 max_slots=4
@@ -4690,7 +4693,7 @@ struct hostfile_options {
     parse_error error{};
     bool failed = false;
     detail::each_line(text, [&](std::string_view line, std::size_t line_no) {
-      const auto e = detail::read_hostfile_line(line, line_no, options.allow_underscore, checked, options.allow_auto_slots);
+      const auto e = detail::read_hostfile_line(line, line_no, options, checked);
       if (!e) {
         error = e.error();
         failed = true;

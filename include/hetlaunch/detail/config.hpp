@@ -43,12 +43,14 @@ namespace detail {
 #endif
 }
 
+// Checks a documented precondition. Unlike assert() it stays on in release builds: the cost is a
+// predictable branch, and the alternative is undefined behaviour on user input. In a constant
+// expression a broken precondition is a compile error that quotes `message`.
+constexpr void expects(bool condition, const char* message) noexcept {
+  if (!condition) precondition_violated(message);
+}
+
 }  // namespace detail
 }  // namespace hetlaunch
-
-// Checks a documented precondition. Unlike assert() it stays on in release builds: the cost is a
-// predictable branch, and the alternative is undefined behaviour on user input.
-#define HETLAUNCH_DETAIL_EXPECTS(condition, message) \
-  ((condition) ? void(0) : ::hetlaunch::detail::precondition_violated(message))
 
 #endif  // HETLAUNCH_DETAIL_CONFIG_HPP

@@ -119,40 +119,40 @@ class topology_queries {
  public:
   /// The node's host, nproc and role. Precondition: i < node_count().
   [[nodiscard]] constexpr node_spec node(std::size_t i) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(i < count(), "node(i): node index out of range");
+    detail::expects(i < count(), "node(i): node index out of range");
     return self().node_unchecked(i);
   }
 
   /// Sum of nproc over all nodes: torchrun's WORLD_SIZE. O(1).
   /// Precondition: the sum fits int (validation reports world_size_overflow otherwise).
   [[nodiscard]] constexpr int world_size() const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(world_ll() <= INT_MAX, "world_size(): the world size exceeds INT_MAX");
+    detail::expects(world_ll() <= INT_MAX, "world_size(): the world size exceeds INT_MAX");
     return static_cast<int>(world_ll());
   }
 
   /// Workers on node i: its LOCAL_WORLD_SIZE. O(1). Precondition: i < node_count().
   [[nodiscard]] constexpr int nproc(std::size_t i) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(i < count(), "nproc(i): node index out of range");
+    detail::expects(i < count(), "nproc(i): node index out of range");
     return self().node_unchecked(i).nproc;
   }
 
   /// Sum of nproc of the nodes before i: the global rank of node i's local rank 0. O(1).
   /// Precondition: i < node_count() and the offset fits int.
   [[nodiscard]] constexpr int rank_offset(std::size_t i) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(i < count(), "rank_offset(i): node index out of range");
+    detail::expects(i < count(), "rank_offset(i): node index out of range");
     const bool fits = offsets()[i] >= 0 && offsets()[i] <= INT_MAX;
-    HETLAUNCH_DETAIL_EXPECTS(fits, "rank_offset(i): the offset does not fit int; validate the cluster");
+    detail::expects(fits, "rank_offset(i): the offset does not fit int; validate the cluster");
     return static_cast<int>(offsets()[i]);
   }
 
   /// torchrun's RANK of worker `local_rank` on node i: rank_offset(i) + local_rank. O(1).
   /// Precondition: i < node_count(), 0 <= local_rank < nproc(i), and the rank fits int.
   [[nodiscard]] constexpr int global_rank(std::size_t i, int local_rank) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(i < count(), "global_rank(i, local_rank): node index out of range");
+    detail::expects(i < count(), "global_rank(i, local_rank): node index out of range");
     const bool on_node = local_rank >= 0 && local_rank < self().node_unchecked(i).nproc;
-    HETLAUNCH_DETAIL_EXPECTS(on_node, "global_rank(i, local_rank): local rank out of range");
+    detail::expects(on_node, "global_rank(i, local_rank): local rank out of range");
     const long long g = offsets()[i] + local_rank;
-    HETLAUNCH_DETAIL_EXPECTS(g <= INT_MAX, "global_rank(i, local_rank): the rank exceeds INT_MAX");
+    detail::expects(g <= INT_MAX, "global_rank(i, local_rank): the rank exceeds INT_MAX");
     return static_cast<int>(g);
   }
 
@@ -160,7 +160,7 @@ class topology_queries {
   /// Precondition: 0 <= global_rank < world_size().
   [[nodiscard]] constexpr rank_location locate(int global_rank) const noexcept {
     const bool in_world = global_rank >= 0 && global_rank < world_ll();
-    HETLAUNCH_DETAIL_EXPECTS(in_world, "locate(global_rank): global rank out of range");
+    detail::expects(in_world, "locate(global_rank): global rank out of range");
     const std::size_t i = node_of_rank(offsets(), count(), global_rank);
     return {i, static_cast<int>(global_rank - offsets()[i])};
   }
@@ -168,20 +168,20 @@ class topology_queries {
   /// torchrun's ROLE_RANK: the rank among the workers of nodes with node i's role. O(1).
   /// Precondition as for global_rank.
   [[nodiscard]] constexpr int role_rank(std::size_t i, int local_rank) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(i < count(), "role_rank(i, local_rank): node index out of range");
+    detail::expects(i < count(), "role_rank(i, local_rank): node index out of range");
     const bool on_node = local_rank >= 0 && local_rank < self().node_unchecked(i).nproc;
-    HETLAUNCH_DETAIL_EXPECTS(on_node, "role_rank(i, local_rank): local rank out of range");
+    detail::expects(on_node, "role_rank(i, local_rank): local rank out of range");
     const long long r = self().role_offset_unchecked(i) + local_rank;
-    HETLAUNCH_DETAIL_EXPECTS(r <= INT_MAX, "role_rank(i, local_rank): the rank exceeds INT_MAX");
+    detail::expects(r <= INT_MAX, "role_rank(i, local_rank): the rank exceeds INT_MAX");
     return static_cast<int>(r);
   }
 
   /// torchrun's ROLE_WORLD_SIZE: the workers of all nodes with node i's role. O(1).
   /// Precondition: i < node_count() and the sum fits int.
   [[nodiscard]] constexpr int role_world_size(std::size_t i) const noexcept {
-    HETLAUNCH_DETAIL_EXPECTS(i < count(), "role_world_size(i): node index out of range");
+    detail::expects(i < count(), "role_world_size(i): node index out of range");
     const long long w = self().role_total_unchecked(i);
-    HETLAUNCH_DETAIL_EXPECTS(w <= INT_MAX, "role_world_size(i): the sum exceeds INT_MAX");
+    detail::expects(w <= INT_MAX, "role_world_size(i): the sum exceeds INT_MAX");
     return static_cast<int>(w);
   }
 

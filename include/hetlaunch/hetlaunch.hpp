@@ -18,6 +18,7 @@
 #include "worker_check.hpp"
 #include "accelerate.hpp"
 #include "plan.hpp"
+#include "restart.hpp"
 #include "ssh.hpp"
 #include "jobset.hpp"
 #include "hostfile.hpp"

@@ -9,8 +9,10 @@ The cases: a real torchrun job of 4 + 2 + 1 workers (two hosts written slots=aut
 worker's variables equal the plan and which all_reduces; a worker that crashes on the last node;
 a host whose sshd is down while the others have started; SIGINT mid-job, with workers that ignore
 SIGTERM; an invalid hostfile (no connection at all, by sshd's logs); hostile script arguments
-that must arrive byte for byte; discovery, and a host without nvidia-smi. After every case no
-process of the job may be left on any host.
+that must arrive byte for byte; discovery, and a host without nvidia-smi; gang restarts (a worker
+that fails once, no restart left, a restart without the failed host and its new work shares, a
+host lost mid-job, --min-nodes, SIGINT, refused flags). After every case no process of the job
+may be left on any host.
 
 Everything the test makes (namespaces, sshd daemons, /etc/netns files, the work directory) is
 removed at the end, also when a case fails or the test is interrupted; leftovers of a killed
@@ -378,6 +380,175 @@ def case_discover(b, w, work, c):
     return problems
 
 
+# A worker for the restart cases: it records its variables for its attempt, then, in attempt 0,
+# fails on node 2 ("fail") or waits to be stopped ("hang"); from attempt 1 on it succeeds.
+RESTART_WORKER = """work, mode = sys.argv[1], sys.argv[2]
+count = os.environ.get("HETLAUNCH_RESTART_COUNT", "unset")
+names = ["RANK", "WORLD_SIZE", "GROUP_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "HETLAUNCH_RESTART_COUNT",
+         "HETLAUNCH_GLOBAL_BATCH", "HETLAUNCH_NODE_BATCH", "HETLAUNCH_NODE_BATCH_OFFSET"]
+with open(f"{work}/attempt-{count}-rank-{os.environ['RANK']}.env", "w") as f:
+    f.write("".join(f"{n}={os.environ.get(n, '')}\\n" for n in names))
+print(f"ready {count} {os.environ['RANK']}", flush=True)
+if count == "0":
+    if mode == "fail" and os.environ["GROUP_RANK"] == "2":
+        time.sleep(2)
+        sys.exit(3)
+    time.sleep(600)
+"""
+
+
+def attempt_records(work, attempt):
+    """{rank: {name: value}} of the workers of one attempt."""
+    records = {}
+    for path in work.glob(f"attempt-{attempt}-rank-*.env"):
+        values = dict(line.split("=", 1) for line in path.read_text().splitlines())
+        records[int(values["RANK"])] = values
+    return records
+
+
+def restart_run(b, work, c, port, flags, mode="fail", **kwargs):
+    worker = write_worker(work, "restart.py", RESTART_WORKER)
+    hf = hostfile(work, [f"{V4[i]} slots={NPROC[i]}" for i in range(3)])
+    return hetlaunch_on_host0(b, ["run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", port,
+                                  "--kill-after", str(KILL_AFTER), *flags, "--", str(worker), str(work), mode], **kwargs)
+
+
+def case_restart_whole(b, w, work, c):
+    """A worker of node 2 fails in the first attempt; with --restarts 1 the whole job starts again
+    on the same three nodes (stopped first, every one of them), every worker of attempt 2 sees
+    HETLAUNCH_RESTART_COUNT=1 and the same ranks, and run exits 0."""
+    start = time.monotonic()
+    code, out, err = finish(restart_run(b, work, c, "29711", ["--restarts", "1"]))
+    problems = [] if code == 0 else [f"run exited {code}, expected 0:\n{err[-3000:]}"]
+    first, second = attempt_records(work, 0), attempt_records(work, 1)
+    if sorted(first) != list(range(7)) or sorted(second) != list(range(7)):
+        problems.append(f"ranks of attempt 1: {sorted(first)}, of attempt 2: {sorted(second)}")
+    for rank, r in second.items():
+        if r["HETLAUNCH_RESTART_COUNT"] != "1" or r["WORLD_SIZE"] != "7":
+            problems.append(f"attempt 2, rank {rank} recorded {r}")
+    expected = (f"hetlaunch: node 2 ('{V4[2]}') failed: a worker failed (exit code 3); torchrun exit status 1; "
+                f"restart 1 of 1: attempt 2 starts on 3 nodes, world size 7")
+    if expected not in err:
+        problems.append(f"no '{expected}' in:\n{err[-2000:]}")
+    print(f"     restart: run ended {time.monotonic() - start:.1f} s after it started, "
+          f"{err.count('restart 1 of 1')} restart")
+    return problems + left_on_hosts(work)
+
+
+def case_restart_none_left(b, w, work, c):
+    """The same failure with --restarts 0: no second attempt, and torchrun's status 1."""
+    code, out, err = finish(restart_run(b, work, c, "29712", ["--restarts", "0"]))
+    problems = [] if code == 1 else [f"run exited {code}, expected 1:\n{err[-3000:]}"]
+    if attempt_records(work, 1):
+        problems.append("a second attempt ran")
+    expected = f"hetlaunch: node 2 ('{V4[2]}') failed: a worker failed (exit code 3); torchrun exit status 1; " \
+               "no restart left (--restarts 0): the job failed after 1 attempt"
+    if expected not in err:
+        problems.append(f"no '{expected}' in:\n{err[-2000:]}")
+    return problems + left_on_hosts(work)
+
+
+def case_restart_exclude_failed(b, w, work, c):
+    """With --exclude-failed the second attempt runs without node 2's host: 4 + 2 workers, new
+    ranks, and the same global batch of 14 split over the two nodes that remain."""
+    code, out, err = finish(restart_run(b, work, c, "29713", ["--restarts", "2", "--exclude-failed",
+                                                              "--global-batch", "14"]))
+    problems = [] if code == 0 else [f"run exited {code}, expected 0:\n{err[-3000:]}"]
+    second = attempt_records(work, 1)
+    if sorted(second) != list(range(6)):
+        problems.append(f"ranks of attempt 2: {sorted(second)}")
+    batches = {}
+    for rank, r in second.items():
+        if r["WORLD_SIZE"] != "6" or r["HETLAUNCH_GLOBAL_BATCH"] != "14" or r["HETLAUNCH_RESTART_COUNT"] != "1":
+            problems.append(f"attempt 2, rank {rank} recorded {r}")
+        batches[r["GROUP_RANK"]] = int(r["HETLAUNCH_NODE_BATCH"])
+    if sum(batches.values()) != 14:
+        problems.append(f"the node batches of attempt 2 are {batches}, not 14 in all")
+    expected = f"restart 1 of 2: attempt 2 starts on 2 nodes (without node 2 ('{V4[2]}')), world size 6"
+    if expected not in err:
+        problems.append(f"no '{expected}' in:\n{err[-2000:]}")
+    return problems + left_on_hosts(work)
+
+
+def case_restart_lost_host(b, w, work, c):
+    """Host 2 is lost mid-job: every process in its namespace (sshd included) is killed once all
+    seven workers run. Its ssh ends (255) and, with --exclude-failed, the job finishes on the two
+    other hosts."""
+    proc = restart_run(b, work, c, "29714", ["--restarts", "1", "--exclude-failed"], mode="hang")
+    deadline = time.monotonic() + 120
+    while len(attempt_records(work, 0)) < 7 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    problems = [] if len(attempt_records(work, 0)) == 7 else ["the first attempt's workers did not all start"]
+    try:
+        pids = subprocess.run(["ip", "netns", "pids", HOSTS[2]], capture_output=True, text=True).stdout.split()
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        code, out, err = finish(proc)
+    finally:
+        c.stop_sshd(2)
+        c.start_sshd(2)
+    if code != 0:
+        problems.append(f"run exited {code}, expected 0:\n{err[-3000:]}")
+    if sorted(attempt_records(work, 1)) != list(range(6)):
+        problems.append(f"ranks of attempt 2: {sorted(attempt_records(work, 1))}")
+    expected = f"restart 1 of 1: attempt 2 starts on 2 nodes (without node 2 ('{V4[2]}')), world size 6"
+    if expected not in err:
+        problems.append(f"no '{expected}' in:\n{err[-2000:]}")
+    return problems + left_on_hosts(work)
+
+
+def case_restart_min_nodes(b, w, work, c):
+    """--min-nodes 3 keeps the job from shrinking: node 2 fails, and run fails instead."""
+    code, out, err = finish(restart_run(b, work, c, "29715", ["--restarts", "1", "--exclude-failed",
+                                                              "--min-nodes", "3"]))
+    problems = [] if code == 1 else [f"run exited {code}, expected 1:\n{err[-3000:]}"]
+    if attempt_records(work, 1):
+        problems.append("a second attempt ran")
+    expected = "without it the job would have 2 nodes, fewer than --min-nodes 3: not restarting"
+    if expected not in err:
+        problems.append(f"no '{expected}' in:\n{err[-2000:]}")
+    return problems + left_on_hosts(work)
+
+
+def case_restart_interrupt(b, w, work, c):
+    """SIGINT never restarts: with --restarts 2, run stops every node and exits 130."""
+    proc = restart_run(b, work, c, "29716", ["--restarts", "2"], mode="hang")
+    deadline = time.monotonic() + 120
+    while len(attempt_records(work, 0)) < 7 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    problems = [] if len(attempt_records(work, 0)) == 7 else ["the workers did not all start"]
+    proc.send_signal(signal.SIGINT)
+    code, out, err = finish(proc, timeout=60)
+    if code != 130:
+        problems.append(f"run exited {code}, expected 130:\n{err[-2000:]}")
+    if "restart" in err or attempt_records(work, 1):
+        problems.append(f"a signal restarted the job:\n{err[-2000:]}")
+    return problems + left_on_hosts(work)
+
+
+def case_restart_refused(b, w, work, c):
+    """Restart flags that cannot work are refused before any connection (sshd logs none)."""
+    hf = hostfile(work, [f"{V4[i]} slots={NPROC[i]}" for i in range(3)])
+    accepted = sum(c.log(i).count("Accepted publickey") for i in range(3))
+    problems = []
+    for flags, status, message in [
+            (["--restarts", "-1"], 2, "--restarts needs an integer from 0 to 1000000, got '-1'"),
+            (["--restarts", "two"], 2, "--restarts needs an integer from 0 to 1000000, got 'two'"),
+            (["--min-nodes", "0", "--restarts", "1"], 2, "--min-nodes needs an integer from 1 to 2147483647, got '0'"),
+            (["--exclude-failed"], 2, "--exclude-failed needs --restarts N"),
+            (["--min-nodes", "2"], 2, "--min-nodes needs --restarts N"),
+            (["--restarts", "1", "--min-nodes", "4"], 1, "--min-nodes 4 is more than the plan's 3 nodes")]:
+        code, out, err = finish(hetlaunch_on_host0(b, ["run", "--hostfile", str(hf), *ssh_args(c.work), *flags,
+                                                      "--", "t.py"]))
+        if code != status or message not in err:
+            problems.append(f"{flags}: exit {code}, expected {status} with '{message}':\n{err}")
+    if sum(c.log(i).count("Accepted publickey") for i in range(3)) != accepted:
+        problems.append("a refused run connected to a host")
+    return problems
+
 CASES = {
     "job": case_job,
     "worker_crash": case_worker_crash,
@@ -386,6 +557,13 @@ CASES = {
     "invalid_hostfile": case_invalid_hostfile,
     "hostile_arguments": case_hostile_arguments,
     "discover": case_discover,
+    "restart_whole": case_restart_whole,
+    "restart_none_left": case_restart_none_left,
+    "restart_exclude_failed": case_restart_exclude_failed,
+    "restart_lost_host": case_restart_lost_host,
+    "restart_min_nodes": case_restart_min_nodes,
+    "restart_interrupt": case_restart_interrupt,
+    "restart_refused": case_restart_refused,
 }
 
 

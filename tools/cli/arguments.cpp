@@ -148,6 +148,12 @@ const flag flags[] = {
      [](options& o, const std::string& v) { o.sbatch_args.push_back(v); }, true},
     {"--hetlaunch", nullptr, "PATH", 0, "the hetlaunch the nodes run (default: hetlaunch, from PATH)",
      [](options& o, const std::string& v) { o.hetlaunch_program = v; }},
+    {"--restarts", nullptr, "N", 0, "after a failure, start the whole job again, at most N times (default: 0)",
+     [](options& o, const std::string& v) { o.restarts = to_int("--restarts", v, 0, 1000000); }},
+    {"--exclude-failed", nullptr, nullptr, 0, "each restart leaves out the node that failed and hosts not reached",
+     [](options& o, const std::string&) { o.exclude_failed = true; }},
+    {"--min-nodes", nullptr, "M", 0, "fail instead of restarting on fewer than M nodes (default: 1)",
+     [](options& o, const std::string& v) { o.min_nodes = to_int("--min-nodes", v, 1, 0x7fffffff); }},
     {"--kill-after", nullptr, "SECONDS", 0, "after a failure or a signal, how long the other nodes get to stop (10)",
      [](options& o, const std::string& v) { o.kill_after = to_int("--kill-after", v, 1, 3600); }},
 };

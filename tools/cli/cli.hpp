@@ -57,6 +57,9 @@ struct options {
   int discover_timeout = 60;  // seconds a host has to answer its GPU count
   bool quiet_nodes = false;
   int kill_after = 10;
+  std::optional<int> restarts;   // run --restarts N
+  bool exclude_failed = false;   // run --exclude-failed
+  std::optional<int> min_nodes;  // run --min-nodes M
   // jobset
   std::string name, namespace_, image, cpu, memory;
   std::vector<std::string> groups;          // NODES:GPUS

@@ -262,7 +262,7 @@ const std::vector<command>& commands() {
        "hetlaunch's own lines on stderr name the node and what happened.\n",
        input_flags | launch_flags,
        {"--ssh", "--ssh-arg", "--fanout", "--env", "--env-file", "--chdir", "--dry-run", "--quiet-nodes",
-        "--kill-after", "--gpu-count-command", "--discover-timeout"},
+        "--kill-after", "--gpu-count-command", "--discover-timeout", "--restarts", "--exclude-failed", "--min-nodes"},
        script_use::required, node_use::none, run_command},
       {"discover", "",
        "asks each slots=auto host for its GPU count and prints the hostfile",

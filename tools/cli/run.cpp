@@ -10,6 +10,8 @@
 // --kill-after seconds and a margin has its ssh killed, which ends the connection as well.
 #include "cli.hpp"
 
+#include <hetlaunch/restart.hpp>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -446,57 +448,18 @@ std::optional<hetlaunch::environment> node_environment(const options& o, int& st
   return env;
 }
 
-}  // namespace
+// How one attempt of the job ended.
+struct attempt_result {
+  int status = 0;                   // run's exit status for this attempt
+  bool interrupted = false;         // a signal stopped it
+  std::vector<std::size_t> failed;  // the node that failed first, then every host not reached
+  std::string failure;              // what happened to the node that failed first
+};
 
-int discover_command(options& o) {
-  int status = 0;
-  options asking = o;
-  std::optional<input> in = read_input(asking, status, resolve_auto);
-  if (!in) return status;
-  const hetlaunch::cluster& c = in->nodes;
-  for (std::size_t i = 0; i < c.node_count(); ++i) {
-    const auto n = c.node(i);
-    std::printf("%.*s slots=%d\n", static_cast<int>(n.host.size()), n.host.data(), n.nproc);
-  }
-  return 0;
-}
-
-int run_command(options& o) {
-  int status = 0;
-  std::optional<input> in = read_input(o, status, resolve_auto);
-  if (!in) return status;
-  take_script(o);
-  std::optional<hetlaunch::launch_plan> plan = plan_of(*in, o);
-  if (!plan) return exit_invalid;
-  hetlaunch::ssh_options ssh;
-  ssh.program = {o.ssh};
-  ssh.args = o.ssh_args;
-  ssh.kill_after = o.kill_after;
-  if (o.chdir) ssh.chdir = *o.chdir;
-  else {
-    char cwd[PATH_MAX];
-    if (getcwd(cwd, sizeof cwd)) ssh.chdir = cwd;
-  }
-  std::optional<hetlaunch::environment> env = node_environment(o, status);
-  if (!env) return status;
-  ssh.env = std::move(*env);
-  const std::size_t n = plan->topology().node_count();
-  // Each node's command is made when it is needed: memory stays that of one command.
-  if (const auto problems = hetlaunch::validate_ssh(ssh); !problems.empty()) {
-    print_problems("run", problems);
-    return exit_invalid;
-  }
+attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan, const hetlaunch::ssh_options& ssh) {
   const auto command_of = [&](std::size_t i) { return hetlaunch::ssh_argv(*plan, i, ssh); };
-  if (o.dry_run) {
-    for (std::size_t i = 0; i < n; ++i) {
-      const auto host = plan->topology().node(i).host;
-      const std::string text = concat("# node ", i, " on ", host, "\n", hetlaunch::shell_join(command_of(i)), "\n");
-      std::fwrite(text.data(), 1, text.size(), stdout);
-    }
-    return 0;
-  }
-
   install_signal_handlers();
+  const std::size_t n = plan->topology().node_count();
   std::vector<child> nodes(n);
   std::vector<std::string> prefixes(n);
   for (std::size_t i = 0; i < n; ++i) prefixes[i] = concat("[", i, " ", plan->topology().node(i).host, "] ");
@@ -635,6 +598,7 @@ int run_command(options& o) {
   }
   // One line for each node that did not end well.
   int result = 0;
+  std::vector<std::string> failures(n);
   for (std::size_t i = 0; i < n; ++i) {
     const child& c = nodes[i];
     const auto host = plan->topology().node(i).host;
@@ -662,12 +626,135 @@ int run_command(options& o) {
     else
       what = describe_status(c.status);
     std::fprintf(stderr, "hetlaunch: %s: %s\n", who.c_str(), what.c_str());
+    failures[i] = what;
   }
   if (stop_signal) result = 128 + stop_signal;
   else if (failed_by_worker) result = 1;  // torchrun's own status when a worker fails
   else if (first_failure) result = exit_code(nodes[*first_failure].status);
   if (result == 0 && (first_failure || next < n)) result = exit_failed;  // a node that never started
-  return result;
+  attempt_result r;
+  r.status = result;
+  r.interrupted = stop_signal != 0;
+  if (first_failure) {
+    r.failed.push_back(*first_failure);
+    r.failure = failures[*first_failure];
+  }
+  // A host that could not be reached is to blame too, whichever node failed first.
+  for (std::size_t i = 0; i < next; ++i)
+    if (!nodes[i].started && WIFEXITED(nodes[i].status) && WEXITSTATUS(nodes[i].status) == 255 &&
+        (!first_failure || i != *first_failure))
+      r.failed.push_back(i);
+  return r;
 }
 
+
+}  // namespace
+
+int discover_command(options& o) {
+  int status = 0;
+  options asking = o;
+  std::optional<input> in = read_input(asking, status, resolve_auto);
+  if (!in) return status;
+  const hetlaunch::cluster& c = in->nodes;
+  for (std::size_t i = 0; i < c.node_count(); ++i) {
+    const auto n = c.node(i);
+    std::printf("%.*s slots=%d\n", static_cast<int>(n.host.size()), n.host.data(), n.nproc);
+  }
+  return 0;
+}
+
+int run_command(options& o) {
+  if (!o.restarts && (o.exclude_failed || o.min_nodes))
+    throw usage_error{concat(o.exclude_failed ? "--exclude-failed" : "--min-nodes", " needs --restarts N")};
+  int status = 0;
+  std::optional<input> in = read_input(o, status, resolve_auto);
+  if (!in) return status;
+  take_script(o);
+  std::optional<hetlaunch::launch_plan> plan = plan_of(*in, o);
+  if (!plan) return exit_invalid;
+  hetlaunch::ssh_options ssh;
+  ssh.program = {o.ssh};
+  ssh.args = o.ssh_args;
+  ssh.kill_after = o.kill_after;
+  if (o.chdir) ssh.chdir = *o.chdir;
+  else {
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof cwd)) ssh.chdir = cwd;
+  }
+  std::optional<hetlaunch::environment> env = node_environment(o, status);
+  if (!env) return status;
+  ssh.env = std::move(*env);
+  const std::size_t n = plan->topology().node_count();
+  // Each node's command is made when it is needed: memory stays that of one command.
+  if (const auto problems = hetlaunch::validate_ssh(ssh); !problems.empty()) {
+    print_problems("run", problems);
+    return exit_invalid;
+  }
+  const auto command_of = [&](std::size_t i) { return hetlaunch::ssh_argv(*plan, i, ssh); };
+  if (o.dry_run) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto host = plan->topology().node(i).host;
+      const std::string text = concat("# node ", i, " on ", host, "\n", hetlaunch::shell_join(command_of(i)), "\n");
+      std::fwrite(text.data(), 1, text.size(), stdout);
+    }
+    return 0;
+  }
+
+  hetlaunch::restart_options restarts;
+  restarts.restarts = o.restarts.value_or(0);
+  restarts.exclude_failed = o.exclude_failed;
+  restarts.min_nodes = static_cast<std::size_t>(o.min_nodes.value_or(1));
+  if (restarts.min_nodes > n) {
+    return fail(concat("--min-nodes ", restarts.min_nodes, " is more than the plan's ", n, " nodes"));
+  }
+  const hetlaunch::launch_options launch = plan->options();
+  for (int attempt = 0;; ++attempt) {
+    hetlaunch::ssh_options this_attempt = ssh;
+    // Every worker learns which attempt it is (torchrun passes its environment on).
+    if (o.restarts) this_attempt.env.emplace_back("HETLAUNCH_RESTART_COUNT", std::to_string(attempt));
+    const attempt_result r = run_attempt(o, &*plan, this_attempt);
+    const std::size_t nodes_now = plan->topology().node_count();
+    const hetlaunch::restart_decision d =
+        hetlaunch::decide_restart(restarts, attempt, nodes_now, r.failed, r.interrupted);
+    if (!o.restarts || d.verdict == hetlaunch::restart_verdict::succeeded ||
+        d.verdict == hetlaunch::restart_verdict::interrupted)
+      return r.status;
+    const std::size_t culprit = r.failed.front();
+    const std::string blamed = concat("node ", culprit, " (", quoted(plan->topology().node(culprit).host), ") failed: ",
+                                      r.failure.empty() ? std::string("could not be reached") : r.failure);
+    if (d.verdict == hetlaunch::restart_verdict::no_restart_left) {
+      std::fprintf(stderr, "hetlaunch: %s; no restart left (--restarts %d): the job failed after %d attempt%s\n",
+                   blamed.c_str(), restarts.restarts, attempt + 1, attempt == 0 ? "" : "s");
+      return r.status;
+    }
+    if (d.verdict == hetlaunch::restart_verdict::too_few_nodes) {
+      std::vector<bool> blamed_node(nodes_now, false);
+      std::size_t remaining = nodes_now;
+      for (std::size_t i : r.failed)
+        if (!blamed_node[i]) blamed_node[i] = true, --remaining;
+      std::fprintf(stderr, "hetlaunch: %s; without it the job would have %zu node%s, fewer than --min-nodes %zu: "
+                           "not restarting\n", blamed.c_str(), remaining, remaining == 1 ? "" : "s", restarts.min_nodes);
+      return r.status;
+    }
+    std::string left_out;
+    if (d.nodes.size() < nodes_now) {
+      std::vector<bool> kept(nodes_now, false);
+      for (std::size_t i : d.nodes) kept[i] = true;
+      for (std::size_t i = 0; i < nodes_now; ++i)
+        if (!kept[i]) left_out += concat(left_out.empty() ? "" : ", ", i, " (", quoted(plan->topology().node(i).host), ")");
+      auto again = hetlaunch::make_plan(hetlaunch::keep_nodes(plan->topology(), d.nodes), launch);
+      if (!again) {
+        std::fprintf(stderr, "hetlaunch: %s; the plan without node %s is not valid:\n", blamed.c_str(), left_out.c_str());
+        print_problems("run", again.error());
+        return r.status;
+      }
+      plan.emplace(std::move(*again));
+    }
+    std::fprintf(stderr, "hetlaunch: %s; restart %d of %d: attempt %d starts on %zu node%s%s, world size %d\n",
+                 blamed.c_str(), attempt + 1, restarts.restarts, attempt + 2, plan->topology().node_count(),
+                 plan->topology().node_count() == 1 ? "" : "s",
+                 left_out.empty() ? "" : concat(" (without node ", left_out, ")").c_str(),
+                 plan->topology().world_size());
+  }
+}
 }  // namespace cli

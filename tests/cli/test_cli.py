@@ -95,6 +95,11 @@ CASES = {
     "unknown_command": (["launch"], 2),
     # The command table: --flag=value, flags a command does not take, switches given a value.
     "flag_equals": (["argv", "--node=1", "--hosts=a:2,b:1", "--master-port=29613", "t.py"], 0),
+    # torchrun's own restarts of a static multi-node job: a warning pointing to run --restarts.
+    "max_restarts_warning": (["argv", "--node", "1", "--hosts", "a:2,b:1", "--max-restarts", "1", "t.py"], 0),
+    "max_restarts_one_node": (["argv", "--node", "0", "--hosts", "a:2", "--max-restarts", "1", "t.py"], 0),
+    "run_exclude_failed_alone": (["run", "--hosts", "a:2,b:1", "--exclude-failed", "t.py"], 2),
+    "run_min_nodes_above_plan": (["run", "--hosts", "a:2,b:1", "--restarts", "1", "--min-nodes", "3", "t.py"], 1),
     "flag_not_accepted": (["plan", "--local-rank", "0"], 2),
     "switch_with_value": (["plan", "--json=yes"], 2),
     "flag_before_command": (["--hosts", "a:1", "plan"], 2),

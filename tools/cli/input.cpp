@@ -206,6 +206,17 @@ std::optional<input> read_input(const options& o, int& status, auto_resolver res
 
 std::optional<hetlaunch::launch_plan> plan_of(const input& in, const options& o) {
   auto plan = hetlaunch::make_plan(in.nodes, o.launch);
+  // torchrun's own restarts under the static rendezvous restart one node's workers, not the job
+  // (docs/multi-host.md): said wherever a torchrun command is made or started.
+  const bool makes_commands = o.command == "plan" || o.command == "argv" || o.command == "exec" ||
+                              o.command == "run" || o.command == "check" || o.command == "accelerate";
+  if (plan && makes_commands && o.launch.max_restarts > 0 && o.launch.backend == hetlaunch::rendezvous::static_tcp &&
+      plan->topology().node_count() > 1)
+    std::fprintf(stderr,
+                 "hetlaunch: warning: --max-restarts %d: with the static rendezvous torchrun restarts only the failed "
+                 "node's workers; the other nodes learn of it when a collective fails or times out, and on torch 2.x the "
+                 "restarted group often fails to form. `hetlaunch run --restarts N` restarts the whole job.\n",
+                 o.launch.max_restarts);
   if (plan) return std::move(*plan);
   print_problems(in.source, plan.error());
   return std::nullopt;

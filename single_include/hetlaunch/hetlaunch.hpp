@@ -4100,6 +4100,11 @@ struct node_group {
 /// What a JobSet needs besides the groups. `launch` gives torchrun's options (master_port,
 /// max_restarts, program, torchrun_args, module, script, script_args, flags); its master_addr is
 /// ignored: node 0 is the first pod's stable host name.
+/// How JobSet restarts a failed set (spec.failurePolicy.restartStrategy): `recreate` deletes
+/// and recreates every Job at once (JobSet's default), `blocking_recreate` creates the new Jobs
+/// only once every old Job and pod is gone. `unset` leaves the field out.
+enum class jobset_restart_strategy { unset, recreate, blocking_recreate };
+
 struct jobset_options {
   std::string name;         ///< the JobSet's name: a DNS label (lower case, digits, '-')
   std::string namespace_;   ///< metadata.namespace; empty: none (kubectl's current namespace)
@@ -4109,12 +4114,17 @@ struct jobset_options {
   std::string cpu;          ///< resources.requests.cpu of each pod ("8", "500m"); empty: none
   std::string memory;       ///< resources.requests.memory ("64Gi"); empty: none
   int jobset_max_restarts = 0;  ///< spec.failurePolicy.maxRestarts: how often every Job is recreated
+  jobset_restart_strategy restart_strategy = jobset_restart_strategy::unset;  ///< failurePolicy.restartStrategy
   std::string gpu_resource = "nvidia.com/gpu";
 };
 
 /// The variable each pod's command reads its index in its group from (the downward API gives it
 /// the Job's completion index annotation).
 constexpr std::string_view pod_index_variable = "HETLAUNCH_POD_INDEX";
+
+/// The annotation JobSet gives every pod with the set's restart attempt (0 at first); each pod's
+/// HETLAUNCH_RESTART_COUNT reads it through the downward API.
+constexpr std::string_view restart_attempt_annotation = "jobset.sigs.k8s.io/restart-attempt";
 
 namespace detail {
 
@@ -4409,7 +4419,12 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
   document& network = spec.add("network", document::object());
   network.add("enableDNSHostnames", document::boolean(true));
   network.add("subdomain", document::str(o.name));
-  spec.add("failurePolicy", document::object()).add("maxRestarts", document::num(o.jobset_max_restarts));
+  document& failure_policy = spec.add("failurePolicy", document::object());
+  failure_policy.add("maxRestarts", document::num(o.jobset_max_restarts));
+  if (o.restart_strategy != jobset_restart_strategy::unset)
+    failure_policy.add("restartStrategy", document::str(o.restart_strategy == jobset_restart_strategy::recreate
+                                                             ? "Recreate"
+                                                             : "BlockingRecreate"));
   document& jobs = spec.add("replicatedJobs", document::array());
   std::size_t first_node = 0;
   const std::string rank_flag = launch.flags == flag_style::dash ? "--node-rank" : "--node_rank";
@@ -4460,6 +4475,12 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     index.add("valueFrom", document::object())
         .add("fieldRef", document::object())
         .add("fieldPath", document::str("metadata.annotations['batch.kubernetes.io/job-completion-index']"));
+    // The set's restart attempt, for the script to resume from its checkpoint (as `run --restarts`).
+    document& attempt = env.push(document::object());
+    attempt.add("name", document::str("HETLAUNCH_RESTART_COUNT"));
+    attempt.add("valueFrom", document::object())
+        .add("fieldRef", document::object())
+        .add("fieldPath", document::str(detail::concat("metadata.annotations['", restart_attempt_annotation, "']")));
     if (plan->has_shares()) {
       document& e = env.push(document::object());
       e.add("name", document::str("HETLAUNCH_GLOBAL_BATCH"));

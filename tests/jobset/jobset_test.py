@@ -15,7 +15,9 @@
    <host>.<subdomain> name, gets the environment Kubernetes would give it (the container's `env`,
    with the downward-API index of the pod) and runs the container's command and args exactly as
    the manifest writes them (parsed from the YAML, not rebuilt), with a real torchrun. The
-   job of 4 + 2 + 1 workers all_reduces, and every worker's variables equal the plan.
+   job of 4 + 2 + 1 workers all_reduces, and every worker's variables equal the plan; the pods are
+   those of the set's third attempt (restart-attempt annotation 2), which every worker sees as
+   HETLAUNCH_RESTART_COUNT.
 
 usage: jobset_test.py HETLAUNCH [--update] [--pods WORKER_PY]
 """
@@ -41,6 +43,7 @@ GOLDEN = HERE / "golden"
 CRD = pathlib.Path(os.environ.get("HETLAUNCH_JOBSET_CRD") or
                    HERE.parent.parent.parent / "shared" / "data" / "jobset" / "jobset.x-k8s.io_jobsets.yaml")
 SKIPPED = 77  # ctest's SKIP_RETURN_CODE for this test
+RESTART_ATTEMPT = "2"  # the simulated pods are those of the set's third attempt
 
 SHAPES = {
     # docs/kubernetes.md's example: two 8-GPU nodes and one 4-GPU node.
@@ -50,7 +53,11 @@ SHAPES = {
                   "--group", "1:8", "--group", "3:2", "--node-selector", "0:nvidia.com/gpu.product=A100",
                   "--node-selector", "1:nvidia.com/gpu.product=L4", "--cpu", "16", "--memory", "128Gi",
                   "--env", "NCCL_DEBUG=INFO", "--master-port", "23456", "--max-restarts", "2",
-                  "--jobset-max-restarts", "1", "-m", "--", "pkg.train", "--lr", "3e-4"],
+                  "--jobset-max-restarts", "1", "--jobset-restart-strategy", "BlockingRecreate",
+                  "-m", "--", "pkg.train", "--lr", "3e-4"],
+    # A set JobSet recreates at once after a failure; every pod learns the attempt.
+    "restarts": ["--name", "resume", "--image", "img", "--group", "2:8", "--group", "1:4", "--jobset-max-restarts", "5",
+                 "--jobset-restart-strategy", "Recreate", "--", "train.py", "--resume"],
     "hostile": ["--name", "h", "--image", "img", "--group", "1:1", "--group", "1:2", "--",
                 "train.py", "it's", "$(rm -rf /)", "a\nb", "--node_rank=@"],
     # Work shares: each pod's part of the global batch from its index.
@@ -260,6 +267,10 @@ def simulate_pods(binary, worker):
             for e in container["env"]:
                 if "value" in e:
                     env[e["name"]] = e["value"]
+                elif e["name"] == "HETLAUNCH_RESTART_COUNT":  # the downward API: the set's restart attempt
+                    assert e["valueFrom"]["fieldRef"]["fieldPath"] == \
+                        "metadata.annotations['jobset.sigs.k8s.io/restart-attempt']"
+                    env[e["name"]] = RESTART_ATTEMPT
                 else:  # the downward API: the Job's completion index annotation
                     assert e["valueFrom"]["fieldRef"]["fieldPath"] == \
                         "metadata.annotations['batch.kubernetes.io/job-completion-index']"
@@ -292,6 +303,12 @@ def simulate_pods(binary, worker):
             got = records.get(rank, {})
             if any(got.get(key) != value for key, value in expected.items()):
                 problems.append(f"rank {rank} recorded {got}")
+            environ = work / f"worker-{rank}.environ"
+            attempt = dict(v.split(b"=", 1) for v in environ.read_bytes().split(b"\0") if b"=" in v) \
+                if environ.exists() else {}
+            if attempt.get(b"HETLAUNCH_RESTART_COUNT") != RESTART_ATTEMPT.encode():
+                problems.append(f"rank {rank} got HETLAUNCH_RESTART_COUNT={attempt.get(b'HETLAUNCH_RESTART_COUNT')}, "
+                                f"not the pod's restart-attempt annotation {RESTART_ATTEMPT}")
         if problems:
             for i in range(len(pods)):
                 print((work / f"pod-{i}.log").read_text(errors="replace")[-2000:])

@@ -142,6 +142,13 @@ const flag flags[] = {
     {"--memory", nullptr, "MEMORY", 0, "each pod's memory request (\"64Gi\")", [](options& o, const std::string& v) { o.memory = v; }},
     {"--jobset-max-restarts", nullptr, "N", 0, "how often JobSet recreates every Job after a failure (default: 0)",
      [](options& o, const std::string& v) { o.jobset_max_restarts = static_cast<int>(to_integer("--jobset-max-restarts", v, 0, 1000000)); }},
+    {"--jobset-restart-strategy", nullptr, "STRATEGY", 0,
+     "Recreate (every Job at once, JobSet's default) or BlockingRecreate (once the old pods are gone)",
+     [](options& o, const std::string& v) {
+       if (v == "Recreate") o.restart_strategy = hetlaunch::jobset_restart_strategy::recreate;
+       else if (v == "BlockingRecreate") o.restart_strategy = hetlaunch::jobset_restart_strategy::blocking_recreate;
+       else throw usage_error{"--jobset-restart-strategy must be Recreate or BlockingRecreate, got " + quoted(v)};
+     }},
     {"--partition", nullptr, "P", 0, "every component's partition", [](options& o, const std::string& v) { o.partition = v; }},
     {"--time", nullptr, "T", 0, "every component's time limit (\"1:00:00\")", [](options& o, const std::string& v) { o.time = v; }},
     {"--sbatch-arg", nullptr, "ARG", 0, "an #SBATCH option of the job (\"--job-name=x\"); repeatable",

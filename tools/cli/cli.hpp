@@ -65,6 +65,7 @@ struct options {
   std::vector<std::string> groups;          // NODES:GPUS
   std::vector<std::string> node_selectors;  // GROUP:KEY=VALUE
   int jobset_max_restarts = 0;
+  hetlaunch::jobset_restart_strategy restart_strategy = hetlaunch::jobset_restart_strategy::unset;
   // sbatch
   std::string partition, time;
   std::vector<std::string> sbatch_args;

@@ -283,7 +283,7 @@ const std::vector<command>& commands() {
        "Needs the JobSet controller in the cluster; see docs/kubernetes.md.\n",
        launch_flags,
        {"--name", "--namespace", "--image", "--group", "--node-selector", "--cpu", "--memory", "--env",
-        "--jobset-max-restarts", "--json"},
+        "--jobset-max-restarts", "--jobset-restart-strategy", "--json"},
        script_use::required, node_use::none, jobset_command, {"--name", "--image", "--group"}},
       {"sbatch", "",
        "a Slurm batch script: a hetjob component per node group",

@@ -70,6 +70,7 @@ int jobset_command(options& o) {
   js.cpu = o.cpu;
   js.memory = o.memory;
   js.jobset_max_restarts = o.jobset_max_restarts;
+  js.restart_strategy = o.restart_strategy;
   take_script(o);
   js.launch = o.launch;
   int status = 0;

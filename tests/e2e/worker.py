@@ -7,7 +7,9 @@
 #     and the variables torchrun sets, CUDA_VISIBLE_DEVICES and the host name, in
 #     OUT_DIR/worker-RANK.env;
 #  3. joins one gloo all_reduce of RANK + 1 and records the sum.
-# usage: worker.py OUT_DIR [CHECK_COMMAND...] [--crash-once]
+# --crash-once: rank 0 fails torchrun's first attempt (TORCHELASTIC_RESTART_COUNT 0);
+# --fail-first-attempt: rank 0 fails the job's first attempt (HETLAUNCH_RESTART_COUNT 0).
+# usage: worker.py OUT_DIR [CHECK_COMMAND...] [--crash-once] [--fail-first-attempt]
 import datetime
 import os
 import socket
@@ -22,7 +24,7 @@ KEYS = ["LOCAL_RANK", "RANK", "GROUP_RANK", "ROLE_RANK", "ROLE_NAME", "LOCAL_WOR
 
 def main() -> int:
     out_dir = sys.argv[1]
-    args = [a for a in sys.argv[2:] if a != "--crash-once"]
+    args = [a for a in sys.argv[2:] if a not in ("--crash-once", "--fail-first-attempt")]
     rank = os.environ.get("RANK", "unknown")
     # The whole environment as the worker got it, before anything here (torch's import) adds to it.
     with open(os.path.join(out_dir, f"worker-{rank}.environ.tmp"), "wb") as f:
@@ -38,13 +40,17 @@ def main() -> int:
     restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
     if "--crash-once" in sys.argv and restart == "0" and rank == "0":
         return 7  # fail the first attempt; torchrun restarts the group
+    if "--fail-first-attempt" in sys.argv and os.environ.get("HETLAUNCH_RESTART_COUNT") == "0" and rank == "0":
+        return 7  # fail the job's first attempt; the launcher starts the whole job again
     import torch
     import torch.distributed as dist
 
     # After a crash, the workers of the other nodes only fail, and so get restarted by their
     # agents, when this times out: keep it short in the crashing attempt, and long in the restarted
     # one, whose workers must wait for the other nodes' restarts.
-    seconds = 15 if "--crash-once" in sys.argv and restart == "0" else 120
+    failing = ("--crash-once" in sys.argv and restart == "0") or \
+        ("--fail-first-attempt" in sys.argv and os.environ.get("HETLAUNCH_RESTART_COUNT") == "0")
+    seconds = 15 if failing else 120
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=seconds))
     value = torch.tensor([float(int(rank) + 1)])
     dist.all_reduce(value)

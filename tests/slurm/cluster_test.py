@@ -9,6 +9,7 @@ The cases:
   hetjob     a heterogeneous job whose components are not in host-name order (h1, then h0 and h2),
              started with one `srun ... : ... hetlaunch exec --slurm` over all components;
   sbatch     a script printed by `hetlaunch sbatch`, submitted unchanged;
+  restart    `sbatch --restarts 1`: a step that fails once runs again in the allocation and completes;
   directives #SBATCH values with blanks, quotes, '#' and backslashes arrive as given (the job's
              name, comment, partition and time in squeue); what sbatch cannot take, it refuses;
   recorded   the variables of a hetjob's batch script and of its steps, read by `--slurm` as the
@@ -226,6 +227,35 @@ class suite:
         self.check_shares(d, "h1:1,h2:1", [("h1", "2"), ("h2", "2")], 5)
         return script + "\n" + one
 
+    def restart(self):
+        """`sbatch --restarts 1`: rank 0 fails the first attempt; the step runs again in the same
+        allocation, every worker of the second attempt sees HETLAUNCH_RESTART_COUNT=1, and the job
+        completes. With --restarts 0 the job fails with the step's status."""
+        d = self.fresh_dir("restart")
+        args = ["sbatch", "--group", "1:2", "--group", "1:1", "--time", "10", "--master-port", "29515", "--restarts",
+                "1", "--", str(self.worker), str(d), "hetlaunch", "check-env", "--slurm", "--fail-first-attempt"]
+        script = subprocess.run([self.binary, *args], capture_output=True, text=True, check=True).stdout
+        started = time.monotonic()
+        state, code, log = self.submit(d, script)
+        seconds = time.monotonic() - started
+        expect(state == "COMPLETED", f"job {state} {code}:\n{script}\n{log}")
+        expect(re.search(r"hetlaunch: the step failed \(exit status \d+\): restart 1 of 1", log),
+               f"no restart in the log:\n{log}")
+        for path in sorted(d.glob("worker-*.environ")):
+            env = dict(v.split(b"=", 1) for v in path.read_bytes().split(b"\0") if b"=" in v)
+            expect(env.get(b"HETLAUNCH_RESTART_COUNT") == b"1",
+                   f"{path.name}: HETLAUNCH_RESTART_COUNT={env.get(b'HETLAUNCH_RESTART_COUNT')}")
+        expect(len(list(d.glob("worker-*.environ"))) == 3, f"{len(list(d.glob('worker-*.environ')))} workers recorded")
+        print(f"     restart: the job of two attempts took {seconds:.1f} s")
+        d = self.fresh_dir("restart-none-left")
+        args[args.index("--restarts") + 1] = "0"
+        args[args.index(str(self.worker)) + 1] = str(d)
+        script = subprocess.run([self.binary, *args], capture_output=True, text=True, check=True).stdout
+        state, code, log = self.submit(d, script)
+        expect(state == "FAILED", f"job {state} {code}, expected FAILED:\n{log}")
+        expect("no restart left (--restarts 0)" in log, f"no refusal in the log:\n{log}")
+        return script
+
     def recorded_environments(self):
         """The variables of a hetjob's batch script and steps, recorded on this cluster."""
         d = self.fresh_dir("recorded")
@@ -400,7 +430,8 @@ def main():
         del args[i:i + 2]
     binary, worker = os.path.abspath(args[0]), os.path.abspath(args[1])
     wanted = args[2:]
-    cases = [("readme", "readme"), ("hetjob", "hetjob"), ("sbatch", "sbatch"), ("directives", "directives"),
+    cases = [("readme", "readme"), ("hetjob", "hetjob"), ("sbatch", "sbatch"), ("restart", "restart"),
+             ("directives", "directives"),
              ("recorded", "recorded"),
              ("partial", "partial"), ("layout", "layout"), ("node-dies", "node_dies")]
     if wanted:

@@ -293,8 +293,9 @@ const std::vector<command>& commands() {
        "in every component with all of its node's GPUs, which runs `hetlaunch exec --slurm` with\n"
        "the launch options given here. --sbatch-arg lines go to the job (the first component);\n"
        "--partition and --time to every component. A group's WEIGHT reaches the nodes as --weight on\n"
-       "its component's node list, for --global-batch.\n",
-       launch_flags, {"--group", "--partition", "--time", "--sbatch-arg", "--hetlaunch"}, script_use::required,
+       "its component's node list, for --global-batch. --restarts N runs the step again in the same\n"
+       "allocation after a failure, at most N times, with HETLAUNCH_RESTART_COUNT for the workers.\n",
+       launch_flags, {"--group", "--partition", "--time", "--sbatch-arg", "--hetlaunch", "--restarts"}, script_use::required,
        node_use::none, sbatch_command, {"--group"}},
       {"plan", "",
        "the rank table and every node's torchrun command",

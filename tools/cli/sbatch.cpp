@@ -120,13 +120,32 @@ int sbatch_command(options& o) {
   out += concat(program, " plan ", tail, "\n\n");
   out += "# One task a node in every component, each seeing all of its node's GPUs; each runs its\n"
          "# node's torchrun (SLURM_NODEID counts the nodes in component order).\n";
-  out += "srun";
+  // With --restarts the step runs again in this allocation after a failure; a node that fails
+  // ends the whole step at once (--kill-on-bad-exit), so the next attempt need not wait for the
+  // others' collectives to time out.
+  const bool restarting = o.restarts.has_value();
+  const std::string indent = restarting ? "  " : "";
+  if (restarting)
+    out += concat("# The step runs again on a failure, at most ", *o.restarts,
+                  " times (--restarts); every worker gets\n# HETLAUNCH_RESTART_COUNT, the attempt's number from 0.\n",
+                  "attempt=0\nwhile :; do\n  export HETLAUNCH_RESTART_COUNT=$attempt\n  status=0\n");
+  out += indent + (restarting ? "srun --kill-on-bad-exit=1" : "srun");
   for (std::size_t c = 0; c < groups.size(); ++c) {
-    if (c > 0) out += " : \\\n    ";
+    if (c > 0) out += concat(" : \\\n    ", indent);
     out += concat(" --nodes=", groups[c].nodes, " --ntasks=", groups[c].nodes, " --ntasks-per-node=1 --gpus-per-node=",
                   groups[c].gpus);
   }
-  out += concat(" \\\n  ", program, " exec ", tail, "\n");
+  out += concat(" \\\n  ", indent, program, " exec ", tail, restarting ? " || status=$?\n" : "\n");
+  if (restarting)
+    out += concat("  [ \"$status\" -eq 0 ] && exit 0\n",
+                  "  if [ \"$attempt\" -ge ", *o.restarts, " ]; then\n",
+                  "    echo \"hetlaunch: the step failed (exit status $status); no restart left (--restarts ", *o.restarts,
+                  ")\" >&2\n",
+                  "    exit \"$status\"\n  fi\n",
+                  "  attempt=$((attempt + 1))\n",
+                  "  echo \"hetlaunch: the step failed (exit status $status): restart $attempt of ", *o.restarts,
+                  "\" >&2\n",
+                  "done\n");
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }

@@ -20,6 +20,7 @@ earlier run are removed first. Needs root, iproute2, util-linux, openssh-server 
 
 usage: ssh_test.py HETLAUNCH WORKER_PY [CASE...]
 """
+import json
 import os
 import pathlib
 import re
@@ -500,6 +501,50 @@ def case_restart_lost_host(b, w, work, c):
     return problems + left_on_hosts(work)
 
 
+def case_restart_training(b, w, work, c):
+    """examples/train_restarts.py (float64 DDP, a global batch of 24, the loss scaled by the share,
+    a checkpoint every 5 steps): node 1 fails at step 12 of the first attempt; with --restarts 1
+    --exclude-failed the second attempt resumes from step 10 on two hosts, and the final
+    parameters equal those of one process training on every step's whole batch."""
+    example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_restarts.py"
+    hf = hostfile(work, [f"{V4[i]} slots={NPROC[i]}" for i in range(3)])
+    ckpt = work / "ckpt"
+    ckpt.mkdir()
+    ckpt.chmod(0o777)
+    result = work / "result.json"
+    code, out, err = finish(hetlaunch_on_host0(b, [
+        "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", "29717", "--kill-after",
+        str(KILL_AFTER), "--restarts", "1", "--exclude-failed", "--global-batch", "24", "--env", "GLOO_SOCKET_IFNAME=eth0",
+        "--", str(example), "--checkpoint-dir", str(ckpt), "--steps", "30", "--every", "5", "--fail-at", "12",
+        "--fail-node", "1", "--result", str(result)]), timeout=400)
+    problems = [] if code == 0 else [f"run exited {code}, expected 0:\n{err[-3000:]}"]
+    # Node 1's exit breaks its peers' collective at once, so node 2's torchrun may report a failed
+    # worker first: either is left out, and either way the smaller job goes on from the checkpoint.
+    m = re.search(r"restart 1 of 1: attempt 2 starts on 2 nodes \(without node ([12]) \('([0-9.]+)'\)\), "
+                  r"world size (\d+)", err)
+    if not m or m.group(2) != V4[int(m.group(1))] or int(m.group(3)) != 7 - NPROC[int(m.group(1))]:
+        problems.append(f"no restart without node 1 or 2 in:\n{err[-2000:]}")
+    elif f"attempt 1: 30 steps done on a world of {m.group(3)}" not in out + err:
+        problems.append(f"the second attempt did not finish on a world of {m.group(3)}:\n{(out + err)[-2000:]}")
+    else:
+        print(f"     restart training: node {m.group(1)} left out, the second attempt's world size {m.group(3)}")
+    # The same 30 steps in one process over each step's whole batch.
+    python = pathlib.Path("/usr/bin/torchrun").read_text().splitlines()[0][2:].strip()
+    reference = subprocess.run([python, "-c", (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2]);"
+        "import train_restarts as t, hetlaunch_shares as s;"
+        "print(json.dumps(t.train(s.Share(24, 1, 24, 0), 30, 0.05, None, 5, 1)))"),
+        str(example.parent), str(example.parents[1] / "python")], capture_output=True, text=True)
+    if reference.returncode != 0 or not result.exists():
+        problems.append(f"no result to compare: {reference.stderr[-2000:]}")
+    else:
+        want, got = json.loads(reference.stdout), json.loads(result.read_text())
+        worst = max(abs(a - b2) for a, b2 in zip(want, got))
+        print(f"     restart training: final parameters off the single-process run by {worst:.2g}")
+        if len(want) != len(got) or worst > 1e-6:
+            problems.append(f"the final parameters differ from one process's by {worst:.3g}")
+    return problems + left_on_hosts(work)
+
 def case_restart_min_nodes(b, w, work, c):
     """--min-nodes 3 keeps the job from shrinking: node 2 fails, and run fails instead."""
     code, out, err = finish(restart_run(b, work, c, "29715", ["--restarts", "1", "--exclude-failed",
@@ -561,6 +606,7 @@ CASES = {
     "restart_none_left": case_restart_none_left,
     "restart_exclude_failed": case_restart_exclude_failed,
     "restart_lost_host": case_restart_lost_host,
+    "restart_training": case_restart_training,
     "restart_min_nodes": case_restart_min_nodes,
     "restart_interrupt": case_restart_interrupt,
     "restart_refused": case_restart_refused,

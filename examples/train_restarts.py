@@ -1,0 +1,134 @@
+# SPDX-License-Identifier: MIT
+"""A data-parallel training script that survives gang restarts: it saves a checkpoint every few
+steps and, when `hetlaunch run --restarts N` (or `sbatch --restarts`, or JobSet) starts it again,
+resumes from the last one. With work shares and the loss scaled by the share, each step's
+gradient is the mean over the same global batch whatever the nodes, so a restart on fewer nodes
+(`--exclude-failed`) continues the same training. float64, synthetic data, gloo: it runs on CPUs.
+
+    hetlaunch run --hostfile hosts --restarts 3 --exclude-failed --global-batch 64 -- \\
+        examples/train_restarts.py --checkpoint-dir /shared/ckpt --steps 200
+
+The checkpoint directory must be shared by the nodes (rank 0 writes, every rank reads). With
+--result FILE rank 0 writes the final parameters as JSON. --fail-at STEP makes the worker of
+GROUP_RANK --fail-node exit 1 at that step of the first attempt (HETLAUNCH_RESTART_COUNT 0), to
+try a restart.
+"""
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
+import hetlaunch_shares as shares  # noqa: E402
+
+SAMPLES, FEATURES = 256, 6
+
+
+def data():
+    import torch
+
+    g = torch.Generator()
+    g.manual_seed(2024)
+    x = torch.randn(SAMPLES, FEATURES, generator=g, dtype=torch.float64)
+    y = x @ torch.linspace(-1, 1, FEATURES, dtype=torch.float64).unsqueeze(1) + 0.1 * torch.randn(
+        SAMPLES, 1, generator=g, dtype=torch.float64)
+    return x, y
+
+
+def model():
+    import torch
+
+    torch.manual_seed(5)
+    return torch.nn.Sequential(torch.nn.Linear(FEATURES, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1)).double()
+
+
+def batches(share, start_step, steps, seed):
+    """(step, this rank's indices) from start_step up to steps, over as many epochs as needed."""
+    sampler = shares.ShareBatchSampler(SAMPLES, share, seed=seed)
+    per_epoch = len(sampler)
+    step = start_step
+    while step < steps:
+        sampler.set_epoch(step // per_epoch)
+        order = list(sampler)
+        while step < steps and step // per_epoch == sampler.epoch:
+            yield step, order[step % per_epoch]
+            step += 1
+
+
+def train(share, steps, lr, checkpoint_dir, every, seed, on_step=None, reduce=None, writer=False):
+    """Trains from the last checkpoint; returns the parameters as a list. `reduce` wraps the
+    model for DDP (None: one process over the whole batch); `writer` saves the checkpoints."""
+    import torch
+
+    net = model()
+    start = 0
+    latest = pathlib.Path(checkpoint_dir) / "latest.pt" if checkpoint_dir else None
+    if latest and latest.exists():
+        state = torch.load(latest)
+        net.load_state_dict(state["model"])
+        start = state["step"]
+    wrapped = reduce(net) if reduce else net
+    opt = torch.optim.SGD(wrapped.parameters(), lr=lr)
+    x, y = data()
+    for step, idx in batches(share, start, steps, seed):
+        if on_step:
+            on_step(step)
+        loss = torch.nn.functional.mse_loss(wrapped(x[idx]), y[idx]) * share.loss_scale
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        done = step + 1
+        if latest and writer and done % every == 0:
+            tmp = latest.with_suffix(".tmp")
+            torch.save({"model": net.state_dict(), "step": done}, tmp)
+            os.replace(tmp, latest)
+        if reduce:
+            import torch.distributed as dist
+
+            dist.barrier()  # the checkpoint is complete before any rank can fail after it
+    return [v for p in net.parameters() for v in p.detach().reshape(-1).tolist()]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--checkpoint-dir", required=True)
+    p.add_argument("--every", type=int, default=5, help="steps between checkpoints")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--result")
+    p.add_argument("--fail-at", type=int)
+    p.add_argument("--fail-node", type=int, default=0)
+    args = p.parse_args()
+
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+    share = shares.share_from_env()
+    attempt = os.environ.get("HETLAUNCH_RESTART_COUNT", "0")
+
+    def fail_once(step):
+        if (args.fail_at is not None and step == args.fail_at and attempt == "0"
+                and int(os.environ["GROUP_RANK"]) == args.fail_node):
+            print(f"rank {os.environ['RANK']}: failing at step {step} on purpose", flush=True)
+            os._exit(1)
+
+    rank = int(os.environ["RANK"])
+    params = train(share, args.steps, args.lr, args.checkpoint_dir, args.every, args.seed, fail_once, DDP,
+                   writer=rank == 0)
+    if rank == 0:
+        print(f"attempt {attempt}: {args.steps} steps done on a world of {share.world_size}", flush=True)
+        if args.result:
+            pathlib.Path(args.result).write_text(json.dumps(params))
+    dist.barrier()
+    dist.destroy_process_group()
+    # torch 1.13's gloo can hang in a destructor while the interpreter exits; nothing is left.
+    sys.stdout.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

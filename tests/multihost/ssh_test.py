@@ -407,6 +407,13 @@ def attempt_records(work, attempt):
     return records
 
 
+def first_attempt_running(work, proc, timeout=120):
+    """Waits until the first attempt's seven workers have recorded themselves (or run ended)."""
+    deadline = time.monotonic() + timeout
+    while len(attempt_records(work, 0)) < 7 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+
+
 def restart_run(b, work, c, port, flags, mode="fail", **kwargs):
     worker = write_worker(work, "restart.py", RESTART_WORKER)
     hf = hostfile(work, [f"{V4[i]} slots={NPROC[i]}" for i in range(3)])
@@ -476,9 +483,7 @@ def case_restart_lost_host(b, w, work, c):
     seven workers run. Its ssh ends (255) and, with --exclude-failed, the job finishes on the two
     other hosts."""
     proc = restart_run(b, work, c, "29714", ["--restarts", "1", "--exclude-failed"], mode="hang")
-    deadline = time.monotonic() + 120
-    while len(attempt_records(work, 0)) < 7 and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.1)
+    first_attempt_running(work, proc)
     problems = [] if len(attempt_records(work, 0)) == 7 else ["the first attempt's workers did not all start"]
     try:
         pids = subprocess.run(["ip", "netns", "pids", HOSTS[2]], capture_output=True, text=True).stdout.split()
@@ -561,9 +566,7 @@ def case_restart_min_nodes(b, w, work, c):
 def case_restart_interrupt(b, w, work, c):
     """SIGINT never restarts: with --restarts 2, run stops every node and exits 130."""
     proc = restart_run(b, work, c, "29716", ["--restarts", "2"], mode="hang")
-    deadline = time.monotonic() + 120
-    while len(attempt_records(work, 0)) < 7 and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.1)
+    first_attempt_running(work, proc)
     problems = [] if len(attempt_records(work, 0)) == 7 else ["the workers did not all start"]
     proc.send_signal(signal.SIGINT)
     code, out, err = finish(proc, timeout=60)

@@ -222,6 +222,14 @@ std::optional<hetlaunch::launch_plan> plan_of(const input& in, const options& o)
   return std::nullopt;
 }
 
+std::optional<hetlaunch::launch_plan> plan_again(const hetlaunch::cluster& nodes, const hetlaunch::launch_options& launch,
+                                                 const char* who) {
+  auto plan = hetlaunch::make_plan(nodes, launch);
+  if (plan) return std::move(*plan);
+  print_problems(who, plan.error());
+  return std::nullopt;
+}
+
 void take_script(options& o) {
   if (o.positional.empty()) return;
   o.launch.script = o.positional.front();

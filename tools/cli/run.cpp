@@ -742,13 +742,14 @@ int run_command(options& o) {
       for (std::size_t i : d.nodes) kept[i] = true;
       for (std::size_t i = 0; i < nodes_now; ++i)
         if (!kept[i]) left_out += concat(left_out.empty() ? "" : ", ", i, " (", quoted(plan->topology().node(i).host), ")");
-      auto again = hetlaunch::make_plan(hetlaunch::keep_nodes(plan->topology(), d.nodes), launch);
+      std::optional<hetlaunch::launch_plan> again =
+          plan_again(hetlaunch::keep_nodes(plan->topology(), d.nodes), launch, "run: the plan of the restart");
       if (!again) {
-        std::fprintf(stderr, "hetlaunch: %s; the plan without node %s is not valid:\n", blamed.c_str(), left_out.c_str());
-        print_problems("run", again.error());
+        std::fprintf(stderr, "hetlaunch: %s; the plan without node %s is not valid (above): not restarting\n",
+                     blamed.c_str(), left_out.c_str());
         return r.status;
       }
-      plan.emplace(std::move(*again));
+      plan = std::move(again);
     }
     std::fprintf(stderr, "hetlaunch: %s; restart %d of %d: attempt %d starts on %zu node%s%s, world size %d\n",
                  blamed.c_str(), attempt + 1, restarts.restarts, attempt + 2, plan->topology().node_count(),

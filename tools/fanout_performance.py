@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Measures how fast `hetlaunch run` starts many nodes and how fast it restarts a job; writes
+docs/performance.md between its fanout-begin and fanout-end markers.
+
+Start-up: 1,000 stand-in hosts, each a local process in place of ssh (a shell that runs the
+remote command here), every node's command ending at once. `hetlaunch run` (its node script
+and a stand-in torchrun that exits 0) against the fan-out tools people use for the same job,
+in the same run: pdsh -R exec (-f 32, its default) and ClusterShell's clush -R exec (-f 64, its
+default) running the same stand-in with `true`, and hetlaunch at both fan-outs. Medians of
+several rounds, wall time.
+
+Restart: 10 and 100 stand-in nodes with `--restarts 1`; node 3's stand-in torchrun fails a second
+after the first attempt starts while the others wait. The time from its failure (its own time
+stamp) to the last node of the second attempt started.
+
+Needs pdsh and clustershell (Debian: pdsh, clustershell). Everything runs in a temporary
+directory that is removed afterwards; the stand-ins carry its name, and whatever of them is
+left is killed.
+usage: tools/fanout_performance.py HETLAUNCH [--quick]   (--quick: 100 hosts, 2 rounds, to try it)
+"""
+import os
+import pathlib
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs" / "performance.md"
+QUICK = "--quick" in sys.argv
+HOSTS = 100 if QUICK else 1000
+ROUNDS = 2 if QUICK else 3
+
+
+def write(path, text):
+    path.write_text(text)
+    path.chmod(0o755)
+    return str(path)
+
+
+def timed(cmd, env=None):
+    start = time.monotonic()
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, timeout=600)
+    seconds = time.monotonic() - start
+    if r.returncode != 0:
+        raise RuntimeError(f"{cmd[:4]}... exited {r.returncode}: {r.stderr.decode(errors='replace')[-1000:]}")
+    return seconds
+
+
+def start_up(binary, tmp):
+    # ssh's place for hetlaunch: skip ssh's options up to `--`, then run the node's command here.
+    ssh = write(tmp / "ssh-stand-in", f"#!/bin/sh\n# {tmp}\nwhile [ \"$1\" != \"--\" ]; do shift; done\n"
+                                      "shift 2\nexec sh -c \"$1\"\n")
+    # pdsh and clush run `stand-in HOST COMMAND...`: the same shell, running the command.
+    exec_stand_in = write(tmp / "exec-stand-in", f"#!/bin/sh\n# {tmp}\nshift\nexec sh -c \"$*\"\n")
+    hosts = ",".join(f"h{i}:1" for i in range(HOSTS))
+    run = [binary, "run", "--hosts", hosts, "--ssh", ssh, "--program", "true", "--quiet-nodes"]
+    tools = {
+        "hetlaunch run --fanout 32": run + ["--fanout", "32", "--", "t.py"],
+        "hetlaunch run --fanout 64": run + ["--fanout", "64", "--", "t.py"],
+        "pdsh -R exec -f 32": ["pdsh", "-R", "exec", "-f", "32", "-w", f"h[0-{HOSTS - 1}]", exec_stand_in, "%h", "true"],
+        "clush -R exec -f 64": ["clush", "-R", "exec", "-f", "64", "-w", f"h[0-{HOSTS - 1}]", exec_stand_in, "%h",
+                                "true"],
+    }
+    times = {name: [] for name in tools}
+    for _ in range(ROUNDS):
+        for name, cmd in tools.items():  # interleaved: the machine's noise falls on every tool alike
+            times[name].append(timed(cmd))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def restart_time(binary, tmp, nodes):
+    ssh = write(tmp / "ssh-stand-in", f"#!/bin/sh\n# {tmp}\nwhile [ \"$1\" != \"--\" ]; do shift; done\n"
+                                      "shift 2\nexec sh -c \"$1\"\n")
+    stamps = tmp / "stamps"
+    stamps.mkdir()
+    # torchrun's place: records when it starts; node 3 fails the first attempt after a second,
+    # the others wait in it until they are stopped; the second attempt ends at once.
+    fake = write(tmp / "torchrun-stand-in", f"""#!/bin/sh
+# {tmp}
+now() {{ date +%s.%N; }}
+now > "{stamps}/start-$HETLAUNCH_RESTART_COUNT-$$"
+if [ "$HETLAUNCH_RESTART_COUNT" = 0 ]; then
+  case " $* " in *" --node_rank=3 "*) sleep 1; now > "{stamps}/failed"; exit 1;; esac
+  exec sleep 600
+fi
+exit 0
+""")
+    hosts = ",".join(f"h{i}:1" for i in range(nodes))
+    results = []
+    for _ in range(ROUNDS):
+        for f in stamps.iterdir():
+            f.unlink()
+        r = subprocess.run([binary, "run", "--hosts", hosts, "--ssh", ssh, "--program", fake, "--restarts", "1",
+                            "--kill-after", "5", "--quiet-nodes", "--", "t.py"], capture_output=True, timeout=600)
+        if r.returncode != 0:
+            raise RuntimeError(f"the restarted job exited {r.returncode}: {r.stderr.decode(errors='replace')[-1500:]}")
+        failed = float((stamps / "failed").read_text())
+        second = [float(p.read_text()) for p in stamps.glob("start-1-*")]
+        if len(second) != nodes:
+            raise RuntimeError(f"{len(second)} nodes started the second attempt")
+        results.append(max(second) - failed)
+    return statistics.median(results)
+
+
+def section(start, restart):
+    lines = ["<!-- fanout-begin: written by tools/fanout_performance.py -->",
+             "## Starting many nodes, and restarting them", "",
+             f"Wall time to start {HOSTS:,} nodes whose commands end at once, each host a local stand-in for ssh (a shell",
+             "that runs the node's command here), medians of rounds interleaved in one run on this 2-core",
+             "machine. hetlaunch runs its node script and a stand-in torchrun on each; pdsh and clush run `true`",
+             "through the same kind of shell:", "",
+             "| tool | time | against the faster reference |", "| --- | ---: | ---: |"]
+    best = min(start["pdsh -R exec -f 32"], start["clush -R exec -f 64"])
+    for name, seconds in start.items():
+        lines.append(f"| `{name}` | {seconds:.2f} s | {seconds / best:.2f}x |")
+    goal = min(start["hetlaunch run --fanout 32"], start["hetlaunch run --fanout 64"]) <= best
+    lines += ["", f"Goal: no slower than either reference at the same fan-out: "
+                  f"{'met' if goal else 'not met'} "
+                  f"(pdsh at 32: {start['hetlaunch run --fanout 32'] / start['pdsh -R exec -f 32']:.2f}x, "
+                  f"clush at 64: {start['hetlaunch run --fanout 64'] / start['clush -R exec -f 64']:.2f}x).", "",
+              "A gang restart of stand-in nodes (`--restarts 1`, `--kill-after 5`): from the failure of one node's",
+              f"torchrun to the last node of the second attempt started, {restart[10]:.2f} s for 10 nodes and "
+              f"{restart[100]:.2f} s for 100",
+              "(medians). That is stopping the others, waiting for every one of them, and starting them all again.",
+              "Here every node's teardown runs on this one machine: each node script scans /proc once for",
+              "torchrun's descendants, which a real cluster does on each host at the same time.",
+              "<!-- fanout-end -->"]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    binary = os.path.abspath(sys.argv[1])
+    for tool in ("pdsh", "clush"):
+        if not shutil.which(tool):
+            print(f"{tool} is not installed (Debian: apt-get install pdsh clustershell)")
+            return 1
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="hetlaunch-fanout-"))
+    try:
+        start = start_up(binary, tmp / "start") if (tmp / "start").mkdir() is None else None
+        restart = {}
+        for nodes in (10, 100):
+            (tmp / f"restart-{nodes}").mkdir()
+            restart[nodes] = restart_time(binary, tmp / f"restart-{nodes}", nodes)
+    finally:
+        for proc in pathlib.Path("/proc").glob("[0-9]*"):
+            try:
+                if str(tmp).encode() in (proc / "cmdline").read_bytes():
+                    os.kill(int(proc.name), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+        shutil.rmtree(tmp, ignore_errors=True)
+    for name, seconds in start.items():
+        print(f"{name}: {seconds:.2f} s")
+    for nodes, seconds in restart.items():
+        print(f"restart of {nodes} nodes: {seconds:.2f} s")
+    doc = DOCS.read_text()
+    text = section(start, restart)
+    begin, end = doc.find("<!-- fanout-begin"), doc.find("<!-- fanout-end -->")
+    if begin >= 0 and end > begin:
+        doc = doc[:begin] + text + doc[end + len("<!-- fanout-end -->\n"):]
+    else:
+        marker = "## Slurm: `--slurm` in big jobs"
+        doc = doc.replace(marker, text + "\n" + marker, 1)
+    DOCS.write_text(doc)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

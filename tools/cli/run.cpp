@@ -598,7 +598,7 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
   }
   // One line for each node that did not end well.
   int result = 0;
-  std::vector<std::string> failures(n);
+  std::string first_failure_text;  // what happened to the node that failed first
   for (std::size_t i = 0; i < n; ++i) {
     const child& c = nodes[i];
     const auto host = plan->topology().node(i).host;
@@ -626,7 +626,7 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
     else
       what = describe_status(c.status);
     std::fprintf(stderr, "hetlaunch: %s: %s\n", who.c_str(), what.c_str());
-    failures[i] = what;
+    if (first_failure && i == *first_failure) first_failure_text = what;
   }
   if (stop_signal) result = 128 + stop_signal;
   else if (failed_by_worker) result = 1;  // torchrun's own status when a worker fails
@@ -637,7 +637,7 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
   r.interrupted = stop_signal != 0;
   if (first_failure) {
     r.failed.push_back(*first_failure);
-    r.failure = failures[*first_failure];
+    r.failure = std::move(first_failure_text);
   }
   // A host that could not be reached is to blame too, whichever node failed first.
   for (std::size_t i = 0; i < next; ++i)
@@ -646,7 +646,6 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
       r.failed.push_back(i);
   return r;
 }
-
 
 }  // namespace
 

@@ -319,7 +319,7 @@ std::string usage_line(const command& c) {
       line += w;
       continue;
     }
-    if (!line.empty() && line.find_first_not_of(' ') != std::string::npos) line += ' ';
+    if (!line.empty()) line += ' ';
     line += w;
   }
   return out + line;

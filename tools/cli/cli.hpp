@@ -139,7 +139,7 @@ bool apply_weights(const options& o, hetlaunch::cluster& nodes, std::string& err
 std::optional<hetlaunch::launch_plan> plan_of(const input& in, const options& o);
 // A plan of other nodes with the same options (a restart's); its problems printed, naming `who`.
 std::optional<hetlaunch::launch_plan> plan_again(const hetlaunch::cluster& nodes, const hetlaunch::launch_options& launch,
-                                                 const char* who);
+                                                 const std::string& who);
 std::size_t chosen_node(const options& o, const input& in);
 // The script and its arguments, from the positional arguments, into the launch options.
 void take_script(options& o);

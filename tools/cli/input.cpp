@@ -204,8 +204,16 @@ std::optional<input> read_input(const options& o, int& status, auto_resolver res
   return in;
 }
 
+std::optional<hetlaunch::launch_plan> plan_again(const hetlaunch::cluster& nodes, const hetlaunch::launch_options& launch,
+                                                 const std::string& who) {
+  auto plan = hetlaunch::make_plan(nodes, launch);
+  if (plan) return std::move(*plan);
+  print_problems(who, plan.error());
+  return std::nullopt;
+}
+
 std::optional<hetlaunch::launch_plan> plan_of(const input& in, const options& o) {
-  auto plan = hetlaunch::make_plan(in.nodes, o.launch);
+  std::optional<hetlaunch::launch_plan> plan = plan_again(in.nodes, o.launch, in.source);
   // torchrun's own restarts under the static rendezvous restart one node's workers, not the job
   // (docs/multi-host.md): said wherever a torchrun command is made or started.
   const bool makes_commands = o.command == "plan" || o.command == "argv" || o.command == "exec" ||
@@ -217,17 +225,7 @@ std::optional<hetlaunch::launch_plan> plan_of(const input& in, const options& o)
                  "node's workers; the other nodes learn of it when a collective fails or times out, and on torch 2.x the "
                  "restarted group often fails to form. `hetlaunch run --restarts N` restarts the whole job.\n",
                  o.launch.max_restarts);
-  if (plan) return std::move(*plan);
-  print_problems(in.source, plan.error());
-  return std::nullopt;
-}
-
-std::optional<hetlaunch::launch_plan> plan_again(const hetlaunch::cluster& nodes, const hetlaunch::launch_options& launch,
-                                                 const char* who) {
-  auto plan = hetlaunch::make_plan(nodes, launch);
-  if (plan) return std::move(*plan);
-  print_problems(who, plan.error());
-  return std::nullopt;
+  return plan;
 }
 
 void take_script(options& o) {

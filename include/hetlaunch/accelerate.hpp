@@ -19,6 +19,7 @@ namespace detail {
 // can still refuse, so this costs the command's size.
 inline result<std::vector<std::string>, diagnostic> build_accelerate_argv(const cluster& c, std::size_t node,
                                                                           const launch_options& o) {
+  if (o.binding != numa_binding::none) return launch_problem(errc::binding_not_carried);
   const long long total = static_cast<long long>(c.nproc(node)) * static_cast<long long>(c.node_count());
   if (total < 2) {
     diagnostic d = launch_problem(errc::too_few_processes);
@@ -46,6 +47,7 @@ inline result<std::vector<std::string>, diagnostic> build_accelerate_argv(const 
 ///   accelerate launch --multi_gpu --num_machines N --machine_rank i --num_processes nproc_i*N
 ///     --main_process_ip ADDR --main_process_port PORT --rdzv_backend static
 ///     --max_restarts K [-m] script args...
+/// A numa_binding is refused (binding_not_carried): accelerate starts the workers itself.
 /// The static backend keeps --machine_rank meaningful. Roles and torchrun_args are not forwarded
 /// (accelerate has no such options); program[0] is ignored in favour of "accelerate".
 /// Validates the whole topology, O(N): for every machine's command, make a plan once and use

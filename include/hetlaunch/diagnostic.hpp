@@ -202,6 +202,13 @@ struct diagnostic {
                       " (torch 2.14) gives every worker LOCAL_RANK=0 and only its own device in "
                       "CUDA_VISIBLE_DEVICES, which the plan, its environments and the workers' checks do not "
                       "describe; leave it out: each worker's LOCAL_RANK picks its device");
+      case errc::binding_entrypoint:
+        return concat("the extra torchrun argument ", detail::quoted(text), " changes how torchrun starts each worker, "
+                      "which --numa-binding does through `hetlaunch bind`; leave it out, or bind with torchrun's own "
+                      "--numa-binding (torch 2.9 and later) instead of hetlaunch's");
+      case errc::binding_not_carried:
+        return "accelerate's command cannot carry --numa-binding (accelerate starts the workers itself); leave it out, "
+               "or use accelerate's own --enable_cpu_affinity";
     }
     return "unknown problem";
   }

@@ -65,6 +65,9 @@ enum class errc : int {
   global_batch_too_small = 46,   // a global batch below the world size: some rank would get no sample
   bad_global_batch = 47,         // a negative global batch
   batch_mismatch = 48,           // a worker's HETLAUNCH_*BATCH* variable differs from the plan
+  // CPU binding (cpu_binding.hpp).
+  binding_entrypoint = 49,       // with numa_binding, an extra torchrun argument that changes how workers start
+  binding_not_carried = 50,      // numa_binding for a command that cannot carry it (accelerate's)
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -116,6 +119,8 @@ constexpr std::string_view to_string(errc code) noexcept {
     case errc::not_utf8: return "not_utf8";
     case errc::nul_byte: return "nul_byte";
     case errc::bad_weight: return "bad_weight";
+    case errc::binding_entrypoint: return "binding_entrypoint";
+    case errc::binding_not_carried: return "binding_not_carried";
     case errc::global_batch_too_small: return "global_batch_too_small";
     case errc::bad_global_batch: return "bad_global_batch";
     case errc::batch_mismatch: return "batch_mismatch";

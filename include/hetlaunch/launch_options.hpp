@@ -16,6 +16,7 @@
 #include "detail/host_name.hpp"
 #include "detail/text.hpp"
 #include "diagnostic.hpp"
+#include "numa_binding.hpp"
 
 namespace hetlaunch {
 
@@ -75,6 +76,12 @@ struct launch_options {
   /// every worker gets HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and
   /// HETLAUNCH_NODE_BATCH_OFFSET (see worker_env).
   int global_batch = 0;
+  /// Each worker runs on the CPUs this mode gives its GPU (torchrun's --numa-binding modes, on
+  /// every torch): torchrun starts it with --no-python through `bind_program bind --numa-binding
+  /// MODE -- python -u SCRIPT ...`, which sets its CPUs and executes the real command.
+  numa_binding binding = numa_binding::none;
+  /// The hetlaunch the nodes run for the binding.
+  std::string bind_program = "hetlaunch";
 };
 
 /// Environment variables as (name, value) pairs, in a documented, stable order.
@@ -140,6 +147,20 @@ inline std::optional<std::string> torchrun_arg_value(const launch_options& o, st
 
 // torch 2.14's --virtual-local-rank (or an abbreviation argparse would accept).
 inline bool is_virtual_local_rank(std::string_view arg) noexcept { return names_option(arg, "virtual_local_rank", 3); }
+
+// torchrun's --no-python (or an abbreviation argparse would accept): the script is a program.
+inline bool is_no_python(std::string_view arg) noexcept { return names_option(arg, "no_python", 4); }
+
+// Extra torchrun arguments that change how a worker is started, which a binding replaces.
+inline void binding_problems(const launch_options& o, std::vector<diagnostic>& out) {
+  if (o.binding == numa_binding::none) return;
+  for (const std::string& arg : o.torchrun_args)
+    if (names_option(arg, "run_path", 4) || names_option(arg, "numa_binding", 4)) {
+      diagnostic d = launch_problem(errc::binding_entrypoint);
+      d.text = arg;
+      out.push_back(d);
+    }
+}
 
 // Extra torchrun arguments that change the workers' environment in a way the plan does not
 // describe: every output that the workers' variables depend on refuses them.
@@ -222,6 +243,7 @@ inline void command_problems(const launch_options& o, bool torchrun, std::vector
         out.push_back(d);
       }
   if (torchrun) unpredictable_torchrun_args(o, out);
+  if (torchrun) binding_problems(o, out);
   if (!o.script.empty() && o.script[0] == '-') {
     diagnostic d = launch_problem(errc::script_looks_like_option);
     d.text = o.script;

@@ -70,9 +70,13 @@ namespace hetlaunch {
 }
 
 /// The command torchrun's agent runs for a worker, for launchers that start workers themselves:
-/// {python, "-u", ("-m",) script, script_args with the local rank substituted}.
+/// {python, "-u", ("-m",) script, script_args with the local rank substituted}; with a
+/// numa_binding, behind {bind_program, "bind", "--numa-binding", MODE, "--"}.
 [[nodiscard]] inline std::vector<std::string> worker_argv(int local_rank, const launch_options& options) {
-  std::vector<std::string> argv = {options.python, "-u"};
+  std::vector<std::string> argv;
+  if (options.binding != numa_binding::none)
+    argv = {options.bind_program, "bind", "--numa-binding", std::string(numa_binding_name(options.binding)), "--"};
+  argv.insert(argv.end(), {options.python, "-u"});
   if (options.module) argv.push_back("-m");
   argv.push_back(options.script);
   for (const std::string& a : options.script_args) argv.push_back(substitute_local_rank(a, local_rank));

@@ -61,7 +61,15 @@ std::vector<std::string> build_torchrun_argv(const Topology& c, std::size_t node
       argv.push_back(flag(o, "rdzv_conf", concat("join_timeout=", o.rendezvous_timeout)));
   }
   if (o.rdzv_id != "none" || o.backend == rendezvous::c10d) argv.push_back(flag(o, "rdzv_id", o.rdzv_id));
+  bool no_python = false;
+  for (const std::string& arg : o.torchrun_args) no_python = no_python || is_no_python(arg);
+  if (o.binding != numa_binding::none && !no_python) argv.push_back(flag(o, "no_python"));
   argv.insert(argv.end(), o.torchrun_args.begin(), o.torchrun_args.end());
+  if (o.binding != numa_binding::none) {
+    // torchrun runs the binder as the worker; it executes the command torchrun would have run.
+    argv.insert(argv.end(), {o.bind_program, "bind", "--numa-binding", std::string(numa_binding_name(o.binding)), "--"});
+    if (!no_python) argv.insert(argv.end(), {o.python, "-u"});
+  }
   if (o.module) argv.push_back("-m");
   argv.push_back(o.script);
   argv.insert(argv.end(), o.script_args.begin(), o.script_args.end());
@@ -82,6 +90,9 @@ result<std::vector<std::string>, diagnostic> torchrun_argv(const Topology& c, st
 /// (this node's own count), --role (when not "default"), --max_restarts, the rendezvous
 /// (--master_addr/--master_port, or --rdzv_backend=c10d --rdzv_endpoint=HOST:PORT with IPv6
 /// bracketed), --rdzv_id (when set), the extra torchrun_args, -m, the script and its arguments.
+/// With a numa_binding, --no_python follows --rdzv_id (unless the extra arguments have it) and the
+/// worker command is `bind_program bind --numa-binding MODE -- python -u [-m] SCRIPT ARGS...`
+/// (without `python -u` when the extra arguments say --no-python).
 /// Full option names only, all before the script. The first problem (see validate_launch) is
 /// the error.
 ///

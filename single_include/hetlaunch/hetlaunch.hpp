@@ -154,6 +154,9 @@ enum class errc : int {
   global_batch_too_small = 46,   // a global batch below the world size: some rank would get no sample
   bad_global_batch = 47,         // a negative global batch
   batch_mismatch = 48,           // a worker's HETLAUNCH_*BATCH* variable differs from the plan
+  // CPU binding (cpu_binding.hpp).
+  binding_entrypoint = 49,       // with numa_binding, an extra torchrun argument that changes how workers start
+  binding_not_carried = 50,      // numa_binding for a command that cannot carry it (accelerate's)
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -205,6 +208,8 @@ constexpr std::string_view to_string(errc code) noexcept {
     case errc::not_utf8: return "not_utf8";
     case errc::nul_byte: return "nul_byte";
     case errc::bad_weight: return "bad_weight";
+    case errc::binding_entrypoint: return "binding_entrypoint";
+    case errc::binding_not_carried: return "binding_not_carried";
     case errc::global_batch_too_small: return "global_batch_too_small";
     case errc::bad_global_batch: return "bad_global_batch";
     case errc::batch_mismatch: return "batch_mismatch";
@@ -1250,6 +1255,13 @@ struct diagnostic {
                       " (torch 2.14) gives every worker LOCAL_RANK=0 and only its own device in "
                       "CUDA_VISIBLE_DEVICES, which the plan, its environments and the workers' checks do not "
                       "describe; leave it out: each worker's LOCAL_RANK picks its device");
+      case errc::binding_entrypoint:
+        return concat("the extra torchrun argument ", detail::quoted(text), " changes how torchrun starts each worker, "
+                      "which --numa-binding does through `hetlaunch bind`; leave it out, or bind with torchrun's own "
+                      "--numa-binding (torch 2.9 and later) instead of hetlaunch's");
+      case errc::binding_not_carried:
+        return "accelerate's command cannot carry --numa-binding (accelerate starts the workers itself); leave it out, "
+               "or use accelerate's own --enable_cpu_affinity";
     }
     return "unknown problem";
   }
@@ -2581,6 +2593,46 @@ inline bool safe_for_shell(std::string_view arg) noexcept {
 
 #include <optional>
 
+// ---- hetlaunch/numa_binding.hpp
+// hetlaunch: the CPU binding modes a launch can ask for (torchrun's --numa-binding), by name.
+#ifndef HETLAUNCH_NUMA_BINDING_HPP
+#define HETLAUNCH_NUMA_BINDING_HPP
+
+
+namespace hetlaunch {
+
+/// torchrun's --numa-binding modes; `none` binds nothing.
+enum class numa_binding {
+  none,
+  node,          ///< every CPU of the GPU's NUMA node
+  socket,        ///< every CPU of every NUMA node of the GPU's socket
+  exclusive,     ///< the node's physical cores split evenly among its GPUs, lower GPUs taking the extra
+  core_complex,  ///< one last-level-cache group per GPU of the node, the largest groups first, cycling
+};
+
+/// The mode's name as torchrun spells it ("node", "socket", "exclusive", "core-complex"; "none").
+[[nodiscard]] constexpr std::string_view numa_binding_name(numa_binding mode) noexcept {
+  switch (mode) {
+    case numa_binding::node: return "node";
+    case numa_binding::socket: return "socket";
+    case numa_binding::exclusive: return "exclusive";
+    case numa_binding::core_complex: return "core-complex";
+    case numa_binding::none: break;
+  }
+  return "none";
+}
+
+/// The mode of that name (numa_binding_name's), or nothing.
+[[nodiscard]] constexpr std::optional<numa_binding> numa_binding_from_name(std::string_view name) noexcept {
+  for (numa_binding mode : {numa_binding::none, numa_binding::node, numa_binding::socket, numa_binding::exclusive,
+                            numa_binding::core_complex})
+    if (numa_binding_name(mode) == name) return mode;
+  return std::nullopt;
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_NUMA_BINDING_HPP
 
 namespace hetlaunch {
 
@@ -2640,6 +2692,12 @@ struct launch_options {
   /// every worker gets HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and
   /// HETLAUNCH_NODE_BATCH_OFFSET (see worker_env).
   int global_batch = 0;
+  /// Each worker runs on the CPUs this mode gives its GPU (torchrun's --numa-binding modes, on
+  /// every torch): torchrun starts it with --no-python through `bind_program bind --numa-binding
+  /// MODE -- python -u SCRIPT ...`, which sets its CPUs and executes the real command.
+  numa_binding binding = numa_binding::none;
+  /// The hetlaunch the nodes run for the binding.
+  std::string bind_program = "hetlaunch";
 };
 
 /// Environment variables as (name, value) pairs, in a documented, stable order.
@@ -2705,6 +2763,20 @@ inline std::optional<std::string> torchrun_arg_value(const launch_options& o, st
 
 // torch 2.14's --virtual-local-rank (or an abbreviation argparse would accept).
 inline bool is_virtual_local_rank(std::string_view arg) noexcept { return names_option(arg, "virtual_local_rank", 3); }
+
+// torchrun's --no-python (or an abbreviation argparse would accept): the script is a program.
+inline bool is_no_python(std::string_view arg) noexcept { return names_option(arg, "no_python", 4); }
+
+// Extra torchrun arguments that change how a worker is started, which a binding replaces.
+inline void binding_problems(const launch_options& o, std::vector<diagnostic>& out) {
+  if (o.binding == numa_binding::none) return;
+  for (const std::string& arg : o.torchrun_args)
+    if (names_option(arg, "run_path", 4) || names_option(arg, "numa_binding", 4)) {
+      diagnostic d = launch_problem(errc::binding_entrypoint);
+      d.text = arg;
+      out.push_back(d);
+    }
+}
 
 // Extra torchrun arguments that change the workers' environment in a way the plan does not
 // describe: every output that the workers' variables depend on refuses them.
@@ -2787,6 +2859,7 @@ inline void command_problems(const launch_options& o, bool torchrun, std::vector
         out.push_back(d);
       }
   if (torchrun) unpredictable_torchrun_args(o, out);
+  if (torchrun) binding_problems(o, out);
   if (!o.script.empty() && o.script[0] == '-') {
     diagnostic d = launch_problem(errc::script_looks_like_option);
     d.text = o.script;
@@ -3098,6 +3171,7 @@ namespace detail {
 // can still refuse, so this costs the command's size.
 inline result<std::vector<std::string>, diagnostic> build_accelerate_argv(const cluster& c, std::size_t node,
                                                                           const launch_options& o) {
+  if (o.binding != numa_binding::none) return launch_problem(errc::binding_not_carried);
   const long long total = static_cast<long long>(c.nproc(node)) * static_cast<long long>(c.node_count());
   if (total < 2) {
     diagnostic d = launch_problem(errc::too_few_processes);
@@ -3125,6 +3199,7 @@ inline result<std::vector<std::string>, diagnostic> build_accelerate_argv(const 
 ///   accelerate launch --multi_gpu --num_machines N --machine_rank i --num_processes nproc_i*N
 ///     --main_process_ip ADDR --main_process_port PORT --rdzv_backend static
 ///     --max_restarts K [-m] script args...
+/// A numa_binding is refused (binding_not_carried): accelerate starts the workers itself.
 /// The static backend keeps --machine_rank meaningful. Roles and torchrun_args are not forwarded
 /// (accelerate has no such options); program[0] is ignored in favour of "accelerate".
 /// Validates the whole topology, O(N): for every machine's command, make a plan once and use
@@ -3212,9 +3287,13 @@ namespace hetlaunch {
 }
 
 /// The command torchrun's agent runs for a worker, for launchers that start workers themselves:
-/// {python, "-u", ("-m",) script, script_args with the local rank substituted}.
+/// {python, "-u", ("-m",) script, script_args with the local rank substituted}; with a
+/// numa_binding, behind {bind_program, "bind", "--numa-binding", MODE, "--"}.
 [[nodiscard]] inline std::vector<std::string> worker_argv(int local_rank, const launch_options& options) {
-  std::vector<std::string> argv = {options.python, "-u"};
+  std::vector<std::string> argv;
+  if (options.binding != numa_binding::none)
+    argv = {options.bind_program, "bind", "--numa-binding", std::string(numa_binding_name(options.binding)), "--"};
+  argv.insert(argv.end(), {options.python, "-u"});
   if (options.module) argv.push_back("-m");
   argv.push_back(options.script);
   for (const std::string& a : options.script_args) argv.push_back(substitute_local_rank(a, local_rank));
@@ -3439,7 +3518,15 @@ std::vector<std::string> build_torchrun_argv(const Topology& c, std::size_t node
       argv.push_back(flag(o, "rdzv_conf", concat("join_timeout=", o.rendezvous_timeout)));
   }
   if (o.rdzv_id != "none" || o.backend == rendezvous::c10d) argv.push_back(flag(o, "rdzv_id", o.rdzv_id));
+  bool no_python = false;
+  for (const std::string& arg : o.torchrun_args) no_python = no_python || is_no_python(arg);
+  if (o.binding != numa_binding::none && !no_python) argv.push_back(flag(o, "no_python"));
   argv.insert(argv.end(), o.torchrun_args.begin(), o.torchrun_args.end());
+  if (o.binding != numa_binding::none) {
+    // torchrun runs the binder as the worker; it executes the command torchrun would have run.
+    argv.insert(argv.end(), {o.bind_program, "bind", "--numa-binding", std::string(numa_binding_name(o.binding)), "--"});
+    if (!no_python) argv.insert(argv.end(), {o.python, "-u"});
+  }
   if (o.module) argv.push_back("-m");
   argv.push_back(o.script);
   argv.insert(argv.end(), o.script_args.begin(), o.script_args.end());
@@ -3460,6 +3547,9 @@ result<std::vector<std::string>, diagnostic> torchrun_argv(const Topology& c, st
 /// (this node's own count), --role (when not "default"), --max_restarts, the rendezvous
 /// (--master_addr/--master_port, or --rdzv_backend=c10d --rdzv_endpoint=HOST:PORT with IPv6
 /// bracketed), --rdzv_id (when set), the extra torchrun_args, -m, the script and its arguments.
+/// With a numa_binding, --no_python follows --rdzv_id (unless the extra arguments have it) and the
+/// worker command is `bind_program bind --numa-binding MODE -- python -u [-m] SCRIPT ARGS...`
+/// (without `python -u` when the extra arguments say --no-python).
 /// Full option names only, all before the script. The first problem (see validate_launch) is
 /// the error.
 ///
@@ -3843,6 +3933,563 @@ struct restart_decision {
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_RESTART_HPP
+// ---- hetlaunch/cpu_topology.hpp
+// hetlaunch: a machine's CPUs, NUMA nodes, cores, caches and GPUs' PCI devices as Linux's sysfs
+// describes them, read through a function the caller gives (the library opens no file).
+#ifndef HETLAUNCH_CPU_TOPOLOGY_HPP
+#define HETLAUNCH_CPU_TOPOLOGY_HPP
+
+#include <map>
+
+
+namespace hetlaunch {
+
+/// Why a CPU list, a topology or a binding could not be had: one sentence naming what and where.
+struct binding_error {
+  std::string text;
+  [[nodiscard]] std::string message() const { return text; }
+  friend bool operator==(const binding_error& a, const binding_error& b) { return a.text == b.text; }
+  friend bool operator!=(const binding_error& a, const binding_error& b) { return !(a == b); }
+};
+
+/// CPU numbers, ascending and distinct.
+using cpu_list = std::vector<unsigned>;
+
+/// The highest CPU number a list may name. Linux's own limit (NR_CPUS) is at most 8,192; the bound
+/// keeps a hostile "0-4294967295" from taking gigabytes.
+inline constexpr unsigned max_cpu_number = 65535;
+
+namespace detail {
+
+inline std::string_view trimmed(std::string_view text) noexcept {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t' || text.front() == '\n' || text.front() == '\r'))
+    text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\n' || text.back() == '\r'))
+    text.remove_suffix(1);
+  return text;
+}
+
+// A decimal of at most `max`, with an optional '-' when `negative_allowed`.
+inline std::optional<long long> small_integer(std::string_view text, long long max, bool negative_allowed) {
+  text = trimmed(text);
+  const bool negative = negative_allowed && !text.empty() && text.front() == '-';
+  if (negative) text.remove_prefix(1);
+  long long value = 0;
+  if (!parse_decimal(text, max, value)) return std::nullopt;
+  return negative ? -value : value;
+}
+
+}  // namespace detail
+
+/// A Linux CPU list ("0-3,8,10-11", as in sysfs's cpulist files and taskset -c): surrounding
+/// blank space and a trailing newline are ignored, the empty list is valid. Numbers above
+/// max_cpu_number, a range whose end is below its start, and anything but digits, '-' and ','
+/// are errors.
+[[nodiscard]] inline result<cpu_list, binding_error> parse_cpulist(std::string_view text) {
+  const std::string_view list = detail::trimmed(text);
+  std::vector<std::pair<unsigned, unsigned>> ranges;
+  std::size_t start = 0;
+  while (start < list.size()) {
+    std::size_t end = list.find(',', start);
+    if (end == std::string_view::npos) end = list.size();
+    const std::string_view item = detail::trimmed(list.substr(start, end - start));
+    const std::size_t dash = item.find('-');
+    const auto first = detail::small_integer(item.substr(0, dash), max_cpu_number, false);
+    const auto last = dash == std::string_view::npos ? first
+                                                      : detail::small_integer(item.substr(dash + 1), max_cpu_number, false);
+    if (!first || !last || *last < *first)
+      return binding_error{detail::concat("not a CPU list: ", detail::quoted(text), " (at ", detail::quoted(item),
+                                          "; CPUs are numbered 0 to ", max_cpu_number, ")")};
+    if (end + 1 == list.size()) return binding_error{detail::concat("not a CPU list: ", detail::quoted(text), " (ends with ',')")};
+    ranges.emplace_back(static_cast<unsigned>(*first), static_cast<unsigned>(*last));
+    start = end + 1;
+  }
+  // Sorted ranges, merged as they are emitted: the work is bounded by the input and the CPU count.
+  std::sort(ranges.begin(), ranges.end());
+  cpu_list out;
+  for (const auto& [first, last] : ranges)
+    for (unsigned cpu = out.empty() ? first : std::max(first, out.back() + 1); cpu <= last && (out.empty() || cpu > out.back()); ++cpu)
+      out.push_back(cpu);
+  return out;
+}
+
+/// The list as Linux writes it: ascending, runs merged ("0-3,8,10-11"); "" for none.
+[[nodiscard]] inline std::string format_cpulist(const cpu_list& cpus) {
+  std::string out;
+  for (std::size_t i = 0; i < cpus.size();) {
+    std::size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(cpus[i]);
+    if (j > i) out += detail::concat("-", cpus[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+/// The CPUs in both lists.
+[[nodiscard]] inline cpu_list cpu_intersection(const cpu_list& a, const cpu_list& b) {
+  cpu_list out;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  return out;
+}
+
+/// The CPUs in either list.
+[[nodiscard]] inline cpu_list cpu_union(const cpu_list& a, const cpu_list& b) {
+  cpu_list out;
+  std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  return out;
+}
+
+/// A GPU as the node's driver numbers it: its physical index (nvidia-smi's, PCI bus order) and
+/// its PCI address in sysfs's form ("0000:07:00.0").
+struct gpu_device {
+  unsigned index = 0;
+  std::string pci;
+  friend bool operator==(const gpu_device& a, const gpu_device& b) { return a.index == b.index && a.pci == b.pci; }
+};
+
+/// A PCI address in the form sysfs names it (`0000:3b:00.0`: a domain of at least 4 lower-case hex
+/// digits, bus, device, function), from nvidia-smi's (`00000000:3B:00.0`, an 8-digit upper-case
+/// domain) or sysfs's own.
+[[nodiscard]] inline result<std::string, binding_error> sysfs_pci_address(std::string_view address) {
+  const std::string_view a = detail::trimmed(address);
+  const auto bad = [&] {
+    return binding_error{detail::concat("not a PCI address: ", detail::quoted(address),
+                                        " (expected DOMAIN:BUS:DEVICE.FUNCTION, as 00000000:07:00.0)")};
+  };
+  const std::size_t c1 = a.find(':');
+  const std::size_t c2 = c1 == std::string_view::npos ? c1 : a.find(':', c1 + 1);
+  const std::size_t dot = c2 == std::string_view::npos ? c2 : a.find('.', c2 + 1);
+  if (dot == std::string_view::npos) return bad();
+  const auto hex = [](std::string_view part, std::size_t min_digits, std::size_t max_digits) -> std::optional<std::string> {
+    if (part.size() < min_digits || part.size() > max_digits) return std::nullopt;
+    std::string out;
+    for (char ch : part) {
+      if (ch >= 'A' && ch <= 'F') ch = static_cast<char>(ch - 'A' + 'a');
+      if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'))) return std::nullopt;
+      out += ch;
+    }
+    return out;
+  };
+  std::optional<std::string> domain = hex(a.substr(0, c1), 1, 8);
+  const std::optional<std::string> bus = hex(a.substr(c1 + 1, c2 - c1 - 1), 2, 2);
+  const std::optional<std::string> device = hex(a.substr(c2 + 1, dot - c2 - 1), 2, 2);
+  const std::optional<std::string> function = hex(a.substr(dot + 1), 1, 1);
+  if (!domain || !bus || !device || !function || (*function)[0] > '7') return bad();
+  while (domain->size() > 4 && domain->front() == '0') domain->erase(0, 1);
+  if (domain->size() < 4) domain->insert(0, 4 - domain->size(), '0');
+  return detail::concat(*domain, ":", *bus, ":", *device, ".", *function);
+}
+
+/// The node's GPUs from `nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader`: one
+/// "INDEX, ADDRESS" line each, blank lines ignored, sorted by index. A malformed line, an address
+/// that is not one, or an index given twice is an error with its line and column.
+[[nodiscard]] inline result<std::vector<gpu_device>> parse_gpu_pci_list(std::string_view text) {
+  std::vector<gpu_device> gpus;
+  std::size_t line_no = 0;
+  for (std::size_t start = 0; start <= text.size();) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(start, end - start);
+    ++line_no;
+    start = end + 1;
+    if (detail::trimmed(line).empty()) continue;
+    const std::size_t comma = line.find(',');
+    const auto index = comma == std::string_view::npos ? std::nullopt : detail::small_integer(line.substr(0, comma), 0x7fffffff, false);
+    if (!index)
+      return parse_error{line_no, 1, detail::concat("expected 'INDEX, PCI ADDRESS' (nvidia-smi --query-gpu=index,pci.bus_id "
+                                                    "--format=csv,noheader), got ", detail::quoted(line))};
+    result<std::string, binding_error> pci = sysfs_pci_address(line.substr(comma + 1));
+    if (!pci) return parse_error{line_no, comma + 2, pci.error().text};
+    for (const gpu_device& g : gpus)
+      if (g.index == static_cast<unsigned>(*index))
+        return parse_error{line_no, 1, detail::concat("GPU ", *index, " is listed twice")};
+    gpus.push_back({static_cast<unsigned>(*index), *std::move(pci)});
+  }
+  std::sort(gpus.begin(), gpus.end(), [](const gpu_device& a, const gpu_device& b) { return a.index < b.index; });
+  return gpus;
+}
+
+/// What a sysfs tree says about the CPUs, the NUMA nodes and the GPUs' PCI devices. It is read
+/// once (`read`); what the tree lacks or garbles is kept as the sentence that says so and is
+/// reported only by a query that needs it, as a binding refuses only for what it depends on.
+class cpu_topology {
+ public:
+  /// Reads the tree through `read_file(path)`, which returns a file's text or nothing, for paths
+  /// relative to the sysfs root ("devices/system/node/possible"). Reads the possible NUMA nodes,
+  /// the CPU list of each of them and of each GPU's node, every listed CPU's package, core
+  /// (thread_siblings_list) and caches, and each GPU's `bus/pci/devices/ADDRESS/numa_node`.
+  template <class ReadFile>
+  [[nodiscard]] static cpu_topology read(ReadFile&& read_file, const std::vector<gpu_device>& gpus) {
+    cpu_topology t;
+    const auto missing = [](const std::string& path) {
+      return binding_error{detail::concat("the CPU topology has no ", path)};
+    };
+    const auto garbled = [](const std::string& path, const std::string& text, std::string_view expected) {
+      return binding_error{detail::concat("the CPU topology's ", path, " holds ", detail::quoted(detail::trimmed(text)),
+                                          ", not ", expected)};
+    };
+    // A file holding a CPU list, an integer, or its text.
+    const auto list_at = [&](const std::string& path) -> result<cpu_list, binding_error> {
+      const std::optional<std::string> text = read_file(path);
+      if (!text) return missing(path);
+      result<cpu_list, binding_error> cpus = parse_cpulist(*text);
+      if (!cpus) return garbled(path, *text, "a CPU list");
+      return cpus;
+    };
+    const auto integer_at = [&](const std::string& path) -> result<long long, binding_error> {
+      const std::optional<std::string> text = read_file(path);
+      if (!text) return missing(path);
+      const auto value = detail::small_integer(*text, 0x7fffffff, true);
+      if (!value) return garbled(path, *text, "an integer");
+      return *value;
+    };
+
+    for (const gpu_device& g : gpus) {
+      const std::string path = detail::concat("bus/pci/devices/", g.pci, "/numa_node");
+      result<long long, binding_error> node = integer_at(path);
+      t.pci_numa_node_.emplace(g.pci, node ? result<int, binding_error>(static_cast<int>(*node))
+                                           : result<int, binding_error>(node.error()));
+    }
+    t.possible_ = list_at("devices/system/node/possible");
+    cpu_list nodes = t.possible_ ? *t.possible_ : cpu_list{};
+    for (const auto& [pci, node] : t.pci_numa_node_)
+      if (node) nodes = cpu_union(nodes, {static_cast<unsigned>(std::max(*node, 0))});
+    cpu_list all;
+    for (unsigned n : nodes) {
+      result<cpu_list, binding_error> cpus = list_at(detail::concat("devices/system/node/node", n, "/cpulist"));
+      if (cpus) all = cpu_union(all, *cpus);
+      t.node_cpus_.emplace(n, std::move(cpus));
+    }
+    for (unsigned cpu : all) {
+      const std::string dir = detail::concat("devices/system/cpu/cpu", cpu, "/");
+      cpu_facts f{integer_at(dir + "topology/physical_package_id"), binding_error{}, binding_error{}};
+      result<cpu_list, binding_error> siblings = list_at(dir + "topology/thread_siblings_list");
+      if (!siblings) f.core = siblings.error();
+      else if (siblings->empty()) f.core = garbled(dir + "topology/thread_siblings_list", "", "a CPU list");
+      else f.core = siblings->front();
+      f.cache_group = largest_cache(read_file, list_at, dir, cpu);
+      t.cpus_.emplace(cpu, std::move(f));
+    }
+    t.all_ = std::move(all);
+    return t;
+  }
+
+  /// devices/system/node/possible.
+  [[nodiscard]] result<cpu_list, binding_error> possible_numa_nodes() const { return possible_; }
+
+  /// devices/system/node/nodeN/cpulist.
+  [[nodiscard]] result<cpu_list, binding_error> numa_node_cpus(unsigned node) const {
+    const auto it = node_cpus_.find(node);
+    if (it == node_cpus_.end())
+      return binding_error{detail::concat("the CPU topology has no devices/system/node/node", node, "/cpulist")};
+    return it->second;
+  }
+
+  /// The NUMA node sysfs gives the PCI device (bus/pci/devices/ADDRESS/numa_node), which is -1
+  /// on machines with one node.
+  [[nodiscard]] result<int, binding_error> pci_numa_node(const std::string& pci) const {
+    const auto it = pci_numa_node_.find(pci);
+    if (it == pci_numa_node_.end())
+      return binding_error{detail::concat("the CPU topology has no bus/pci/devices/", pci, "/numa_node")};
+    return it->second;
+  }
+
+  /// topology/physical_package_id: the CPU's socket.
+  [[nodiscard]] result<long long, binding_error> package_of(unsigned cpu) const {
+    const auto it = cpus_.find(cpu);
+    if (it == cpus_.end()) return not_listed(cpu);
+    return it->second.package;
+  }
+
+  /// The physical core, named by the lowest CPU of its thread_siblings_list.
+  [[nodiscard]] result<unsigned, binding_error> core_of(unsigned cpu) const {
+    const auto it = cpus_.find(cpu);
+    if (it == cpus_.end()) return not_listed(cpu);
+    return it->second.core;
+  }
+
+  /// The group of CPUs sharing the CPU's highest-level data or unified cache, named by the lowest
+  /// CPU of that cache's shared_cpu_list.
+  [[nodiscard]] result<unsigned, binding_error> cache_group_of(unsigned cpu) const {
+    const auto it = cpus_.find(cpu);
+    if (it == cpus_.end()) return not_listed(cpu);
+    return it->second.cache_group;
+  }
+
+  /// Every CPU of the NUMA nodes read.
+  [[nodiscard]] const cpu_list& all_cpus() const noexcept { return all_; }
+
+ private:
+  struct cpu_facts {
+    result<long long, binding_error> package;
+    result<unsigned, binding_error> core;
+    result<unsigned, binding_error> cache_group;
+  };
+
+  static binding_error not_listed(unsigned cpu) {
+    return binding_error{detail::concat("CPU ", cpu, " is in no NUMA node's cpulist of the CPU topology")};
+  }
+
+  // cache/index0, index1, ... (Linux numbers them without gaps): the first Unified or Data cache
+  // of the highest level, as torch's binding code picks it.
+  template <class ReadFile, class ListAt>
+  static result<unsigned, binding_error> largest_cache(ReadFile& read_file, const ListAt& list_at,
+                                                       const std::string& dir, unsigned cpu) {
+    long long best_level = -1;
+    std::optional<result<cpu_list, binding_error>> best;
+    for (int index = 0; index < 64; ++index) {
+      const std::string cache = detail::concat(dir, "cache/index", index, "/");
+      const std::optional<std::string> type = read_file(cache + "type");
+      if (!type) {
+        if (index == 0) return binding_error{detail::concat("the CPU topology has no ", cache, "type")};
+        break;
+      }
+      const std::string_view kind = detail::trimmed(*type);
+      if (kind != "Unified" && kind != "Data") continue;
+      const std::optional<std::string> level_text = read_file(cache + "level");
+      const auto level = level_text ? detail::small_integer(*level_text, 1000, false) : std::nullopt;
+      if (!level)
+        return binding_error{detail::concat("the CPU topology's ", cache, "level is ", level_text ? "not a level" : "missing")};
+      if (*level <= best_level) continue;
+      best_level = *level;
+      best = list_at(cache + "shared_cpu_list");
+    }
+    if (!best) return binding_error{detail::concat("CPU ", cpu, " has no data or unified cache in the CPU topology")};
+    if (!*best) return best->error();
+    if ((*best)->empty()) return binding_error{detail::concat("CPU ", cpu, "'s largest cache is shared by no CPU")};
+    return (*best)->front();
+  }
+
+  result<cpu_list, binding_error> possible_ = binding_error{};
+  std::map<unsigned, result<cpu_list, binding_error>> node_cpus_;
+  std::map<std::string, result<int, binding_error>> pci_numa_node_;
+  std::map<unsigned, cpu_facts> cpus_;
+  cpu_list all_;
+};
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_CPU_TOPOLOGY_HPP
+// ---- hetlaunch/cpu_binding.hpp
+// hetlaunch: which CPUs each local rank's worker runs on, by torchrun's --numa-binding modes (the
+// rules of torch 2.14's torch/numa/binding.py), computed from a cpu_topology.
+#ifndef HETLAUNCH_CPU_BINDING_HPP
+#define HETLAUNCH_CPU_BINDING_HPP
+
+
+
+namespace hetlaunch {
+
+/// One local rank's binding: its GPU (physical index and PCI address), the GPU's NUMA node (0
+/// when sysfs says -1) and the CPUs the worker runs on.
+struct local_rank_cpus {
+  int local_rank = 0;
+  unsigned gpu = 0;
+  std::string pci;
+  int numa_node = 0;
+  cpu_list cpus;
+};
+
+/// The GPUs a worker sees, in CUDA's order: CUDA_VISIBLE_DEVICES's physical indices (a comma
+/// list), or every GPU of `gpus` by index when it is not set. An index the node does not have,
+/// one given twice, or anything but decimal indices (UUIDs, MIG names) is an error.
+[[nodiscard]] inline result<std::vector<gpu_device>, binding_error>
+visible_gpus(const std::vector<gpu_device>& gpus, std::optional<std::string_view> cuda_visible_devices) {
+  if (!cuda_visible_devices) return gpus;
+  std::vector<gpu_device> out;
+  const std::string_view list = detail::trimmed(*cuda_visible_devices);
+  for (std::size_t start = 0; start < list.size();) {
+    std::size_t end = list.find(',', start);
+    if (end == std::string_view::npos) end = list.size();
+    const std::string_view item = list.substr(start, end - start);
+    start = end + 1;
+    const auto index = detail::small_integer(item, 0x7fffffff, false);
+    if (!index)
+      return binding_error{detail::concat("the visible devices ", detail::quoted(list), " hold ", detail::quoted(item),
+                                          ", not a GPU index (UUIDs and MIG devices cannot be bound)")};
+    const auto found = std::find_if(gpus.begin(), gpus.end(), [&](const gpu_device& g) { return g.index == *index; });
+    if (found == gpus.end()) {
+      std::string have;
+      for (const gpu_device& g : gpus) have += detail::concat(have.empty() ? "" : ",", g.index);
+      return binding_error{detail::concat("the visible devices ", detail::quoted(list), " name GPU ", *index,
+                                          ", which the node does not have (it has ", have.empty() ? "none" : have, ")")};
+    }
+    for (const gpu_device& g : out)
+      if (g.index == found->index)
+        return binding_error{detail::concat("the visible devices ", detail::quoted(list), " name GPU ", *index, " twice")};
+    out.push_back(*found);
+  }
+  return out;
+}
+
+namespace detail {
+
+struct binding_context {
+  const cpu_topology& topology;
+  const std::vector<gpu_device>& visible;
+  const cpu_list& allowed;
+};
+
+// The GPU's NUMA node; -1 (one-node machines) counts as node 0.
+inline result<int, binding_error> gpu_numa_node(const binding_context& b, std::size_t visible_index) {
+  result<int, binding_error> node = b.topology.pci_numa_node(b.visible[visible_index].pci);
+  if (!node) return node;
+  return std::max(*node, 0);
+}
+
+inline result<cpu_list, binding_error> allowed_node_cpus(const binding_context& b, unsigned node) {
+  result<cpu_list, binding_error> cpus = b.topology.numa_node_cpus(node);
+  if (!cpus) return cpus;
+  return cpu_intersection(*cpus, b.allowed);
+}
+
+// The positions among the visible GPUs of those on `node`: a GPU's share in `exclusive` and
+// `core-complex` depends on all of them, whether or not a worker runs on it.
+inline result<std::vector<std::size_t>, binding_error> gpus_of_node(const binding_context& b, int node) {
+  std::vector<std::size_t> out;
+  for (std::size_t j = 0; j < b.visible.size(); ++j) {
+    result<int, binding_error> n = gpu_numa_node(b, j);
+    if (!n) return n.error();
+    if (*n == node) out.push_back(j);
+  }
+  return out;
+}
+
+// CPUs grouped by a key (a core, a cache group), each group ascending, the groups by key.
+template <class KeyOf>
+result<std::map<unsigned, cpu_list>, binding_error> grouped(const cpu_list& cpus, KeyOf key_of) {
+  std::map<unsigned, cpu_list> groups;
+  for (unsigned cpu : cpus) {
+    result<unsigned, binding_error> key = key_of(cpu);
+    if (!key) return key.error();
+    groups[*key].push_back(cpu);
+  }
+  return groups;
+}
+
+inline result<long long, binding_error> socket_of_node(const binding_context& b, unsigned node) {
+  result<cpu_list, binding_error> cpus = allowed_node_cpus(b, node);
+  if (!cpus) return cpus.error();
+  if (cpus->empty())
+    return binding_error{concat("NUMA node ", node, " has no CPU this worker may use, so its socket is unknown")};
+  return b.topology.package_of(cpus->front());
+}
+
+inline result<cpu_list, binding_error> socket_cpus(const binding_context& b, int node) {
+  result<long long, binding_error> socket = socket_of_node(b, static_cast<unsigned>(node));
+  if (!socket) return socket.error();
+  result<cpu_list, binding_error> nodes = b.topology.possible_numa_nodes();
+  if (!nodes) return nodes;
+  cpu_list out;
+  for (unsigned n : *nodes) {
+    result<long long, binding_error> s = socket_of_node(b, n);
+    if (!s) return s.error();
+    if (*s != *socket) continue;
+    result<cpu_list, binding_error> cpus = allowed_node_cpus(b, n);
+    out = cpu_union(out, *cpus);
+  }
+  return out;
+}
+
+inline result<cpu_list, binding_error> exclusive_cpus(const binding_context& b, int node, std::size_t rank) {
+  result<std::vector<std::size_t>, binding_error> gpus = gpus_of_node(b, node);
+  if (!gpus) return gpus.error();
+  const std::size_t position = static_cast<std::size_t>(std::find(gpus->begin(), gpus->end(), rank) - gpus->begin());
+  result<cpu_list, binding_error> cpus = allowed_node_cpus(b, static_cast<unsigned>(node));
+  if (!cpus) return cpus;
+  result<std::map<unsigned, cpu_list>, binding_error> cores =
+      grouped(*cpus, [&](unsigned cpu) { return b.topology.core_of(cpu); });
+  if (!cores) return cores.error();
+  const std::size_t per_gpu = cores->size() / gpus->size();
+  const std::size_t extra = cores->size() % gpus->size();
+  if (per_gpu < 1)
+    return binding_error{concat("exclusive: NUMA node ", node, " has ", cores->size(), " physical core",
+                                cores->size() == 1 ? "" : "s", " this worker may use, fewer than its ", gpus->size(),
+                                " GPUs")};
+  const std::size_t first = position * per_gpu + std::min(position, extra);
+  const std::size_t count = per_gpu + (position < extra ? 1 : 0);
+  cpu_list out;
+  std::size_t k = 0;
+  for (const auto& core : *cores) {
+    if (k >= first && k < first + count) out.insert(out.end(), core.second.begin(), core.second.end());
+    ++k;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+inline result<cpu_list, binding_error> core_complex_cpus(const binding_context& b, int node, std::size_t rank) {
+  result<std::vector<std::size_t>, binding_error> gpus = gpus_of_node(b, node);
+  if (!gpus) return gpus.error();
+  const std::size_t position = static_cast<std::size_t>(std::find(gpus->begin(), gpus->end(), rank) - gpus->begin());
+  result<cpu_list, binding_error> cpus = allowed_node_cpus(b, static_cast<unsigned>(node));
+  if (!cpus) return cpus;
+  result<std::map<unsigned, cpu_list>, binding_error> caches =
+      grouped(*cpus, [&](unsigned cpu) { return b.topology.cache_group_of(cpu); });
+  if (!caches) return caches.error();
+  if (caches->empty()) return binding_error{concat("NUMA node ", node, " has no CPU this worker may use")};
+  std::vector<std::pair<unsigned, cpu_list>> order(caches->begin(), caches->end());
+  // The groups with the most CPUs the worker may use first, then by their lowest CPU.
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& c) { return a.second.size() > c.second.size(); });
+  return order[position % order.size()].second;
+}
+
+}  // namespace detail
+
+/// The CPUs of local rank `local_rank`'s worker: its GPU is `visible[local_rank]` (the GPUs in
+/// CUDA's order, see visible_gpus); the mode's CPUs of that GPU, always within `allowed` (the CPUs
+/// the worker may use: its affinity, or every CPU of a recorded tree). Errors, each naming the
+/// rank and its GPU: a rank without a GPU, what the topology lacks that the mode needs, no CPU
+/// left, and `exclusive` with fewer cores than the node's GPUs.
+[[nodiscard]] inline result<local_rank_cpus, binding_error>
+local_rank_binding(const cpu_topology& topology, numa_binding mode, const std::vector<gpu_device>& visible,
+                   int local_rank, const cpu_list& allowed) {
+  if (local_rank < 0 || static_cast<std::size_t>(local_rank) >= visible.size())
+    return binding_error{detail::concat("local rank ", local_rank, " has no GPU: the node shows ", visible.size(),
+                                        visible.size() == 1 ? " GPU" : " GPUs", " (CUDA_VISIBLE_DEVICES, --devices)")};
+  const std::size_t rank = static_cast<std::size_t>(local_rank);
+  const gpu_device& gpu = visible[rank];
+  const auto failed = [&](const binding_error& e) {
+    return binding_error{detail::concat("local rank ", local_rank, " (GPU ", gpu.index, ", ", gpu.pci, "): ", e.text)};
+  };
+  const detail::binding_context b{topology, visible, allowed};
+  result<int, binding_error> node = detail::gpu_numa_node(b, rank);
+  if (!node) return failed(node.error());
+  result<cpu_list, binding_error> cpus = binding_error{};
+  switch (mode) {
+    case numa_binding::none: cpus = allowed; break;
+    case numa_binding::node: cpus = detail::allowed_node_cpus(b, static_cast<unsigned>(*node)); break;
+    case numa_binding::socket: cpus = detail::socket_cpus(b, *node); break;
+    case numa_binding::exclusive: cpus = detail::exclusive_cpus(b, *node, rank); break;
+    case numa_binding::core_complex: cpus = detail::core_complex_cpus(b, *node, rank); break;
+  }
+  if (!cpus) return failed(cpus.error());
+  if (cpus->empty())
+    return failed(binding_error{detail::concat(numa_binding_name(mode), ": no CPU of NUMA node ", *node,
+                                               " is one this worker may use (allowed: ",
+                                               allowed.empty() ? "none" : format_cpulist(allowed), ")")});
+  return local_rank_cpus{local_rank, gpu.index, gpu.pci, *node, *std::move(cpus)};
+}
+
+/// local_rank_binding for local ranks 0 to nproc - 1; the first error stops.
+[[nodiscard]] inline result<std::vector<local_rank_cpus>, binding_error>
+local_rank_bindings(const cpu_topology& topology, numa_binding mode, const std::vector<gpu_device>& visible, int nproc,
+                    const cpu_list& allowed) {
+  std::vector<local_rank_cpus> out;
+  for (int rank = 0; rank < nproc; ++rank) {
+    result<local_rank_cpus, binding_error> one = local_rank_binding(topology, mode, visible, rank, allowed);
+    if (!one) return one.error();
+    out.push_back(*std::move(one));
+  }
+  return out;
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_CPU_BINDING_HPP
 // ---- hetlaunch/ssh.hpp
 // hetlaunch: starting a plan's nodes over ssh: each node's ssh command line, the remote command
 // that runs torchrun and stops it with all its workers when the connection ends, and the

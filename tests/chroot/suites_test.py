@@ -232,6 +232,16 @@ def run_suite(suite, source, bins):
         if not ok:
             failures.append(f"{suite}/shares")
             print((r.stdout + r.stderr)[-4000:])
+        # CPU binding: a torchrun job on this torch, every worker started through `hetlaunch bind`.
+        t = time.monotonic()
+        r = m.run(["python3", str(source / "tests/binding/binding_test.py"), str(bins.parent / "tools" / "hetlaunch"),
+                   "torchrun", "--torchrun", "/usr/bin/torchrun"], timeout=600)
+        ok = r.returncode == 0
+        print(f"{'ok  ' if ok else 'FAIL'} {suite} torchrun --numa-binding node through hetlaunch bind "
+              f"({time.monotonic() - t:.1f} s)", flush=True)
+        if not ok:
+            failures.append(f"{suite}/binding")
+            print((r.stdout + r.stderr)[-4000:])
         if (root / "usr/bin/accelerate").exists():
             t = time.monotonic()
             version = m.run(["python3", "-c", "import accelerate; print(accelerate.__version__)"]).stdout.strip()

@@ -91,6 +91,18 @@ const flag flags[] = {
      [](options& o, const std::string& v) { o.launch.torchrun_args.push_back(v); }, true},
     {"--module", "-m", nullptr, launch_flags, "SCRIPT names a Python module",
      [](options& o, const std::string&) { o.launch.module = true; }},
+    {"--numa-binding", nullptr, "MODE", launch_flags,
+     "bind each worker to the CPUs near its GPU: node, socket, exclusive or core-complex (any torch)",
+     [](options& o, const std::string& v) {
+       const auto mode = hetlaunch::numa_binding_from_name(v);
+       if (!mode || *mode == hetlaunch::numa_binding::none)
+         throw usage_error{"--numa-binding must be node, socket, exclusive or core-complex, got " + quoted(v)};
+       o.launch.binding = *mode;
+     }},
+    {"--python", nullptr, "PATH", launch_flags, "the Python a bound worker runs (default: python3; torchrun's own without binding)",
+     [](options& o, const std::string& v) { o.launch.python = v; }},
+    {"--bind-program", nullptr, "PATH", launch_flags, "the hetlaunch the nodes run to bind workers (default: hetlaunch)",
+     [](options& o, const std::string& v) { o.launch.bind_program = v; }},
     // one command's or a few
     {"--node", nullptr, "I", 0, "the node", [](options& o, const std::string& v) {
        o.node = static_cast<std::size_t>(to_integer("--node", v, 0, 0x7fffffff));
@@ -130,6 +142,16 @@ const flag flags[] = {
      [](options& o, const std::string& v) { o.discover_timeout = to_int("--discover-timeout", v, 1, 86400); }},
     {"--quiet-nodes", nullptr, nullptr, 0, "show only node 0's output and every node's errors",
      [](options& o, const std::string&) { o.quiet_nodes = true; }},
+    {"--sysfs", nullptr, "ROOT", 0, "read the CPU topology from this recorded /sys tree (every CPU of it allowed)",
+     [](options& o, const std::string& v) { o.sysfs = v; }},
+    {"--gpu-pci-command", nullptr, "CMD", 0, "prints \"INDEX, PCI ADDRESS\" a GPU (default: nvidia-smi --query-gpu=index,pci.bus_id)",
+     [](options& o, const std::string& v) { o.gpu_pci_command = v; }},
+    {"--devices", nullptr, "LIST", 0, "the visible GPUs, as CUDA_VISIBLE_DEVICES (default: it, or every GPU)",
+     [](options& o, const std::string& v) { o.devices = v; }},
+    {"--nproc", nullptr, "N", 0, "local ranks (default: one a visible GPU)",
+     [](options& o, const std::string& v) { o.nproc = to_int("--nproc", v, 1, 4096); }},
+    {"--allowed-cpus", nullptr, "LIST", 0, "the CPUs the workers may use (default: this process's, or all of --sysfs)",
+     [](options& o, const std::string& v) { o.allowed_cpus = v; }},
     {"--name", nullptr, "NAME", 0, "the JobSet's name (a DNS label)", [](options& o, const std::string& v) { o.name = v; }},
     {"--namespace", nullptr, "NS", 0, "its namespace (default: kubectl's)", [](options& o, const std::string& v) { o.namespace_ = v; }},
     {"--image", nullptr, "IMAGE", 0, "the container image (it needs torchrun, not hetlaunch)",

@@ -71,6 +71,12 @@ struct options {
   std::vector<std::string> sbatch_args;
   std::string hetlaunch_program = "hetlaunch";
   std::vector<std::string> launch_args;  // the launch options as given, for the nodes' `hetlaunch exec`
+  // cpus and bind
+  std::optional<std::string> sysfs;            // a recorded sysfs tree instead of /sys
+  std::optional<std::string> gpu_pci_command;  // prints "INDEX, PCI ADDRESS" lines instead of nvidia-smi
+  std::optional<std::string> devices;          // the visible GPUs (CUDA_VISIBLE_DEVICES's form)
+  std::optional<int> nproc;                    // local ranks (default: one a visible GPU)
+  std::optional<std::string> allowed_cpus;     // the CPUs the workers may use
 };
 
 // Which flags a command takes: whole groups, and single flags by name.
@@ -168,6 +174,10 @@ int group_weight_problem(const options& o, const std::vector<hetlaunch::node_gro
 
 // sbatch.cpp
 int sbatch_command(options& o);
+
+// binding.cpp
+int cpus_command(options& o);
+int bind_command(options& o);
 
 // manual.cpp: the manual page and the completion scripts, made from the command and flag tables.
 int manual_command(options& o);

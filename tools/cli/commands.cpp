@@ -280,6 +280,7 @@ const std::vector<command>& commands() {
        "Pod k of group g runs torchrun as node offset(g) + k with --nproc_per_node GPUS, the static\n"
        "rendezvous on the first pod's stable host name (NAME-g0-0-0.NAME) and --master-port. With\n"
        "--global-batch each pod computes its work share from its index (WEIGHT: the group's weight).\n"
+       "With --numa-binding the image needs hetlaunch too, at --bind-program's path, and nvidia-smi.\n"
        "Needs the JobSet controller in the cluster; see docs/kubernetes.md.\n",
        launch_flags,
        {"--name", "--namespace", "--image", "--group", "--node-selector", "--cpu", "--memory", "--env",
@@ -344,6 +345,28 @@ const std::vector<command>& commands() {
        "count times the machine count, which makes accelerate start the right number there. The\n"
        "machine's CUDA_VISIBLE_DEVICES and work share (--global-batch) come first, as assignments.\n",
        input_flags | launch_flags, {"--node"}, script_use::required, node_use::required, accelerate_command},
+      {"cpus", "", "each local rank's GPU, NUMA node and CPUs by --numa-binding",
+       "Prints, for this machine (or the recorded tree --sysfs ROOT), each local rank's GPU, the GPU's\n"
+       "NUMA node and the CPUs --numa-binding MODE gives it, by the rules of torch 2.14's\n"
+       "torch/numa/binding.py: node (every CPU of the GPU's NUMA node), socket (of every NUMA node of\n"
+       "its socket), exclusive (the node's physical cores split evenly among the node's GPUs, lower\n"
+       "GPUs taking the extra) or core-complex (one last-level-cache group per GPU, largest first).\n"
+       "Local rank L uses the L-th visible GPU (--devices, else CUDA_VISIBLE_DEVICES, else every GPU);\n"
+       "the GPUs' PCI addresses come from nvidia-smi or --gpu-pci-command. The CPUs are always within\n"
+       "those allowed: this process's affinity, every CPU of a --sysfs tree, or --allowed-cpus.\n"
+       "--json: {\"mode\", \"ranks\": [{\"local_rank\", \"gpu\", \"pci\", \"numa_node\", \"cpus\"}]}.\n",
+       0, {"--numa-binding", "--nproc", "--devices", "--sysfs", "--gpu-pci-command", "--allowed-cpus", "--json"},
+       script_use::none, node_use::none, cpus_command, {"--numa-binding"}},
+      {"bind", "", "runs a worker on the CPUs of its GPU (what torchrun starts with --numa-binding)",
+       "Runs as a worker: finds its GPU (the LOCAL_RANK-th of CUDA_VISIBLE_DEVICES, else of every\n"
+       "GPU), sets its own CPU affinity to what --numa-binding MODE gives that GPU within its current\n"
+       "affinity (as `hetlaunch cpus` prints it), sets CUDA_DEVICE_ORDER=PCI_BUS_ID unless set, and\n"
+       "replaces itself with the command (execvp). On any error it exits 1 without running it, naming\n"
+       "the node (GROUP_RANK), host and local rank. A plan with --numa-binding makes torchrun start\n"
+       "every worker this way (torchrun --no-python ... hetlaunch bind --numa-binding MODE -- python3\n"
+       "-u SCRIPT ...), on every torch.\n",
+       0, {"--numa-binding", "--sysfs", "--gpu-pci-command"}, script_use::required, node_use::none, bind_command,
+       {"--numa-binding"}},
       {"completion", "bash|zsh", "a shell completion script for hetlaunch",
        "Prints a completion script for bash or zsh, made from hetlaunch's own command and flag\n"
        "tables: commands, each command's options, files after --hostfile and --env-file, the words\n"

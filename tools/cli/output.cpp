@@ -46,8 +46,9 @@ int print_plan(const hetlaunch::launch_plan& plan, bool json) {
   const bool c10d = plan.options().backend == hetlaunch::rendezvous::c10d;
   if (json) {
     std::printf("{\n  \"world_size\": %d,\n  \"node_count\": %zu,\n  \"rendezvous\": \"%s\",\n  \"global_batch\": %d,\n"
-                "  \"nodes\": [\n",
-                c.world_size(), c.node_count(), c10d ? "c10d" : "static", plan.options().global_batch);
+                "  \"numa_binding\": \"%s\",\n  \"nodes\": [\n",
+                c.world_size(), c.node_count(), c10d ? "c10d" : "static", plan.options().global_batch,
+                std::string(hetlaunch::numa_binding_name(plan.options().binding)).c_str());
     std::string line;
     for (std::size_t i = 0; i < c.node_count(); ++i) {
       const auto n = c.node(i);
@@ -69,6 +70,8 @@ int print_plan(const hetlaunch::launch_plan& plan, bool json) {
   }
   std::printf("%zu nodes, world size %d, %s rendezvous", c.node_count(), c.world_size(), c10d ? "c10d" : "static");
   if (plan.has_shares()) std::printf(", global batch %d", plan.options().global_batch);
+  if (plan.options().binding != hetlaunch::numa_binding::none)
+    std::printf(", workers bound by --numa-binding %s", std::string(hetlaunch::numa_binding_name(plan.options().binding)).c_str());
   std::printf("\n\n");
   // Weights and work shares get columns of their own only when the plan has them.
   const bool shares = plan.has_shares() || c.has_weights();

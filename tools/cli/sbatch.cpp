@@ -3,6 +3,8 @@
 // that starts one torchrun a node through `hetlaunch exec --slurm`.
 #include "cli.hpp"
 
+#include <algorithm>
+
 #include <climits>
 #include <cstdio>
 
@@ -73,6 +75,10 @@ int sbatch_command(options& o) {
   // The nodes run `hetlaunch exec` with the launch options exactly as given here.
   std::vector<std::string> options{"--slurm"};
   options.insert(options.end(), o.launch_args.begin(), o.launch_args.end());
+  // The workers' binder is the hetlaunch the nodes run, unless told otherwise.
+  const bool bind_program_given = std::find(o.given.begin(), o.given.end(), "--bind-program") != o.given.end();
+  if (o.launch.binding != hetlaunch::numa_binding::none && !bind_program_given)
+    options.insert(options.end(), {"--bind-program", o.hetlaunch_program});
   // A group's weight names its component's nodes, which the job knows only when it runs.
   std::string weights;
   for (std::size_t c = 0; c < groups.size(); ++c)

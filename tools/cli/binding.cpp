@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: MIT
+// `cpus` and `bind`: the CPUs of each local rank by --numa-binding, from this machine's sysfs or a
+// recorded tree, and binding a worker to them before it executes its command.
+#include "cli.hpp"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+
+namespace cli {
+namespace {
+
+using hetlaunch::detail::concat;
+using hetlaunch::detail::quoted;
+
+// The most a sysfs file or the GPU listing may hold: sysfs files are one page, and
+// nvidia-smi's listing is a line a GPU.
+constexpr std::size_t max_file_bytes = 1 << 16;
+
+// A sysfs file's text, or nothing when it cannot be read (or is larger than any sysfs file).
+std::optional<std::string> read_sysfs(const std::string& root, const std::string& relative) {
+  std::ifstream in(concat(root, "/", relative), std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string text(max_file_bytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad() || static_cast<std::size_t>(in.gcount()) > max_file_bytes) return std::nullopt;
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  return text;
+}
+
+// The node's GPUs: --gpu-pci-command's output, or nvidia-smi's.
+std::optional<std::vector<hetlaunch::gpu_device>> node_gpus(const options& o, std::string& error) {
+  const std::string command = o.gpu_pci_command.value_or("nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader");
+  std::fflush(nullptr);
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+  if (!pipe) {
+    error = concat("cannot run ", quoted(command), ": ", std::strerror(errno));
+    return std::nullopt;
+  }
+  std::string text;
+  char buffer[4096];
+  std::size_t got = 0;
+  while (text.size() <= max_file_bytes && (got = std::fread(buffer, 1, sizeof buffer, pipe.get())) > 0) text.append(buffer, got);
+  const int status = pclose(pipe.release());  // a command still writing gets SIGPIPE
+  if (text.size() > max_file_bytes) {
+    error = concat(quoted(command), " printed more than ", max_file_bytes, " bytes");
+    return std::nullopt;
+  }
+  if (status != 0) {
+    error = concat(quoted(command), " failed (",
+                   WIFEXITED(status) ? concat("exit status ", WEXITSTATUS(status)) : std::string("killed by a signal"),
+                   o.gpu_pci_command ? ")" : "; on a machine without nvidia-smi, give --gpu-pci-command)");
+    return std::nullopt;
+  }
+  auto gpus = hetlaunch::parse_gpu_pci_list(text);
+  if (!gpus) {
+    error = concat(quoted(command), "'s output, ", gpus.error().to_string());
+    return std::nullopt;
+  }
+  return *std::move(gpus);
+}
+
+// This process's allowed CPUs (sched_getaffinity), for any number of CPUs the kernel has.
+std::optional<hetlaunch::cpu_list> own_affinity(std::string& error) {
+  for (int cpus = 1024; cpus <= (1 << 20); cpus *= 2) {
+    cpu_set_t* set = CPU_ALLOC(static_cast<std::size_t>(cpus));
+    const std::size_t size = CPU_ALLOC_SIZE(static_cast<std::size_t>(cpus));
+    if (sched_getaffinity(0, size, set) == 0) {
+      hetlaunch::cpu_list out;
+      for (int cpu = 0; cpu < cpus && cpu <= static_cast<int>(hetlaunch::max_cpu_number); ++cpu)
+        if (CPU_ISSET_S(static_cast<std::size_t>(cpu), size, set)) out.push_back(static_cast<unsigned>(cpu));
+      CPU_FREE(set);
+      return out;
+    }
+    CPU_FREE(set);
+    if (errno != EINVAL) break;
+  }
+  error = concat("cannot read this process's CPU affinity: ", std::strerror(errno));
+  return std::nullopt;
+}
+
+bool set_affinity(const hetlaunch::cpu_list& cpus, std::string& error) {
+  const std::size_t count = cpus.empty() ? 1 : cpus.back() + 1u;
+  cpu_set_t* set = CPU_ALLOC(count);
+  const std::size_t size = CPU_ALLOC_SIZE(count);
+  CPU_ZERO_S(size, set);
+  for (unsigned cpu : cpus) CPU_SET_S(cpu, size, set);
+  const int r = sched_setaffinity(0, size, set);
+  CPU_FREE(set);
+  if (r == 0) return true;
+  error = concat("cannot set the CPU affinity to ", hetlaunch::format_cpulist(cpus), ": ", std::strerror(errno));
+  return false;
+}
+
+// Everything a binding needs on this node: the topology, the visible GPUs and the allowed CPUs.
+struct node_binding {
+  hetlaunch::cpu_topology topology;
+  std::vector<hetlaunch::gpu_device> visible;
+  hetlaunch::cpu_list allowed;
+};
+
+std::optional<node_binding> read_node(const options& o, std::optional<std::string_view> devices, bool tree_allowed,
+                                      std::string& error) {
+  auto gpus = node_gpus(o, error);
+  if (!gpus) return std::nullopt;
+  auto visible = hetlaunch::visible_gpus(*gpus, devices);
+  if (!visible) {
+    error = visible.error().message();
+    return std::nullopt;
+  }
+  const std::string root = o.sysfs.value_or("/sys");
+  node_binding b{hetlaunch::cpu_topology::read([&](const std::string& path) { return read_sysfs(root, path); }, *gpus),
+                 *std::move(visible), {}};
+  if (b.topology.all_cpus().empty() && !b.topology.possible_numa_nodes()) {
+    error = concat("no CPU topology under ", quoted(root), ": ", b.topology.possible_numa_nodes().error().message());
+    return std::nullopt;
+  }
+  if (o.allowed_cpus) {
+    auto allowed = hetlaunch::parse_cpulist(*o.allowed_cpus);
+    if (!allowed) throw usage_error{concat("--allowed-cpus: ", allowed.error().message())};
+    b.allowed = *std::move(allowed);
+  } else if (tree_allowed) {
+    b.allowed = b.topology.all_cpus();
+  } else {
+    auto own = own_affinity(error);
+    if (!own) return std::nullopt;
+    b.allowed = *std::move(own);
+  }
+  return b;
+}
+
+std::optional<std::string_view> env_value(const char* name) {
+  const char* value = std::getenv(name);
+  if (!value) return std::nullopt;
+  return std::string_view(value);
+}
+
+}  // namespace
+
+int cpus_command(options& o) {
+  std::optional<std::string_view> devices = o.devices ? std::optional<std::string_view>(*o.devices)
+                                                      : env_value("CUDA_VISIBLE_DEVICES");
+  std::string error;
+  auto node = read_node(o, devices, o.sysfs.has_value(), error);
+  if (!node) return fail(concat("cpus: ", error));
+  const int nproc = o.nproc.value_or(static_cast<int>(node->visible.size()));
+  auto ranks = hetlaunch::local_rank_bindings(node->topology, o.launch.binding, node->visible, nproc, node->allowed);
+  if (!ranks) return fail(concat("cpus: ", ranks.error().message()));
+  const std::string mode(hetlaunch::numa_binding_name(o.launch.binding));
+  if (o.json) {
+    std::string out = concat("{\"mode\": ", json_string(mode), ", \"ranks\": [");
+    for (const auto& r : *ranks)
+      out += concat(&r == &ranks->front() ? "" : ", ", "{\"local_rank\": ", r.local_rank, ", \"gpu\": ", r.gpu,
+                    ", \"pci\": ", json_string(r.pci), ", \"numa_node\": ", r.numa_node,
+                    ", \"cpus\": ", json_string(hetlaunch::format_cpulist(r.cpus)), "}");
+    std::printf("%s]}\n", out.c_str());
+    return 0;
+  }
+  std::printf("numa binding %s, %d local rank%s, CPUs of %s\n", mode.c_str(), nproc, nproc == 1 ? "" : "s",
+              o.sysfs ? concat("the tree ", *o.sysfs).c_str() : "this machine");
+  std::printf("%-10s  %-3s  %-12s  %-9s  %s\n", "local rank", "gpu", "pci", "numa node", "cpus");
+  for (const auto& r : *ranks)
+    std::printf("%-10d  %-3u  %-12s  %-9d  %s\n", r.local_rank, r.gpu, r.pci.c_str(), r.numa_node,
+                hetlaunch::format_cpulist(r.cpus).c_str());
+  return 0;
+}
+
+int bind_command(options& o) {
+  // Errors name the node (torchrun's GROUP_RANK) and host, as a worker's failure is read in a
+  // multi-node log; nothing of the command runs after one.
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const auto group = env_value("GROUP_RANK");
+  const std::string who = concat("bind: ", group ? concat("node ", *group, " ") : std::string(), "(", host, ")");
+  const auto local_rank_text = env_value("LOCAL_RANK");
+  long long local_rank = 0;
+  if (!local_rank_text || !hetlaunch::detail::parse_decimal(*local_rank_text, 0x7fffffff, local_rank))
+    return fail(concat(who, ": LOCAL_RANK is ", local_rank_text ? quoted(*local_rank_text) : std::string("not set"),
+                       "; `hetlaunch bind` runs as a worker, started by torchrun or `hetlaunch exec`"));
+  std::string error;
+  auto node = read_node(o, env_value("CUDA_VISIBLE_DEVICES"), false, error);
+  if (!node) return fail(concat(who, " local rank ", local_rank, ": ", error));
+  auto rank = hetlaunch::local_rank_binding(node->topology, o.launch.binding, node->visible,
+                                            static_cast<int>(local_rank), node->allowed);
+  if (!rank) return fail(concat(who, ": ", rank.error().message()));
+  if (!set_affinity(rank->cpus, error)) return fail(concat(who, " local rank ", local_rank, ": ", error));
+  // nvidia-smi's indices are in PCI bus order; CUDA's default order is fastest first.
+  setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
+  std::vector<char*> args;
+  for (std::string& a : o.positional) args.push_back(a.data());
+  args.push_back(nullptr);
+  std::fflush(nullptr);
+  execvp(args[0], args.data());
+  return fail(concat(who, ": cannot run ", quoted(o.positional[0]), ": ", std::strerror(errno)));
+}
+
+}  // namespace cli

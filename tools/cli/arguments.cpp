@@ -142,7 +142,7 @@ const flag flags[] = {
      [](options& o, const std::string& v) { o.discover_timeout = to_int("--discover-timeout", v, 1, 86400); }},
     {"--quiet-nodes", nullptr, nullptr, 0, "show only node 0's output and every node's errors",
      [](options& o, const std::string&) { o.quiet_nodes = true; }},
-    {"--sysfs", nullptr, "ROOT", 0, "read the CPU topology from this recorded /sys tree (every CPU of it allowed)",
+    {"--sysfs", nullptr, "ROOT", 0, "read the CPU topology from this recorded /sys tree instead of /sys",
      [](options& o, const std::string& v) { o.sysfs = v; }},
     {"--gpu-pci-command", nullptr, "CMD", 0, "prints \"INDEX, PCI ADDRESS\" a GPU (default: nvidia-smi --query-gpu=index,pci.bus_id)",
      [](options& o, const std::string& v) { o.gpu_pci_command = v; }},

@@ -17,7 +17,11 @@ The cases:
   partial    a hetjob step over one component only: refused, nothing started;
   layout     a step of several tasks a node, and counts that disagree with the node list:
              refused before torchrun starts, naming both;
-  node-dies  a node dies mid-job (every process of its host killed): the job ends, nothing is left.
+  node-dies  a node dies mid-job (every process of its host killed): the job ends, nothing is left;
+  lost-node  `sbatch --restarts 1 --exclude-failed`: a node dies mid-job, the job goes on without it
+             (--no-kill) and the step runs again on the nodes left, the plan made again;
+  hetjob-lost-node  Slurm's rule: a hetjob is cancelled on a node failure even with --no-kill, so
+             `sbatch --exclude-failed` refuses several groups.
 After every case no process of a job may be left on any host.
 
 usage: cluster_test.py HETLAUNCH WORKER_PY [CASE...]
@@ -256,6 +260,78 @@ class suite:
         expect("no restart left (--restarts 0)" in log, f"no refusal in the log:\n{log}")
         return script
 
+    def lost_node(self):
+        """`sbatch --restarts 1 --exclude-failed` of one group of 3 nodes: h2 dies mid-job (every
+        process of its host killed). The job survives (--no-kill), Slurm takes h2 out of it, and the
+        step runs again on h0 and h1 with the plan made again: world size 2, the same global batch
+        split over two nodes, HETLAUNCH_RESTART_COUNT=1; the job completes."""
+        d = self.fresh_dir("lost-node")
+        worker = d / "lost.py"
+        worker.write_text(LOST_NODE_WORKER.format(out=d))
+        args = ["sbatch", "--group", "3:1", "--restarts", "1", "--exclude-failed", "--min-nodes", "2", "--global-batch", "12",
+                "--time", "10", "--master-port", "29516", "--", str(worker)]
+        script = subprocess.run([self.binary, *args], capture_output=True, text=True, check=True).stdout
+        (d / "job.sh").write_text(script)
+        job = int(self.c.client(["sbatch", "--parsable", "--output", str(d / "job.log"), str(d / "job.sh")],
+                                env=self.job_env(), cwd=d).stdout.strip().split(";")[0])
+        deadline = time.monotonic() + 180
+        while len(list(d.glob("ready-*"))) < 3:
+            expect(time.monotonic() < deadline, f"the workers did not start:\n{self.log(d)}")
+            time.sleep(0.2)
+        killed = self.c.kill_host("h2")
+        lost_at = time.monotonic()
+        try:
+            state, code = self.c.wait_job(job, timeout=180)
+        except RuntimeError as e:
+            raise case_failed(f"{e}\n{self.log(d)}") from None
+        finally:
+            self.c.restart_host("h2")
+        seconds = time.monotonic() - lost_at
+        log = self.log(d)
+        expect(state == "COMPLETED", f"job {state} {code} after h2 died:\n{script}\n{log}")
+        expect("the job lost nodes: restart 1 of 1 on the 2 nodes left (h[0-1]), plan made again" in log,
+               f"no restart on the nodes left in the log:\n{log}")
+        expect("2 nodes, world size 2" in log, f"no new plan in the log:\n{log}")
+        records = [json.loads(p.read_text()) for p in sorted(d.glob("second-*.json"))]
+        expect([(r["RANK"], r["HOST"], r["WORLD_SIZE"], r["HETLAUNCH_RESTART_COUNT"]) for r in records] ==
+               [("0", "h0", "2", "1"), ("1", "h1", "2", "1")], f"the second attempt's workers: {records}\n{log}")
+        expect(sum(int(r["HETLAUNCH_NODE_BATCH"]) for r in records) == 12, f"node batches {records}")
+        print(f"     lost-node: killed {killed} processes on h2; the job finished on h0 and h1 {seconds:.1f} s later")
+        return script + "\n" + log
+
+    def hetjob_lost_node(self):
+        """Slurm's rule: a heterogeneous job is cancelled when one of its nodes fails, even with
+        --no-kill on every component (and requeued); so `sbatch --exclude-failed` refuses several
+        groups."""
+        r = subprocess.run([self.binary, "sbatch", "--group", "1:2", "--group", "2:1", "--restarts", "1", "--exclude-failed",
+                            "--", "train.py"], capture_output=True, text=True)
+        expect(r.returncode == 1 and "Slurm cancels a heterogeneous job when one of its nodes fails" in r.stderr,
+               f"sbatch --exclude-failed of two groups: exit {r.returncode}, {r.stderr}")
+        d = self.fresh_dir("hetjob-lost-node")
+        (d / "job.sh").write_text(HETJOB_NO_KILL)
+        job = int(self.c.client(["sbatch", "--parsable", "--output", str(d / "job.log"), str(d / "job.sh")],
+                                env=self.job_env(), cwd=d).stdout.strip().split(";")[0])
+        deadline = time.monotonic() + 60
+        while "started" not in self.log(d):
+            expect(time.monotonic() < deadline, f"the job did not start:\n{self.log(d)}")
+            time.sleep(0.2)
+        time.sleep(1)
+        self.c.kill_host("h2")
+        try:
+            deadline = time.monotonic() + 60
+            while "DUE TO NODE FAILURE" not in self.log(d):
+                expect(time.monotonic() < deadline, f"the hetjob was not cancelled:\n{self.log(d)}")
+                time.sleep(0.2)
+            shown = self.c.client(["scontrol", "-o", "show", "job", str(job)], check=False).stdout
+            expect("after the step" not in self.log(d), f"the batch script went on after the node failure:\n{self.log(d)}")
+        finally:
+            self.c.client(["scancel", str(job)], check=False)
+            try:
+                self.c.wait_job(job, timeout=60)
+            finally:
+                self.c.restart_host("h2")
+        return f"{self.log(d)}\n{shown}"
+
     def recorded_environments(self):
         """The variables of a hetjob's batch script and steps, recorded on this cluster."""
         d = self.fresh_dir("recorded")
@@ -386,6 +462,33 @@ export HETLAUNCH_TASKS_PER_NODE=4,2
 srun --ntasks-per-node=1 --ntasks=3 {exec_line} || true
 """
 
+# The first attempt runs until a node dies; the second records what it is and ends.
+LOST_NODE_WORKER = """import datetime, json, os, socket, time
+import torch, torch.distributed as dist
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=30))
+t = torch.ones(1)
+dist.all_reduce(t)
+if os.environ["HETLAUNCH_RESTART_COUNT"] == "0":
+    open(os.path.join("{out}", "ready-" + os.environ["RANK"]), "w").close()
+    while True:
+        dist.all_reduce(torch.ones(1))
+        time.sleep(0.2)
+record = {{k: os.environ.get(k) for k in ("RANK", "WORLD_SIZE", "HETLAUNCH_RESTART_COUNT", "HETLAUNCH_NODE_BATCH")}}
+record["HOST"] = socket.gethostname()
+with open(os.path.join("{out}", "second-" + os.environ["RANK"] + ".json"), "w") as f:
+    json.dump(record, f)
+dist.destroy_process_group()
+"""
+
+HETJOB_NO_KILL = """#!/bin/bash
+#SBATCH -w h1 --nodes=1 --ntasks=1 --no-kill
+#SBATCH hetjob
+#SBATCH -w h0,h2 --nodes=2 --ntasks=2 --ntasks-per-node=1 --no-kill
+echo started
+srun --nodes=1 --ntasks=1 sleep 600 : --nodes=2 --ntasks=2 --ntasks-per-node=1 sleep 600
+echo after the step
+"""
+
 LOOP_WORKER = """import datetime, os, time
 import torch, torch.distributed as dist
 dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=30))
@@ -433,7 +536,8 @@ def main():
     cases = [("readme", "readme"), ("hetjob", "hetjob"), ("sbatch", "sbatch"), ("restart", "restart"),
              ("directives", "directives"),
              ("recorded", "recorded"),
-             ("partial", "partial"), ("layout", "layout"), ("node-dies", "node_dies")]
+             ("partial", "partial"), ("layout", "layout"), ("node-dies", "node_dies"), ("lost-node", "lost_node"),
+             ("hetjob-lost-node", "hetjob_lost_node")]
     if wanted:
         unknown = set(wanted) - {n for n, _ in cases}
         if unknown:

@@ -179,7 +179,7 @@ const flag flags[] = {
      [](options& o, const std::string& v) { o.hetlaunch_program = v; }},
     {"--restarts", nullptr, "N", 0, "after a failure, start the whole job again, at most N times (default: 0)",
      [](options& o, const std::string& v) { o.restarts = to_int("--restarts", v, 0, 1000000); }},
-    {"--exclude-failed", nullptr, nullptr, 0, "each restart leaves out the node that failed and hosts not reached",
+    {"--exclude-failed", nullptr, nullptr, 0, "each restart leaves out the failed nodes (run: the first to fail, hosts not reached; sbatch: nodes Slurm lost)",
      [](options& o, const std::string&) { o.exclude_failed = true; }},
     {"--min-nodes", nullptr, "M", 0, "fail instead of restarting on fewer than M nodes (default: 1)",
      [](options& o, const std::string& v) { o.min_nodes = to_int("--min-nodes", v, 1, 0x7fffffff); }},

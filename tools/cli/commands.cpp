@@ -295,8 +295,12 @@ const std::vector<command>& commands() {
        "the launch options given here. --sbatch-arg lines go to the job (the first component);\n"
        "--partition and --time to every component. A group's WEIGHT reaches the nodes as --weight on\n"
        "its component's node list, for --global-batch. --restarts N runs the step again in the same\n"
-       "allocation after a failure, at most N times, with HETLAUNCH_RESTART_COUNT for the workers.\n",
-       launch_flags, {"--group", "--partition", "--time", "--sbatch-arg", "--hetlaunch", "--restarts"}, script_use::required,
+       "allocation after a failure, at most N times, with HETLAUNCH_RESTART_COUNT for the workers.\n"
+       "--exclude-failed (one --group only: Slurm cancels a heterogeneous job on a node failure) adds\n"
+       "--no-kill, so a lost node does not end the job: the step runs again on the nodes the job still\n"
+       "has, the plan made again over them; --min-nodes M stops it below M nodes.\n",
+       launch_flags, {"--group", "--partition", "--time", "--sbatch-arg", "--hetlaunch", "--restarts", "--exclude-failed",
+                      "--min-nodes"}, script_use::required,
        node_use::none, sbatch_command, {"--group"}},
       {"plan", "",
        "the rank table and every node's torchrun command",

@@ -34,6 +34,32 @@ std::string directive(const std::string& word) {
   return out + "\"\n";
 }
 
+// After a failed step with --exclude-failed: the nodes the job still has (Slurm takes a lost node
+// out of a --no-kill job; the step's variables keep the first list), the plan made again over
+// them when they are fewer, and the variables `hetlaunch exec --slurm` reads set to them.
+std::string exclude_failed_block(const options& o, const hetlaunch::node_group& g, const std::string& program,
+                                 const std::string& tail) {
+  const int min_nodes = o.min_nodes.value_or(1);
+  return concat(
+      "  # The nodes the job still has: Slurm takes a lost node out of a --no-kill job.\n"
+      "  nodes=$(scontrol show job \"$SLURM_JOB_ID\" | sed -n 's/^ *NodeList=//p')\n"
+      "  count=$(scontrol show hostnames \"$nodes\" | wc -l)\n"
+      "  if [ \"$count\" -lt ", min_nodes, " ]; then\n"
+      "    echo \"hetlaunch: the step failed (exit status $status); the job has $count node(s) left ($nodes), fewer than "
+      "--min-nodes ", min_nodes, "\" >&2\n"
+      "    exit \"$status\"\n  fi\n"
+      "  if [ \"$count\" -ne \"$SLURM_JOB_NUM_NODES\" ]; then\n"
+      "    echo \"hetlaunch: the step failed (exit status $status) and the job lost nodes: restart $attempt of ", *o.restarts,
+      " on the $count nodes left ($nodes), plan made again\" >&2\n"
+      "    export SLURM_JOB_NODELIST=\"$nodes\" SLURM_NODELIST=\"$nodes\" SLURM_JOB_NUM_NODES=\"$count\" "
+      "SLURM_NNODES=\"$count\"\n"
+      "    export HETLAUNCH_TASKS_PER_NODE=\"", g.gpus, "(x$count)\"\n"
+      "    ", program, " plan ", tail, "\n"
+      "  else\n"
+      "    echo \"hetlaunch: the step failed (exit status $status): restart $attempt of ", *o.restarts, "\" >&2\n"
+      "  fi\n");
+}
+
 }  // namespace
 
 int sbatch_command(options& o) {
@@ -48,6 +74,17 @@ int sbatch_command(options& o) {
       return fail(concat("sbatch: the groups up to ", quoted(o.groups[c]), " hold more than ", INT_MAX,
                          " workers, more than torch's ranks can count"));
   }
+  if (!o.restarts && (o.exclude_failed || o.min_nodes))
+    throw usage_error{concat(o.exclude_failed ? "--exclude-failed" : "--min-nodes", " needs --restarts N")};
+  if (o.min_nodes && !o.exclude_failed) throw usage_error{"--min-nodes needs --exclude-failed (the job shrinks only then)"};
+  // Slurm cancels a heterogeneous job when one of its nodes fails, --no-kill or not (and requeues
+  // it): only a job of one component can go on without a lost node.
+  if (o.exclude_failed && groups.size() > 1)
+    return fail("sbatch: --exclude-failed needs a single --group: Slurm cancels a heterogeneous job when one of its "
+                "nodes fails, even with --no-kill (it requeues the whole job instead); give the nodes one group, or "
+                "leave --exclude-failed out");
+  if (o.min_nodes && *o.min_nodes > nodes)
+    return fail(concat("sbatch: --min-nodes ", *o.min_nodes, " is more than the job's ", nodes, " nodes"));
   for (const std::string& a : o.sbatch_args)
     if (a.size() < 2 || a[0] != '-')
       throw usage_error{concat("--sbatch-arg ", quoted(a), " is not an sbatch option (\"--job-name=x\", \"-A acct\" as two)")};
@@ -117,6 +154,7 @@ int sbatch_command(options& o) {
     out += directive(concat("--nodes=", groups[c].nodes));
     out += directive(concat("--ntasks-per-node=", groups[c].gpus));
     out += directive(concat("--gpus-per-node=", groups[c].gpus));
+    if (o.exclude_failed) out += directive("--no-kill");  // a lost node does not end the job
   }
   out += "set -eu\n\n";
   // Without hetjob components the job's layout is in SLURM_TASKS_PER_NODE, which srun replaces
@@ -138,8 +176,9 @@ int sbatch_command(options& o) {
   out += indent + (restarting ? "srun --kill-on-bad-exit=1" : "srun");
   for (std::size_t c = 0; c < groups.size(); ++c) {
     if (c > 0) out += concat(" : \\\n    ", indent);
-    out += concat(" --nodes=", groups[c].nodes, " --ntasks=", groups[c].nodes, " --ntasks-per-node=1 --gpus-per-node=",
-                  groups[c].gpus);
+    // With --exclude-failed the job's node count can shrink between attempts.
+    const std::string step_nodes = o.exclude_failed ? std::string("\"$SLURM_JOB_NUM_NODES\"") : concat(groups[c].nodes);
+    out += concat(" --nodes=", step_nodes, " --ntasks=", step_nodes, " --ntasks-per-node=1 --gpus-per-node=", groups[c].gpus);
   }
   out += concat(" \\\n  ", indent, program, " exec ", tail, restarting ? " || status=$?\n" : "\n");
   if (restarting)
@@ -149,8 +188,9 @@ int sbatch_command(options& o) {
                   ")\" >&2\n",
                   "    exit \"$status\"\n  fi\n",
                   "  attempt=$((attempt + 1))\n",
-                  "  echo \"hetlaunch: the step failed (exit status $status): restart $attempt of ", *o.restarts,
-                  "\" >&2\n",
+                  o.exclude_failed ? exclude_failed_block(o, groups[0], program, tail) :
+                  concat("  echo \"hetlaunch: the step failed (exit status $status): restart $attempt of ", *o.restarts,
+                         "\" >&2\n"),
                   "done\n");
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;

@@ -13,7 +13,7 @@ import torch.distributed as dist
 dist.init_process_group("gloo")
 total = torch.tensor([dist.get_rank()])
 dist.all_reduce(total)
-record = {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "CUDA_DEVICE_ORDER")}
+record = {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES")}
 record["affinity"] = sorted(os.sched_getaffinity(0))
 record["sum"] = int(total.item())
 pathlib.Path(sys.argv[1], f"rank-{dist.get_rank()}.json").write_text(json.dumps(record))

@@ -339,33 +339,41 @@ def torchrun_case(binary, work, torchrun, marker):
     binder.write_text(f'#!/bin/sh\ncommand="$1"; shift\nexec "{binary}" "$command" --sysfs "{root}" '
                       f'--gpu-pci-command "{LIVE_GPUS}" "$@"\n')
     binder.chmod(0o755)
-    out = work / "records"
-    out.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PET_", "CUDA_", "TORCHELASTIC_"))}
     env[MARKER_NAME] = marker
     port = str(29000 + os.getpid() % 2000)
-    argv = [binary, "exec", "--node", "0", "--hosts", "127.0.0.1:2", "--numa-binding", "node", "--bind-program", str(binder),
-            "--python", torch_python(torchrun), "--program", torchrun, "--master-port", port,
-            "--torchrun-arg", "--redirects", "--torchrun-arg", "2", "--torchrun-arg", "--tee", "--torchrun-arg", "2",
-            "--", str(HERE / "affinity_worker.py"), str(out)]
     started = time.monotonic()
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
-    try:
-        log, _ = p.communicate(timeout=240)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        log, _ = p.communicate()
-        failures.append("the job did not end in 240 s")
-    if p.returncode != 0:
-        failures.append(f"the job exited {p.returncode}:\n{log[-3000:]}")
-    for rank, cpu in ((0, b), (1, a)):
-        record = out / f"rank-{rank}.json"
-        if not record.exists():
-            failures.append(f"rank {rank} left no record")
-            continue
-        got = json.loads(record.read_text())
-        want = {"LOCAL_RANK": str(rank), "affinity": [cpu], "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "sum": 1, "WORLD_SIZE": "2"}
-        failures += [f"rank {rank}: {k} is {got.get(k)!r}, expected {v!r}" for k, v in want.items() if got.get(k) != v]
+    # Both GPUs: rank 0 has GPU 0 (node 1, CPU b), rank 1 GPU 1 (node 0, CPU a). Then only device 1
+    # (--include): the plan's CUDA_VISIBLE_DEVICES reaches bind, and the one worker has GPU 1.
+    for name, hosts, include, want in [("both", "127.0.0.1:2", [], [(b, None), (a, None)]),
+                                       ("device-1", "127.0.0.1:2", ["--include", "127.0.0.1:1"], [(a, "1")])]:
+        out = work / f"records-{name}"
+        out.mkdir()
+        argv = [binary, "exec", "--node", "0", "--hosts", hosts, *include, "--numa-binding", "node",
+                "--bind-program", str(binder), "--python", torch_python(torchrun), "--program", torchrun,
+                "--master-port", port, "--torchrun-arg", "--redirects", "--torchrun-arg", "2", "--torchrun-arg", "--tee",
+                "--torchrun-arg", "2", "--", str(HERE / "affinity_worker.py"), str(out)]
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                             start_new_session=True)
+        try:
+            log, _ = p.communicate(timeout=240)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            log, _ = p.communicate()
+            failures.append(f"{name}: the job did not end in 240 s")
+        if p.returncode != 0:
+            failures.append(f"{name}: the job exited {p.returncode}:\n{log[-3000:]}")
+        world = len(want)
+        for rank, (cpu, devices) in enumerate(want):
+            record = out / f"rank-{rank}.json"
+            if not record.exists():
+                failures.append(f"{name}: rank {rank} left no record")
+                continue
+            got = json.loads(record.read_text())
+            expected = {"LOCAL_RANK": str(rank), "affinity": [cpu], "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+                        "sum": world * (world - 1) // 2, "WORLD_SIZE": str(world), "CUDA_VISIBLE_DEVICES": devices}
+            failures += [f"{name}: rank {rank}: {k} is {got.get(k)!r}, expected {v!r}"
+                         for k, v in expected.items() if got.get(k) != v]
     version = run([torch_python(torchrun), "-c", "import torch; print(torch.__version__)"]).stdout.strip()
     print(f"{'ok  ' if not failures else 'FAIL'} torch {version}: torchrun --numa-binding node through hetlaunch bind, "
           f"ranks 0 and 1 on CPUs {b} and {a} ({time.monotonic() - started:.1f} s)", flush=True)

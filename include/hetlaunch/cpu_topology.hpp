@@ -192,9 +192,11 @@ struct gpu_device {
 class cpu_topology {
  public:
   /// Reads the tree through `read_file(path)`, which returns a file's text or nothing, for paths
-  /// relative to the sysfs root ("devices/system/node/possible"). Reads the possible NUMA nodes,
-  /// the CPU list of each of them and of each GPU's node, every listed CPU's package, core
-  /// (thread_siblings_list) and caches, and each GPU's `bus/pci/devices/ADDRESS/numa_node`.
+  /// relative to the sysfs root ("devices/system/node/possible"). Reads each GPU's
+  /// `bus/pci/devices/ADDRESS/numa_node`, the possible NUMA nodes, the CPU list of each of them and
+  /// of each GPU's node, every listed CPU's package, and the core (thread_siblings_list) and
+  /// caches of the CPUs on the GPUs' nodes, which are all a binding of these GPUs asks for: pass
+  /// the GPUs the workers see (visible_gpus), not necessarily all of the machine's.
   template <class ReadFile>
   [[nodiscard]] static cpu_topology read(ReadFile&& read_file, const std::vector<gpu_device>& gpus) {
     cpu_topology t;
@@ -231,20 +233,24 @@ class cpu_topology {
     cpu_list nodes = t.possible_ ? *t.possible_ : cpu_list{};
     for (const auto& [pci, node] : t.pci_numa_node_)
       if (node) nodes = cpu_union(nodes, {static_cast<unsigned>(std::max(*node, 0))});
-    cpu_list all;
+    cpu_list all, near_gpus;
     for (unsigned n : nodes) {
       result<cpu_list, binding_error> cpus = list_at(detail::concat("devices/system/node/node", n, "/cpulist"));
       if (cpus) all = cpu_union(all, *cpus);
+      for (const auto& [pci, node] : t.pci_numa_node_)
+        if (cpus && node && static_cast<unsigned>(std::max(*node, 0)) == n) near_gpus = cpu_union(near_gpus, *cpus);
       t.node_cpus_.emplace(n, std::move(cpus));
     }
     for (unsigned cpu : all) {
       const std::string dir = detail::concat("devices/system/cpu/cpu", cpu, "/");
-      cpu_facts f{integer_at(dir + "topology/physical_package_id"), binding_error{}, binding_error{}};
-      result<cpu_list, binding_error> siblings = list_at(dir + "topology/thread_siblings_list");
-      if (!siblings) f.core = siblings.error();
-      else if (siblings->empty()) f.core = garbled(dir + "topology/thread_siblings_list", "", "a CPU list");
-      else f.core = siblings->front();
-      f.cache_group = largest_cache(read_file, list_at, dir, cpu);
+      cpu_facts f{integer_at(dir + "topology/physical_package_id"), not_read(cpu), not_read(cpu)};
+      if (std::binary_search(near_gpus.begin(), near_gpus.end(), cpu)) {
+        result<cpu_list, binding_error> siblings = list_at(dir + "topology/thread_siblings_list");
+        if (!siblings) f.core = siblings.error();
+        else if (siblings->empty()) f.core = garbled(dir + "topology/thread_siblings_list", "", "a CPU list");
+        else f.core = siblings->front();
+        f.cache_group = largest_cache(read_file, list_at, dir, cpu);
+      }
       t.cpus_.emplace(cpu, std::move(f));
     }
     t.all_ = std::move(all);
@@ -278,7 +284,8 @@ class cpu_topology {
     return it->second.package;
   }
 
-  /// The physical core, named by the lowest CPU of its thread_siblings_list.
+  /// The physical core, named by the lowest CPU of its thread_siblings_list (for CPUs on a GPU's
+  /// NUMA node).
   [[nodiscard]] result<unsigned, binding_error> core_of(unsigned cpu) const {
     const auto it = cpus_.find(cpu);
     if (it == cpus_.end()) return not_listed(cpu);
@@ -286,7 +293,7 @@ class cpu_topology {
   }
 
   /// The group of CPUs sharing the CPU's highest-level data or unified cache, named by the lowest
-  /// CPU of that cache's shared_cpu_list.
+  /// CPU of that cache's shared_cpu_list (for CPUs on a GPU's NUMA node).
   [[nodiscard]] result<unsigned, binding_error> cache_group_of(unsigned cpu) const {
     const auto it = cpus_.find(cpu);
     if (it == cpus_.end()) return not_listed(cpu);
@@ -303,6 +310,9 @@ class cpu_topology {
     result<unsigned, binding_error> cache_group;
   };
 
+  static binding_error not_read(unsigned cpu) {
+    return binding_error{detail::concat("CPU ", cpu, " is on no GPU's NUMA node, so its core and caches were not read")};
+  }
   static binding_error not_listed(unsigned cpu) {
     return binding_error{detail::concat("CPU ", cpu, " is in no NUMA node's cpulist of the CPU topology")};
   }

@@ -3,6 +3,7 @@
 // recorded tree, and binding a worker to them before it executes its command.
 #include "cli.hpp"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -10,7 +11,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
 
 namespace cli {
@@ -25,12 +25,17 @@ constexpr std::size_t max_file_bytes = 1 << 16;
 
 // A sysfs file's text, or nothing when it cannot be read (or is larger than any sysfs file).
 std::optional<std::string> read_sysfs(const std::string& root, const std::string& relative) {
-  std::ifstream in(concat(root, "/", relative), std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string text(max_file_bytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad() || static_cast<std::size_t>(in.gcount()) > max_file_bytes) return std::nullopt;
-  text.resize(static_cast<std::size_t>(in.gcount()));
+  const std::string path = concat(root, "/", relative);
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  // A sysfs file is a line or two: read it in small pieces, up to the bound.
+  std::string text;
+  char buffer[512];
+  ssize_t got = 0;
+  while ((got = read(fd, buffer, sizeof buffer)) > 0 && text.size() <= max_file_bytes)
+    text.append(buffer, static_cast<std::size_t>(got));
+  close(fd);
+  if (got < 0 || text.size() > max_file_bytes) return std::nullopt;
   return text;
 }
 
@@ -115,7 +120,7 @@ std::optional<node_binding> read_node(const options& o, std::optional<std::strin
     return std::nullopt;
   }
   const std::string root = o.sysfs.value_or("/sys");
-  node_binding b{hetlaunch::cpu_topology::read([&](const std::string& path) { return read_sysfs(root, path); }, *gpus),
+  node_binding b{hetlaunch::cpu_topology::read([&](const std::string& path) { return read_sysfs(root, path); }, *visible),
                  *std::move(visible), {}};
   if (b.topology.all_cpus().empty() && !b.topology.possible_numa_nodes()) {
     error = concat("no CPU topology under ", quoted(root), ": ", b.topology.possible_numa_nodes().error().message());

@@ -74,7 +74,7 @@ def main():
     lines = ["<!-- binding-begin: written by tools/binding_performance.py -->",
              "## CPU binding: what `hetlaunch bind` adds to a worker's start", "",
              f"Medians of {RUNS} runs on this machine (wall time, ms). `cpus` reads the recorded tree of a DGX A100",
-             "in NPS4 (256 CPUs, 8 NUMA nodes, about 3,900 files) and computes all 8 ranks, as `bind` does for",
+             "in NPS4 (256 CPUs, 8 NUMA nodes; of its 3,900 files those the 8 GPUs need) and computes all 8 ranks, as `bind` does for",
              "its one rank before it sets the CPUs and executes the worker. The references beside it: `taskset`,",
              "which only sets CPUs it is given, and starting a process at all. torchrun starts each worker once,",
              "so this is paid once a worker, beside torch's own import (seconds).", "",

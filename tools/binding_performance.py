@@ -21,9 +21,9 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-DOCS = ROOT / "docs" / "performance.md"
 sys.path.insert(0, str(ROOT / "tests" / "data" / "sysfs"))
 import make_trees  # noqa: E402
+import performance_doc  # noqa: E402
 
 RUNS = 40
 
@@ -81,15 +81,7 @@ def main():
              "| what | ms |", "| --- | ---: |"]
     lines += [f"| {name} | {ms:.2f} |" for name, ms in rows]
     lines += ["", "`tools/binding_performance.py build/tools/hetlaunch` writes this section.", "<!-- binding-end -->", ""]
-    text = "\n".join(lines)
-    doc = DOCS.read_text()
-    begin, end = doc.find("<!-- binding-begin"), doc.find("<!-- binding-end -->")
-    if begin >= 0 and end > begin:
-        doc = doc[:begin] + text + doc[end + len("<!-- binding-end -->\n"):]
-    else:
-        marker = "## Slurm: `--slurm` in big jobs"
-        doc = doc.replace(marker, text + "\n" + marker, 1)
-    DOCS.write_text(doc)
+    performance_doc.write_section("binding", "\n".join(lines), before="## Slurm: `--slurm` in big jobs")
     return 0
 
 

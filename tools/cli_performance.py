@@ -24,6 +24,8 @@ import sys
 import tempfile
 import time
 
+import performance_doc
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build" / "cli-performance"
 DOCS = ROOT / "docs"
@@ -214,15 +216,7 @@ def main():
                      f"{prim[('plan_commands', n)]:.2f} |")
     lines.append("<!-- cli-end -->")
     section = "\n".join(lines) + "\n"
-    doc = (DOCS / "performance.md").read_text()
-    begin, end = doc.find("<!-- cli-begin"), doc.find("<!-- cli-end -->")
-    if begin >= 0 and end >= 0:
-        doc = doc[:begin] + section + doc[end + len("<!-- cli-end -->\n"):]
-    else:
-        marker = "## Run time"
-        at = doc.find(marker)
-        doc = doc[:at] + section + "\n" + doc[at:] if at >= 0 else doc + "\n" + section
-    (DOCS / "performance.md").write_text(doc)
+    performance_doc.write_section("cli", section, before="## Run time")
     print(section)
 
 

@@ -28,8 +28,9 @@ import sys
 import tempfile
 import time
 
+import performance_doc
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-DOCS = ROOT / "docs" / "performance.md"
 QUICK = "--quick" in sys.argv
 HOSTS = 100 if QUICK else 1000
 ROUNDS = 2 if QUICK else 3
@@ -160,15 +161,7 @@ def main():
         print(f"{name}: {seconds:.2f} s")
     for nodes, seconds in restart.items():
         print(f"restart of {nodes} nodes: {seconds:.2f} s")
-    doc = DOCS.read_text()
-    text = section(start, restart)
-    begin, end = doc.find("<!-- fanout-begin"), doc.find("<!-- fanout-end -->")
-    if begin >= 0 and end > begin:
-        doc = doc[:begin] + text + doc[end + len("<!-- fanout-end -->\n"):]
-    else:
-        marker = "## Slurm: `--slurm` in big jobs"
-        doc = doc.replace(marker, text + "\n" + marker, 1)
-    DOCS.write_text(doc)
+    performance_doc.write_section("fanout", section(start, restart), before="## Slurm: `--slurm` in big jobs")
     return 0
 
 

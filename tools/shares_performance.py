@@ -31,6 +31,8 @@ import tempfile
 import threading
 import time
 
+import performance_doc
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 CGROUP_ROOT = pathlib.Path("/sys/fs/cgroup/cpu")
@@ -267,13 +269,7 @@ def main():
         lines += ["", "![work shares](shares.png)"]
     lines.append("<!-- shares-end -->")
     section = "\n".join(lines) + "\n"
-    doc = (DOCS / "performance.md").read_text()
-    begin, end = doc.find("<!-- shares-begin"), doc.find("<!-- shares-end -->")
-    if begin >= 0 and end >= 0:
-        doc = doc[:begin] + section + doc[end + len("<!-- shares-end -->\n"):]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + section
-    (DOCS / "performance.md").write_text(doc)
+    performance_doc.write_section("shares", section)
     print(section)
     return 0
 

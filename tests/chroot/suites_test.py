@@ -213,35 +213,28 @@ def run_suite(suite, source, bins):
             left = processes_in(root)
             if left:
                 failures.append(f"{suite}/{case}: processes left {left}")
+        hetlaunch = str(bins.parent / "tools" / "hetlaunch")
+
+        def step(name, what, argv, timeout=300):
+            """One test program run inside the chroot: ok or FAIL with its output's end."""
+            t = time.monotonic()
+            r = m.run(argv, timeout=timeout)
+            ok = r.returncode == 0
+            print(f"{'ok  ' if ok else 'FAIL'} {suite} {what} ({time.monotonic() - t:.1f} s)", flush=True)
+            if not ok:
+                failures.append(f"{suite}/{name}")
+                print((r.stdout + r.stderr)[-4000:])
+
         # Each node's torchrun started by `hetlaunch exec`.
-        t = time.monotonic()
-        r = m.run(["python3", str(source / "tests/cli/test_cli.py"), str(bins.parent / "tools" / "hetlaunch"), "--e2e-only",
-                   str(source / "tests/e2e/worker.py"), "/tmp/hetlaunch-e2e-exec"])
-        ok = r.returncode == 0
-        print(f"{'ok  ' if ok else 'FAIL'} {suite} hetlaunch exec ({time.monotonic() - t:.1f} s)", flush=True)
-        if not ok:
-            failures.append(f"{suite}/exec")
-            print((r.stdout + r.stderr)[-4000:])
+        step("exec", "hetlaunch exec", ["python3", str(source / "tests/cli/test_cli.py"), hetlaunch, "--e2e-only",
+                                        str(source / "tests/e2e/worker.py"), "/tmp/hetlaunch-e2e-exec"])
         # Work shares: real DDP gradients equal the whole batch's on this torch too.
-        t = time.monotonic()
-        r = m.run(["python3", str(source / "tests/shares/ddp_test.py"), str(bins.parent / "tools" / "hetlaunch"),
-                   "--torchrun", "/usr/bin/torchrun"], timeout=900)
-        ok = r.returncode == 0
-        print(f"{'ok  ' if ok else 'FAIL'} {suite} work shares: DDP gradients of the whole batch "
-              f"({time.monotonic() - t:.1f} s)", flush=True)
-        if not ok:
-            failures.append(f"{suite}/shares")
-            print((r.stdout + r.stderr)[-4000:])
+        step("shares", "work shares: DDP gradients of the whole batch",
+             ["python3", str(source / "tests/shares/ddp_test.py"), hetlaunch, "--torchrun", "/usr/bin/torchrun"], timeout=900)
         # CPU binding: a torchrun job on this torch, every worker started through `hetlaunch bind`.
-        t = time.monotonic()
-        r = m.run(["python3", str(source / "tests/binding/binding_test.py"), str(bins.parent / "tools" / "hetlaunch"),
-                   "torchrun", "--torchrun", "/usr/bin/torchrun"], timeout=600)
-        ok = r.returncode == 0
-        print(f"{'ok  ' if ok else 'FAIL'} {suite} torchrun --numa-binding node through hetlaunch bind "
-              f"({time.monotonic() - t:.1f} s)", flush=True)
-        if not ok:
-            failures.append(f"{suite}/binding")
-            print((r.stdout + r.stderr)[-4000:])
+        step("binding", "torchrun --numa-binding node through hetlaunch bind",
+             ["python3", str(source / "tests/binding/binding_test.py"), hetlaunch, "torchrun", "--torchrun",
+              "/usr/bin/torchrun"], timeout=600)
         if (root / "usr/bin/accelerate").exists():
             t = time.monotonic()
             version = m.run(["python3", "-c", "import accelerate; print(accelerate.__version__)"]).stdout.strip()

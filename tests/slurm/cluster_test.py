@@ -85,11 +85,15 @@ class suite:
     def worker_command(self, out):
         return f"{self.worker} {out} hetlaunch check-env --slurm"
 
-    def submit(self, d, script_text, timeout=240):
+    def start_job(self, d, script_text, *sbatch_args):
+        """Submits `script_text` as d/job.sh, its log d/job.log; the job id."""
         script = d / "job.sh"
         script.write_text(script_text)
-        job = int(self.c.client(["sbatch", "--parsable", "--output", str(d / "job.log"), str(script)],
-                                env=self.job_env(), cwd=d).stdout.strip().split(";")[0])
+        return int(self.c.client(["sbatch", "--parsable", *sbatch_args, "--output", str(d / "job.log"), str(script)],
+                                 env=self.job_env(), cwd=d).stdout.strip().split(";")[0])
+
+    def submit(self, d, script_text, timeout=240):
+        job = self.start_job(d, script_text)
         try:
             state, code = self.c.wait_job(job, timeout=timeout)
         except RuntimeError as e:
@@ -260,6 +264,22 @@ class suite:
         expect("no restart left (--restarts 0)" in log, f"no refusal in the log:\n{log}")
         return script
 
+    def kill_h2_when_ready(self, d, job, workers):
+        """Once `workers` workers have written d/ready-RANK, every process of h2 is killed; then the
+        job is waited for. How many were killed, the job's state and exit code, and the seconds
+        from the kill to the job's end."""
+        deadline = time.monotonic() + 180
+        while len(list(d.glob("ready-*"))) < workers:
+            expect(time.monotonic() < deadline, f"the workers did not start:\n{self.log(d)}")
+            time.sleep(0.2)
+        killed = self.c.kill_host("h2")
+        start = time.monotonic()
+        try:
+            state, code = self.c.wait_job(job, timeout=180)
+        except RuntimeError as e:
+            raise case_failed(f"{e}\n{self.log(d)}") from None
+        return killed, state, code, time.monotonic() - start
+
     def lost_node(self):
         """`sbatch --restarts 1 --exclude-failed` of one group of 3 nodes: h2 dies mid-job (every
         process of its host killed). The job survives (--no-kill), Slurm takes h2 out of it, and the
@@ -271,22 +291,10 @@ class suite:
         args = ["sbatch", "--group", "3:1", "--restarts", "1", "--exclude-failed", "--min-nodes", "2", "--global-batch", "12",
                 "--time", "10", "--master-port", "29516", "--", str(worker)]
         script = subprocess.run([self.binary, *args], capture_output=True, text=True, check=True).stdout
-        (d / "job.sh").write_text(script)
-        job = int(self.c.client(["sbatch", "--parsable", "--output", str(d / "job.log"), str(d / "job.sh")],
-                                env=self.job_env(), cwd=d).stdout.strip().split(";")[0])
-        deadline = time.monotonic() + 180
-        while len(list(d.glob("ready-*"))) < 3:
-            expect(time.monotonic() < deadline, f"the workers did not start:\n{self.log(d)}")
-            time.sleep(0.2)
-        killed = self.c.kill_host("h2")
-        lost_at = time.monotonic()
         try:
-            state, code = self.c.wait_job(job, timeout=180)
-        except RuntimeError as e:
-            raise case_failed(f"{e}\n{self.log(d)}") from None
+            killed, state, code, seconds = self.kill_h2_when_ready(d, self.start_job(d, script), workers=3)
         finally:
             self.c.restart_host("h2")
-        seconds = time.monotonic() - lost_at
         log = self.log(d)
         expect(state == "COMPLETED", f"job {state} {code} after h2 died:\n{script}\n{log}")
         expect("the job lost nodes: restart 1 of 1 on the 2 nodes left (h[0-1]), plan made again" in log,
@@ -308,9 +316,7 @@ class suite:
         expect(r.returncode == 1 and "Slurm cancels a heterogeneous job when one of its nodes fails" in r.stderr,
                f"sbatch --exclude-failed of two groups: exit {r.returncode}, {r.stderr}")
         d = self.fresh_dir("hetjob-lost-node")
-        (d / "job.sh").write_text(HETJOB_NO_KILL)
-        job = int(self.c.client(["sbatch", "--parsable", "--output", str(d / "job.log"), str(d / "job.sh")],
-                                env=self.job_env(), cwd=d).stdout.strip().split(";")[0])
+        job = self.start_job(d, HETJOB_NO_KILL)
         deadline = time.monotonic() + 60
         while "started" not in self.log(d):
             expect(time.monotonic() < deadline, f"the job did not start:\n{self.log(d)}")
@@ -402,22 +408,12 @@ class suite:
         loop = d / "loop.py"
         loop.write_text(LOOP_WORKER.format(out=d))
         script = HETJOB.format(exec_line=f"hetlaunch exec --slurm --master-port 29513 -- {loop}")
-        (d / "job.sh").write_text(script)
-        job = int(self.c.client(["sbatch", "--parsable", "--no-requeue", "--output", str(d / "job.log"),
-                                 str(d / "job.sh")], env=self.job_env(), cwd=d).stdout.strip().split(";")[0])
-        deadline = time.monotonic() + 180
-        while len(list(d.glob("ready-*"))) < 4:
-            expect(time.monotonic() < deadline, f"the workers did not start:\n{self.log(d)}")
-            time.sleep(0.2)
-        killed = self.c.kill_host("h2")
-        start = time.monotonic()
+        job = self.start_job(d, script, "--no-requeue")
         try:
-            state, code = self.c.wait_job(job, timeout=180)
-        except RuntimeError as e:
-            raise case_failed(f"{e}\n{self.log(d)}") from None
-        ended = time.monotonic() - start
+            killed, state, code, ended = self.kill_h2_when_ready(d, job, workers=4)
+        finally:
+            self.c.restart_host("h2")
         expect(state != "COMPLETED", f"job {state} after h2 died")
-        self.c.restart_host("h2")
         return f"killed {killed} processes on h2; job {job} ended {state} {code} after {ended:.1f} s\n{self.log(d)}"
 
     def log(self, d):

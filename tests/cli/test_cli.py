@@ -73,6 +73,12 @@ CASES = {
     "sbatch_exclude_failed_alone": (["sbatch", "--group", "2:4", "--exclude-failed", "train.py"], 2),
     "sbatch_min_nodes_too_many": (["sbatch", "--group", "2:4", "--restarts", "1", "--exclude-failed", "--min-nodes", "3",
                                    "train.py"], 1),
+    # One --format a command; --json and --null are its aliases.
+    "format_plan_json": (["plan", "--hosts", "a:2,b:1", "--format", "json"], 0),
+    "format_argv_null": (["argv", "--node", "1", "--hosts", "a:2,b:1", "--format", "null", "train.py"], 0),
+    "format_env_json_alias": (["env", "--node", "1", "--local-rank", "0", "--hosts", "a:2,b:1", "--json"], 0),
+    "format_plan_null": (["plan", "--null"], 2),
+    "format_jobset_text": (["jobset", "--name", "x", "--image", "i", "--group", "1:1", "--format", "text", "t.py"], 2),
     "binding_bad_mode": (["plan", "--numa-binding", "numa"], 2),
     "binding_needs_mode": (["cpus"], 2),
     "shares_weights_only": (["plan", "--hosts", "a:2,b:2", "--weight", "b=2.5"], 0),

@@ -109,20 +109,17 @@ const flag flags[] = {
      }},
     {"--local-rank", nullptr, "L", 0, "the worker on that node",
      [](options& o, const std::string& v) { o.local_rank = to_int("--local-rank", v, 0, 0x7fffffff); }},
-    {"--json", nullptr, nullptr, 0, "JSON for programs", [](options& o, const std::string&) { o.json = true; }},
-    {"--null", nullptr, nullptr, 0, "end each argument with a NUL byte instead of a newline",
-     [](options& o, const std::string&) { o.null = true; }},
+    {"--json", nullptr, nullptr, 0, "JSON for programs (--format json)", [](options& o, const std::string&) { o.format = "json"; }},
+    {"--null", nullptr, nullptr, 0, "end each item with a NUL byte instead of a newline (--format null)",
+     [](options& o, const std::string&) { o.format = "null"; }},
     {"--direct", nullptr, nullptr, 0, "the environment for starting the worker without torchrun",
      [](options& o, const std::string&) { o.direct = true; }},
     {"--agent-env", nullptr, nullptr, 0, "as torchrun gives it when started with this environment",
      [](options& o, const std::string&) { o.agent_env = true; }},
     {"--any-host", nullptr, nullptr, 0, "start even when the node's IP address is not this host's",
      [](options& o, const std::string&) { o.any_host = true; }},
-    {"--format", nullptr, "sh|json|null", 0, "how to print the environment (default: sh)",
-     [](options& o, const std::string& v) {
-       if (v != "sh" && v != "json" && v != "null") throw usage_error{"--format must be sh, json or null, got " + quoted(v)};
-       o.format = v;
-     }},
+    {"--format", nullptr, "FORMAT", 0, "the output's form: the command's own words, the default first (see its usage)",
+     [](options& o, const std::string& v) { o.format = v; }},
     {"--ssh", nullptr, "PROGRAM", 0, "the ssh client (default: ssh)", [](options& o, const std::string& v) { o.ssh = v; }},
     {"--ssh-arg", nullptr, "ARG", 0, "an argument for ssh, before the host; repeatable",
      [](options& o, const std::string& v) { o.ssh_args.push_back(v); }, true},
@@ -303,9 +300,9 @@ std::string main_help() {
 }
 
 namespace {
-std::string usage_word(const flag& f, bool optional) {
+std::string usage_word(const flag& f, bool optional, const char* value = nullptr) {
   std::string word = f.name;
-  if (f.value) word += concat(" ", f.value);
+  if (f.value) word += concat(" ", value ? value : f.value);
   if (optional) word = concat("[", word, "]");
   if (f.repeatable) word += "...";
   return word;
@@ -328,7 +325,7 @@ std::string usage_line(const command& c) {
   if (c.groups & launch_flags) words.push_back("[LAUNCH OPTIONS]");
   for (const char* name : c.flags)
     if (!is_required(c, name) && !(c.node == node_use::required && std::string_view(name) == "--node"))
-      words.push_back(usage_word(*find_flag(name), true));
+      words.push_back(usage_word(*find_flag(name), true, std::string_view(name) == "--format" ? c.formats : nullptr));
   if (c.script == script_use::required) words.push_back("[--] SCRIPT [ARGS...]");
   else if (c.script == script_use::optional) words.push_back("[--] [SCRIPT [ARGS...]]");
   else if (c.script == script_use::operands && *c.operands) words.push_back(c.operands);
@@ -347,6 +344,12 @@ std::string usage_line(const command& c) {
   return out + line;
 }
 
+std::string output_format(const command& c, const options& o) {
+  if (!o.format.empty()) return o.format;
+  const std::string_view formats = c.formats;
+  return std::string(formats.substr(0, formats.find('|')));
+}
+
 void check_required(const command& c, const options& o) {
   for (const char* name : c.required) {
     bool given = false;
@@ -356,6 +359,20 @@ void check_required(const command& c, const options& o) {
     throw usage_error{concat(c.name, " needs ", f.repeatable ? "at least one " : "", f.name, f.value ? " " : "",
                              f.value ? f.value : "")};
   }
+  if (o.format.empty()) return;
+  // --format, or --json / --null, must name one of the command's own formats.
+  std::vector<std::string_view> words;
+  for (std::string_view rest = c.formats; !rest.empty();) {
+    const std::size_t bar = rest.find('|');
+    words.push_back(rest.substr(0, bar));
+    rest = bar == std::string_view::npos ? std::string_view() : rest.substr(bar + 1);
+  }
+  for (const std::string_view w : words)
+    if (w == o.format) return;
+  std::string list;
+  for (std::size_t k = 0; k < words.size(); ++k)
+    list += concat(k == 0 ? "" : k + 1 == words.size() ? " or " : ", ", words[k]);
+  throw usage_error{concat("--format must be ", list, ", got ", quoted(o.format))};
 }
 
 std::string command_help(const command& c) {

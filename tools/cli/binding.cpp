@@ -158,7 +158,7 @@ int cpus_command(options& o) {
   auto ranks = hetlaunch::local_rank_bindings(node->topology, o.launch.binding, node->visible, nproc, node->allowed);
   if (!ranks) return fail(concat("cpus: ", ranks.error().message()));
   const std::string mode(hetlaunch::numa_binding_name(o.launch.binding));
-  if (o.json) {
+  if (o.format == "json") {
     std::string out = concat("{\"mode\": ", json_string(mode), ", \"ranks\": [");
     for (const auto& r : *ranks)
       out += concat(&r == &ranks->front() ? "" : ", ", "{\"local_rank\": ", r.local_rank, ", \"gpu\": ", r.gpu,

@@ -32,12 +32,10 @@ struct options {
   std::vector<std::string> weights;  // --weight HOSTS=W, in order
   std::optional<std::size_t> node;
   std::optional<int> local_rank;
-  bool json = false;
-  bool null = false;
   bool direct = false;
   bool agent_env = false;
   bool any_host = false;
-  std::string format = "sh";
+  std::string format;  // --format (--json, --null); empty: the command's first format
   std::size_t max_hosts = std::size_t{1} << 20;
   std::size_t max_bytes = std::size_t{1} << 27;
   hetlaunch::launch_options launch;
@@ -98,6 +96,7 @@ struct command {
   node_use node;
   int (*run)(options&);
   std::vector<const char*> required = {};  // flags of `flags` that must be given (checked before run)
+  const char* formats = "";  // what --format takes, the default first ("sh|json|null"); "" without --format
 };
 
 const std::vector<command>& commands();
@@ -118,8 +117,10 @@ bool command_accepts(const command& c, const char* flag_name);
 std::string main_help();
 // "hetlaunch NAME ..." without "usage: ": the command's flags, groups and script, from its row.
 std::string usage_line(const command& c);
-// A usage error when a flag of c.required was not given.
+// A usage error when a flag of c.required was not given, or --format names no format of c's.
 void check_required(const command& c, const options& o);
+// The output format: --format's (or --json's, --null's), else the command's first.
+std::string output_format(const command& c, const options& o);
 std::string command_help(const command& c);
 
 // input.cpp

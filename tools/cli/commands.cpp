@@ -89,11 +89,11 @@ int plan_command(options& o) {
   int status = 0;
   auto p = read_and_plan(o, status);
   if (!p) return status;
-  if (!o.launch.script.empty()) return print_plan(p->plan, o.json);
+  if (!o.launch.script.empty()) return print_plan(p->plan, o.format == "json");
   // The commands need a script to show; train.py stands for it.
   hetlaunch::launch_options shown = p->plan.options();
   shown.script = "train.py";
-  return print_plan(*hetlaunch::make_plan(p->plan.topology(), shown), o.json);
+  return print_plan(*hetlaunch::make_plan(p->plan.topology(), shown), o.format == "json");
 }
 
 int check_command(options& o) {
@@ -178,7 +178,7 @@ int argv_command(options& o) {
   if (!argv) return node_failed(p->in, argv.error());
   for (const auto& a : *argv) {
     std::fwrite(a.data(), 1, a.size(), stdout);
-    std::fputc(o.null ? '\0' : '\n', stdout);
+    std::fputc(o.format == "null" ? '\0' : '\n', stdout);
   }
   return 0;
 }
@@ -284,8 +284,8 @@ const std::vector<command>& commands() {
        "Needs the JobSet controller in the cluster; see docs/kubernetes.md.\n",
        launch_flags,
        {"--name", "--namespace", "--image", "--group", "--node-selector", "--cpu", "--memory", "--env",
-        "--jobset-max-restarts", "--jobset-restart-strategy", "--json"},
-       script_use::required, node_use::none, jobset_command, {"--name", "--image", "--group"}},
+        "--jobset-max-restarts", "--jobset-restart-strategy", "--format", "--json"},
+       script_use::required, node_use::none, jobset_command, {"--name", "--image", "--group"}, "yaml|json"},
       {"sbatch", "",
        "a Slurm batch script: a hetjob component per node group",
        "Prints a batch script for `sbatch`: one heterogeneous-job component per --group (NODES nodes\n"
@@ -307,11 +307,13 @@ const std::vector<command>& commands() {
        "Prints the rank table (node, host, nproc, role, offset, global ranks; with weights or\n"
        "--global-batch also each node's weight, batch and batch offset) and every node's torchrun\n"
        "command, shell-quoted. SCRIPT defaults to train.py. --json: the same for programs.\n",
-       input_flags | launch_flags, {"--json"}, script_use::optional, node_use::none, plan_command},
+       input_flags | launch_flags, {"--format", "--json"}, script_use::optional, node_use::none, plan_command, {},
+       "text|json"},
       {"argv", "",
        "node I's torchrun argv, one argument a line",
        "Prints node I's torchrun argv, one argument a line, or NUL-terminated with --null.\n",
-       input_flags | launch_flags, {"--node", "--null"}, script_use::required, node_use::required, argv_command},
+       input_flags | launch_flags, {"--node", "--format", "--null"}, script_use::required, node_use::required, argv_command,
+       {}, "lines|null"},
       {"exec", "",
        "runs node I's torchrun in place of itself (no shell)",
        "Replaces itself with node I's torchrun (execvp, no shell in between). With --slurm the\n"
@@ -326,8 +328,8 @@ const std::vector<command>& commands() {
        "torchrun gives it when started with this environment (it passes on its own\n"
        "TORCH_NCCL_ASYNC_ERROR_HANDLING and OMP_NUM_THREADS). The sh format ends with a comment on\n"
        "TORCHELASTIC_ERROR_FILE, which torchrun decides when the worker starts.\n",
-       input_flags | launch_flags, {"--node", "--local-rank", "--format", "--direct", "--agent-env"}, script_use::optional,
-       node_use::required, env_command, {"--local-rank"}},
+       input_flags | launch_flags, {"--node", "--local-rank", "--format", "--json", "--null", "--direct", "--agent-env"}, script_use::optional,
+       node_use::required, env_command, {"--local-rank"}, "sh|json|null"},
       {"check", "", "validates the input and prints every problem",
        "Validates the input and the launch options and prints every problem.\n"
        "Exit status 0: valid; 1: invalid; 2: usage error.\n",
@@ -359,8 +361,8 @@ const std::vector<command>& commands() {
        "the GPUs' PCI addresses come from nvidia-smi or --gpu-pci-command. The CPUs are always within\n"
        "those allowed: this process's affinity, every CPU of a --sysfs tree, or --allowed-cpus.\n"
        "--json: {\"mode\", \"ranks\": [{\"local_rank\", \"gpu\", \"pci\", \"numa_node\", \"cpus\"}]}.\n",
-       0, {"--numa-binding", "--nproc", "--devices", "--sysfs", "--gpu-pci-command", "--allowed-cpus", "--json"},
-       script_use::none, node_use::none, cpus_command, {"--numa-binding"}},
+       0, {"--numa-binding", "--nproc", "--devices", "--sysfs", "--gpu-pci-command", "--allowed-cpus", "--format", "--json"},
+       script_use::none, node_use::none, cpus_command, {"--numa-binding"}, "text|json"},
       {"bind", "", "runs a worker on the CPUs of its GPU (what torchrun starts with --numa-binding)",
        "Runs as a worker: finds its GPU (the LOCAL_RANK-th of CUDA_VISIBLE_DEVICES, else of every\n"
        "GPU), sets its own CPU affinity to what --numa-binding MODE gives that GPU within its current\n"

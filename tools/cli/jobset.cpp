@@ -77,7 +77,7 @@ int jobset_command(options& o) {
   std::optional<hetlaunch::environment> env = env_flags(o, status);
   if (!env) return status;
   js.env = std::move(*env);
-  const auto manifest = hetlaunch::try_jobset_manifest(groups, js, o.json);
+  const auto manifest = hetlaunch::try_jobset_manifest(groups, js, o.format == "json");
   if (!manifest) return fail(concat("jobset: ", manifest.error().message()));
   std::fwrite(manifest->data(), 1, manifest->size(), stdout);
   return 0;

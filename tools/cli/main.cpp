@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
       return cli::finish_output(0);
     }
     cli::check_required(*c, o);
+    o.format = cli::output_format(*c, o);
     if (c->script == cli::script_use::required && o.positional.empty())
       throw cli::usage_error{std::string("a training script is needed: hetlaunch ") + c->name + " ... [--] SCRIPT [ARGS...]"};
     if (c->node == cli::node_use::required && !o.node && !o.slurm)

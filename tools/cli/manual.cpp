@@ -64,6 +64,19 @@ std::string bash_completion() {
   out += "--help --version\" -- \"$cur\"))\n    return\n  fi\n  case $prev in\n";
   for (const flag_view& f : flags) {
     if (!f.value) continue;
+    if (std::string_view(f.name) == "--format") {
+      // Each command has its own formats.
+      out += "    --format) case $command in\n";
+      for (const command& c : commands())
+        if (*c.formats) {
+          std::string words(c.formats);
+          for (char& ch : words)
+            if (ch == '|') ch = ' ';
+          out += concat("        ", c.name, ") COMPREPLY=($(compgen -W \"", words, "\" -- \"$cur\")) ;;\n");
+        }
+      out += "        *) COMPREPLY=() ;;\n      esac; return ;;\n";
+      continue;
+    }
     out += concat("    ", f.name, f.alias ? concat("|", f.alias) : std::string(), ") ", value_completion(f), "; return ;;\n");
   }
   out += "  esac\n  local options\n  case $command in\n";

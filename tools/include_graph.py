@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Checks how the headers under include/hetlaunch include each other: every quoted include
 comes before the header's first declaration (no include at the end of a header, which is how a
-cycle hides behind include guards), and the headers' includes form no cycle. Prints each
-problem as FILE:LINE: what, and exits 1 when there is one.
+cycle hides behind include guards), a header under detail/ includes only headers under detail/
+(the details sit below every public header), and the headers' includes form no cycle. Prints
+each problem as FILE:LINE: what, and exits 1 when there is one.
 
 usage: tools/include_graph.py [ROOT]     (ROOT: the directory holding hetlaunch/; default include/)
-       tools/include_graph.py --self-test (a tree with a cycle and a late include must fail)
+       tools/include_graph.py --self-test (a tree with each of those problems must fail)
 """
 import pathlib
 import re
@@ -35,6 +36,8 @@ def problems(root: pathlib.Path) -> list:
                 continue
             if declared:
                 found.append(f"{where}: \"{local.group(1)}\" is included after the header's first declaration")
+            if header.parent.name == "detail" and target.parent.name != "detail":
+                found.append(f"{where}: detail header includes the public \"{local.group(1)}\"")
             edges[header].append(target)
     # A cycle: depth-first search, reporting the first path that returns to a header on the stack.
     state, stack = {}, []
@@ -63,13 +66,16 @@ def self_test() -> int:
         (root / "hetlaunch").mkdir()
         (root / "hetlaunch" / "a.hpp").write_text('#include "b.hpp"\nnamespace x {}\n')
         (root / "hetlaunch" / "b.hpp").write_text('namespace x {}\n#include "a.hpp"\n')
+        (root / "hetlaunch" / "detail").mkdir()
+        (root / "hetlaunch" / "detail" / "c.hpp").write_text('#include "../b.hpp"\nnamespace x {}\n')
         got = problems(root)
         want = ['hetlaunch/b.hpp:2: "a.hpp" is included after the header\'s first declaration',
+                'hetlaunch/detail/c.hpp:1: detail header includes the public "../b.hpp"',
                 "include cycle: hetlaunch/a.hpp -> hetlaunch/b.hpp -> hetlaunch/a.hpp"]
         if got != want:
             print(f"self-test: expected {want}, got {got}", file=sys.stderr)
             return 1
-    print("self-test: a late include and a cycle are both found")
+    print("self-test: a late include, a detail header over a public one and a cycle are all found")
     return 0
 
 

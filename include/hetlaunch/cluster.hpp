@@ -16,10 +16,11 @@
 #include <vector>
 
 #include "detail/rank_math.hpp"
-#include "detail/validation.hpp"
 #include "diagnostic.hpp"
 #include "node_spec.hpp"
 #include "result.hpp"
+#include "topology_queries.hpp"
+#include "validation.hpp"
 #include "version.hpp"
 
 namespace hetlaunch {

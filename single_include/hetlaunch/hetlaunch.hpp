@@ -821,11 +821,6 @@ class bounded_string {
 #define HETLAUNCH_DETAIL_HOST_NAME_HPP
 
 
-// ---- hetlaunch/host_issue.hpp
-// hetlaunch: host_issue, what is wrong with a host name (a diagnostic's `issue`).
-#ifndef HETLAUNCH_HOST_ISSUE_HPP
-#define HETLAUNCH_HOST_ISSUE_HPP
-
 namespace hetlaunch {
 
 /// Why a host was refused; `position` in the diagnostic says where.
@@ -842,11 +837,6 @@ enum class host_issue : unsigned char {
   bad_ipv6,              // "1:::2", "fe80::1%eth0", "[::1]"
 };
 
-}  // namespace hetlaunch
-
-#endif  // HETLAUNCH_HOST_ISSUE_HPP
-
-namespace hetlaunch {
 
 namespace detail {
 
@@ -1290,8 +1280,7 @@ struct validate_options {
 #include <iterator>
 
 // ---- hetlaunch/detail/rank_math.hpp
-// hetlaunch: torchrun's rank math over any node source (prefix sums, role ranks, the node of a rank) and
-// the queries fixed_cluster and cluster share, so both topologies agree by construction.
+// hetlaunch: torchrun's rank math over any node source: prefix sums, role ranks, the node of a rank.
 #ifndef HETLAUNCH_DETAIL_RANK_MATH_HPP
 #define HETLAUNCH_DETAIL_RANK_MATH_HPP
 
@@ -1404,6 +1393,21 @@ constexpr std::size_t node_of_rank(const long long* offsets, std::size_t n, long
   }
   return static_cast<std::size_t>(base - (offsets + 1)) + ((*base <= g) ? 1u : 0u);
 }
+
+}  // namespace detail
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_DETAIL_RANK_MATH_HPP
+// ---- hetlaunch/topology_queries.hpp
+// hetlaunch: the queries fixed_cluster and cluster share (node, world size, offsets, the node and
+// local rank of a global rank, role ranks), written once over the rank math so both agree.
+#ifndef HETLAUNCH_TOPOLOGY_QUERIES_HPP
+#define HETLAUNCH_TOPOLOGY_QUERIES_HPP
+
+
+
+namespace hetlaunch {
+namespace detail {
 
 // T, named so that it depends on D: members of a class template that return it are then compiled
 // only where a program uses them, not by every includer.
@@ -1554,12 +1558,12 @@ class topology_queries {
 }  // namespace detail
 }  // namespace hetlaunch
 
-#endif  // HETLAUNCH_DETAIL_RANK_MATH_HPP
-// ---- hetlaunch/detail/validation.hpp
+#endif  // HETLAUNCH_TOPOLOGY_QUERIES_HPP
+// ---- hetlaunch/validation.hpp
 // hetlaunch: validation of any node source: duplicate hosts in O(n log n) at compile time and run time,
 // and every node's problems in node order.
-#ifndef HETLAUNCH_DETAIL_VALIDATION_HPP
-#define HETLAUNCH_DETAIL_VALIDATION_HPP
+#ifndef HETLAUNCH_VALIDATION_HPP
+#define HETLAUNCH_VALIDATION_HPP
 
 
 
@@ -1734,7 +1738,7 @@ constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options op
 }  // namespace detail
 }  // namespace hetlaunch
 
-#endif  // HETLAUNCH_DETAIL_VALIDATION_HPP
+#endif  // HETLAUNCH_VALIDATION_HPP
 
 namespace hetlaunch {
 

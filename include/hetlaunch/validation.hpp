@@ -1,19 +1,19 @@
 // SPDX-License-Identifier: MIT
 // hetlaunch: validation of any node source: duplicate hosts in O(n log n) at compile time and run time,
 // and every node's problems in node order.
-#ifndef HETLAUNCH_DETAIL_VALIDATION_HPP
-#define HETLAUNCH_DETAIL_VALIDATION_HPP
+#ifndef HETLAUNCH_VALIDATION_HPP
+#define HETLAUNCH_VALIDATION_HPP
 
 #include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-#include "../diagnostic.hpp"
-#include "../node_spec.hpp"
-#include "../weight.hpp"
-#include "heap_sort.hpp"
-#include "host_name.hpp"
+#include "detail/heap_sort.hpp"
+#include "detail/host_name.hpp"
+#include "diagnostic.hpp"
+#include "node_spec.hpp"
+#include "weight.hpp"
 
 namespace hetlaunch {
 namespace detail {
@@ -186,4 +186,4 @@ constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options op
 }  // namespace detail
 }  // namespace hetlaunch
 
-#endif  // HETLAUNCH_DETAIL_VALIDATION_HPP
+#endif  // HETLAUNCH_VALIDATION_HPP

@@ -131,26 +131,41 @@ inline result<cpu_list, binding_error> socket_cpus(const binding_context& b, int
   return out;
 }
 
-inline result<cpu_list, binding_error> exclusive_cpus(const binding_context& b, int node, std::size_t rank) {
+// What `exclusive` and `core-complex` split: the node's allowed CPUs grouped by `key_of` (a core,
+// a cache), and this GPU's place among the node's visible GPUs.
+struct node_split {
+  std::size_t position = 0;
+  std::size_t gpus = 0;
+  std::map<unsigned, cpu_list> groups;
+};
+
+template <class KeyOf>
+result<node_split, binding_error> split_of_node(const binding_context& b, int node, std::size_t rank, KeyOf key_of) {
   result<std::vector<std::size_t>, binding_error> gpus = gpus_of_node(b, node);
   if (!gpus) return gpus.error();
-  const std::size_t position = static_cast<std::size_t>(std::find(gpus->begin(), gpus->end(), rank) - gpus->begin());
   result<cpu_list, binding_error> cpus = allowed_node_cpus(b, static_cast<unsigned>(node));
-  if (!cpus) return cpus;
-  result<std::map<unsigned, cpu_list>, binding_error> cores =
-      grouped(*cpus, [&](unsigned cpu) { return b.topology.core_of(cpu); });
-  if (!cores) return cores.error();
-  const std::size_t per_gpu = cores->size() / gpus->size();
-  const std::size_t extra = cores->size() % gpus->size();
+  if (!cpus) return cpus.error();
+  result<std::map<unsigned, cpu_list>, binding_error> groups = grouped(*cpus, key_of);
+  if (!groups) return groups.error();
+  const std::size_t position = static_cast<std::size_t>(std::find(gpus->begin(), gpus->end(), rank) - gpus->begin());
+  return node_split{position, gpus->size(), *std::move(groups)};
+}
+
+inline result<cpu_list, binding_error> exclusive_cpus(const binding_context& b, int node, std::size_t rank) {
+  result<node_split, binding_error> split =
+      split_of_node(b, node, rank, [&](unsigned cpu) { return b.topology.core_of(cpu); });
+  if (!split) return split.error();
+  const std::size_t cores = split->groups.size(), position = split->position;
+  const std::size_t per_gpu = cores / split->gpus;
+  const std::size_t extra = cores % split->gpus;
   if (per_gpu < 1)
-    return binding_error{concat("exclusive: NUMA node ", node, " has ", cores->size(), " physical core",
-                                cores->size() == 1 ? "" : "s", " this worker may use, fewer than its ", gpus->size(),
-                                " GPUs")};
+    return binding_error{concat("exclusive: NUMA node ", node, " has ", cores, " physical core", cores == 1 ? "" : "s",
+                                " this worker may use, fewer than its ", split->gpus, " GPUs")};
   const std::size_t first = position * per_gpu + std::min(position, extra);
   const std::size_t count = per_gpu + (position < extra ? 1 : 0);
   cpu_list out;
   std::size_t k = 0;
-  for (const auto& core : *cores) {
+  for (const auto& core : split->groups) {
     if (k >= first && k < first + count) out.insert(out.end(), core.second.begin(), core.second.end());
     ++k;
   }
@@ -159,20 +174,15 @@ inline result<cpu_list, binding_error> exclusive_cpus(const binding_context& b, 
 }
 
 inline result<cpu_list, binding_error> core_complex_cpus(const binding_context& b, int node, std::size_t rank) {
-  result<std::vector<std::size_t>, binding_error> gpus = gpus_of_node(b, node);
-  if (!gpus) return gpus.error();
-  const std::size_t position = static_cast<std::size_t>(std::find(gpus->begin(), gpus->end(), rank) - gpus->begin());
-  result<cpu_list, binding_error> cpus = allowed_node_cpus(b, static_cast<unsigned>(node));
-  if (!cpus) return cpus;
-  result<std::map<unsigned, cpu_list>, binding_error> caches =
-      grouped(*cpus, [&](unsigned cpu) { return b.topology.cache_group_of(cpu); });
-  if (!caches) return caches.error();
-  if (caches->empty()) return binding_error{concat("NUMA node ", node, " has no CPU this worker may use")};
-  std::vector<std::pair<unsigned, cpu_list>> order(caches->begin(), caches->end());
+  result<node_split, binding_error> split =
+      split_of_node(b, node, rank, [&](unsigned cpu) { return b.topology.cache_group_of(cpu); });
+  if (!split) return split.error();
+  if (split->groups.empty()) return binding_error{concat("NUMA node ", node, " has no CPU this worker may use")};
+  std::vector<std::pair<unsigned, cpu_list>> order(split->groups.begin(), split->groups.end());
   // The groups with the most CPUs the worker may use first, then by their lowest CPU.
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& c) { return a.second.size() > c.second.size(); });
-  return order[position % order.size()].second;
+  return order[split->position % order.size()].second;
 }
 
 }  // namespace detail

@@ -138,7 +138,7 @@ CASES = {
     # run: everything is validated before any host is contacted; --dry-run prints the commands.
     "run_dry_run": (["run", "--hosts", "gpu-a:2,gpu-b:1", "--chdir", "/srv/job", "--env", "NCCL_DEBUG=INFO",
                      "--ssh-arg", "-p", "--ssh-arg", "2222", "--dry-run", "--", "train.py", "it's $(x)"], 0),
-    "binding_run_dry_run": (["run", "--hosts", "gpu-a:2,gpu-b:1", "--include", "gpu-a:1@gpu-b", "--numa-binding", "socket",
+    "binding_run_dry_run": (["run", "--hosts", "gpu-a:2,gpu-b:1", "--include", "gpu-a:1@gpu-b", "--numa-binding", "socket", "--chdir", "/srv/job",
                              "--dry-run", "--", "train.py"], 0),
     "run_no_script": (["run", "--hosts", "a:1"], 2),
     "run_bad_hostfile": (["run", "--hostfile", "@DATA@/zero.hostfile", "--ssh", "/nonexistent/ssh", "t.py"], 1),

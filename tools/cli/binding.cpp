@@ -26,7 +26,8 @@ constexpr std::size_t max_file_bytes = 1 << 16;
 // A sysfs file's text, or nothing when it cannot be read (or is larger than any sysfs file).
 std::optional<std::string> read_sysfs(const std::string& root, const std::string& relative) {
   const std::string path = concat(root, "/", relative);
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO in a recorded tree must not hang the worker's start.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return std::nullopt;
   // A sysfs file is a line or two: read it in small pieces, up to the bound.
   std::string text;

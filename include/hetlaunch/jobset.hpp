@@ -306,7 +306,7 @@ inline cluster jobset_cluster(const std::vector<node_group>& groups, const jobse
   return b.finish();
 }
 
-// Runs the torchrun argv with --node_rank=OFFSET+INDEX put back at its place (`at`, after the
+// Runs the torchrun argv with --node_rank=OFFSET+INDEX put in at its place (`at`, after the
 // program and --nnodes); the index comes from the downward API.
 // With a work share, the pod's part of each step first: a group's nodes are alike, so the samples
 // left after the floors went to a prefix of them (equal remainders, ties to the lower index), and
@@ -358,14 +358,12 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
                                                              : "BlockingRecreate"));
   document& jobs = spec.add("replicatedJobs", document::array());
   std::size_t first_node = 0;
-  const std::string rank_flag = launch.flags == flag_style::dash ? "--node-rank" : "--node_rank";
+  const std::string rank_flag = detail::flag(launch, "node_rank");
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const node_group& group = groups[g];
     // The first pod's command, without its --node_rank: every pod of the group has the same.
-    std::vector<std::string> argv = plan->torchrun_argv(first_node);
     std::size_t at = 0;
-    while (at < argv.size() && argv[at].rfind(rank_flag + "=", 0) != 0) ++at;
-    argv.erase(argv.begin() + static_cast<std::ptrdiff_t>(at));
+    const std::vector<std::string> argv = detail::build_torchrun_argv(plan->topology(), first_node, plan->options(), &at);
     document& rj = jobs.push(document::object());
     rj.add("name", document::str(jobset_group_name(g)));
     rj.add("replicas", document::num(1));

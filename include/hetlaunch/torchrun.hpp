@@ -38,12 +38,16 @@ inline std::string flag(const launch_options& o, std::string_view name, std::str
   return out;
 }
 
+// With `node_rank_at`, a static launch's --node_rank is left out and *node_rank_at says where it
+// goes: a JobSet pod puts its own there.
 template <class Topology>
-std::vector<std::string> build_torchrun_argv(const Topology& c, std::size_t node, const launch_options& o) {
+std::vector<std::string> build_torchrun_argv(const Topology& c, std::size_t node, const launch_options& o,
+                                             std::size_t* node_rank_at = nullptr) {
   std::vector<std::string> argv = o.program;
   const node_spec spec = c.node(node);
   argv.push_back(flag(o, "nnodes", std::to_string(c.node_count())));
-  if (o.backend == rendezvous::static_tcp) argv.push_back(flag(o, "node_rank", std::to_string(node)));
+  if (node_rank_at) *node_rank_at = argv.size();
+  else if (o.backend == rendezvous::static_tcp) argv.push_back(flag(o, "node_rank", std::to_string(node)));
   argv.push_back(flag(o, "nproc_per_node", std::to_string(spec.nproc)));
   if (spec.role != "default") argv.push_back(flag(o, "role", spec.role));
   argv.push_back(flag(o, "max_restarts", std::to_string(o.max_restarts)));

@@ -8,6 +8,7 @@
 #include "node_spec.hpp"
 #include "weight.hpp"
 #include "diagnostic.hpp"
+#include "text.hpp"
 #include "cluster.hpp"
 #include "shares.hpp"
 #include "shell.hpp"

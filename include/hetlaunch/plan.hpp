@@ -43,6 +43,12 @@ std::vector<diagnostic> plan_problems(const Topology& c, const launch_options& o
   return detail::plan_problems(c, options);
 }
 
+/// The launch options' problems alone, for a topology that was validated already (one a
+/// hostfile or Slurm reader returned, or a plan's): validate_plan without validate's checks.
+[[nodiscard]] inline std::vector<diagnostic> launch_option_problems(const cluster& c, const launch_options& options) {
+  return detail::option_problems(c, options);
+}
+
 /// A topology and its launch options, validated once by make_plan. It owns copies of both, so
 /// nothing it returns refers to the caller's storage, and every output costs O(its own size):
 /// building every node's command of a 100,000-node plan is linear, not quadratic.

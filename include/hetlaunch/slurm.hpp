@@ -67,13 +67,9 @@ inline std::size_t trailing_digits(std::string_view text) noexcept {
 
 // The value of a run of decimal digits; false when it passes 2^64 - 1, which Slurm saturates.
 inline bool digits_value(std::string_view digits, unsigned long long& value) noexcept {
-  value = 0;
-  for (char c : digits) {
-    const unsigned d = static_cast<unsigned>(c - '0');
-    if (value > (~0ull - d) / 10) return false;
-    value = value * 10 + d;
-  }
-  return true;
+  const digit_run run = read_digits(digits, 0);
+  value = run.value;
+  return !run.too_large;
 }
 
 // Sum over v in [lo, hi] of max(width, digits(v)), by decades: O(20) whatever the range.
@@ -493,13 +489,10 @@ inline result<count_list> parse_count_list(std::string_view expr) {
   std::size_t i = 0;
   const auto number = [&](unsigned long long limit, unsigned long long& value, const char* what) -> result<bool> {
     const std::size_t start = i;
-    value = 0;
-    while (i < expr.size() && is_digit(expr[i])) {
-      const unsigned d = static_cast<unsigned>(expr[i] - '0');
-      if (value > (limit - d) / 10) return parse_error{1, start + 1, concat(what, " is larger than ", limit), errc::limit_exceeded};
-      value = value * 10 + d;
-      ++i;
-    }
+    const digit_run run = read_digits(expr, start, limit);
+    if (run.too_large) return parse_error{1, start + 1, concat(what, " is larger than ", limit), errc::limit_exceeded};
+    value = run.value;
+    i = run.end;
     if (i == start)
       return parse_error{1, start + 1, concat("expected ", what, ", got ",
                                               i < expr.size() ? quoted(character_at(expr, i)) : std::string("the end"))};

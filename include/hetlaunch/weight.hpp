@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "detail/decimal.hpp"
+
 namespace hetlaunch {
 
 /// The most a node weight may be, and the most fractional digits it may have.
@@ -52,37 +54,30 @@ constexpr bool is_default_weight(std::string_view text) noexcept { return text.s
   };
   if (text.empty()) return fail(weight_issue::empty, 0);
   if (text[0] == '-') return fail(weight_issue::negative, 0);
-  std::int64_t whole = 0;
-  std::size_t i = 0;
-  bool too_large = false;
-  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
-    whole = whole * 10 + (text[i] - '0');
-    if (whole > max_weight) {
-      too_large = true;
-      whole = max_weight + 1;  // stays small: the digits that follow cannot wrap it
-    }
-  }
+  const detail::digit_run whole = detail::read_digits(text, 0, static_cast<unsigned long long>(max_weight));
+  std::size_t i = whole.end;
   if (i == 0) return fail(weight_issue::not_a_decimal, 0);
   std::int64_t fraction = 0;
   int digits = 0;
   if (i < text.size() && text[i] == '.') {
     const std::size_t dot = i++;
-    for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
-      if (++digits > max_weight_fraction_digits) {
-        // The digits past the sixth are a problem only when the text is a decimal to its end.
-        std::size_t j = i;
-        while (j < text.size() && text[j] >= '0' && text[j] <= '9') ++j;
-        if (j < text.size()) return fail(weight_issue::not_a_decimal, j);
-        return fail(weight_issue::too_many_digits, i);
-      }
-      fraction = fraction * 10 + (text[i] - '0');
+    const detail::digit_run part = detail::read_digits(text, i);
+    const std::size_t length = part.end - i;
+    if (length > static_cast<std::size_t>(max_weight_fraction_digits)) {
+      // The digits past the sixth are a problem only when the text is a decimal to its end.
+      if (part.end < text.size()) return fail(weight_issue::not_a_decimal, part.end);
+      return fail(weight_issue::too_many_digits, i + static_cast<std::size_t>(max_weight_fraction_digits));
     }
-    if (digits == 0) return fail(weight_issue::not_a_decimal, i < text.size() ? i : dot);
+    if (length == 0) return fail(weight_issue::not_a_decimal, i < text.size() ? i : dot);
+    digits = static_cast<int>(length);
+    fraction = static_cast<std::int64_t>(part.value);
+    i = part.end;
   }
   if (i < text.size()) return fail(weight_issue::not_a_decimal, i);
   for (int d = digits; d < max_weight_fraction_digits; ++d) fraction *= 10;
-  const std::int64_t micros = whole * weight_scale + fraction;
-  if (too_large || micros > max_weight * weight_scale) return fail(weight_issue::too_large, 0);
+  if (whole.too_large) return fail(weight_issue::too_large, 0);
+  const std::int64_t micros = static_cast<std::int64_t>(whole.value) * weight_scale + fraction;
+  if (micros > max_weight * weight_scale) return fail(weight_issue::too_large, 0);
   if (micros == 0) return fail(weight_issue::zero, 0);
   out.micros = micros;
   return out;

@@ -3,10 +3,9 @@
 #ifndef HETLAUNCH_WORKER_CHECK_HPP
 #define HETLAUNCH_WORKER_CHECK_HPP
 
-#include <charconv>
+#include <climits>
 #include <cstddef>
 #include <string_view>
-#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -39,13 +38,14 @@ std::vector<diagnostic> compare_worker_env(const cluster& c, Getenv&& get) {
       return false;
     }
     const std::string_view s(text);
-    const auto r = std::from_chars(s.data(), s.data() + s.size(), value);
-    if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size()) {
+    const bool negative = !s.empty() && s[0] == '-';
+    if (!detail::parse_decimal(s.substr(negative ? 1 : 0), LLONG_MAX, value)) {
       d.code = errc::env_not_a_number;
       d.text = s;
       out.push_back(d);
       return false;
     }
+    if (negative) value = -value;
     return true;
   };
   long long world = 0, group = 0, local_world = 0, rank = 0, local = 0;

@@ -226,6 +226,55 @@ constexpr std::string_view to_string(errc code) noexcept {
 #define HETLAUNCH_DETAIL_TEXT_HPP
 
 
+// ---- hetlaunch/detail/decimal.hpp
+// hetlaunch: the one reader of decimal numbers: counts, indexes, ranks, weights, the parts of an
+// IPv4 address and the numbers of a Slurm host list all go through read_digits.
+#ifndef HETLAUNCH_DETAIL_DECIMAL_HPP
+#define HETLAUNCH_DETAIL_DECIMAL_HPP
+
+
+namespace hetlaunch {
+namespace detail {
+
+constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
+
+// A run of ASCII digits: its value, where it ends, and whether it passed the limit it was read
+// against (the value then stops at the last one that fit, and the run is still read to its end).
+struct digit_run {
+  unsigned long long value = 0;
+  std::size_t end = 0;
+  bool too_large = false;
+};
+
+// Reads the digits at text[start] (none is a run that ends at `start`): no sign, blanks or
+// locale, leading zeros allowed. Never wraps, whatever the length; O(length).
+constexpr digit_run read_digits(std::string_view text, std::size_t start,
+                                unsigned long long limit = ~0ull) noexcept {
+  digit_run run{};
+  run.end = start;
+  for (; run.end < text.size() && is_digit(text[run.end]); ++run.end) {
+    const auto d = static_cast<unsigned>(text[run.end] - '0');
+    if (run.too_large) continue;
+    if (d > limit || run.value > (limit - d) / 10) run.too_large = true;
+    else run.value = run.value * 10 + d;
+  }
+  return run;
+}
+
+// A whole text that is a decimal number of at most `max`; `value` is left alone otherwise.
+constexpr bool parse_decimal(std::string_view text, long long max, long long& value) noexcept {
+  if (text.empty() || max < 0) return false;
+  const digit_run run = read_digits(text, 0, static_cast<unsigned long long>(max));
+  if (run.end != text.size() || run.too_large) return false;
+  value = static_cast<long long>(run.value);
+  return true;
+}
+
+}  // namespace detail
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_DETAIL_DECIMAL_HPP
+
 namespace hetlaunch {
 namespace detail {
 
@@ -246,18 +295,6 @@ std::string concat(const Pieces&... pieces) {
   std::string out;
   (append_piece(out, pieces), ...);
   return out;
-}
-
-// A decimal number of ASCII digits only (no sign, blanks or locale), at most `max`.
-template <class Unused = void>
-bool parse_decimal(std::string_view text, long long max, long long& value) {
-  if (text.empty() || text.size() > 18) return false;
-  value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-    value = value * 10 + (c - '0');
-  }
-  return value <= max;
 }
 
 template <class Unused = void>
@@ -631,6 +668,7 @@ struct rank_location {
 
 #include <cstdint>
 
+
 namespace hetlaunch {
 
 /// The most a node weight may be, and the most fractional digits it may have.
@@ -676,37 +714,30 @@ constexpr bool is_default_weight(std::string_view text) noexcept { return text.s
   };
   if (text.empty()) return fail(weight_issue::empty, 0);
   if (text[0] == '-') return fail(weight_issue::negative, 0);
-  std::int64_t whole = 0;
-  std::size_t i = 0;
-  bool too_large = false;
-  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
-    whole = whole * 10 + (text[i] - '0');
-    if (whole > max_weight) {
-      too_large = true;
-      whole = max_weight + 1;  // stays small: the digits that follow cannot wrap it
-    }
-  }
+  const detail::digit_run whole = detail::read_digits(text, 0, static_cast<unsigned long long>(max_weight));
+  std::size_t i = whole.end;
   if (i == 0) return fail(weight_issue::not_a_decimal, 0);
   std::int64_t fraction = 0;
   int digits = 0;
   if (i < text.size() && text[i] == '.') {
     const std::size_t dot = i++;
-    for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
-      if (++digits > max_weight_fraction_digits) {
-        // The digits past the sixth are a problem only when the text is a decimal to its end.
-        std::size_t j = i;
-        while (j < text.size() && text[j] >= '0' && text[j] <= '9') ++j;
-        if (j < text.size()) return fail(weight_issue::not_a_decimal, j);
-        return fail(weight_issue::too_many_digits, i);
-      }
-      fraction = fraction * 10 + (text[i] - '0');
+    const detail::digit_run part = detail::read_digits(text, i);
+    const std::size_t length = part.end - i;
+    if (length > static_cast<std::size_t>(max_weight_fraction_digits)) {
+      // The digits past the sixth are a problem only when the text is a decimal to its end.
+      if (part.end < text.size()) return fail(weight_issue::not_a_decimal, part.end);
+      return fail(weight_issue::too_many_digits, i + static_cast<std::size_t>(max_weight_fraction_digits));
     }
-    if (digits == 0) return fail(weight_issue::not_a_decimal, i < text.size() ? i : dot);
+    if (length == 0) return fail(weight_issue::not_a_decimal, i < text.size() ? i : dot);
+    digits = static_cast<int>(length);
+    fraction = static_cast<std::int64_t>(part.value);
+    i = part.end;
   }
   if (i < text.size()) return fail(weight_issue::not_a_decimal, i);
   for (int d = digits; d < max_weight_fraction_digits; ++d) fraction *= 10;
-  const std::int64_t micros = whole * weight_scale + fraction;
-  if (too_large || micros > max_weight * weight_scale) return fail(weight_issue::too_large, 0);
+  if (whole.too_large) return fail(weight_issue::too_large, 0);
+  const std::int64_t micros = static_cast<std::int64_t>(whole.value) * weight_scale + fraction;
+  if (micros > max_weight * weight_scale) return fail(weight_issue::too_large, 0);
   if (micros == 0) return fail(weight_issue::zero, 0);
   out.micros = micros;
   return out;
@@ -821,6 +852,7 @@ class bounded_string {
 #define HETLAUNCH_DETAIL_HOST_NAME_HPP
 
 
+
 namespace hetlaunch {
 
 /// Why a host was refused; `position` in the diagnostic says where.
@@ -845,7 +877,6 @@ struct host_check {
   std::size_t position = 0;
 };
 
-constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 constexpr bool is_alpha(char c) noexcept { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 constexpr bool is_hex(char c) noexcept {
   return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
@@ -862,13 +893,10 @@ constexpr host_check check_ipv4(std::string_view s, std::size_t base) noexcept {
   std::size_t i = 0;
   while (true) {
     const std::size_t start = i;
-    unsigned value = 0;
-    while (i < s.size() && is_digit(s[i]) && i - start < 4) {
-      value = value * 10 + static_cast<unsigned>(s[i] - '0');
-      ++i;
-    }
+    const digit_run part = read_digits(s, start, 255);
+    i = part.end;
     const std::size_t len = i - start;
-    if (len == 0 || len > 3 || value > 255 || (len > 1 && s[start] == '0'))
+    if (len == 0 || len > 3 || part.too_large || (len > 1 && s[start] == '0'))
       return {host_issue::bad_ipv4, base + start};
     ++parts;
     if (i == s.size()) break;
@@ -1269,6 +1297,49 @@ struct validate_options {
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_DIAGNOSTIC_HPP
+// ---- hetlaunch/text.hpp
+// hetlaunch: text as the library reads and writes it, for programs that print beside it.
+#ifndef HETLAUNCH_TEXT_HPP
+#define HETLAUNCH_TEXT_HPP
+
+#include <optional>
+
+
+namespace hetlaunch {
+
+/// Quotes text as the library's messages do: whole UTF-8 characters are kept, other bytes and
+/// characters that would garble a terminal are escaped, and text longer than `limit` bytes is
+/// cut at a character, followed by its length: quote("a\nb") is 'a\nb'.
+[[nodiscard]] inline std::string quote(std::string_view text, std::size_t limit = detail::quote_limit) {
+  return detail::quoted(text, limit);
+}
+
+/// `text` as a JSON string (also a YAML double-quoted scalar), as the library's JSON and YAML
+/// outputs write it: valid UTF-8 whatever the bytes; a byte that is not part of a UTF-8
+/// character is written \udcXX (Python's surrogateescape gives it back), and invisible
+/// characters are written \uXXXX.
+[[nodiscard]] inline std::string json_string(std::string_view text) {
+  std::string out;
+  detail::append_json_string(out, text);
+  return out;
+}
+
+/// Reads a count as the library reads every number of its input: ASCII digits only (no sign,
+/// blanks or locale), at most `max`. Empty when the text is anything else; never wraps.
+///   static_assert(*hetlaunch::parse_count("0042", 100) == 42);
+[[nodiscard]] constexpr std::optional<unsigned long long> parse_count(std::string_view text,
+                                                                     unsigned long long max) noexcept {
+  const detail::digit_run run = detail::read_digits(text, 0, max);
+  if (text.empty() || run.end != text.size() || run.too_large) return std::nullopt;
+  return run.value;
+}
+
+/// A name a POSIX shell can set as a variable: letters, digits and '_', not starting with a digit.
+[[nodiscard]] constexpr bool is_environment_name(std::string_view name) noexcept { return detail::is_env_name(name); }
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_TEXT_HPP
 // ---- hetlaunch/cluster.hpp
 // hetlaunch: topologies (fixed_cluster at compile time, cluster at run time), torchrun's rank
 // math over them, and validation.
@@ -2595,7 +2666,6 @@ inline bool safe_for_shell(std::string_view arg) noexcept {
 #ifndef HETLAUNCH_LAUNCH_OPTIONS_HPP
 #define HETLAUNCH_LAUNCH_OPTIONS_HPP
 
-#include <optional>
 
 // ---- hetlaunch/numa_binding.hpp
 // hetlaunch: the CPU binding modes a launch can ask for (torchrun's --numa-binding), by name.
@@ -3345,8 +3415,6 @@ class spawn_environment {
 #ifndef HETLAUNCH_WORKER_CHECK_HPP
 #define HETLAUNCH_WORKER_CHECK_HPP
 
-#include <charconv>
-#include <system_error>
 
 
 namespace hetlaunch {
@@ -3374,13 +3442,14 @@ std::vector<diagnostic> compare_worker_env(const cluster& c, Getenv&& get) {
       return false;
     }
     const std::string_view s(text);
-    const auto r = std::from_chars(s.data(), s.data() + s.size(), value);
-    if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size()) {
+    const bool negative = !s.empty() && s[0] == '-';
+    if (!detail::parse_decimal(s.substr(negative ? 1 : 0), LLONG_MAX, value)) {
       d.code = errc::env_not_a_number;
       d.text = s;
       out.push_back(d);
       return false;
     }
+    if (negative) value = -value;
     return true;
   };
   long long world = 0, group = 0, local_world = 0, rank = 0, local = 0;
@@ -3499,12 +3568,16 @@ inline std::string flag(const launch_options& o, std::string_view name, std::str
   return out;
 }
 
+// With `node_rank_at`, a static launch's --node_rank is left out and *node_rank_at says where it
+// goes: a JobSet pod puts its own there.
 template <class Topology>
-std::vector<std::string> build_torchrun_argv(const Topology& c, std::size_t node, const launch_options& o) {
+std::vector<std::string> build_torchrun_argv(const Topology& c, std::size_t node, const launch_options& o,
+                                             std::size_t* node_rank_at = nullptr) {
   std::vector<std::string> argv = o.program;
   const node_spec spec = c.node(node);
   argv.push_back(flag(o, "nnodes", std::to_string(c.node_count())));
-  if (o.backend == rendezvous::static_tcp) argv.push_back(flag(o, "node_rank", std::to_string(node)));
+  if (node_rank_at) *node_rank_at = argv.size();
+  else if (o.backend == rendezvous::static_tcp) argv.push_back(flag(o, "node_rank", std::to_string(node)));
   argv.push_back(flag(o, "nproc_per_node", std::to_string(spec.nproc)));
   if (spec.role != "default") argv.push_back(flag(o, "role", spec.role));
   argv.push_back(flag(o, "max_restarts", std::to_string(o.max_restarts)));
@@ -3614,6 +3687,12 @@ std::vector<diagnostic> plan_problems(const Topology& c, const launch_options& o
 /// environments. The diagnostics own their text. O(N).
 [[nodiscard]] inline std::vector<diagnostic> validate_plan(const cluster& c, const launch_options& options) {
   return detail::plan_problems(c, options);
+}
+
+/// The launch options' problems alone, for a topology that was validated already (one a
+/// hostfile or Slurm reader returned, or a plan's): validate_plan without validate's checks.
+[[nodiscard]] inline std::vector<diagnostic> launch_option_problems(const cluster& c, const launch_options& options) {
+  return detail::option_problems(c, options);
 }
 
 /// A topology and its launch options, validated once by make_plan. It owns copies of both, so
@@ -5046,7 +5125,7 @@ inline cluster jobset_cluster(const std::vector<node_group>& groups, const jobse
   return b.finish();
 }
 
-// Runs the torchrun argv with --node_rank=OFFSET+INDEX put back at its place (`at`, after the
+// Runs the torchrun argv with --node_rank=OFFSET+INDEX put in at its place (`at`, after the
 // program and --nnodes); the index comes from the downward API.
 // With a work share, the pod's part of each step first: a group's nodes are alike, so the samples
 // left after the floors went to a prefix of them (equal remainders, ties to the lower index), and
@@ -5098,14 +5177,12 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
                                                              : "BlockingRecreate"));
   document& jobs = spec.add("replicatedJobs", document::array());
   std::size_t first_node = 0;
-  const std::string rank_flag = launch.flags == flag_style::dash ? "--node-rank" : "--node_rank";
+  const std::string rank_flag = detail::flag(launch, "node_rank");
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const node_group& group = groups[g];
     // The first pod's command, without its --node_rank: every pod of the group has the same.
-    std::vector<std::string> argv = plan->torchrun_argv(first_node);
     std::size_t at = 0;
-    while (at < argv.size() && argv[at].rfind(rank_flag + "=", 0) != 0) ++at;
-    argv.erase(argv.begin() + static_cast<std::ptrdiff_t>(at));
+    const std::vector<std::string> argv = detail::build_torchrun_argv(plan->topology(), first_node, plan->options(), &at);
     document& rj = jobs.push(document::object());
     rj.add("name", document::str(jobset_group_name(g)));
     rj.add("replicas", document::num(1));
@@ -5789,13 +5866,9 @@ inline std::size_t trailing_digits(std::string_view text) noexcept {
 
 // The value of a run of decimal digits; false when it passes 2^64 - 1, which Slurm saturates.
 inline bool digits_value(std::string_view digits, unsigned long long& value) noexcept {
-  value = 0;
-  for (char c : digits) {
-    const unsigned d = static_cast<unsigned>(c - '0');
-    if (value > (~0ull - d) / 10) return false;
-    value = value * 10 + d;
-  }
-  return true;
+  const digit_run run = read_digits(digits, 0);
+  value = run.value;
+  return !run.too_large;
 }
 
 // Sum over v in [lo, hi] of max(width, digits(v)), by decades: O(20) whatever the range.
@@ -6215,13 +6288,10 @@ inline result<count_list> parse_count_list(std::string_view expr) {
   std::size_t i = 0;
   const auto number = [&](unsigned long long limit, unsigned long long& value, const char* what) -> result<bool> {
     const std::size_t start = i;
-    value = 0;
-    while (i < expr.size() && is_digit(expr[i])) {
-      const unsigned d = static_cast<unsigned>(expr[i] - '0');
-      if (value > (limit - d) / 10) return parse_error{1, start + 1, concat(what, " is larger than ", limit), errc::limit_exceeded};
-      value = value * 10 + d;
-      ++i;
-    }
+    const digit_run run = read_digits(expr, start, limit);
+    if (run.too_large) return parse_error{1, start + 1, concat(what, " is larger than ", limit), errc::limit_exceeded};
+    value = run.value;
+    i = run.end;
     if (i == start)
       return parse_error{1, start + 1, concat("expected ", what, ", got ",
                                               i < expr.size() ? quoted(character_at(expr, i)) : std::string("the end"))};

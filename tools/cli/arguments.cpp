@@ -3,21 +3,20 @@
 // text, which is made from the flag and command tables.
 #include "cli.hpp"
 
-#include <charconv>
+#include <climits>
+#include <optional>
 #include <string_view>
 
 namespace cli {
 namespace {
 
-using hetlaunch::detail::concat;
-using hetlaunch::detail::quoted;
-
+// An integer from low to high: an optional '-', then digits as the library reads every count.
 long long to_integer(std::string_view flag, const std::string& text, long long low, long long high) {
-  long long value = 0;
-  const char* begin = text.c_str();
-  const char* end = begin + text.size();
-  const auto r = std::from_chars(begin, end, value);
-  if (text.empty() || r.ec != std::errc() || r.ptr != end || value < low || value > high)
+  const bool negative = !text.empty() && text[0] == '-';
+  const std::optional<unsigned long long> magnitude =
+      hetlaunch::parse_count(std::string_view(text).substr(negative ? 1 : 0), LLONG_MAX);
+  const long long value = !magnitude ? 0 : negative ? -static_cast<long long>(*magnitude) : static_cast<long long>(*magnitude);
+  if (!magnitude || value < low || value > high)
     throw usage_error{concat(flag, " needs an integer from ", low, " to ", high, ", got ", quoted(text))};
   return value;
 }

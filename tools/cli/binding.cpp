@@ -16,8 +16,6 @@
 namespace cli {
 namespace {
 
-using hetlaunch::detail::concat;
-using hetlaunch::detail::quoted;
 
 // The most a sysfs file or the GPU listing may hold: sysfs files are one page, and
 // nvidia-smi's listing is a line a GPU.
@@ -185,15 +183,17 @@ int bind_command(options& o) {
   const auto group = env_value("GROUP_RANK");
   const std::string who = concat("bind: ", group ? concat("node ", *group, " ") : std::string(), "(", host, ")");
   const auto local_rank_text = env_value("LOCAL_RANK");
-  long long local_rank = 0;
-  if (!local_rank_text || !hetlaunch::detail::parse_decimal(*local_rank_text, 0x7fffffff, local_rank))
+  const std::optional<unsigned long long> local_rank_read =
+      local_rank_text ? hetlaunch::parse_count(*local_rank_text, 0x7fffffff) : std::nullopt;
+  if (!local_rank_read)
     return fail(concat(who, ": LOCAL_RANK is ", local_rank_text ? quoted(*local_rank_text) : std::string("not set"),
                        "; `hetlaunch bind` runs as a worker, started by torchrun or `hetlaunch exec`"));
+  const int local_rank = static_cast<int>(*local_rank_read);
   std::string error;
   auto node = read_node(o, env_value("CUDA_VISIBLE_DEVICES"), false, error);
   if (!node) return fail(concat(who, " local rank ", local_rank, ": ", error));
   auto rank = hetlaunch::local_rank_binding(node->topology, o.launch.binding, node->visible,
-                                            static_cast<int>(local_rank), node->allowed);
+                                            local_rank, node->allowed);
   if (!rank) return fail(concat(who, ": ", rank.error().message()));
   if (!set_affinity(rank->cpus, error)) return fail(concat(who, " local rank ", local_rank, ": ", error));
   // nvidia-smi's indices are in PCI bus order; CUDA's default order is fastest first.

@@ -8,7 +8,9 @@
 
 #include <cstddef>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cli {
@@ -16,6 +18,16 @@ namespace cli {
 constexpr int exit_invalid = 1;  // invalid input: nothing was started
 constexpr int exit_usage = 2;    // the command line itself is wrong
 constexpr int exit_failed = 1;   // a job that failed without a status of its own (a node never started)
+
+// Message text: text and integers joined, and text quoted as the library's messages quote it.
+template <class... Pieces>
+std::string concat(const Pieces&... pieces) {
+  std::ostringstream out;
+  (out << ... << pieces);
+  return out.str();
+}
+inline std::string quoted(std::string_view text) { return hetlaunch::quote(text); }
+inline std::string quoted(std::string_view text, std::size_t limit) { return hetlaunch::quote(text, limit); }
 
 struct usage_error {
   std::string message;
@@ -156,7 +168,7 @@ std::optional<hetlaunch::environment> env_flags(const options& o, int& status);
 
 // output.cpp
 int fail(const std::string& message);
-std::string json_string(std::string_view s);
+using hetlaunch::json_string;
 std::string json_array(const std::vector<std::string>& items);
 int print_plan(const hetlaunch::launch_plan& plan, bool json);
 void print_problems(const std::string& source, const std::vector<hetlaunch::diagnostic>& problems);

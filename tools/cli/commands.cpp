@@ -16,8 +16,6 @@
 namespace cli {
 namespace {
 
-using hetlaunch::detail::concat;
-using hetlaunch::detail::quoted;
 
 // Whether an IP literal is an address of this host (any loopback address counts). Names are not
 // resolved: only IP literals are checked.
@@ -58,10 +56,11 @@ struct planned {
   input in;
   hetlaunch::launch_plan plan;
 };
-std::optional<planned> read_and_plan(options& o, int& status) {
+std::optional<planned> read_and_plan(options& o, int& status, const char* stand_in_script = nullptr) {
   std::optional<input> in = read_input(o, status);
   if (!in) return std::nullopt;
   take_script(o);
+  if (o.launch.script.empty() && stand_in_script) o.launch.script = stand_in_script;
   std::optional<hetlaunch::launch_plan> plan = plan_of(*in, o);
   if (!plan) {
     status = exit_invalid;
@@ -87,13 +86,10 @@ int node_failed(const input& in, const hetlaunch::diagnostic& d) { return fail(c
 
 int plan_command(options& o) {
   int status = 0;
-  auto p = read_and_plan(o, status);
+  // The commands need a script to show; train.py stands for a missing one.
+  auto p = read_and_plan(o, status, "train.py");
   if (!p) return status;
-  if (!o.launch.script.empty()) return print_plan(p->plan, o.format == "json");
-  // The commands need a script to show; train.py stands for it.
-  hetlaunch::launch_options shown = p->plan.options();
-  shown.script = "train.py";
-  return print_plan(*hetlaunch::make_plan(p->plan.topology(), shown), o.format == "json");
+  return print_plan(p->plan, o.format == "json");
 }
 
 int check_command(options& o) {
@@ -103,7 +99,7 @@ int check_command(options& o) {
   take_script(o);
   // One validation: a parsed topology was validated as it was read, and a filter keeps it valid.
   const std::vector<hetlaunch::diagnostic> problems =
-      in->validated ? hetlaunch::detail::option_problems(in->nodes, o.launch) : hetlaunch::validate_plan(in->nodes, o.launch);
+      in->validated ? hetlaunch::launch_option_problems(in->nodes, o.launch) : hetlaunch::validate_plan(in->nodes, o.launch);
   print_problems(in->source, problems);
   if (!problems.empty()) return exit_invalid;
   if (o.node && *o.node >= in->nodes.node_count())

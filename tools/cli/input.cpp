@@ -25,20 +25,20 @@ constexpr std::size_t max_hostfile_bytes = std::size_t{256} << 20;
 // path and the system's reason. Endless files (/dev/zero) end at the limit.
 std::optional<std::string> read_file(const std::string& path, std::string& error) {
   const auto fail_with = [&](const std::string& why) {
-    error = hetlaunch::detail::concat(path, ": ", why);
+    error = concat(path, ": ", why);
     return std::nullopt;
   };
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail_with(hetlaunch::detail::concat("cannot read: ", std::strerror(errno)));
+  if (fd < 0) return fail_with(concat("cannot read: ", std::strerror(errno)));
   struct closer {
     int fd;
     ~closer() { close(fd); }
   } close_on_return{fd};
   struct stat st {};
-  if (fstat(fd, &st) != 0) return fail_with(hetlaunch::detail::concat("cannot read: ", std::strerror(errno)));
+  if (fstat(fd, &st) != 0) return fail_with(concat("cannot read: ", std::strerror(errno)));
   if (S_ISDIR(st.st_mode)) return fail_with("cannot read: it is a directory");
   const auto too_large = [&] {
-    return fail_with(hetlaunch::detail::concat("is larger than ", max_hostfile_bytes, " bytes, the limit of a hostfile"));
+    return fail_with(concat("is larger than ", max_hostfile_bytes, " bytes, the limit of a hostfile"));
   };
   std::string text;
   if (S_ISREG(st.st_mode)) {
@@ -50,7 +50,7 @@ std::optional<std::string> read_file(const std::string& path, std::string& error
     const ssize_t got = read(fd, buffer, sizeof buffer);
     if (got < 0) {
       if (errno == EINTR) continue;
-      return fail_with(hetlaunch::detail::concat("cannot read: ", std::strerror(errno)));
+      return fail_with(concat("cannot read: ", std::strerror(errno)));
     }
     if (got == 0) break;
     if (text.size() + static_cast<std::size_t>(got) > max_hostfile_bytes) return too_large();
@@ -82,8 +82,6 @@ std::string lower(std::string_view text) {
 // is a host or a Slurm host list; host names compare without case, as DNS names do. Every host
 // named must be a node, and W a valid weight; otherwise false with a message.
 bool apply_weights(const options& o, hetlaunch::cluster& nodes, std::string& error) {
-  using hetlaunch::detail::concat;
-  using hetlaunch::detail::quoted;
   std::unordered_map<std::string, std::vector<std::size_t>> by_host;
   for (std::size_t i = 0; i < nodes.node_count(); ++i) by_host[lower(nodes.node(i).host)].push_back(i);
   for (const std::string& flag : o.weights) {
@@ -121,8 +119,8 @@ std::optional<input> read_input(const options& o, int& status, auto_resolver res
   const int sources = (o.hostfile.has_value() ? 1 : 0) + (o.hosts.has_value() ? 1 : 0) + (o.slurm ? 1 : 0);
   if (sources > 1) throw usage_error{"give one of --hostfile, --hosts and --slurm"};
   const auto parse_failed = [&](const std::string& where, const hetlaunch::parse_error& e) {
-    status = fail(e.line ? hetlaunch::detail::concat(where, ":", e.line, ":", e.column, ": ", e.message)
-                         : hetlaunch::detail::concat(where, ": ", e.message));
+    status = fail(e.line ? concat(where, ":", e.line, ":", e.column, ": ", e.message)
+                         : concat(where, ": ", e.message));
     return std::nullopt;
   };
   hetlaunch::hostfile_options parsing;
@@ -186,8 +184,8 @@ std::optional<input> read_input(const options& o, int& status, auto_resolver res
       if (it != kept.end() && *it == job_node) {
         in.this_node = static_cast<std::size_t>(it - kept.begin());
       } else {
-        in.excluded = hetlaunch::detail::concat("this is the job's node ", job_node, " (SLURM_NODEID), host ",
-                                                hetlaunch::detail::quoted(in.nodes.node(job_node).host), ", which ",
+        in.excluded = concat("this is the job's node ", job_node, " (SLURM_NODEID), host ",
+                                                quoted(in.nodes.node(job_node).host), ", which ",
                                                 filter, " leaves out: there is nothing to start here");
         in.this_node.reset();
       }
@@ -241,13 +239,11 @@ std::size_t chosen_node(const options& o, const input& in) {
 }
 
 std::optional<hetlaunch::environment> env_flags(const options& o, int& status) {
-  using hetlaunch::detail::concat;
-  using hetlaunch::detail::quoted;
   hetlaunch::environment env;
   for (const std::string& e : o.env) {
     const std::size_t eq = e.find('=');
     const std::string name = e.substr(0, eq);
-    if (!hetlaunch::detail::is_env_name(name)) {
+    if (!hetlaunch::is_environment_name(name)) {
       status = fail(concat("--env ", quoted(e), ": ", quoted(name),
                            " is not a variable name (letters, digits and '_', not starting with a digit)"));
       return std::nullopt;

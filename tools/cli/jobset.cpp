@@ -8,21 +8,18 @@
 namespace cli {
 namespace {
 
-using hetlaunch::detail::concat;
-using hetlaunch::detail::quoted;
 
 constexpr long long max_group_count = 1 << 30;
 
 int positive(const std::string& whole, std::string_view text, const char* what) {
-  bool digits = !text.empty();
-  for (char c : text) digits = digits && hetlaunch::detail::is_digit(c);
-  long long n = 0;
-  if (!digits || (hetlaunch::detail::parse_decimal(text, max_group_count, n) && n < 1))
+  const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
+  const std::optional<unsigned long long> n = hetlaunch::parse_count(text, max_group_count);
+  if (!digits || (n && *n < 1))
     throw usage_error{concat("--group ", quoted(whole), ": ", what, " ", quoted(text), " is not a positive integer")};
-  if (!hetlaunch::detail::parse_decimal(text, max_group_count, n))
+  if (!n)
     throw usage_error{concat("--group ", quoted(whole), ": ", what, " ", quoted(text), " is more than ", max_group_count,
                              ", the most one group can have")};
-  return static_cast<int>(n);
+  return static_cast<int>(*n);
 }
 
 }  // namespace
@@ -56,12 +53,11 @@ int jobset_command(options& o) {
     const std::size_t colon = s.find(':'), eq = s.find('=');
     if (colon == std::string::npos || eq == std::string::npos || eq < colon)
       throw usage_error{concat("--node-selector ", quoted(s), " is not GROUP:KEY=VALUE")};
-    long long g = 0;
-    if (!hetlaunch::detail::parse_decimal(std::string_view(s).substr(0, colon), 1 << 30, g) ||
-        static_cast<std::size_t>(g) >= groups.size())
+    const std::optional<unsigned long long> g = hetlaunch::parse_count(std::string_view(s).substr(0, colon), 1 << 30);
+    if (!g || *g >= groups.size())
       throw usage_error{concat("--node-selector ", quoted(s), ": there is no group ", quoted(s.substr(0, colon)),
                                " (groups count from 0 in --group order)")};
-    groups[static_cast<std::size_t>(g)].node_selector.emplace_back(s.substr(colon + 1, eq - colon - 1), s.substr(eq + 1));
+    groups[static_cast<std::size_t>(*g)].node_selector.emplace_back(s.substr(colon + 1, eq - colon - 1), s.substr(eq + 1));
   }
   hetlaunch::jobset_options js;
   js.name = o.name;

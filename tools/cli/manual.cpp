@@ -9,8 +9,6 @@
 namespace cli {
 namespace {
 
-using hetlaunch::detail::concat;
-using hetlaunch::detail::quoted;
 
 // Text for roff: backslashes and hyphens escaped, and a line that starts with '.' or '\'' (which
 // roff would read as a request) made plain.

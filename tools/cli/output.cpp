@@ -18,12 +18,6 @@ void print_problems(const std::string& source, const std::vector<hetlaunch::diag
   for (const auto& d : problems) std::fprintf(stderr, "hetlaunch: %s: %s\n", source.c_str(), d.message().c_str());
 }
 
-// A JSON string that is valid UTF-8 whatever the bytes (see detail::append_json_string).
-std::string json_string(std::string_view s) {
-  std::string out;
-  hetlaunch::detail::append_json_string(out, s);
-  return out;
-}
 
 std::string json_array(const std::vector<std::string>& items) {
   std::string out = "[";
@@ -53,13 +47,13 @@ int print_plan(const hetlaunch::launch_plan& plan, bool json) {
     for (std::size_t i = 0; i < c.node_count(); ++i) {
       const auto n = c.node(i);
       const std::vector<std::string> argv = plan.torchrun_argv(i);
-      line = hetlaunch::detail::concat("    {\"node\": ", i, ", \"host\": ", json_string(n.host), ", \"nproc\": ", n.nproc,
+      line = concat("    {\"node\": ", i, ", \"host\": ", json_string(n.host), ", \"nproc\": ", n.nproc,
                                        ", \"role\": ", json_string(n.role), ", \"rank_offset\": ", c.rank_offset(i),
                                        ", \"global_ranks\": [", c.rank_offset(i), ", ", c.rank_offset(i) + n.nproc - 1,
                                        "], \"devices\": [");
-      for (std::size_t k = 0; k < c.devices(i).size(); ++k) line += hetlaunch::detail::concat(k ? ", " : "", c.devices(i)[k]);
+      for (std::size_t k = 0; k < c.devices(i).size(); ++k) line += concat(k ? ", " : "", c.devices(i)[k]);
       const hetlaunch::node_batch share = plan.has_shares() ? plan.node_batch_of(i) : hetlaunch::node_batch{};
-      line += hetlaunch::detail::concat("], \"weight\": ", json_string(n.weight), ", \"node_batch\": ", share.batch,
+      line += concat("], \"weight\": ", json_string(n.weight), ", \"node_batch\": ", share.batch,
                                         ", \"node_batch_offset\": ", share.offset);
       line += ", \"argv\": " + json_array(argv) + ", \"command\": " + json_string(hetlaunch::shell_join(argv)) + "}";
       line += i + 1 < c.node_count() ? ",\n" : "\n";
@@ -81,10 +75,10 @@ int print_plan(const hetlaunch::launch_plan& plan, bool json) {
   std::string ranks;
   for (std::size_t i = 0; i < c.node_count(); ++i) {
     const auto n = c.node(i);
-    ranks = hetlaunch::detail::concat(c.rank_offset(i), "..", c.rank_offset(i) + n.nproc - 1);
+    ranks = concat(c.rank_offset(i), "..", c.rank_offset(i) + n.nproc - 1);
     std::printf("%-5zu %-20.*s %6d  %-10.*s %7d  %s", i, static_cast<int>(n.host.size()), n.host.data(), n.nproc,
                 static_cast<int>(n.role.size()), n.role.data(), c.rank_offset(i),
-                shares ? hetlaunch::detail::concat(ranks, std::string(ranks.size() < 13 ? 13 - ranks.size() : 0, ' ')).c_str()
+                shares ? concat(ranks, std::string(ranks.size() < 13 ? 13 - ranks.size() : 0, ' ')).c_str()
                        : ranks.c_str());
     if (shares) {
       std::printf("  %-8.*s", static_cast<int>(n.weight.size()), n.weight.data());

@@ -33,8 +33,6 @@ extern char** environ;
 namespace cli {
 namespace {
 
-using hetlaunch::detail::concat;
-using hetlaunch::detail::quoted;
 
 constexpr std::size_t max_line = 1 << 16;  // a longer line is shown in pieces of this size
 
@@ -199,12 +197,13 @@ void emit(FILE* stream, const std::string& prefix, std::string_view line) {
 void note_worker_failure(child& c, std::string_view line) {
   const std::size_t at = line.find("failed (exitcode: ");
   if (at == std::string_view::npos || line.find(" local_rank: ", at) == std::string_view::npos) return;
-  long long code = 0;
+  // "-9" is a worker killed by signal 9, as torchrun writes it.
   const std::string_view rest = line.substr(at + 18);
-  const std::size_t end = rest.find(')');
-  if (end != std::string_view::npos) hetlaunch::detail::parse_decimal(rest.substr(rest[0] == '-' ? 1 : 0, end), 1 << 30, code);
+  const bool negative = !rest.empty() && rest[0] == '-';
+  const std::optional<unsigned long long> code =
+      hetlaunch::parse_count(rest.substr(negative ? 1 : 0, rest.find(')') - (negative ? 1 : 0)), 1 << 30);
   ++c.worker_failures;
-  c.failed_exitcode = static_cast<int>(code);
+  c.failed_exitcode = code ? static_cast<int>(negative ? -static_cast<long long>(*code) : static_cast<long long>(*code)) : 0;
 }
 
 // Reads what a stream has; shows (or keeps) each complete line. Returns false at end of file.
@@ -253,9 +252,9 @@ std::optional<int> gpu_count(const std::string& output, bool custom) {
     while (b < e && blank(output[b])) ++b;
     while (e > b && blank(output[e - 1])) --e;
     const std::string text = output.substr(b, e - b);
-    long long n = 0;
-    if (!hetlaunch::detail::parse_decimal(text, INT_MAX, n) || n < 1) return std::nullopt;
-    return static_cast<int>(n);
+    const std::optional<unsigned long long> n = hetlaunch::parse_count(text, INT_MAX);
+    if (!n || *n < 1) return std::nullopt;
+    return static_cast<int>(*n);
   }
   int count = 0;
   std::size_t start = 0;
@@ -263,11 +262,10 @@ std::optional<int> gpu_count(const std::string& output, bool custom) {
     std::size_t end = output.find('\n', start);
     if (end == std::string::npos) end = output.size();
     const std::string_view line(output.data() + start, end - start);
-    std::size_t i = 4;
-    if (line.substr(0, 4) == "GPU " && i < line.size() && hetlaunch::detail::is_digit(line[i])) {
-      while (i < line.size() && hetlaunch::detail::is_digit(line[i])) ++i;
-      if (i < line.size() && line[i] == ':') ++count;
-    }
+    // "GPU 0: NVIDIA A100 ...", as nvidia-smi -L lists them.
+    const std::size_t index_end = line.find_first_not_of("0123456789", 4);
+    if (line.substr(0, 4) == "GPU " && index_end != 4 && index_end != std::string_view::npos && line[index_end] == ':')
+      ++count;
     start = end + 1;
   }
   if (count == 0) return std::nullopt;

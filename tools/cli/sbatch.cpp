@@ -11,8 +11,6 @@
 namespace cli {
 namespace {
 
-using hetlaunch::detail::concat;
-using hetlaunch::detail::quoted;
 
 // One #SBATCH line a word, written so that sbatch reads back exactly that word. sbatch splits an
 // #SBATCH line at blanks, removes quotes, takes a backslash as an escape, ends the line at an

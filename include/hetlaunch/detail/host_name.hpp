@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "decimal.hpp"
+
 namespace hetlaunch {
 
 /// Why a host was refused; `position` in the diagnostic says where.
@@ -32,7 +34,6 @@ struct host_check {
   std::size_t position = 0;
 };
 
-constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 constexpr bool is_alpha(char c) noexcept { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 constexpr bool is_hex(char c) noexcept {
   return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
@@ -49,13 +50,10 @@ constexpr host_check check_ipv4(std::string_view s, std::size_t base) noexcept {
   std::size_t i = 0;
   while (true) {
     const std::size_t start = i;
-    unsigned value = 0;
-    while (i < s.size() && is_digit(s[i]) && i - start < 4) {
-      value = value * 10 + static_cast<unsigned>(s[i] - '0');
-      ++i;
-    }
+    const digit_run part = read_digits(s, start, 255);
+    i = part.end;
     const std::size_t len = i - start;
-    if (len == 0 || len > 3 || value > 255 || (len > 1 && s[start] == '0'))
+    if (len == 0 || len > 3 || part.too_large || (len > 1 && s[start] == '0'))
       return {host_issue::bad_ipv4, base + start};
     ++parts;
     if (i == s.size()) break;

@@ -8,6 +8,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "decimal.hpp"
+
 namespace hetlaunch {
 namespace detail {
 
@@ -28,18 +30,6 @@ std::string concat(const Pieces&... pieces) {
   std::string out;
   (append_piece(out, pieces), ...);
   return out;
-}
-
-// A decimal number of ASCII digits only (no sign, blanks or locale), at most `max`.
-template <class Unused = void>
-bool parse_decimal(std::string_view text, long long max, long long& value) {
-  if (text.empty() || text.size() > 18) return false;
-  value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-    value = value * 10 + (c - '0');
-  }
-  return value <= max;
 }
 
 template <class Unused = void>

@@ -176,7 +176,11 @@ int finish_output(int status);
 
 // run.cpp
 int run_command(options& o);
+
+// discover.cpp
 int discover_command(options& o);
+// Asks the hosts of slots=auto nodes for their GPU counts (an auto_resolver for read_input).
+bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& error);
 
 // jobset.cpp
 int jobset_command(options& o);

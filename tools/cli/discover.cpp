@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: MIT
+// `hetlaunch discover`, and slots=auto for `run`: each host's GPU count, asked over ssh with
+// the processes of process.hpp, bounded in time and in output.
+#include "cli.hpp"
+#include "process.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace cli {
+namespace {
+
+// The count a host's GPU command printed: `nvidia-smi -L` lines "GPU n: ...", or one integer.
+std::optional<int> gpu_count(const std::string& output, bool custom) {
+  if (custom) {
+    const auto blank = [](char ch) { return ch == '\n' || ch == ' ' || ch == '\t' || ch == '\r'; };
+    std::size_t b = 0, e = output.size();
+    while (b < e && blank(output[b])) ++b;
+    while (e > b && blank(output[e - 1])) --e;
+    const std::string text = output.substr(b, e - b);
+    const std::optional<unsigned long long> n = hetlaunch::parse_count(text, INT_MAX);
+    if (!n || *n < 1) return std::nullopt;
+    return static_cast<int>(*n);
+  }
+  int count = 0;
+  std::size_t start = 0;
+  while (start < output.size()) {
+    std::size_t end = output.find('\n', start);
+    if (end == std::string::npos) end = output.size();
+    const std::string_view line(output.data() + start, end - start);
+    // "GPU 0: NVIDIA A100 ...", as nvidia-smi -L lists them.
+    const std::size_t index_end = line.find_first_not_of("0123456789", 4);
+    if (line.substr(0, 4) == "GPU " && index_end != 4 && index_end != std::string_view::npos && line[index_end] == ':')
+      ++count;
+    start = end + 1;
+  }
+  if (count == 0) return std::nullopt;
+  return count;
+}
+
+std::vector<std::string> ssh_prefix(const options& o) {
+  std::vector<std::string> argv = {o.ssh};
+  argv.insert(argv.end(), o.ssh_args.begin(), o.ssh_args.end());
+  argv.emplace_back("--");
+  return argv;
+}
+
+
+// The most a host's GPU-count command may print on either stream: `nvidia-smi -L` prints a short
+// line a GPU (or a MIG device), so this is far more than any host needs, and a command that
+// floods its output is stopped long before it costs memory.
+constexpr std::size_t max_count_output = 1 << 16;
+
+// Asks every node with nproc 0 (slots=auto) for its GPU count, at most --fanout at once, and
+// gives the cluster those counts. Errors name the host. Each answer is bounded in size and in
+// time (--discover-timeout); a signal stops every child and ends the process with 128 + signal.
+}  // namespace
+
+bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& error) {
+  std::vector<std::size_t> asked;
+  for (std::size_t i = 0; i < nodes.node_count(); ++i)
+    if (nodes.nproc(i) == 0) asked.push_back(i);
+  if (asked.empty()) return true;
+  const progress_scope clear_progress;
+  // Before the first child: a Ctrl-C now must stop the children, not leave them behind.
+  install_signal_handlers();
+  const bool custom = o.gpu_count_command.has_value();
+  const std::string command = custom ? *o.gpu_count_command : "nvidia-smi -L";
+  std::vector<child> children(asked.size());
+  std::vector<double> started_at(asked.size());
+  std::vector<int> counts(nodes.node_count());
+  std::size_t next = 0, done = 0;
+  // The children still running or with output to read: each wake-up costs them, not every host.
+  std::vector<std::size_t> active;
+  child_table table;
+  std::vector<std::string> problems(asked.size());
+  const auto host_of = [&](std::size_t k) { return std::string(nodes.node(asked[k]).host); };
+  const auto stop_all = [&] {
+    for (const std::size_t k : active) stop_child(children[k]);
+    active.clear();
+  };
+  // Ends child k's question with a problem: it is stopped, its output is dropped.
+  const auto give_up = [&](std::size_t k, std::string why) {
+    stop_child(children[k]);
+    problems[k] = concat("host ", quoted(host_of(k)), ": ", quoted(command), " ", why);
+  };
+  while (done < asked.size()) {
+    while (next < asked.size() && active.size() < static_cast<std::size_t>(o.fanout)) {
+      std::vector<std::string> argv = ssh_prefix(o);
+      argv.emplace_back(nodes.node(asked[next]).host);
+      argv.push_back(command);
+      std::string why;
+      auto c = spawn(argv, false, why);
+      if (!c) {
+        stop_all();
+        error = why;
+        return false;
+      }
+      table.add(c->pid, next);
+      started_at[next] = now();
+      active.push_back(next);
+      children[next++] = std::move(*c);
+    }
+    // The signal pipe is always polled: a child that closed its output but runs on is waited
+    // for without spinning, and its end (SIGCHLD) or its deadline wakes this loop.
+    std::vector<pollfd> fds{{signal_pipe[0], POLLIN, 0}};
+    std::vector<std::pair<std::size_t, bool>> owner{{0, false}};
+    double wake = now() + 1.0;
+    for (const std::size_t k : active) {
+      if (children[k].out >= 0) fds.push_back({children[k].out, POLLIN, 0}), owner.push_back({k, true});
+      if (children[k].err >= 0) fds.push_back({children[k].err, POLLIN, 0}), owner.push_back({k, false});
+      wake = std::min(wake, started_at[k] + o.discover_timeout);
+    }
+    progress.show(concat("hetlaunch: discover: ", done, " of ", asked.size(), " hosts answered"));
+    const double wait_ms = std::max(0.0, (wake - now()) * 1000.0) + 1.0;
+    poll(fds.data(), fds.size(), static_cast<int>(std::min(wait_ms, 1000.0)));
+    if (fds[0].revents) {
+      unsigned char sigs[64];
+      const ssize_t got = read(signal_pipe[0], sigs, sizeof sigs);
+      for (ssize_t s = 0; s < got; ++s) {
+        if (sigs[s] == SIGCHLD) continue;
+        progress.clear();
+        std::fprintf(stderr, "hetlaunch: %s: stopping discovery\n", strsignal(sigs[s]));
+        stop_all();
+        std::exit(128 + sigs[s]);
+      }
+    }
+    for (std::size_t f = 1; f < fds.size(); ++f) {
+      if (!fds[f].revents) continue;
+      const std::size_t k = owner[f].first;
+      child& c = children[k];
+      if (owner[f].second && c.out == fds[f].fd)
+        drain(c.out, c.out_line, kept_lines(c.out_all, max_count_output));
+      else if (!owner[f].second && c.err == fds[f].fd)
+        drain(c.err, c.err_line, kept_lines(c.err_all, max_count_output));
+      if (c.out_all.size() + c.out_line.size() > max_count_output || c.err_all.size() + c.err_line.size() > max_count_output)
+        if (problems[k].empty() && !c.reaped)
+          give_up(k, concat("printed more than ", max_count_output, " bytes (a GPU count is a short line): stopped"));
+    }
+    table.reap([&](std::size_t k, int status) {
+      children[k].reaped = true;
+      children[k].status = status;
+    });
+    for (std::size_t a = active.size(); a-- > 0;) {
+      const std::size_t k = active[a];
+      child& c = children[k];
+      if (problems[k].empty() && now() - started_at[k] > o.discover_timeout)
+        give_up(k, concat("did not finish within ", o.discover_timeout, " s (--discover-timeout): stopped"));
+      if (!c.reaped || c.out >= 0 || c.err >= 0 || c.pid < 0) continue;
+      active[a] = active.back();
+      active.pop_back();
+      c.pid = -1;
+      ++done;
+      if (!problems[k].empty()) continue;
+      const std::string host = host_of(k);
+      const bool exited_ok = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0;
+      const std::optional<int> n = exited_ok ? gpu_count(c.out_all, custom) : std::nullopt;
+      const std::string first_error = c.err_all.substr(0, c.err_all.find('\n'));
+      if (n) counts[asked[k]] = *n;
+      else if (exited_ok)
+        problems[k] = concat("host ", quoted(host), ": ", quoted(command), " printed no GPU count",
+                             custom ? " (expected one positive integer)" : " (no 'GPU n:' lines)", ": it printed ",
+                             c.out_all.empty() ? std::string("nothing") : quoted(c.out_all, 200));
+      else
+        problems[k] = concat("host ", quoted(host), ": ", quoted(command), " failed (", describe_status(c.status),
+                             first_error.empty() ? std::string(")") : concat("): ", quoted(first_error, 200)));
+    }
+  }
+  for (const std::string& p : problems)
+    if (!p.empty()) error += (error.empty() ? "" : "\n") + std::string("slots=auto: ") + p;
+  if (!error.empty()) return false;
+  hetlaunch::cluster_builder builder;
+  for (std::size_t i = 0; i < nodes.node_count(); ++i) {
+    const hetlaunch::node_spec n = nodes.node(i);
+    builder.add(n.host, n.nproc == 0 ? counts[i] : n.nproc, n.role, n.weight);
+  }
+  nodes = builder.finish();
+  return true;
+}
+
+int discover_command(options& o) {
+  int status = 0;
+  options asking = o;
+  std::optional<input> in = read_input(asking, status, resolve_auto);
+  if (!in) return status;
+  const hetlaunch::cluster& c = in->nodes;
+  for (std::size_t i = 0; i < c.node_count(); ++i) {
+    const auto n = c.node(i);
+    std::printf("%.*s slots=%d\n", static_cast<int>(n.host.size()), n.host.data(), n.nproc);
+  }
+  return 0;
+}
+
+}  // namespace cli

@@ -44,7 +44,8 @@ void split_lines(benchmark::State& state) {
   for (auto _ : state) {
     lines.clear();
     std::string_view rest = f.text;
-    for (std::size_t end; (end = rest.find('\n')) != std::string_view::npos; rest.remove_prefix(end + 1))
+    for (std::size_t end; (end = rest.find('\n')) != std::string_view::npos;
+         rest.remove_prefix(end + 1))
       lines.push_back(rest.substr(0, end));
     benchmark::DoNotOptimize(lines.data());
   }
@@ -58,7 +59,8 @@ void plan_commands(benchmark::State& state) {
   for (auto _ : state) {
     const auto plan = hetlaunch::make_plan(f.nodes, o);
     std::size_t bytes = 0;
-    for (std::size_t i = 0; i < f.nodes.node_count(); ++i) bytes += hetlaunch::shell_join(plan->torchrun_argv(i)).size();
+    for (std::size_t i = 0; i < f.nodes.node_count(); ++i)
+      bytes += hetlaunch::shell_join(plan->torchrun_argv(i)).size();
     benchmark::DoNotOptimize(bytes);
   }
   state.SetComplexityN(state.range(0));
@@ -100,9 +102,33 @@ void split_batch(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(make_plan)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond)->Complexity();
-BENCHMARK(make_plan_with_shares)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond)->Complexity();
-BENCHMARK(split_batch)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond)->Complexity();
-BENCHMARK(parse_hostfile)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond)->Complexity();
-BENCHMARK(split_lines)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond)->Complexity();
-BENCHMARK(plan_commands)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond)->Complexity();
+BENCHMARK(make_plan)
+    ->RangeMultiplier(10)
+    ->Range(1000, 1000000)
+    ->Unit(benchmark::kMillisecond)
+    ->Complexity();
+BENCHMARK(make_plan_with_shares)
+    ->RangeMultiplier(10)
+    ->Range(1000, 1000000)
+    ->Unit(benchmark::kMillisecond)
+    ->Complexity();
+BENCHMARK(split_batch)
+    ->RangeMultiplier(10)
+    ->Range(1000, 1000000)
+    ->Unit(benchmark::kMillisecond)
+    ->Complexity();
+BENCHMARK(parse_hostfile)
+    ->RangeMultiplier(10)
+    ->Range(1000, 1000000)
+    ->Unit(benchmark::kMillisecond)
+    ->Complexity();
+BENCHMARK(split_lines)
+    ->RangeMultiplier(10)
+    ->Range(1000, 1000000)
+    ->Unit(benchmark::kMillisecond)
+    ->Complexity();
+BENCHMARK(plan_commands)
+    ->RangeMultiplier(10)
+    ->Range(1000, 1000000)
+    ->Unit(benchmark::kMillisecond)
+    ->Complexity();

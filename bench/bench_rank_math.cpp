@@ -29,7 +29,8 @@ struct fixture {
     std::uint64_t state = 7;
     for (int k = 0; k < 4096; ++k) {
       state = state * 6364136223846793005ull + 1442695040888963407ull;
-      queries.push_back(static_cast<int>((state >> 33) % static_cast<std::uint64_t>(nodes.world_size())));
+      queries.push_back(
+          static_cast<int>((state >> 33) % static_cast<std::uint64_t>(nodes.world_size())));
     }
   }
 };

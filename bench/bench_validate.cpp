@@ -17,7 +17,9 @@ struct fixture {
   std::vector<std::string> names;
   hetlaunch::cluster nodes;
   explicit fixture(std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) names.push_back("gpu-node-" + std::to_string(i * 7919 % n) + ".rack" + std::to_string(i % 64));
+    for (std::size_t i = 0; i < n; ++i)
+      names.push_back("gpu-node-" + std::to_string(i * 7919 % n) + ".rack" +
+                      std::to_string(i % 64));
     std::vector<hetlaunch::node_spec> specs;
     for (const auto& h : names) specs.push_back({h, 8});
     nodes = hetlaunch::cluster(specs);
@@ -45,5 +47,13 @@ void sort_host_names(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(validate)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond)->Complexity();
-BENCHMARK(sort_host_names)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond)->Complexity();
+BENCHMARK(validate)
+    ->RangeMultiplier(10)
+    ->Range(1000, 1000000)
+    ->Unit(benchmark::kMillisecond)
+    ->Complexity();
+BENCHMARK(sort_host_names)
+    ->RangeMultiplier(10)
+    ->Range(1000, 1000000)
+    ->Unit(benchmark::kMillisecond)
+    ->Complexity();

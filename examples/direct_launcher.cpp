@@ -32,14 +32,17 @@ int main(int argc, char** argv) {
   options.python = argv[2];
   options.script = argv[3];
   options.script_args.assign(argv + 4, argv + argc);
-  const std::vector<hetlaunch::diagnostic> problems = hetlaunch::validate_launch(topology, 0, options);
-  for (const hetlaunch::diagnostic& d : problems) std::fprintf(stderr, "direct_launcher: %s\n", d.message().c_str());
+  const std::vector<hetlaunch::diagnostic> problems =
+      hetlaunch::validate_launch(topology, 0, options);
+  for (const hetlaunch::diagnostic& d : problems)
+    std::fprintf(stderr, "direct_launcher: %s\n", d.message().c_str());
   if (!problems.empty()) return 2;
 
   std::vector<pid_t> workers;
   for (std::size_t node = 0; node < topology.node_count(); ++node) {
     for (int local = 0; local < topology.nproc(node); ++local) {
-      const hetlaunch::spawn_environment env(hetlaunch::direct_worker_env(topology, node, local, options), environ);
+      const hetlaunch::spawn_environment env(
+          hetlaunch::direct_worker_env(topology, node, local, options), environ);
       const std::vector<std::string> command = hetlaunch::worker_argv(local, options);
       std::vector<char*> args;
       for (const std::string& a : command) args.push_back(const_cast<char*>(a.c_str()));
@@ -51,8 +54,8 @@ int main(int argc, char** argv) {
         return 1;
       }
       std::printf("node %zu (%s) local rank %d: RANK %d, pid %d\n", node,
-                  std::string(topology.node(node).host).c_str(), local, topology.global_rank(node, local),
-                  static_cast<int>(pid));
+                  std::string(topology.node(node).host).c_str(), local,
+                  topology.global_rank(node, local), static_cast<int>(pid));
       workers.push_back(pid);
     }
   }
@@ -63,12 +66,14 @@ int main(int argc, char** argv) {
     const pid_t pid = wait(&status);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       // One worker gone means the collective never completes: stop the others.
-      std::fprintf(stderr, "direct_launcher: worker pid %d failed; stopping the job\n", static_cast<int>(pid));
+      std::fprintf(stderr, "direct_launcher: worker pid %d failed; stopping the job\n",
+                   static_cast<int>(pid));
       for (pid_t w : workers)
         if (w != pid) kill(w, SIGTERM);
       ++failed;
     }
   }
-  std::printf("direct_launcher: %zu workers, %s\n", workers.size(), failed ? "FAILED" : "all completed");
+  std::printf("direct_launcher: %zu workers, %s\n", workers.size(),
+              failed ? "FAILED" : "all completed");
   return failed ? 1 : 0;
 }

@@ -17,23 +17,34 @@ namespace hetlaunch {
 namespace detail {
 // Machine `node`'s command from options already checked: only the machine's own process count
 // can still refuse, so this costs the command's size.
-inline result<std::vector<std::string>, diagnostic> build_accelerate_argv(const cluster& c, std::size_t node,
+inline result<std::vector<std::string>, diagnostic> build_accelerate_argv(const cluster& c,
+                                                                          std::size_t node,
                                                                           const launch_options& o) {
   if (o.binding != numa_binding::none) return launch_problem(errc::binding_not_carried);
-  const long long total = static_cast<long long>(c.nproc(node)) * static_cast<long long>(c.node_count());
+  const long long total =
+      static_cast<long long>(c.nproc(node)) * static_cast<long long>(c.node_count());
   if (total < 2) {
     diagnostic d = launch_problem(errc::too_few_processes);
     d.value = total;
     return d;
   }
-  std::vector<std::string> argv = {"accelerate", "launch", "--multi_gpu",
-                                   "--num_machines", std::to_string(c.node_count()),
-                                   "--machine_rank", std::to_string(node),
-                                   "--num_processes", std::to_string(total),
-                                   "--main_process_ip", std::string(master_host(c, o)),
-                                   "--main_process_port", std::to_string(o.master_port),
-                                   "--rdzv_backend", "static",
-                                   "--max_restarts", std::to_string(o.max_restarts)};
+  std::vector<std::string> argv = {"accelerate",
+                                   "launch",
+                                   "--multi_gpu",
+                                   "--num_machines",
+                                   std::to_string(c.node_count()),
+                                   "--machine_rank",
+                                   std::to_string(node),
+                                   "--num_processes",
+                                   std::to_string(total),
+                                   "--main_process_ip",
+                                   std::string(master_host(c, o)),
+                                   "--main_process_port",
+                                   std::to_string(o.master_port),
+                                   "--rdzv_backend",
+                                   "static",
+                                   "--max_restarts",
+                                   std::to_string(o.max_restarts)};
   if (o.module) argv.push_back("-m");
   argv.push_back(o.script);
   argv.insert(argv.end(), o.script_args.begin(), o.script_args.end());
@@ -52,11 +63,12 @@ inline result<std::vector<std::string>, diagnostic> build_accelerate_argv(const 
 /// (accelerate has no such options); program[0] is ignored in favour of "accelerate".
 /// Validates the whole topology, O(N): for every machine's command, make a plan once and use
 /// launch_plan::try_accelerate_argv, which costs each command's own size.
-[[nodiscard]] inline result<std::vector<std::string>, diagnostic>
-try_accelerate_argv(const cluster& c, std::size_t node, const launch_options& options) {
+[[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_accelerate_argv(
+    const cluster& c, std::size_t node, const launch_options& options) {
   launch_options o = options;
   o.backend = rendezvous::static_tcp;  // accelerate is always given the static rendezvous
-  const std::vector<diagnostic> problems = detail::launch_problems(c, node, o, detail::output::accelerate_argv);
+  const std::vector<diagnostic> problems =
+      detail::launch_problems(c, node, o, detail::output::accelerate_argv);
   if (!problems.empty()) return problems.front();
   return detail::build_accelerate_argv(c, node, o);
 }

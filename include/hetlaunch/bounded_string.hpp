@@ -29,7 +29,9 @@ class bounded_string {
     if (size_ < full_size_) {
       // Back off to the start of the character that straddles the end.
       std::size_t start = size_;
-      while (start > 0 && size_ - start < 3 && (static_cast<unsigned char>(text[start]) & 0xc0) == 0x80) --start;
+      while (start > 0 && size_ - start < 3 &&
+             (static_cast<unsigned char>(text[start]) & 0xc0) == 0x80)
+        --start;
       if ((static_cast<unsigned char>(text[start]) & 0xc0) == 0xc0) size_ = start;
     }
     const char* in = text.data();
@@ -37,8 +39,10 @@ class bounded_string {
   }
 
   /// Copies anything that converts to a string_view (a std::string, say).
-  template <class Text, std::enable_if_t<std::is_convertible<const Text&, std::string_view>::value &&
-                                             !std::is_same<Text, bounded_string>::value, int> = 0>
+  template <class Text,
+            std::enable_if_t<std::is_convertible<const Text&, std::string_view>::value &&
+                                 !std::is_same<Text, bounded_string>::value,
+                             int> = 0>
   constexpr bounded_string(const Text& text) noexcept  // NOLINT: as above
       : bounded_string(std::string_view(text)) {}
 
@@ -59,18 +63,27 @@ class bounded_string {
   friend constexpr bool operator==(const bounded_string& a, std::string_view b) noexcept {
     return !a.cut() && a.view() == b;
   }
-  friend constexpr bool operator==(std::string_view a, const bounded_string& b) noexcept { return b == a; }
-  friend constexpr bool operator!=(const bounded_string& a, std::string_view b) noexcept { return !(a == b); }
-  friend constexpr bool operator!=(std::string_view a, const bounded_string& b) noexcept { return !(b == a); }
+  friend constexpr bool operator==(std::string_view a, const bounded_string& b) noexcept {
+    return b == a;
+  }
+  friend constexpr bool operator!=(const bounded_string& a, std::string_view b) noexcept {
+    return !(a == b);
+  }
+  friend constexpr bool operator!=(std::string_view a, const bounded_string& b) noexcept {
+    return !(b == a);
+  }
   // Without these, comparing with a string literal would be ambiguous between the two above.
   friend constexpr bool operator==(const bounded_string& a, const char* b) noexcept {
     return a == std::string_view(b);
   }
-  friend constexpr bool operator!=(const bounded_string& a, const char* b) noexcept { return !(a == b); }
+  friend constexpr bool operator!=(const bounded_string& a, const char* b) noexcept {
+    return !(a == b);
+  }
 
   /// Writes the bytes kept to any stream that takes a string_view.
   template <class Stream>
-  friend auto operator<<(Stream& out, const bounded_string& s) -> decltype(out << std::string_view()) {
+  friend auto operator<<(Stream& out, const bounded_string& s)
+      -> decltype(out << std::string_view()) {
     return out << s.view();
   }
 };

@@ -51,7 +51,9 @@ class fixed_cluster : public detail::topology_queries<fixed_cluster<N>> {
 
   constexpr node_spec node_unchecked(std::size_t i) const noexcept { return nodes_[i]; }
   constexpr const long long* offsets_data() const noexcept { return offsets_.data(); }
-  constexpr long long role_offset_unchecked(std::size_t i) const noexcept { return role_offsets_[i]; }
+  constexpr long long role_offset_unchecked(std::size_t i) const noexcept {
+    return role_offsets_[i];
+  }
   constexpr long long role_total_unchecked(std::size_t i) const noexcept { return role_totals_[i]; }
 
   template <class Nodes>
@@ -88,7 +90,8 @@ template <std::size_t N>
 }
 /// Builds a fixed_cluster from a std::array of node specs.
 template <std::size_t N>
-[[nodiscard]] constexpr fixed_cluster<N> make_cluster(const std::array<node_spec, N>& nodes) noexcept {
+[[nodiscard]] constexpr fixed_cluster<N> make_cluster(
+    const std::array<node_spec, N>& nodes) noexcept {
   return fixed_cluster<N>(nodes);
 }
 
@@ -122,8 +125,8 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
   std::vector<std::uint32_t> role_id_;  // per node, only when there are several roles (else all 0)
   std::vector<std::pair<std::size_t, std::size_t>> roles_;  // (begin, size) in text_, by id
   std::vector<long long> offsets_{0};
-  std::vector<long long> role_offsets_;  // per node, only when there are several roles
-  std::vector<long long> role_totals_;   // per role id
+  std::vector<long long> role_offsets_;    // per node, only when there are several roles
+  std::vector<long long> role_totals_;     // per role id
   std::vector<std::vector<int>> devices_;  // empty, or one (possibly empty) list per node
   // Weights: ids into a table of texts, stored only once a node has a weight other than "1".
   // A run of equal weights shares one entry, so a cluster of a few GPU types keeps a few.
@@ -158,7 +161,9 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
   long long role_total_unchecked(std::size_t i) const noexcept { return role_totals_[role_of(i)]; }
   std::uint32_t role_of(std::size_t i) const noexcept { return role_id_.empty() ? 0 : role_id_[i]; }
   // A node's nproc is the step between its offset and the next: stored once, as the offsets.
-  int nproc_of(std::size_t i) const noexcept { return static_cast<int>(offsets_[i + 1] - offsets_[i]); }
+  int nproc_of(std::size_t i) const noexcept {
+    return static_cast<int>(offsets_[i + 1] - offsets_[i]);
+  }
 
   // Hosts first, roles after them: a role's text is appended when it is first seen.
   void reserve(std::size_t n, std::size_t host_chars) {
@@ -170,7 +175,8 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
     text_.append(host.data(), host.size());
     host_end_.push_back(text_.size());
     append_weight(weight);
-    if (role_id != 0 && role_id_.empty()) role_id_.assign(host_end_.size() - 1, 0);  // a second run: ids from here on
+    if (role_id != 0 && role_id_.empty())
+      role_id_.assign(host_end_.size() - 1, 0);  // a second run: ids from here on
     if (!role_id_.empty()) role_id_.push_back(role_id);
     offsets_.push_back(offsets_.back() + nproc);  // 64-bit: n * INT_MAX cannot wrap
   }
@@ -199,8 +205,12 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
  public:
   /// An empty cluster (which validation reports as empty_cluster).
   basic_cluster() = default;
-  basic_cluster(std::initializer_list<node_spec> nodes) { assign(nodes.begin(), nodes.end(), nodes.size()); }
-  basic_cluster(const std::vector<node_spec>& nodes) { assign(nodes.begin(), nodes.end(), nodes.size()); }  // NOLINT
+  basic_cluster(std::initializer_list<node_spec> nodes) {
+    assign(nodes.begin(), nodes.end(), nodes.size());
+  }
+  basic_cluster(const std::vector<node_spec>& nodes) {
+    assign(nodes.begin(), nodes.end(), nodes.size());
+  }  // NOLINT
   template <std::size_t N>
   explicit basic_cluster(const fixed_cluster<N>& fixed) {
     assign(fixed.nodes().begin(), fixed.nodes().end(), N);
@@ -260,7 +270,11 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
       iterator(const basic_cluster* c, std::size_t i) noexcept : c_(c), i_(i) {}
       node_spec operator*() const noexcept { return c_->node_unchecked(i_); }
       iterator& operator++() noexcept { return ++i_, *this; }
-      iterator operator++(int) noexcept { iterator old = *this; ++i_; return old; }
+      iterator operator++(int) noexcept {
+        iterator old = *this;
+        ++i_;
+        return old;
+      }
       friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.i_ == b.i_; }
       friend bool operator!=(const iterator& a, const iterator& b) noexcept { return a.i_ != b.i_; }
     };
@@ -272,11 +286,14 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
     [[nodiscard]] iterator end() const noexcept { return {c_, size()}; }
     /// The cluster this list views.
     [[nodiscard]] const basic_cluster& source() const noexcept { return *c_; }
-    operator std::vector<node_spec>() const { return std::vector<node_spec>(begin(), end()); }  // NOLINT
+    operator std::vector<node_spec>() const {
+      return std::vector<node_spec>(begin(), end());
+    }  // NOLINT
   };
   [[nodiscard]] node_list nodes() const noexcept { return node_list(*this); }
   /// A copy of the cluster `nodes` views, device lists included.
-  basic_cluster(const node_list& nodes) : basic_cluster(nodes.source()) {}  // NOLINT: a view of a cluster copies it
+  basic_cluster(const node_list& nodes)
+      : basic_cluster(nodes.source()) {}  // NOLINT: a view of a cluster copies it
 };
 
 /// Builds a cluster node by node without an intermediate list: the parsers use it so that a
@@ -296,7 +313,8 @@ class basic_cluster_builder {
   /// Reserves room for `nodes` nodes whose hosts have `host_chars` characters in all.
   void reserve(std::size_t nodes, std::size_t host_chars) { c_.reserve(nodes, host_chars); }
   /// Appends a node. O(1) amortized.
-  void add(std::string_view host, int nproc, std::string_view role = "default", std::string_view weight = "1") {
+  void add(std::string_view host, int nproc, std::string_view role = "default",
+           std::string_view weight = "1") {
     if (runs_.empty() || !detail::same_text(role, run_text(runs_.size() - 1))) {
       runs_.emplace_back(role_text_.size(), role.size());
       role_text_.append(role.data(), role.size());
@@ -368,14 +386,13 @@ template <std::size_t N>
   const node_spec* nodes = c.nodes_.data();
   const auto node_at = [nodes](std::size_t i) { return nodes[i]; };
   if (!options.allow_duplicate_hosts)
-    detail::find_duplicate_hosts(
-        N, node_at, detail::validation_scratch{idx.data(), idx_tmp.data(), key.data(), key_tmp.data(), dup_of.data()});
-  detail::validate_nodes(
-      N, node_at, options, dup_of.data(),
-      [&first](const diagnostic& d) {
-        first = d;
-        return false;
-      });
+    detail::find_duplicate_hosts(N, node_at,
+                                 detail::validation_scratch{idx.data(), idx_tmp.data(), key.data(),
+                                                            key_tmp.data(), dup_of.data()});
+  detail::validate_nodes(N, node_at, options, dup_of.data(), [&first](const diagnostic& d) {
+    first = d;
+    return false;
+  });
   return first;
 }
 
@@ -391,13 +408,16 @@ std::vector<std::pair<std::size_t, std::size_t>> duplicate_hosts(std::size_t n, 
   if (n > 0xffffffffu) {  // more nodes than 32-bit indices: the general algorithm
     std::vector<std::size_t> idx(n), idx_tmp(n), dup_of(n);
     std::vector<std::uint64_t> key(n), key_tmp(n);
-    find_duplicate_hosts(n, node_at, validation_scratch{idx.data(), idx_tmp.data(), key.data(), key_tmp.data(), dup_of.data()});
+    find_duplicate_hosts(
+        n, node_at,
+        validation_scratch{idx.data(), idx_tmp.data(), key.data(), key_tmp.data(), dup_of.data()});
     for (std::size_t i = 0; i < n; ++i)
       if (dup_of[i] != n) dups.emplace_back(i, dup_of[i]);
     return dups;
   }
   std::vector<std::uint64_t> keys(n);
-  for (std::size_t i = 0; i < n; ++i) keys[i] = (host_hash(node_at(i).host) & 0xffffffff00000000ull) | i;
+  for (std::size_t i = 0; i < n; ++i)
+    keys[i] = (host_hash(node_at(i).host) & 0xffffffff00000000ull) | i;
   // In place, by the top 16 bits (American flag sort), then each bucket by its whole key: the
   // buckets hold n / 65536 keys on average, so this is linear, and it needs no second array.
   const auto less = [](std::uint64_t a, std::uint64_t b) { return a < b; };
@@ -421,10 +441,11 @@ std::vector<std::pair<std::size_t, std::size_t>> duplicate_hosts(std::size_t n, 
         keys[next[b]++] = k;
       }
     for (std::size_t b = 0; b < 65536; ++b)
-      if (start[b + 1] - start[b] > 1) heap_sort(keys.data() + start[b], start[b + 1] - start[b], less);
+      if (start[b + 1] - start[b] > 1)
+        heap_sort(keys.data() + start[b], start[b + 1] - start[b], less);
   }
-  std::vector<std::uint64_t> full;   // a run's full hashes
-  std::vector<std::size_t> order;    // a run's positions, sorted
+  std::vector<std::uint64_t> full;  // a run's full hashes
+  std::vector<std::size_t> order;   // a run's positions, sorted
   std::size_t start = 0;
   while (start < n) {
     std::size_t end = start + 1;
@@ -435,13 +456,16 @@ std::vector<std::pair<std::size_t, std::size_t>> duplicate_hosts(std::size_t n, 
       full.resize(run);
       order.resize(run);
       find_run_duplicates(
-          run, node_at, [run_keys](std::size_t k) { return static_cast<std::size_t>(run_keys[k] & 0xffffffffu); },
-          full.data(), order.data(), [&dups](std::size_t node, std::size_t first) { dups.emplace_back(node, first); });
+          run, node_at,
+          [run_keys](std::size_t k) { return static_cast<std::size_t>(run_keys[k] & 0xffffffffu); },
+          full.data(), order.data(),
+          [&dups](std::size_t node, std::size_t first) { dups.emplace_back(node, first); });
     }
     start = end;
   }
-  heap_sort(dups.data(), dups.size(), [](const std::pair<std::size_t, std::size_t>& a,
-                                         const std::pair<std::size_t, std::size_t>& b) { return a.first < b.first; });
+  heap_sort(dups.data(), dups.size(),
+            [](const std::pair<std::size_t, std::size_t>& a,
+               const std::pair<std::size_t, std::size_t>& b) { return a.first < b.first; });
   return dups;
 }
 
@@ -473,19 +497,24 @@ std::vector<diagnostic> validate_all(std::size_t n, NodeAt node_at, validate_opt
 /// Every problem of a topology, in node order (empty when it is valid). O(N log N).
 /// The diagnostics own their text: they may outlive `c`.
 template <class Unused>
-[[nodiscard]] std::vector<diagnostic> validate(const basic_cluster<Unused>& c, validate_options options = {}) {
-  return detail::validate_all(c.node_count(), [&c](std::size_t i) { return c.node(i); }, options);
+[[nodiscard]] std::vector<diagnostic> validate(const basic_cluster<Unused>& c,
+                                               validate_options options = {}) {
+  return detail::validate_all(
+      c.node_count(), [&c](std::size_t i) { return c.node(i); }, options);
 }
 /// Every problem of a fixed topology, in node order.
 template <std::size_t N>
-[[nodiscard]] std::vector<diagnostic> validate(const fixed_cluster<N>& c, validate_options options = {}) {
-  return detail::validate_all(N, [&c](std::size_t i) { return c.node(i); }, options);
+[[nodiscard]] std::vector<diagnostic> validate(const fixed_cluster<N>& c,
+                                               validate_options options = {}) {
+  return detail::validate_all(
+      N, [&c](std::size_t i) { return c.node(i); }, options);
 }
 /// The first problem of a run-time topology, or a diagnostic that converts to false.
 template <class Unused>
-[[nodiscard]] diagnostic first_error(const basic_cluster<Unused>& c, validate_options options = {}) {
-  const std::vector<diagnostic> first =
-      detail::validate_all(c.node_count(), [&c](std::size_t i) { return c.node(i); }, options, true);
+[[nodiscard]] diagnostic first_error(const basic_cluster<Unused>& c,
+                                     validate_options options = {}) {
+  const std::vector<diagnostic> first = detail::validate_all(
+      c.node_count(), [&c](std::size_t i) { return c.node(i); }, options, true);
   return first.empty() ? diagnostic{} : first.front();
 }
 
@@ -494,14 +523,29 @@ namespace detail {
 // the compiler prints in "required from" notes; the failing assertion below says what it means.
 template <errc Code, std::size_t Node>
 struct static_validation {
-  static_assert(Code != errc::empty_cluster, "hetlaunch: invalid topology: the cluster has no nodes");
-  static_assert(Code != errc::bad_nproc, "hetlaunch: invalid topology: nproc must be at least 1 (the node index is static_validation's second argument)");
-  static_assert(Code != errc::world_size_overflow, "hetlaunch: invalid topology: the world size exceeds INT_MAX (torch.distributed ranks are 32-bit)");
-  static_assert(Code != errc::bad_host, "hetlaunch: invalid topology: a host is not a valid RFC 1123 name or IP literal (the node index is static_validation's second argument)");
-  static_assert(Code != errc::duplicate_host, "hetlaunch: invalid topology: duplicate host; allow it with validate_options::allow_duplicate_hosts (the node index is static_validation's second argument)");
-  static_assert(Code != errc::empty_role, "hetlaunch: invalid topology: a role is empty (the node index is static_validation's second argument)");
-  static_assert(Code != errc::bad_role, "hetlaunch: invalid topology: a role has a blank or control character or starts with '-' (the node index is static_validation's second argument)");
-  static_assert(Code != errc::bad_weight, "hetlaunch: invalid topology: a weight is not a decimal above 0 and at most 1000000 with at most 6 fractional digits (the node index is static_validation's second argument)");
+  static_assert(Code != errc::empty_cluster,
+                "hetlaunch: invalid topology: the cluster has no nodes");
+  static_assert(
+      Code != errc::bad_nproc,
+      "hetlaunch: invalid topology: nproc must be at least 1 (the node index is static_validation's second argument)");
+  static_assert(
+      Code != errc::world_size_overflow,
+      "hetlaunch: invalid topology: the world size exceeds INT_MAX (torch.distributed ranks are 32-bit)");
+  static_assert(
+      Code != errc::bad_host,
+      "hetlaunch: invalid topology: a host is not a valid RFC 1123 name or IP literal (the node index is static_validation's second argument)");
+  static_assert(
+      Code != errc::duplicate_host,
+      "hetlaunch: invalid topology: duplicate host; allow it with validate_options::allow_duplicate_hosts (the node index is static_validation's second argument)");
+  static_assert(
+      Code != errc::empty_role,
+      "hetlaunch: invalid topology: a role is empty (the node index is static_validation's second argument)");
+  static_assert(
+      Code != errc::bad_role,
+      "hetlaunch: invalid topology: a role has a blank or control character or starts with '-' (the node index is static_validation's second argument)");
+  static_assert(
+      Code != errc::bad_weight,
+      "hetlaunch: invalid topology: a weight is not a decimal above 0 and at most 1000000 with at most 6 fractional digits (the node index is static_validation's second argument)");
   static constexpr bool ok = Code == errc::ok;
 };
 }  // namespace detail
@@ -512,16 +556,18 @@ struct static_validation {
 /// that says what is wrong and, in the instantiation note, the node index. A declaration: usable
 /// at namespace, class and block scope.
 ///   constexpr auto c = hetlaunch::make_cluster({{"a", 8}, {"a", 4}});
-///   HETLAUNCH_STATIC_VALIDATE(c);  // error: ... duplicate host ... static_validation<errc::duplicate_host, 1>
-#define HETLAUNCH_STATIC_VALIDATE(c) HETLAUNCH_STATIC_VALIDATE_WITH(c, ::hetlaunch::validate_options{})
+///   HETLAUNCH_STATIC_VALIDATE(c);
+///   // error: ... duplicate host ... static_validation<errc::duplicate_host, 1>
+#define HETLAUNCH_STATIC_VALIDATE(c) \
+  HETLAUNCH_STATIC_VALIDATE_WITH(c, ::hetlaunch::validate_options{})
 
 /// HETLAUNCH_STATIC_VALIDATE with options, e.g. to allow several agents on one host:
 ///   constexpr hetlaunch::validate_options shared{/*allow_duplicate_hosts=*/true};
 ///   HETLAUNCH_STATIC_VALIDATE_WITH(c, shared);
-#define HETLAUNCH_STATIC_VALIDATE_WITH(c, options)                                       \
-  static_assert(::hetlaunch::detail::static_validation<                                 \
-                    ::hetlaunch::first_error((c), (options)).code,                      \
-                    ::hetlaunch::first_error((c), (options)).node>::ok,                 \
-                "hetlaunch: invalid topology (see the message above)")
+#define HETLAUNCH_STATIC_VALIDATE_WITH(c, options)                                               \
+  static_assert(                                                                                 \
+      ::hetlaunch::detail::static_validation<::hetlaunch::first_error((c), (options)).code,      \
+                                             ::hetlaunch::first_error((c), (options)).node>::ok, \
+      "hetlaunch: invalid topology (see the message above)")
 
 #endif  // HETLAUNCH_CLUSTER_HPP

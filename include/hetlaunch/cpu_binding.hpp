@@ -33,8 +33,8 @@ struct local_rank_cpus {
 /// The GPUs a worker sees, in CUDA's order: CUDA_VISIBLE_DEVICES's physical indices (a comma
 /// list), or every GPU of `gpus` by index when it is not set. An index the node does not have,
 /// one given twice, or anything but decimal indices (UUIDs, MIG names) is an error.
-[[nodiscard]] inline result<std::vector<gpu_device>, binding_error>
-visible_gpus(const std::vector<gpu_device>& gpus, std::optional<std::string_view> cuda_visible_devices) {
+[[nodiscard]] inline result<std::vector<gpu_device>, binding_error> visible_gpus(
+    const std::vector<gpu_device>& gpus, std::optional<std::string_view> cuda_visible_devices) {
   if (!cuda_visible_devices) return gpus;
   std::vector<gpu_device> out;
   const std::string_view list = detail::trimmed(*cuda_visible_devices);
@@ -45,18 +45,22 @@ visible_gpus(const std::vector<gpu_device>& gpus, std::optional<std::string_view
     start = end + 1;
     const auto index = detail::small_integer(item, 0x7fffffff, false);
     if (!index)
-      return binding_error{detail::concat("the visible devices ", detail::quoted(list), " hold ", detail::quoted(item),
-                                          ", not a GPU index (UUIDs and MIG devices cannot be bound)")};
-    const auto found = std::find_if(gpus.begin(), gpus.end(), [&](const gpu_device& g) { return g.index == *index; });
+      return binding_error{detail::concat(
+          "the visible devices ", detail::quoted(list), " hold ", detail::quoted(item),
+          ", not a GPU index (UUIDs and MIG devices cannot be bound)")};
+    const auto found = std::find_if(gpus.begin(), gpus.end(),
+                                    [&](const gpu_device& g) { return g.index == *index; });
     if (found == gpus.end()) {
       std::string have;
       for (const gpu_device& g : gpus) have += detail::concat(have.empty() ? "" : ",", g.index);
-      return binding_error{detail::concat("the visible devices ", detail::quoted(list), " name GPU ", *index,
-                                          ", which the node does not have (it has ", have.empty() ? "none" : have, ")")};
+      return binding_error{detail::concat(
+          "the visible devices ", detail::quoted(list), " name GPU ", *index,
+          ", which the node does not have (it has ", have.empty() ? "none" : have, ")")};
     }
     for (const gpu_device& g : out)
       if (g.index == found->index)
-        return binding_error{detail::concat("the visible devices ", detail::quoted(list), " name GPU ", *index, " twice")};
+        return binding_error{detail::concat("the visible devices ", detail::quoted(list),
+                                            " name GPU ", *index, " twice")};
     out.push_back(*found);
   }
   return out;
@@ -71,7 +75,8 @@ struct binding_context {
 };
 
 // The GPU's NUMA node; -1 (one-node machines) counts as node 0.
-inline result<int, binding_error> gpu_numa_node(const binding_context& b, std::size_t visible_index) {
+inline result<int, binding_error> gpu_numa_node(const binding_context& b,
+                                                std::size_t visible_index) {
   result<int, binding_error> node = b.topology.pci_numa_node(b.visible[visible_index].pci);
   if (!node) return node;
   return std::max(*node, 0);
@@ -85,7 +90,8 @@ inline result<cpu_list, binding_error> allowed_node_cpus(const binding_context& 
 
 // The positions among the visible GPUs of those on `node`: a GPU's share in `exclusive` and
 // `core-complex` depends on all of them, whether or not a worker runs on it.
-inline result<std::vector<std::size_t>, binding_error> gpus_of_node(const binding_context& b, int node) {
+inline result<std::vector<std::size_t>, binding_error> gpus_of_node(const binding_context& b,
+                                                                    int node) {
   std::vector<std::size_t> out;
   for (std::size_t j = 0; j < b.visible.size(); ++j) {
     result<int, binding_error> n = gpu_numa_node(b, j);
@@ -111,7 +117,8 @@ inline result<long long, binding_error> socket_of_node(const binding_context& b,
   result<cpu_list, binding_error> cpus = allowed_node_cpus(b, node);
   if (!cpus) return cpus.error();
   if (cpus->empty())
-    return binding_error{concat("NUMA node ", node, " has no CPU this worker may use, so its socket is unknown")};
+    return binding_error{
+        concat("NUMA node ", node, " has no CPU this worker may use, so its socket is unknown")};
   return b.topology.package_of(cpus->front());
 }
 
@@ -140,18 +147,21 @@ struct node_split {
 };
 
 template <class KeyOf>
-result<node_split, binding_error> split_of_node(const binding_context& b, int node, std::size_t rank, KeyOf key_of) {
+result<node_split, binding_error> split_of_node(const binding_context& b, int node,
+                                                std::size_t rank, KeyOf key_of) {
   result<std::vector<std::size_t>, binding_error> gpus = gpus_of_node(b, node);
   if (!gpus) return gpus.error();
   result<cpu_list, binding_error> cpus = allowed_node_cpus(b, static_cast<unsigned>(node));
   if (!cpus) return cpus.error();
   result<std::map<unsigned, cpu_list>, binding_error> groups = grouped(*cpus, key_of);
   if (!groups) return groups.error();
-  const std::size_t position = static_cast<std::size_t>(std::find(gpus->begin(), gpus->end(), rank) - gpus->begin());
+  const std::size_t position =
+      static_cast<std::size_t>(std::find(gpus->begin(), gpus->end(), rank) - gpus->begin());
   return node_split{position, gpus->size(), *std::move(groups)};
 }
 
-inline result<cpu_list, binding_error> exclusive_cpus(const binding_context& b, int node, std::size_t rank) {
+inline result<cpu_list, binding_error> exclusive_cpus(const binding_context& b, int node,
+                                                      std::size_t rank) {
   result<node_split, binding_error> split =
       split_of_node(b, node, rank, [&](unsigned cpu) { return b.topology.core_of(cpu); });
   if (!split) return split.error();
@@ -159,25 +169,29 @@ inline result<cpu_list, binding_error> exclusive_cpus(const binding_context& b, 
   const std::size_t per_gpu = cores / split->gpus;
   const std::size_t extra = cores % split->gpus;
   if (per_gpu < 1)
-    return binding_error{concat("exclusive: NUMA node ", node, " has ", cores, " physical core", cores == 1 ? "" : "s",
-                                " this worker may use, fewer than its ", split->gpus, " GPUs")};
+    return binding_error{concat("exclusive: NUMA node ", node, " has ", cores, " physical core",
+                                cores == 1 ? "" : "s", " this worker may use, fewer than its ",
+                                split->gpus, " GPUs")};
   const std::size_t first = position * per_gpu + std::min(position, extra);
   const std::size_t count = per_gpu + (position < extra ? 1 : 0);
   cpu_list out;
   std::size_t k = 0;
   for (const auto& core : split->groups) {
-    if (k >= first && k < first + count) out.insert(out.end(), core.second.begin(), core.second.end());
+    if (k >= first && k < first + count)
+      out.insert(out.end(), core.second.begin(), core.second.end());
     ++k;
   }
   std::sort(out.begin(), out.end());
   return out;
 }
 
-inline result<cpu_list, binding_error> core_complex_cpus(const binding_context& b, int node, std::size_t rank) {
+inline result<cpu_list, binding_error> core_complex_cpus(const binding_context& b, int node,
+                                                         std::size_t rank) {
   result<node_split, binding_error> split =
       split_of_node(b, node, rank, [&](unsigned cpu) { return b.topology.cache_group_of(cpu); });
   if (!split) return split.error();
-  if (split->groups.empty()) return binding_error{concat("NUMA node ", node, " has no CPU this worker may use")};
+  if (split->groups.empty())
+    return binding_error{concat("NUMA node ", node, " has no CPU this worker may use")};
   std::vector<std::pair<unsigned, cpu_list>> order(split->groups.begin(), split->groups.end());
   // The groups with the most CPUs the worker may use first, then by their lowest CPU.
   std::stable_sort(order.begin(), order.end(),
@@ -192,43 +206,57 @@ inline result<cpu_list, binding_error> core_complex_cpus(const binding_context& 
 /// the worker may use: its affinity, or every CPU of a recorded tree). Errors, each naming the
 /// rank and its GPU: a rank without a GPU, what the topology lacks that the mode needs, no CPU
 /// left, and `exclusive` with fewer cores than the node's GPUs.
-[[nodiscard]] inline result<local_rank_cpus, binding_error>
-local_rank_binding(const cpu_topology& topology, numa_binding mode, const std::vector<gpu_device>& visible,
-                   int local_rank, const cpu_list& allowed) {
+[[nodiscard]] inline result<local_rank_cpus, binding_error> local_rank_binding(
+    const cpu_topology& topology, numa_binding mode, const std::vector<gpu_device>& visible,
+    int local_rank, const cpu_list& allowed) {
   if (local_rank < 0 || static_cast<std::size_t>(local_rank) >= visible.size())
-    return binding_error{detail::concat("local rank ", local_rank, " has no GPU: the node shows ", visible.size(),
-                                        visible.size() == 1 ? " GPU" : " GPUs", " (CUDA_VISIBLE_DEVICES, --devices)")};
+    return binding_error{detail::concat("local rank ", local_rank, " has no GPU: the node shows ",
+                                        visible.size(), visible.size() == 1 ? " GPU" : " GPUs",
+                                        " (CUDA_VISIBLE_DEVICES, --devices)")};
   const std::size_t rank = static_cast<std::size_t>(local_rank);
   const gpu_device& gpu = visible[rank];
   const auto failed = [&](const binding_error& e) {
-    return binding_error{detail::concat("local rank ", local_rank, " (GPU ", gpu.index, ", ", gpu.pci, "): ", e.text)};
+    return binding_error{detail::concat("local rank ", local_rank, " (GPU ", gpu.index, ", ",
+                                        gpu.pci, "): ", e.text)};
   };
   const detail::binding_context b{topology, visible, allowed};
   result<int, binding_error> node = detail::gpu_numa_node(b, rank);
   if (!node) return failed(node.error());
   result<cpu_list, binding_error> cpus = binding_error{};
   switch (mode) {
-    case numa_binding::none: cpus = allowed; break;
-    case numa_binding::node: cpus = detail::allowed_node_cpus(b, static_cast<unsigned>(*node)); break;
-    case numa_binding::socket: cpus = detail::socket_cpus(b, *node); break;
-    case numa_binding::exclusive: cpus = detail::exclusive_cpus(b, *node, rank); break;
-    case numa_binding::core_complex: cpus = detail::core_complex_cpus(b, *node, rank); break;
+    case numa_binding::none:
+      cpus = allowed;
+      break;
+    case numa_binding::node:
+      cpus = detail::allowed_node_cpus(b, static_cast<unsigned>(*node));
+      break;
+    case numa_binding::socket:
+      cpus = detail::socket_cpus(b, *node);
+      break;
+    case numa_binding::exclusive:
+      cpus = detail::exclusive_cpus(b, *node, rank);
+      break;
+    case numa_binding::core_complex:
+      cpus = detail::core_complex_cpus(b, *node, rank);
+      break;
   }
   if (!cpus) return failed(cpus.error());
   if (cpus->empty())
-    return failed(binding_error{detail::concat(numa_binding_name(mode), ": no CPU of NUMA node ", *node,
-                                               " is one this worker may use (allowed: ",
-                                               allowed.empty() ? "none" : format_cpulist(allowed), ")")});
+    return failed(
+        binding_error{detail::concat(numa_binding_name(mode), ": no CPU of NUMA node ", *node,
+                                     " is one this worker may use (allowed: ",
+                                     allowed.empty() ? "none" : format_cpulist(allowed), ")")});
   return local_rank_cpus{local_rank, gpu.index, gpu.pci, *node, *std::move(cpus)};
 }
 
 /// local_rank_binding for local ranks 0 to nproc - 1; the first error stops.
-[[nodiscard]] inline result<std::vector<local_rank_cpus>, binding_error>
-local_rank_bindings(const cpu_topology& topology, numa_binding mode, const std::vector<gpu_device>& visible, int nproc,
-                    const cpu_list& allowed) {
+[[nodiscard]] inline result<std::vector<local_rank_cpus>, binding_error> local_rank_bindings(
+    const cpu_topology& topology, numa_binding mode, const std::vector<gpu_device>& visible,
+    int nproc, const cpu_list& allowed) {
   std::vector<local_rank_cpus> out;
   for (int rank = 0; rank < nproc; ++rank) {
-    result<local_rank_cpus, binding_error> one = local_rank_binding(topology, mode, visible, rank, allowed);
+    result<local_rank_cpus, binding_error> one =
+        local_rank_binding(topology, mode, visible, rank, allowed);
     if (!one) return one.error();
     out.push_back(*std::move(one));
   }

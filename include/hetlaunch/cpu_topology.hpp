@@ -23,7 +23,9 @@ namespace hetlaunch {
 struct binding_error {
   std::string text;
   [[nodiscard]] std::string message() const { return text; }
-  friend bool operator==(const binding_error& a, const binding_error& b) { return a.text == b.text; }
+  friend bool operator==(const binding_error& a, const binding_error& b) {
+    return a.text == b.text;
+  }
   friend bool operator!=(const binding_error& a, const binding_error& b) { return !(a == b); }
 };
 
@@ -37,15 +39,18 @@ inline constexpr unsigned max_cpu_number = 65535;
 namespace detail {
 
 inline std::string_view trimmed(std::string_view text) noexcept {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t' || text.front() == '\n' || text.front() == '\r'))
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t' || text.front() == '\n' ||
+                           text.front() == '\r'))
     text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\n' || text.back() == '\r'))
+  while (!text.empty() &&
+         (text.back() == ' ' || text.back() == '\t' || text.back() == '\n' || text.back() == '\r'))
     text.remove_suffix(1);
   return text;
 }
 
 // A decimal of at most `max`, with an optional '-' when `negative_allowed`.
-inline std::optional<long long> small_integer(std::string_view text, long long max, bool negative_allowed) {
+inline std::optional<long long> small_integer(std::string_view text, long long max,
+                                              bool negative_allowed) {
   text = trimmed(text);
   const bool negative = negative_allowed && !text.empty() && text.front() == '-';
   if (negative) text.remove_prefix(1);
@@ -70,12 +75,16 @@ inline std::optional<long long> small_integer(std::string_view text, long long m
     const std::string_view item = detail::trimmed(list.substr(start, end - start));
     const std::size_t dash = item.find('-');
     const auto first = detail::small_integer(item.substr(0, dash), max_cpu_number, false);
-    const auto last = dash == std::string_view::npos ? first
-                                                      : detail::small_integer(item.substr(dash + 1), max_cpu_number, false);
+    const auto last = dash == std::string_view::npos
+                          ? first
+                          : detail::small_integer(item.substr(dash + 1), max_cpu_number, false);
     if (!first || !last || *last < *first)
-      return binding_error{detail::concat("not a CPU list: ", detail::quoted(text), " (at ", detail::quoted(item),
-                                          "; CPUs are numbered 0 to ", max_cpu_number, ")")};
-    if (end + 1 == list.size()) return binding_error{detail::concat("not a CPU list: ", detail::quoted(text), " (ends with ',')")};
+      return binding_error{detail::concat("not a CPU list: ", detail::quoted(text), " (at ",
+                                          detail::quoted(item), "; CPUs are numbered 0 to ",
+                                          max_cpu_number, ")")};
+    if (end + 1 == list.size())
+      return binding_error{
+          detail::concat("not a CPU list: ", detail::quoted(text), " (ends with ',')")};
     ranges.emplace_back(static_cast<unsigned>(*first), static_cast<unsigned>(*last));
     start = end + 1;
   }
@@ -83,7 +92,8 @@ inline std::optional<long long> small_integer(std::string_view text, long long m
   std::sort(ranges.begin(), ranges.end());
   cpu_list out;
   for (const auto& [first, last] : ranges)
-    for (unsigned cpu = out.empty() ? first : std::max(first, out.back() + 1); cpu <= last && (out.empty() || cpu > out.back()); ++cpu)
+    for (unsigned cpu = out.empty() ? first : std::max(first, out.back() + 1);
+         cpu <= last && (out.empty() || cpu > out.back()); ++cpu)
       out.push_back(cpu);
   return out;
 }
@@ -121,23 +131,28 @@ inline std::optional<long long> small_integer(std::string_view text, long long m
 struct gpu_device {
   unsigned index = 0;
   std::string pci;
-  friend bool operator==(const gpu_device& a, const gpu_device& b) { return a.index == b.index && a.pci == b.pci; }
+  friend bool operator==(const gpu_device& a, const gpu_device& b) {
+    return a.index == b.index && a.pci == b.pci;
+  }
 };
 
 /// A PCI address in the form sysfs names it (`0000:3b:00.0`: a domain of at least 4 lower-case hex
 /// digits, bus, device, function), from nvidia-smi's (`00000000:3B:00.0`, an 8-digit upper-case
 /// domain) or sysfs's own.
-[[nodiscard]] inline result<std::string, binding_error> sysfs_pci_address(std::string_view address) {
+[[nodiscard]] inline result<std::string, binding_error> sysfs_pci_address(
+    std::string_view address) {
   const std::string_view a = detail::trimmed(address);
   const auto bad = [&] {
-    return binding_error{detail::concat("not a PCI address: ", detail::quoted(address),
-                                        " (expected DOMAIN:BUS:DEVICE.FUNCTION, as 00000000:07:00.0)")};
+    return binding_error{
+        detail::concat("not a PCI address: ", detail::quoted(address),
+                       " (expected DOMAIN:BUS:DEVICE.FUNCTION, as 00000000:07:00.0)")};
   };
   const std::size_t c1 = a.find(':');
   const std::size_t c2 = c1 == std::string_view::npos ? c1 : a.find(':', c1 + 1);
   const std::size_t dot = c2 == std::string_view::npos ? c2 : a.find('.', c2 + 1);
   if (dot == std::string_view::npos) return bad();
-  const auto hex = [](std::string_view part, std::size_t min_digits, std::size_t max_digits) -> std::optional<std::string> {
+  const auto hex = [](std::string_view part, std::size_t min_digits,
+                      std::size_t max_digits) -> std::optional<std::string> {
     if (part.size() < min_digits || part.size() > max_digits) return std::nullopt;
     std::string out;
     for (char ch : part) {
@@ -171,10 +186,15 @@ struct gpu_device {
     start = end + 1;
     if (detail::trimmed(line).empty()) continue;
     const std::size_t comma = line.find(',');
-    const auto index = comma == std::string_view::npos ? std::nullopt : detail::small_integer(line.substr(0, comma), 0x7fffffff, false);
+    const auto index = comma == std::string_view::npos
+                           ? std::nullopt
+                           : detail::small_integer(line.substr(0, comma), 0x7fffffff, false);
     if (!index)
-      return parse_error{line_no, 1, detail::concat("expected 'INDEX, PCI ADDRESS' (nvidia-smi --query-gpu=index,pci.bus_id "
-                                                    "--format=csv,noheader), got ", detail::quoted(line))};
+      return parse_error{
+          line_no, 1,
+          detail::concat("expected 'INDEX, PCI ADDRESS' (nvidia-smi --query-gpu=index,pci.bus_id "
+                         "--format=csv,noheader), got ",
+                         detail::quoted(line))};
     result<std::string, binding_error> pci = sysfs_pci_address(line.substr(comma + 1));
     if (!pci) return parse_error{line_no, comma + 2, pci.error().text};
     for (const gpu_device& g : gpus)
@@ -182,7 +202,8 @@ struct gpu_device {
         return parse_error{line_no, 1, detail::concat("GPU ", *index, " is listed twice")};
     gpus.push_back({static_cast<unsigned>(*index), *std::move(pci)});
   }
-  std::sort(gpus.begin(), gpus.end(), [](const gpu_device& a, const gpu_device& b) { return a.index < b.index; });
+  std::sort(gpus.begin(), gpus.end(),
+            [](const gpu_device& a, const gpu_device& b) { return a.index < b.index; });
   return gpus;
 }
 
@@ -198,14 +219,17 @@ class cpu_topology {
   /// caches of the CPUs on the GPUs' nodes, which are all a binding of these GPUs asks for: pass
   /// the GPUs the workers see (visible_gpus), not necessarily all of the machine's.
   template <class ReadFile>
-  [[nodiscard]] static cpu_topology read(ReadFile&& read_file, const std::vector<gpu_device>& gpus) {
+  [[nodiscard]] static cpu_topology read(ReadFile&& read_file,
+                                         const std::vector<gpu_device>& gpus) {
     cpu_topology t;
     const auto missing = [](const std::string& path) {
       return binding_error{detail::concat("the CPU topology has no ", path)};
     };
-    const auto garbled = [](const std::string& path, const std::string& text, std::string_view expected) {
-      return binding_error{detail::concat("the CPU topology's ", path, " holds ", detail::quoted(detail::trimmed(text)),
-                                          ", not ", expected)};
+    const auto garbled = [](const std::string& path, const std::string& text,
+                            std::string_view expected) {
+      return binding_error{detail::concat("the CPU topology's ", path, " holds ",
+                                          detail::quoted(detail::trimmed(text)), ", not ",
+                                          expected)};
     };
     // A file holding a CPU list, an integer, or its text.
     const auto list_at = [&](const std::string& path) -> result<cpu_list, binding_error> {
@@ -235,10 +259,12 @@ class cpu_topology {
       if (node) nodes = cpu_union(nodes, {static_cast<unsigned>(std::max(*node, 0))});
     cpu_list all, near_gpus;
     for (unsigned n : nodes) {
-      result<cpu_list, binding_error> cpus = list_at(detail::concat("devices/system/node/node", n, "/cpulist"));
+      result<cpu_list, binding_error> cpus =
+          list_at(detail::concat("devices/system/node/node", n, "/cpulist"));
       if (cpus) all = cpu_union(all, *cpus);
       for (const auto& [pci, node] : t.pci_numa_node_)
-        if (cpus && node && static_cast<unsigned>(std::max(*node, 0)) == n) near_gpus = cpu_union(near_gpus, *cpus);
+        if (cpus && node && static_cast<unsigned>(std::max(*node, 0)) == n)
+          near_gpus = cpu_union(near_gpus, *cpus);
       t.node_cpus_.emplace(n, std::move(cpus));
     }
     for (unsigned cpu : all) {
@@ -246,9 +272,12 @@ class cpu_topology {
       cpu_facts f{integer_at(dir + "topology/physical_package_id"), not_read(cpu), not_read(cpu)};
       if (std::binary_search(near_gpus.begin(), near_gpus.end(), cpu)) {
         result<cpu_list, binding_error> siblings = list_at(dir + "topology/thread_siblings_list");
-        if (!siblings) f.core = siblings.error();
-        else if (siblings->empty()) f.core = garbled(dir + "topology/thread_siblings_list", "", "a CPU list");
-        else f.core = siblings->front();
+        if (!siblings)
+          f.core = siblings.error();
+        else if (siblings->empty())
+          f.core = garbled(dir + "topology/thread_siblings_list", "", "a CPU list");
+        else
+          f.core = siblings->front();
         f.cache_group = largest_cache(read_file, list_at, dir, cpu);
       }
       t.cpus_.emplace(cpu, std::move(f));
@@ -264,7 +293,8 @@ class cpu_topology {
   [[nodiscard]] result<cpu_list, binding_error> numa_node_cpus(unsigned node) const {
     const auto it = node_cpus_.find(node);
     if (it == node_cpus_.end())
-      return binding_error{detail::concat("the CPU topology has no devices/system/node/node", node, "/cpulist")};
+      return binding_error{
+          detail::concat("the CPU topology has no devices/system/node/node", node, "/cpulist")};
     return it->second;
   }
 
@@ -273,7 +303,8 @@ class cpu_topology {
   [[nodiscard]] result<int, binding_error> pci_numa_node(const std::string& pci) const {
     const auto it = pci_numa_node_.find(pci);
     if (it == pci_numa_node_.end())
-      return binding_error{detail::concat("the CPU topology has no bus/pci/devices/", pci, "/numa_node")};
+      return binding_error{
+          detail::concat("the CPU topology has no bus/pci/devices/", pci, "/numa_node")};
     return it->second;
   }
 
@@ -311,10 +342,12 @@ class cpu_topology {
   };
 
   static binding_error not_read(unsigned cpu) {
-    return binding_error{detail::concat("CPU ", cpu, " is on no GPU's NUMA node, so its core and caches were not read")};
+    return binding_error{detail::concat(
+        "CPU ", cpu, " is on no GPU's NUMA node, so its core and caches were not read")};
   }
   static binding_error not_listed(unsigned cpu) {
-    return binding_error{detail::concat("CPU ", cpu, " is in no NUMA node's cpulist of the CPU topology")};
+    return binding_error{
+        detail::concat("CPU ", cpu, " is in no NUMA node's cpulist of the CPU topology")};
   }
 
   // cache/index0, index1, ... (Linux numbers them without gaps): the first Unified or Data cache
@@ -328,22 +361,28 @@ class cpu_topology {
       const std::string cache = detail::concat(dir, "cache/index", index, "/");
       const std::optional<std::string> type = read_file(cache + "type");
       if (!type) {
-        if (index == 0) return binding_error{detail::concat("the CPU topology has no ", cache, "type")};
+        if (index == 0)
+          return binding_error{detail::concat("the CPU topology has no ", cache, "type")};
         break;
       }
       const std::string_view kind = detail::trimmed(*type);
       if (kind != "Unified" && kind != "Data") continue;
       const std::optional<std::string> level_text = read_file(cache + "level");
-      const auto level = level_text ? detail::small_integer(*level_text, 1000, false) : std::nullopt;
+      const auto level =
+          level_text ? detail::small_integer(*level_text, 1000, false) : std::nullopt;
       if (!level)
-        return binding_error{detail::concat("the CPU topology's ", cache, "level is ", level_text ? "not a level" : "missing")};
+        return binding_error{detail::concat("the CPU topology's ", cache, "level is ",
+                                            level_text ? "not a level" : "missing")};
       if (*level <= best_level) continue;
       best_level = *level;
       best = list_at(cache + "shared_cpu_list");
     }
-    if (!best) return binding_error{detail::concat("CPU ", cpu, " has no data or unified cache in the CPU topology")};
+    if (!best)
+      return binding_error{
+          detail::concat("CPU ", cpu, " has no data or unified cache in the CPU topology")};
     if (!*best) return best->error();
-    if ((*best)->empty()) return binding_error{detail::concat("CPU ", cpu, "'s largest cache is shared by no CPU")};
+    if ((*best)->empty())
+      return binding_error{detail::concat("CPU ", cpu, "'s largest cache is shared by no CPU")};
     return (*best)->front();
   }
 

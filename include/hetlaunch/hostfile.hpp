@@ -56,8 +56,10 @@ inline bool slot_count(std::string_view text, bool allow_auto, int& value) {
 }
 inline std::string slot_count_problem(std::string_view key, std::string_view text) {
   if (text == "auto")
-    return concat(key, "=auto asks the host for its GPU count, which only a launcher can do: use `hetlaunch discover` ",
-                  "or `hetlaunch run` (hostfile_options::allow_auto_slots)");
+    return concat(
+        key,
+        "=auto asks the host for its GPU count, which only a launcher can do: use `hetlaunch discover` ",
+        "or `hetlaunch run` (hostfile_options::allow_auto_slots)");
   return concat(key, " must be a positive integer, got ", quoted(text));
 }
 
@@ -67,8 +69,9 @@ inline std::string host_problem_text(std::string_view host, const host_check& hc
 }
 
 inline const char* const slot_keys[] = {"slots", "count", "cpu"};
-inline const char* const max_slot_keys[] = {"max_slots", "max-slots", "slots_max", "slots-max", "cpu_max", "cpu-max",
-                                            "max_cpu", "max-cpu", "count_max", "count-max", "max_count", "max-count"};
+inline const char* const max_slot_keys[] = {"max_slots", "max-slots", "slots_max", "slots-max",
+                                            "cpu_max",   "cpu-max",   "max_cpu",   "max-cpu",
+                                            "count_max", "count-max", "max_count", "max-count"};
 template <std::size_t N>
 bool one_of(std::string_view key, const char* const (&keys)[N]) {
   for (const char* k : keys)
@@ -94,7 +97,8 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   const std::size_t hash = line.find('#');
   if (hash != std::string_view::npos) line = line.substr(0, hash);
-  const auto error = [line_no](std::size_t column, std::string message, errc code = errc::bad_syntax) {
+  const auto error = [line_no](std::size_t column, std::string message,
+                               errc code = errc::bad_syntax) {
     return parse_error{line_no, column, std::move(message), code};
   };
   std::size_t i = 0;
@@ -114,7 +118,8 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
   std::string_view slots_key;  // the key that gave the slots, for "given twice"
   bool has_weight = false;
   const std::size_t colon = e.host.find(':');
-  if (colon != std::string_view::npos && e.host.find(':', colon + 1) == std::string_view::npos) {  // MPICH host:N
+  if (colon != std::string_view::npos &&
+      e.host.find(':', colon + 1) == std::string_view::npos) {  // MPICH host:N
     const std::string_view count = e.host.substr(colon + 1);
     if (!slot_count(count, allow_auto, slots))
       return error(e.column + colon + 1, slot_count_problem("slots", count), errc::bad_nproc);
@@ -124,7 +129,8 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
   }
   if (!checked) {
     const host_check hc = check_host(e.host, allow_underscore);
-    if (hc.issue != host_issue::none) return error(e.column + hc.position, host_problem_text(e.host, hc), errc::bad_host);
+    if (hc.issue != host_issue::none)
+      return error(e.column + hc.position, host_problem_text(e.host, hc), errc::bad_host);
   }
   while (true) {
     skip_blanks();
@@ -146,7 +152,8 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
     const bool is_slots = has_value && one_of(key, slot_keys);
     const bool is_max = has_value && one_of(key, max_slot_keys);
     if (has_value && key == "weight") {
-      if (has_weight) return error(field_start + 1, concat("weight is given twice for host ", quoted(e.host)));
+      if (has_weight)
+        return error(field_start + 1, concat("weight is given twice for host ", quoted(e.host)));
       const weight_check wc = check_weight(value);
       if (!wc)
         return error(value_start + 1 + wc.position,
@@ -158,28 +165,35 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
     }
     if (!is_slots && !is_max) {
       const std::size_t shown_end = has_value ? i : field_start + key.size();
-      return error(field_start + 1, concat("unexpected ", quoted(line.substr(field_start, shown_end - field_start)),
-                                           "; expected slots=N, max_slots=N or weight=W"));
+      return error(field_start + 1,
+                   concat("unexpected ", quoted(line.substr(field_start, shown_end - field_start)),
+                          "; expected slots=N, max_slots=N or weight=W"));
     }
     int number = 0;
     if (!slot_count(value, allow_auto && is_slots, number))
-      return error(value_start + 1, slot_count_problem(is_slots ? key : std::string_view("max_slots"), value), errc::bad_nproc);
+      return error(value_start + 1,
+                   slot_count_problem(is_slots ? key : std::string_view("max_slots"), value),
+                   errc::bad_nproc);
     if (is_slots) {
       if (slots != 0)
-        return error(field_start + 1, key == slots_key || slots_key.empty()
-                                          ? concat(key, " is given twice for host ", quoted(e.host))
-                                          : concat(key, "= gives the slots of host ", quoted(e.host), " again (", slots_key,
-                                                   slots_key == "host:N" ? " gave them)" : "= gave them)"));
+        return error(
+            field_start + 1,
+            key == slots_key || slots_key.empty()
+                ? concat(key, " is given twice for host ", quoted(e.host))
+                : concat(key, "= gives the slots of host ", quoted(e.host), " again (", slots_key,
+                         slots_key == "host:N" ? " gave them)" : "= gave them)"));
       slots = number;
       slots_key = key;
       slots_column = value_start + 1;
     } else {
-      if (max_slots != 0) return error(field_start + 1, concat("max_slots is given twice for host ", quoted(e.host)));
+      if (max_slots != 0)
+        return error(field_start + 1, concat("max_slots is given twice for host ", quoted(e.host)));
       max_slots = number;
     }
   }
   if (max_slots != 0 && slots > 0 && max_slots < slots)
-    return error(slots_column, concat("max_slots (", max_slots, ") is less than slots (", slots, ")"));
+    return error(slots_column,
+                 concat("max_slots (", max_slots, ") is less than slots (", slots, ")"));
   e.slots = slots == -1 ? 0 : slots != 0 ? slots : (max_slots != 0 ? max_slots : 1);
   return e;
 }
@@ -206,20 +220,22 @@ struct list_entry {
   std::string_view weight = "1";
 };
 
-// The cluster of a host list read by `each(checked, visit)`, which calls visit(list_entry) for every
-// host in order until visit returns false, and returns the first error of the text (with
+// The cluster of a host list read by `each(checked, visit)`, which calls visit(list_entry) for
+// every host in order until visit returns false, and returns the first error of the text (with
 // `checked`, the text is known to have none). Three passes: every error and the exact size; the
 // cluster, at that size; and, for a host named twice or a world size past INT_MAX (all a single
 // entry cannot tell), the place of the node concerned, named by `where(line, column)` ("line 3",
 // "column 7"). Every other problem was refused where it was read.
 template <class Each, class Where>
-result<cluster> parse_entries(Each each, validate_options options, Where where, const char* no_hosts) {
+result<cluster> parse_entries(Each each, validate_options options, Where where,
+                              const char* no_hosts) {
   std::size_t hosts = 0, chars = 0;
-  if (auto r = each(false, [&](const list_entry& e) {
-        ++hosts;
-        chars += e.host.size();
-        return true;
-      });
+  if (auto r = each(false,
+                    [&](const list_entry& e) {
+                      ++hosts;
+                      chars += e.host.size();
+                      return true;
+                    });
       !r)
     return r.error();
   if (hosts == 0) return parse_error{1, 1, no_hosts, errc::empty_cluster};
@@ -253,14 +269,16 @@ result<cluster> parse_entries(Each each, validate_options options, Where where, 
   }
   if (dup.first < overflow) {
     const std::pair<std::size_t, std::size_t> at = place(dup.first), earlier = place(dup.second);
-    return parse_error{at.first, at.second, concat("host ", quoted(c.node(dup.first).host), " is already ",
-                                                   where(earlier.first, earlier.second)),
+    return parse_error{at.first, at.second,
+                       concat("host ", quoted(c.node(dup.first).host), " is already ",
+                              where(earlier.first, earlier.second)),
                        errc::duplicate_host};
   }
   if (overflow < c.node_count()) {
     const std::pair<std::size_t, std::size_t> at = place(overflow);
-    return parse_error{at.first, at.second, concat("the world size would be ", world, ", more than ", INT_MAX,
-                                                   " (torch.distributed ranks are 32-bit)"),
+    return parse_error{at.first, at.second,
+                       concat("the world size would be ", world, ", more than ", INT_MAX,
+                              " (torch.distributed ranks are 32-bit)"),
                        errc::world_size_overflow};
   }
   return c;
@@ -283,10 +301,13 @@ result<cluster> parse_entries(Each each, validate_options options, Where where, 
 /// column:
 ///   line 3, column 11: slots must be a positive integer, got '0'
 /// Time and memory are linear in the text; the cluster costs 16 bytes a host plus its name.
-[[nodiscard]] inline result<cluster> parse_hostfile(std::string_view text, hostfile_options options = {}) {
+[[nodiscard]] inline result<cluster> parse_hostfile(std::string_view text,
+                                                    hostfile_options options = {}) {
   if (text.substr(0, 3) == "\xef\xbb\xbf")
-    return parse_error{1, 1, "the file starts with a UTF-8 byte order mark (U+FEFF), which is not part of a "
-                             "host name; save it without one"};
+    return parse_error{
+        1, 1,
+        "the file starts with a UTF-8 byte order mark (U+FEFF), which is not part of a "
+        "host name; save it without one"};
   const auto each = [text, &options](bool checked, auto visit) -> result<bool> {
     parse_error error{};
     bool failed = false;
@@ -297,14 +318,15 @@ result<cluster> parse_entries(Each each, validate_options options, Where where, 
         failed = true;
         return false;
       }
-      return !e->has_host || visit(detail::list_entry{e->host, e->slots, line_no, e->column, e->weight});
+      return !e->has_host ||
+             visit(detail::list_entry{e->host, e->slots, line_no, e->column, e->weight});
     });
     if (failed) return error;
     return true;
   };
   const auto where = [](std::size_t line, std::size_t) { return detail::concat("on line ", line); };
-  return detail::parse_entries(each, {options.allow_duplicate_hosts, options.allow_underscore}, where,
-                               "the hostfile names no hosts");
+  return detail::parse_entries(each, {options.allow_duplicate_hosts, options.allow_underscore},
+                               where, "the hostfile names no hosts");
 }
 
 namespace detail {
@@ -314,8 +336,9 @@ struct host_list_item {
   std::size_t column = 0;
   int slots = 0;
 };
-inline result<host_list_item> read_host_list_item(std::string_view text, std::size_t b, std::size_t e,
-                                                  bool allow_underscore, bool allow_auto = false) {
+inline result<host_list_item> read_host_list_item(std::string_view text, std::size_t b,
+                                                  std::size_t e, bool allow_underscore,
+                                                  bool allow_auto = false) {
   while (b < e && is_blank(text[b])) ++b;
   while (e > b && is_blank(text[e - 1])) --e;
   const std::string_view item = text.substr(b, e - b);
@@ -326,12 +349,15 @@ inline result<host_list_item> read_host_list_item(std::string_view text, std::si
     return parse_error{1, column, concat(quoted(item), " has no slot count; expected host:slots")};
   const std::string_view host = item.substr(0, colon);
   const host_check hc = check_host(host, allow_underscore);
-  if (host.find(':') != std::string_view::npos && (hc.issue == host_issue::none || hc.issue == host_issue::bad_ipv6))
+  if (host.find(':') != std::string_view::npos &&
+      (hc.issue == host_issue::none || hc.issue == host_issue::bad_ipv6))
     return parse_error{1, column, "IPv6 addresses cannot be written in host:slots lists"};
   int slots = 0;
   if (!slot_count(item.substr(colon + 1), allow_auto, slots))
-    return parse_error{1, column + colon + 1, slot_count_problem("slots", item.substr(colon + 1)), errc::bad_nproc};
-  if (hc.issue != host_issue::none) return parse_error{1, column + hc.position, host_problem_text(host, hc), errc::bad_host};
+    return parse_error{1, column + colon + 1, slot_count_problem("slots", item.substr(colon + 1)),
+                       errc::bad_nproc};
+  if (hc.issue != host_issue::none)
+    return parse_error{1, column + hc.position, host_problem_text(host, hc), errc::bad_host};
   return host_list_item{host, column, slots == -1 ? 0 : slots};
 }
 template <class Visit>
@@ -351,12 +377,14 @@ void each_item(std::string_view text, Visit visit) {
 /// allowed around items; every item needs its slot count. Errors have line 1 and the column of
 /// the offending item (a host named twice, a count that is not a positive integer, an empty
 /// item). IPv6 literals cannot be written here (the ':' is the count's). Linear in the text.
-[[nodiscard]] inline result<cluster> parse_host_list(std::string_view text, hostfile_options options = {}) {
+[[nodiscard]] inline result<cluster> parse_host_list(std::string_view text,
+                                                     hostfile_options options = {}) {
   const auto each = [text, &options](bool, auto visit) -> result<bool> {
     parse_error error{};
     bool failed = false;
     detail::each_item(text, [&](std::size_t b, std::size_t e) {
-      const auto item = detail::read_host_list_item(text, b, e, options.allow_underscore, options.allow_auto_slots);
+      const auto item = detail::read_host_list_item(text, b, e, options.allow_underscore,
+                                                    options.allow_auto_slots);
       if (!item) {
         error = item.error();
         failed = true;
@@ -367,9 +395,11 @@ void each_item(std::string_view text, Visit visit) {
     if (failed) return error;
     return true;
   };
-  const auto where = [](std::size_t, std::size_t column) { return detail::concat("at column ", column); };
-  return detail::parse_entries(each, {options.allow_duplicate_hosts, options.allow_underscore}, where,
-                               "the host list names no hosts");
+  const auto where = [](std::size_t, std::size_t column) {
+    return detail::concat("at column ", column);
+  };
+  return detail::parse_entries(each, {options.allow_duplicate_hosts, options.allow_underscore},
+                               where, "the host list names no hosts");
 }
 
 /// A cluster after a device filter, and where each of its nodes came from.
@@ -384,20 +414,25 @@ constexpr std::size_t max_listed_devices = 65536;
 
 // "0,1,2,3", or the first ids and the count for a long list; "0..N-1" for a node's own range.
 inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
-  if (ids.empty()) return nproc <= 16 ? join_ids([&] {
-    std::vector<int> all;
-    for (int d = 0; d < nproc; ++d) all.push_back(d);
-    return all;
-  }()) : concat("0..", nproc - 1);
+  if (ids.empty())
+    return nproc <= 16 ? join_ids([&] {
+      std::vector<int> all;
+      for (int d = 0; d < nproc; ++d) all.push_back(d);
+      return all;
+    }())
+                       : concat("0..", nproc - 1);
   if (ids.size() <= 16) return join_ids(ids);
-  return concat(join_ids(std::vector<int>(ids.begin(), ids.begin() + 16)), ",... (", ids.size(), " devices)");
+  return concat(join_ids(std::vector<int>(ids.begin(), ids.begin() + 16)), ",... (", ids.size(),
+                " devices)");
 }
 }  // namespace detail
 
 /// filter_devices, also saying which node of `c` each kept node is (see filtered_cluster).
-[[nodiscard]] inline result<filtered_cluster> filter_devices_mapped(const cluster& c, std::string_view include,
+[[nodiscard]] inline result<filtered_cluster> filter_devices_mapped(const cluster& c,
+                                                                    std::string_view include,
                                                                     std::string_view exclude = {}) {
-  if (!include.empty() && !exclude.empty()) return parse_error{1, 1, "include and exclude are mutually exclusive"};
+  if (!include.empty() && !exclude.empty())
+    return parse_error{1, 1, "include and exclude are mutually exclusive"};
   const bool including = !include.empty();
   const std::string_view text = including ? include : exclude;
   const std::size_t n = c.node_count();
@@ -410,9 +445,10 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
     return cmp < 0 || (cmp == 0 && a < b);
   });
   const auto find_node = [&](std::string_view host) {
-    const auto it = std::lower_bound(by_host.begin(), by_host.end(), host, [&c](std::size_t a, std::string_view h) {
-      return detail::compare_host(c.node(a).host, h) < 0;
-    });
+    const auto it = std::lower_bound(by_host.begin(), by_host.end(), host,
+                                     [&c](std::size_t a, std::string_view h) {
+                                       return detail::compare_host(c.node(a).host, h) < 0;
+                                     });
     return it != by_host.end() && detail::compare_host(c.node(*it).host, host) == 0 ? *it : n;
   };
   const auto has_device = [&c](std::size_t node, long long id) {
@@ -439,7 +475,8 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
     const std::string_view host = spec.substr(0, colon);
     const std::size_t node = find_node(host);
     if (node == n)
-      return parse_error{1, column, detail::concat("host ", detail::quoted(host), " is not in the cluster"),
+      return parse_error{1, column,
+                         detail::concat("host ", detail::quoted(host), " is not in the cluster"),
                          errc::unknown_host};
     selection& sel = named[node];
     if (colon == std::string_view::npos) {
@@ -452,13 +489,16 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
         const std::string_view id_text = spec.substr(s, comma - s);
         long long id = 0;
         if (!detail::parse_decimal(id_text, INT_MAX, id))
-          return parse_error{1, column + s, detail::concat("device id must be a non-negative integer, got ",
-                                                           detail::quoted(id_text))};
+          return parse_error{1, column + s,
+                             detail::concat("device id must be a non-negative integer, got ",
+                                            detail::quoted(id_text))};
         if (!has_device(node, id))
-          return parse_error{1, column + s, detail::concat("device ", id, " is not on host ", detail::quoted(host),
-                                                           ", which has devices ",
-                                                           detail::describe_devices(c.devices(node), c.nproc(node))),
-                           errc::unknown_host};
+          return parse_error{
+              1, column + s,
+              detail::concat("device ", id, " is not on host ", detail::quoted(host),
+                             ", which has devices ",
+                             detail::describe_devices(c.devices(node), c.nproc(node))),
+              errc::unknown_host};
         sel.ids.push_back(static_cast<int>(id));
         if (comma == spec.size()) break;
         s = comma + 1;
@@ -469,7 +509,8 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
   }
   for (auto& entry : named) {
     std::sort(entry.second.ids.begin(), entry.second.ids.end());
-    entry.second.ids.erase(std::unique(entry.second.ids.begin(), entry.second.ids.end()), entry.second.ids.end());
+    entry.second.ids.erase(std::unique(entry.second.ids.begin(), entry.second.ids.end()),
+                           entry.second.ids.end());
   }
   // Each node keeps its devices in their order, less (exclude) or only (include) those selected.
   cluster_builder builder;
@@ -486,16 +527,20 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
     const std::vector<int>& listed = c.devices(i);
     // How many devices the node keeps, before any list is built.
     long long keep = 0;
-    if (including) keep = sel->whole ? (listed.empty() ? c.nproc(i) : static_cast<long long>(listed.size()))
-                                     : static_cast<long long>(sel->ids.size());
-    else keep = (listed.empty() ? c.nproc(i) : static_cast<long long>(listed.size())) -
-                (sel ? static_cast<long long>(sel->ids.size()) : 0);
+    if (including)
+      keep = sel->whole ? (listed.empty() ? c.nproc(i) : static_cast<long long>(listed.size()))
+                        : static_cast<long long>(sel->ids.size());
+    else
+      keep = (listed.empty() ? c.nproc(i) : static_cast<long long>(listed.size())) -
+             (sel ? static_cast<long long>(sel->ids.size()) : 0);
     if (keep <= 0) continue;
     if (keep > static_cast<long long>(detail::max_listed_devices))
-      return parse_error{1, 1, detail::concat("node ", i, " (", detail::quoted(c.node(i).host), ") would list ", keep,
-                                              " devices, more than ", detail::max_listed_devices,
-                                              " (a filtered node lists every device it keeps)"),
-                         errc::limit_exceeded};
+      return parse_error{
+          1, 1,
+          detail::concat("node ", i, " (", detail::quoted(c.node(i).host), ") would list ", keep,
+                         " devices, more than ", detail::max_listed_devices,
+                         " (a filtered node lists every device it keeps)"),
+          errc::limit_exceeded};
     std::vector<int> ids;
     ids.reserve(static_cast<std::size_t>(keep));
     if (listed.empty() && including && !sel->whole) {
@@ -520,7 +565,7 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
 }
 
 /// Applies DeepSpeed's --include or --exclude filter to a cluster:
-///   include "worker-0@worker-1:0,2"  keeps all of worker-0's devices and devices 0 and 2 of worker-1
+///   include "worker-0@worker-1:0,2"  keeps all of worker-0's, and devices 0 and 2 of worker-1
 ///   exclude "worker-1:0"             keeps everything but device 0 of worker-1
 /// Nodespecs are separated by '@'; `host` alone means all of its devices (DeepSpeed's documented
 /// meaning, which its code lost in 0.15.2). A node's devices are cluster::devices(i), or 0 ..

@@ -37,15 +37,17 @@ struct node_group {
 enum class jobset_restart_strategy { unset, recreate, blocking_recreate };
 
 struct jobset_options {
-  std::string name;         ///< the JobSet's name: a DNS label (lower case, digits, '-')
-  std::string namespace_;   ///< metadata.namespace; empty: none (kubectl's current namespace)
-  std::string image;        ///< the container image; it needs torchrun and the script, not hetlaunch
+  std::string name;        ///< the JobSet's name: a DNS label (lower case, digits, '-')
+  std::string namespace_;  ///< metadata.namespace; empty: none (kubectl's current namespace)
+  std::string image;       ///< the container image; it needs torchrun and the script, not hetlaunch
   launch_options launch;
-  environment env;          ///< the container's variables, in order
-  std::string cpu;          ///< resources.requests.cpu of each pod ("8", "500m"); empty: none
-  std::string memory;       ///< resources.requests.memory ("64Gi"); empty: none
-  int jobset_max_restarts = 0;  ///< spec.failurePolicy.maxRestarts: how often every Job is recreated
-  jobset_restart_strategy restart_strategy = jobset_restart_strategy::unset;  ///< failurePolicy.restartStrategy
+  environment env;     ///< the container's variables, in order
+  std::string cpu;     ///< resources.requests.cpu of each pod ("8", "500m"); empty: none
+  std::string memory;  ///< resources.requests.memory ("64Gi"); empty: none
+  int jobset_max_restarts =
+      0;  ///< spec.failurePolicy.maxRestarts: how often every Job is recreated
+  jobset_restart_strategy restart_strategy =
+      jobset_restart_strategy::unset;  ///< failurePolicy.restartStrategy
   std::string gpu_resource = "nvidia.com/gpu";
 };
 
@@ -117,9 +119,12 @@ inline std::size_t first_non_utf8(std::string_view s) noexcept {
 }
 
 inline void append_scalar(std::string& out, const document& d, bool yaml) {
-  if (d.type != document::kind::string) out += d.text;
-  else if (yaml && plain_yaml(d.text)) out += d.text;
-  else append_json_string(out, d.text);
+  if (d.type != document::kind::string)
+    out += d.text;
+  else if (yaml && plain_yaml(d.text))
+    out += d.text;
+  else
+    append_json_string(out, d.text);
 }
 
 inline void write_json(std::string& out, const document& d, std::size_t indent) {
@@ -151,18 +156,22 @@ inline void write_yaml_value(std::string& out, const document& d, std::size_t in
 
 // The members of an object or the items of an array, each on its own line at `indent`; the first
 // line's indentation is already written when `first_inline`.
-inline void write_yaml_block(std::string& out, const document& d, std::size_t indent, bool first_inline) {
+inline void write_yaml_block(std::string& out, const document& d, std::size_t indent,
+                             bool first_inline) {
   const bool object = d.type == document::kind::object;
   for (std::size_t i = 0; i < d.size(); ++i) {
     if (i > 0 || !first_inline) out.append(indent, ' ');
     const document& value = d.values[i];
     if (object) {
-      if (plain_yaml(d.keys[i])) out += d.keys[i];
-      else append_json_string(out, d.keys[i]);
+      if (plain_yaml(d.keys[i]))
+        out += d.keys[i];
+      else
+        append_json_string(out, d.keys[i]);
       out += ':';
       if (is_collection(value)) {
         out += '\n';
-        write_yaml_block(out, value, value.type == document::kind::array ? indent : indent + 2, false);
+        write_yaml_block(out, value, value.type == document::kind::array ? indent : indent + 2,
+                         false);
         continue;
       }
       out += ' ';
@@ -182,8 +191,10 @@ inline void write_yaml_block(std::string& out, const document& d, std::size_t in
 
 inline void write_yaml_value(std::string& out, const document& d, std::size_t indent) {
   if (d.type == document::kind::object || d.type == document::kind::array) {
-    if (d.values.empty()) out += d.type == document::kind::object ? "{}" : "[]";
-    else write_yaml_block(out, d, indent, true);
+    if (d.values.empty())
+      out += d.type == document::kind::object ? "{}" : "[]";
+    else
+      write_yaml_block(out, d, indent, true);
     return;
   }
   append_scalar(out, d, true);
@@ -194,15 +205,15 @@ inline void write_yaml_value(std::string& out, const document& d, std::size_t in
 inline std::size_t dns_label_problem(std::string_view s) {
   for (std::size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
-    const bool ok = (c >= 'a' && c <= 'z') || (c == '-' && i > 0 && i + 1 < s.size()) ||
-                    (is_digit(c) && i > 0);
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c == '-' && i > 0 && i + 1 < s.size()) || (is_digit(c) && i > 0);
     if (!ok) return i;
   }
   return s.empty() ? 0 : s.size();
 }
 
-inline diagnostic jobset_problem(errc code, std::string_view variable, std::string_view text, long long value = 0,
-                                 long long limit = 0) {
+inline diagnostic jobset_problem(errc code, std::string_view variable, std::string_view text,
+                                 long long value = 0, long long limit = 0) {
   diagnostic d{};
   d.code = code;
   d.variable = variable;
@@ -238,45 +249,54 @@ inline std::string jobset_pod_host(const jobset_options& o, std::size_t g, std::
   std::vector<diagnostic> out;
   const std::size_t bad = detail::dns_label_problem(o.name);
   if (o.name.empty() || bad < o.name.size())
-    out.push_back(detail::jobset_problem(errc::bad_name, "name", o.name, static_cast<long long>(bad)));
+    out.push_back(
+        detail::jobset_problem(errc::bad_name, "name", o.name, static_cast<long long>(bad)));
   long long longest = 0;
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const long long last = groups[g].nodes > 0 ? groups[g].nodes - 1 : 0;
-    const long long length = static_cast<long long>(o.name.size() + 1 + jobset_group_name(g).size() + 3 +
-                                                    std::to_string(last).size());
+    const long long length = static_cast<long long>(
+        o.name.size() + 1 + jobset_group_name(g).size() + 3 + std::to_string(last).size());
     if (length > longest) longest = length;
   }
   if (!o.name.empty() && bad == o.name.size() && longest > 63)
     out.push_back(detail::jobset_problem(errc::name_too_long, "name", o.name, longest, 63));
   if (!o.namespace_.empty() && detail::dns_label_problem(o.namespace_) < o.namespace_.size())
-    out.push_back(detail::jobset_problem(errc::bad_name, "namespace", o.namespace_,
-                                         static_cast<long long>(detail::dns_label_problem(o.namespace_))));
+    out.push_back(
+        detail::jobset_problem(errc::bad_name, "namespace", o.namespace_,
+                               static_cast<long long>(detail::dns_label_problem(o.namespace_))));
   if (o.image.empty()) out.push_back(detail::jobset_problem(errc::empty_image, "image", ""));
   if (groups.empty()) out.push_back(detail::jobset_problem(errc::empty_cluster, "groups", ""));
   long long pods = 0;
   for (std::size_t g = 0; g < groups.size(); ++g) {
     if (groups[g].nodes > 0) pods += groups[g].nodes;  // at most 2^31 a group: cannot wrap
     if (groups[g].nodes > max_indexed_completions)
-      out.push_back(detail::jobset_problem(errc::too_many_pods, "nodes", detail::concat("group ", jobset_group_name(g)), groups[g].nodes,
-                                           max_indexed_completions));
+      out.push_back(detail::jobset_problem(errc::too_many_pods, "nodes",
+                                           detail::concat("group ", jobset_group_name(g)),
+                                           groups[g].nodes, max_indexed_completions));
     if (groups[g].nodes < 1)
-      out.push_back(detail::jobset_problem(errc::bad_group, "nodes", jobset_group_name(g), groups[g].nodes, 1));
+      out.push_back(detail::jobset_problem(errc::bad_group, "nodes", jobset_group_name(g),
+                                           groups[g].nodes, 1));
     if (groups[g].gpus < 1)
-      out.push_back(detail::jobset_problem(errc::bad_group, "gpus", jobset_group_name(g), groups[g].gpus, 1));
+      out.push_back(
+          detail::jobset_problem(errc::bad_group, "gpus", jobset_group_name(g), groups[g].gpus, 1));
   }
   // The pods are planned as a cluster, which costs memory for each: bounded as host lists are.
   if (pods > max_jobset_pods && out.empty())
-    out.push_back(detail::jobset_problem(errc::too_many_pods, "nodes", "the job", pods, max_jobset_pods));
+    out.push_back(
+        detail::jobset_problem(errc::too_many_pods, "nodes", "the job", pods, max_jobset_pods));
   for (const auto& v : o.env)
     if (!detail::is_env_name(v.first))
       out.push_back(detail::jobset_problem(errc::bad_env_name, "env", v.first));
   if (o.jobset_max_restarts < 0)
-    out.push_back(detail::jobset_problem(errc::bad_max_restarts, "jobset_max_restarts", "", o.jobset_max_restarts));
+    out.push_back(detail::jobset_problem(errc::bad_max_restarts, "jobset_max_restarts", "",
+                                         o.jobset_max_restarts));
   // Kubernetes stores text as UTF-8: kubectl refuses a manifest with other bytes (YAML) or turns
   // them into U+FFFD without a word (JSON). Every text of the manifest, each named.
   const auto utf8 = [&out](std::string_view what, std::string_view text) {
     const std::size_t at = detail::first_non_utf8(text);
-    if (at < text.size()) out.push_back(detail::jobset_problem(errc::not_utf8, what, text, 0, static_cast<long long>(at)));
+    if (at < text.size())
+      out.push_back(
+          detail::jobset_problem(errc::not_utf8, what, text, 0, static_cast<long long>(at)));
   };
   utf8("image", o.image);
   utf8("cpu request", o.cpu);
@@ -302,7 +322,8 @@ inline cluster jobset_cluster(const std::vector<node_group>& groups, const jobse
   cluster_builder b;
   for (std::size_t g = 0; g < groups.size(); ++g)
     for (int k = 0; k < groups[g].nodes; ++k)
-      b.add(jobset_pod_host(o, g, static_cast<std::size_t>(k)), groups[g].gpus, "default", groups[g].weight);
+      b.add(jobset_pod_host(o, g, static_cast<std::size_t>(k)), groups[g].gpus, "default",
+            groups[g].weight);
   return b.finish();
 }
 
@@ -319,8 +340,9 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
   const std::string batch =
       share == nullptr
           ? std::string()
-          : concat("k=$((", pod_index_variable, "))\n", "export HETLAUNCH_NODE_BATCH=$((", share->base, " + (k < ",
-                   share->extra, ")))\n", "export HETLAUNCH_NODE_BATCH_OFFSET=$((", share->first_offset, " + k * ",
+          : concat("k=$((", pod_index_variable, "))\n", "export HETLAUNCH_NODE_BATCH=$((",
+                   share->base, " + (k < ", share->extra, ")))\n",
+                   "export HETLAUNCH_NODE_BATCH_OFFSET=$((", share->first_offset, " + k * ",
                    share->base, " + (k < ", share->extra, " ? k : ", share->extra, ")))\n");
   return concat(batch, "rank=$((", offset, " + ", pod_index_variable, "))\n", "i=0\n",
                 "for a; do shift; i=$((i + 1)); set -- \"$@\" \"$a\"; if [ \"$i\" -eq ", at,
@@ -330,8 +352,8 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
 }  // namespace detail
 
 /// The JobSet as a document (see jobset_manifest), or the first problem (validate_jobset).
-[[nodiscard]] inline result<detail::document, diagnostic> try_jobset_document(const std::vector<node_group>& groups,
-                                                                              const jobset_options& o) {
+[[nodiscard]] inline result<detail::document, diagnostic> try_jobset_document(
+    const std::vector<node_group>& groups, const jobset_options& o) {
   using detail::document;
   if (const auto problems = validate_jobset(groups, o); !problems.empty()) return problems.front();
   launch_options launch = o.launch;
@@ -353,9 +375,10 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
   document& failure_policy = spec.add("failurePolicy", document::object());
   failure_policy.add("maxRestarts", document::num(o.jobset_max_restarts));
   if (o.restart_strategy != jobset_restart_strategy::unset)
-    failure_policy.add("restartStrategy", document::str(o.restart_strategy == jobset_restart_strategy::recreate
-                                                             ? "Recreate"
-                                                             : "BlockingRecreate"));
+    failure_policy.add("restartStrategy",
+                       document::str(o.restart_strategy == jobset_restart_strategy::recreate
+                                         ? "Recreate"
+                                         : "BlockingRecreate"));
   document& jobs = spec.add("replicatedJobs", document::array());
   std::size_t first_node = 0;
   const std::string rank_flag = detail::flag(launch, "node_rank");
@@ -363,7 +386,8 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     const node_group& group = groups[g];
     // The first pod's command, without its --node_rank: every pod of the group has the same.
     std::size_t at = 0;
-    const std::vector<std::string> argv = detail::build_torchrun_argv(plan->topology(), first_node, plan->options(), &at);
+    const std::vector<std::string> argv =
+        detail::build_torchrun_argv(plan->topology(), first_node, plan->options(), &at);
     document& rj = jobs.push(document::object());
     rj.add("name", document::str(jobset_group_name(g)));
     rj.add("replicas", document::num(1));
@@ -372,7 +396,8 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     job_spec.add("completions", document::num(group.nodes));
     job_spec.add("parallelism", document::num(group.nodes));
     job_spec.add("backoffLimit", document::num(0));
-    document& pod_spec = job_spec.add("template", document::object()).add("spec", document::object());
+    document& pod_spec =
+        job_spec.add("template", document::object()).add("spec", document::object());
     pod_spec.add("restartPolicy", document::str("Never"));
     if (!group.node_selector.empty()) {
       document& sel = pod_spec.add("nodeSelector", document::object());
@@ -387,11 +412,13 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     detail::group_share share;
     if (plan->has_shares()) {
       const node_batch first = plan->node_batch_of(first_node);
-      const node_batch last = plan->node_batch_of(first_node + static_cast<std::size_t>(group.nodes) - 1);
+      const node_batch last =
+          plan->node_batch_of(first_node + static_cast<std::size_t>(group.nodes) - 1);
       share.base = last.batch;
       share.first_offset = first.offset;
       // The pods with one sample more come first: count them from the offsets' growth.
-      share.extra = (static_cast<long long>(last.offset) - first.offset) - static_cast<long long>(group.nodes - 1) * last.batch;
+      share.extra = (static_cast<long long>(last.offset) - first.offset) -
+                    static_cast<long long>(group.nodes - 1) * last.batch;
     }
     command.push(document::str(detail::pod_script(static_cast<long long>(first_node), at, rank_flag,
                                                   plan->has_shares() ? &share : nullptr)));
@@ -403,13 +430,16 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     index.add("name", document::str(std::string(pod_index_variable)));
     index.add("valueFrom", document::object())
         .add("fieldRef", document::object())
-        .add("fieldPath", document::str("metadata.annotations['batch.kubernetes.io/job-completion-index']"));
-    // The set's restart attempt, for the script to resume from its checkpoint (as `run --restarts`).
+        .add("fieldPath",
+             document::str("metadata.annotations['batch.kubernetes.io/job-completion-index']"));
+    // The set's restart attempt, for the script to resume from its checkpoint (as in `run
+    // --restarts`).
     document& attempt = env.push(document::object());
     attempt.add("name", document::str("HETLAUNCH_RESTART_COUNT"));
     attempt.add("valueFrom", document::object())
         .add("fieldRef", document::object())
-        .add("fieldPath", document::str(detail::concat("metadata.annotations['", restart_attempt_annotation, "']")));
+        .add("fieldPath", document::str(detail::concat("metadata.annotations['",
+                                                       restart_attempt_annotation, "']")));
     if (plan->has_shares()) {
       document& e = env.push(document::object());
       e.add("name", document::str("HETLAUNCH_GLOBAL_BATCH"));
@@ -426,7 +456,9 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     requests.add(o.gpu_resource, document::num(group.gpus));
     if (!o.cpu.empty()) requests.add("cpu", document::str(o.cpu));
     if (!o.memory.empty()) requests.add("memory", document::str(o.memory));
-    container.add("ports", document::array()).push(document::object()).add("containerPort", document::num(launch.master_port));
+    container.add("ports", document::array())
+        .push(document::object())
+        .add("containerPort", document::num(launch.master_port));
     first_node += static_cast<std::size_t>(group.nodes);
   }
   return root;
@@ -437,8 +469,8 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
 /// to) `gpus` GPUs. Pod k of group g runs torchrun as node offset(g) + k with the group's
 /// --nproc_per_node, the static rendezvous on the first pod's stable host name
 /// (NAME-g0-0-0.NAME) and launch.master_port. Errors: validate_jobset's, then make_plan's.
-[[nodiscard]] inline result<std::string, diagnostic> try_jobset_manifest(const std::vector<node_group>& groups,
-                                                                         const jobset_options& o, bool json = false) {
+[[nodiscard]] inline result<std::string, diagnostic> try_jobset_manifest(
+    const std::vector<node_group>& groups, const jobset_options& o, bool json = false) {
   auto doc = try_jobset_document(groups, o);
   if (!doc) return doc.error();
   std::string out;
@@ -451,8 +483,8 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
   return out;
 }
 /// try_jobset_manifest(...).value().
-[[nodiscard]] inline std::string jobset_manifest(const std::vector<node_group>& groups, const jobset_options& o,
-                                                 bool json = false) {
+[[nodiscard]] inline std::string jobset_manifest(const std::vector<node_group>& groups,
+                                                 const jobset_options& o, bool json = false) {
   return try_jobset_manifest(groups, o, json).value();
 }
 

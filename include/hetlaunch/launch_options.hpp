@@ -91,7 +91,8 @@ namespace detail {
 
 // "[::1]" -> "::1"; every other address unchanged.
 inline std::string_view unbracketed(std::string_view addr) noexcept {
-  if (addr.size() >= 2 && addr.front() == '[' && addr.back() == ']') return addr.substr(1, addr.size() - 2);
+  if (addr.size() >= 2 && addr.front() == '[' && addr.back() == ']')
+    return addr.substr(1, addr.size() - 2);
   return addr;
 }
 
@@ -110,7 +111,8 @@ inline diagnostic launch_problem(errc code) {
 // Whether extra argument `arg` ("--name" or "--name=value", '-' or '_' between words) names
 // torchrun's option `option` (underscore spelling): in full, or abbreviated to at least
 // `shortest` characters, as argparse accepts a unique prefix.
-inline bool names_option(std::string_view arg, std::string_view option, std::size_t shortest) noexcept {
+inline bool names_option(std::string_view arg, std::string_view option,
+                         std::size_t shortest) noexcept {
   if (arg.size() < 3 || arg[0] != '-' || arg[1] != '-') return false;
   std::string_view name = arg.substr(2);
   name = name.substr(0, name.find('='));
@@ -123,9 +125,9 @@ inline bool names_option(std::string_view arg, std::string_view option, std::siz
 // torchrun's options that hetlaunch computes; an extra argument naming one (in either spelling,
 // or abbreviated, which argparse accepts) would silently replace the computed value.
 inline bool overrides_computed_flag(std::string_view arg) noexcept {
-  static constexpr const char* computed[] = {"nnodes",      "node_rank",     "nproc_per_node", "master_addr",
-                                             "master_port", "rdzv_backend",  "rdzv_endpoint",  "rdzv_id",
-                                             "rdzv_conf",   "max_restarts",  "role",           "standalone"};
+  static constexpr const char* computed[] = {
+      "nnodes",        "node_rank", "nproc_per_node", "master_addr",  "master_port", "rdzv_backend",
+      "rdzv_endpoint", "rdzv_id",   "rdzv_conf",      "max_restarts", "role",        "standalone"};
   for (const char* full : computed)
     if (names_option(arg, full, 1)) return true;
   return false;
@@ -133,23 +135,30 @@ inline bool overrides_computed_flag(std::string_view arg) noexcept {
 
 // The value of one of torchrun's own options among the extra arguments: "--name=v" or "--name v",
 // in either spelling; the last one wins, as for argparse. Abbreviations are not recognised.
-inline std::optional<std::string> torchrun_arg_value(const launch_options& o, std::string_view name) {
+inline std::optional<std::string> torchrun_arg_value(const launch_options& o,
+                                                     std::string_view name) {
   std::optional<std::string> value;
   for (std::size_t i = 0; i < o.torchrun_args.size(); ++i) {
     const std::string_view arg = o.torchrun_args[i];
     if (!names_option(arg, name, name.size())) continue;
     const std::size_t eq = arg.find('=');
-    if (eq != std::string_view::npos) value = std::string(arg.substr(eq + 1));
-    else if (i + 1 < o.torchrun_args.size()) value = o.torchrun_args[++i];
+    if (eq != std::string_view::npos)
+      value = std::string(arg.substr(eq + 1));
+    else if (i + 1 < o.torchrun_args.size())
+      value = o.torchrun_args[++i];
   }
   return value;
 }
 
 // torch 2.14's --virtual-local-rank (or an abbreviation argparse would accept).
-inline bool is_virtual_local_rank(std::string_view arg) noexcept { return names_option(arg, "virtual_local_rank", 3); }
+inline bool is_virtual_local_rank(std::string_view arg) noexcept {
+  return names_option(arg, "virtual_local_rank", 3);
+}
 
 // torchrun's --no-python (or an abbreviation argparse would accept): the script is a program.
-inline bool is_no_python(std::string_view arg) noexcept { return names_option(arg, "no_python", 4); }
+inline bool is_no_python(std::string_view arg) noexcept {
+  return names_option(arg, "no_python", 4);
+}
 
 // Extra torchrun arguments that change how a worker is started, which a binding replaces.
 inline void binding_problems(const launch_options& o, std::vector<diagnostic>& out) {
@@ -178,7 +187,8 @@ inline void unpredictable_torchrun_args(const launch_options& o, std::vector<dia
 template <class Topology>
 void batch_problems(const Topology& c, const launch_options& o, std::vector<diagnostic>& out) {
   if (o.global_batch == 0) return;
-  diagnostic d = launch_problem(o.global_batch < 0 ? errc::bad_global_batch : errc::global_batch_too_small);
+  diagnostic d =
+      launch_problem(o.global_batch < 0 ? errc::bad_global_batch : errc::global_batch_too_small);
   d.value = o.global_batch;
   d.variable = "global_batch";
   if (o.global_batch < 0) {
@@ -198,7 +208,8 @@ void batch_problems(const Topology& c, const launch_options& o, std::vector<diag
 // Problems of the options that every output depends on: the rendezvous address and port, the
 // run id with c10d, the restart limit. The topology gives the master address when none is set.
 template <class Topology>
-void environment_problems(const Topology& c, const launch_options& o, std::vector<diagnostic>& out) {
+void environment_problems(const Topology& c, const launch_options& o,
+                          std::vector<diagnostic>& out) {
   if (o.master_port < 1 || o.master_port > 65535) {
     diagnostic d = launch_problem(errc::bad_port);
     d.value = o.master_port;
@@ -224,7 +235,8 @@ void environment_problems(const Topology& c, const launch_options& o, std::vecto
 // Problems of what only a command line carries. `torchrun` false: accelerate's command, which
 // has its own program and no torchrun options.
 inline void command_problems(const launch_options& o, bool torchrun, std::vector<diagnostic>& out) {
-  if (torchrun && (o.program.empty() || o.program.front().empty())) out.push_back(launch_problem(errc::empty_program));
+  if (torchrun && (o.program.empty() || o.program.front().empty()))
+    out.push_back(launch_problem(errc::empty_program));
   if (torchrun && o.rendezvous_timeout < 0) {
     diagnostic d = launch_problem(errc::bad_rendezvous_timeout);
     d.value = o.rendezvous_timeout;
@@ -267,7 +279,8 @@ enum class output { torchrun_argv, accelerate_argv, environment };
 // The problems that stop `what` for `node`: the topology's first, then the node index, then the
 // options that output depends on.
 template <class Topology>
-std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node, const launch_options& o, output what) {
+std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node,
+                                        const launch_options& o, output what) {
   std::vector<diagnostic> out = validate(c, o.validation);
   if (node >= c.node_count()) {
     diagnostic d = launch_problem(errc::node_out_of_range);
@@ -278,7 +291,8 @@ std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node, con
   environment_problems(c, o, out);
   if (what == output::environment) {
     batch_problems(c, o, out);
-    if (o.backend == rendezvous::c10d) out.push_back(launch_problem(errc::ranks_decided_at_rendezvous));
+    if (o.backend == rendezvous::c10d)
+      out.push_back(launch_problem(errc::ranks_decided_at_rendezvous));
     unpredictable_torchrun_args(o, out);
     return out;
   }

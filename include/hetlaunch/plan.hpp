@@ -39,13 +39,15 @@ std::vector<diagnostic> plan_problems(const Topology& c, const launch_options& o
 /// rendezvous_timeout, flag style, extra torchrun arguments that name a computed option, a script
 /// that starts with '-'). A missing script is not a problem: a plan without one serves
 /// environments. The diagnostics own their text. O(N).
-[[nodiscard]] inline std::vector<diagnostic> validate_plan(const cluster& c, const launch_options& options) {
+[[nodiscard]] inline std::vector<diagnostic> validate_plan(const cluster& c,
+                                                           const launch_options& options) {
   return detail::plan_problems(c, options);
 }
 
 /// The launch options' problems alone, for a topology that was validated already (one a
 /// hostfile or Slurm reader returned, or a plan's): validate_plan without validate's checks.
-[[nodiscard]] inline std::vector<diagnostic> launch_option_problems(const cluster& c, const launch_options& options) {
+[[nodiscard]] inline std::vector<diagnostic> launch_option_problems(const cluster& c,
+                                                                    const launch_options& options) {
   return detail::option_problems(c, options);
 }
 
@@ -64,15 +66,21 @@ class launch_plan {
   std::vector<node_batch> batches_;  // every node's work share; empty without a global batch
 
   launch_plan(cluster c, launch_options o)
-      : topology_(std::move(c)), options_(std::move(o)), counts_differ_(detail::nodes_differ(topology_)) {
+      : topology_(std::move(c)),
+        options_(std::move(o)),
+        counts_differ_(detail::nodes_differ(topology_)) {
     // Validated already: the split alone, O(N).
     if (options_.global_batch > 0)
       batches_ = detail::split_valid(
           topology_.node_count(), [this](std::size_t i) { return topology_.nproc(i); },
-          [this](std::size_t i) { return topology_.node(i).weight; }, topology_.world_size(), options_.global_batch);
+          [this](std::size_t i) { return topology_.node(i).weight; }, topology_.world_size(),
+          options_.global_batch);
   }
-  const node_batch* share(std::size_t node) const noexcept { return batches_.empty() ? nullptr : &batches_[node]; }
-  friend result<launch_plan, std::vector<diagnostic>> make_plan(const cluster&, const launch_options&);
+  const node_batch* share(std::size_t node) const noexcept {
+    return batches_.empty() ? nullptr : &batches_[node];
+  }
+  friend result<launch_plan, std::vector<diagnostic>> make_plan(const cluster&,
+                                                                const launch_options&);
 
   diagnostic node_error(std::size_t node) const {
     diagnostic d = detail::launch_problem(errc::node_out_of_range);
@@ -85,7 +93,8 @@ class launch_plan {
     if (node >= topology_.node_count()) return node_error(node);
     const auto rank = topology_.try_global_rank(node, local_rank);
     if (!rank) return rank.error();
-    if (options_.backend == rendezvous::c10d) return detail::launch_problem(errc::ranks_decided_at_rendezvous);
+    if (options_.backend == rendezvous::c10d)
+      return detail::launch_problem(errc::ranks_decided_at_rendezvous);
     return true;
   }
 
@@ -99,13 +108,16 @@ class launch_plan {
   [[nodiscard]] bool counts_differ() const noexcept { return counts_differ_; }
   /// Node `node`'s torchrun argv (see hetlaunch::torchrun_argv); node_out_of_range, or
   /// empty_script when the plan has no script.
-  [[nodiscard]] result<std::vector<std::string>, diagnostic> try_torchrun_argv(std::size_t node) const {
+  [[nodiscard]] result<std::vector<std::string>, diagnostic> try_torchrun_argv(
+      std::size_t node) const {
     if (node >= topology_.node_count()) return node_error(node);
     if (options_.script.empty()) return detail::launch_problem(errc::empty_script);
     return detail::build_torchrun_argv(topology_, node, options_);
   }
   /// try_torchrun_argv(node).value(). Preconditions: node < node_count() and a script.
-  [[nodiscard]] std::vector<std::string> torchrun_argv(std::size_t node) const { return try_torchrun_argv(node).value(); }
+  [[nodiscard]] std::vector<std::string> torchrun_argv(std::size_t node) const {
+    return try_torchrun_argv(node).value();
+  }
 
   /// The environment torchrun's agent gives worker `local_rank` of `node` (see
   /// hetlaunch::worker_env): node_out_of_range, local_rank_out_of_range, or
@@ -113,27 +125,28 @@ class launch_plan {
   [[nodiscard]] result<environment, diagnostic> try_worker_env(std::size_t node, int local_rank,
                                                                int restart_count = 0) const {
     if (auto e = worker_error(node, local_rank); !e) return e.error();
-    return detail::build_worker_env(topology_, node, local_rank, options_, restart_count, detail::spawn_mode::torchrun,
-                                    nullptr, share(node));
+    return detail::build_worker_env(topology_, node, local_rank, options_, restart_count,
+                                    detail::spawn_mode::torchrun, nullptr, share(node));
   }
   /// try_worker_env(...).value().
-  [[nodiscard]] environment worker_env(std::size_t node, int local_rank, int restart_count = 0) const {
+  [[nodiscard]] environment worker_env(std::size_t node, int local_rank,
+                                       int restart_count = 0) const {
     return try_worker_env(node, local_rank, restart_count).value();
   }
   /// The environment torchrun gives the worker when torchrun runs with `agent` (see
   /// hetlaunch::worker_env_from_agent); the same errors as try_worker_env.
-  [[nodiscard]] result<environment, diagnostic> try_worker_env_from_agent(std::size_t node, int local_rank,
-                                                                          const environment& agent,
-                                                                          int restart_count = 0) const {
+  [[nodiscard]] result<environment, diagnostic> try_worker_env_from_agent(
+      std::size_t node, int local_rank, const environment& agent, int restart_count = 0) const {
     if (auto e = worker_error(node, local_rank); !e) return e.error();
-    return detail::build_worker_env(topology_, node, local_rank, options_, restart_count, detail::spawn_mode::torchrun,
-                                    &agent, share(node));
+    return detail::build_worker_env(topology_, node, local_rank, options_, restart_count,
+                                    detail::spawn_mode::torchrun, &agent, share(node));
   }
   /// The environment for starting the worker without torchrun (see hetlaunch::direct_worker_env).
-  [[nodiscard]] result<environment, diagnostic> try_direct_worker_env(std::size_t node, int local_rank) const {
+  [[nodiscard]] result<environment, diagnostic> try_direct_worker_env(std::size_t node,
+                                                                      int local_rank) const {
     if (auto e = worker_error(node, local_rank); !e) return e.error();
-    return detail::build_worker_env(topology_, node, local_rank, options_, 0, detail::spawn_mode::direct, nullptr,
-                                    share(node));
+    return detail::build_worker_env(topology_, node, local_rank, options_, 0,
+                                    detail::spawn_mode::direct, nullptr, share(node));
   }
   /// try_direct_worker_env(...).value().
   [[nodiscard]] environment direct_worker_env(std::size_t node, int local_rank) const {
@@ -148,7 +161,9 @@ class launch_plan {
     return env;
   }
   /// try_agent_env(node).value().
-  [[nodiscard]] environment agent_env(std::size_t node) const { return try_agent_env(node).value(); }
+  [[nodiscard]] environment agent_env(std::size_t node) const {
+    return try_agent_env(node).value();
+  }
   /// Whether the plan splits a global batch (launch_options::global_batch above 0).
   [[nodiscard]] bool has_shares() const noexcept { return !batches_.empty(); }
   /// Node `node`'s part of each step (see split_batch): node_out_of_range, or bad_global_batch
@@ -163,10 +178,13 @@ class launch_plan {
     return batches_[node];
   }
   /// try_node_batch(node).value().
-  [[nodiscard]] node_batch node_batch_of(std::size_t node) const { return try_node_batch(node).value(); }
+  [[nodiscard]] node_batch node_batch_of(std::size_t node) const {
+    return try_node_batch(node).value();
+  }
   /// Worker `local_rank` of `node`'s part of each step (see batch_of_rank); the errors of
   /// try_node_batch, and local_rank_out_of_range. O(1).
-  [[nodiscard]] result<rank_batch, diagnostic> try_rank_batch(std::size_t node, int local_rank) const {
+  [[nodiscard]] result<rank_batch, diagnostic> try_rank_batch(std::size_t node,
+                                                              int local_rank) const {
     const auto n = try_node_batch(node);
     if (!n) return n.error();
     if (const auto rank = topology_.try_global_rank(node, local_rank); !rank) return rank.error();
@@ -181,7 +199,8 @@ class launch_plan {
   /// empty_script, or too_few_processes when the machine's count times the machine count is
   /// below 2. The plan's options were checked once: accelerate's static rendezvous and its
   /// command ask nothing more of them, so this costs the command's own size.
-  [[nodiscard]] result<std::vector<std::string>, diagnostic> try_accelerate_argv(std::size_t node) const {
+  [[nodiscard]] result<std::vector<std::string>, diagnostic> try_accelerate_argv(
+      std::size_t node) const {
     if (node >= topology_.node_count()) return node_error(node);
     if (options_.script.empty()) return detail::launch_problem(errc::empty_script);
     return detail::build_accelerate_argv(topology_, node, options_);
@@ -195,16 +214,16 @@ class launch_plan {
 
 /// Validates `c` and `options` once (validate_plan) and, when there is no problem, returns a plan
 /// that owns copies of both; otherwise every problem (diagnostics own their text).
-[[nodiscard]] inline result<launch_plan, std::vector<diagnostic>> make_plan(const cluster& c,
-                                                                            const launch_options& options) {
+[[nodiscard]] inline result<launch_plan, std::vector<diagnostic>> make_plan(
+    const cluster& c, const launch_options& options) {
   std::vector<diagnostic> problems = validate_plan(c, options);
   if (!problems.empty()) return problems;
   return launch_plan(c, options);
 }
 /// make_plan for a fixed topology, copied into a cluster.
 template <std::size_t N>
-[[nodiscard]] result<launch_plan, std::vector<diagnostic>> make_plan(const fixed_cluster<N>& c,
-                                                                     const launch_options& options) {
+[[nodiscard]] result<launch_plan, std::vector<diagnostic>> make_plan(
+    const fixed_cluster<N>& c, const launch_options& options) {
   std::vector<diagnostic> problems = detail::plan_problems(c, options);
   if (!problems.empty()) return problems;
   auto plan = make_plan(cluster(c), options);  // valid: cannot fail
@@ -214,8 +233,10 @@ template <std::size_t N>
 /// check_worker_env against a plan: the topology's variables, and with a global batch also
 /// HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET, which must be
 /// set and equal the plan's for the worker's node (GROUP_RANK); a difference is batch_mismatch.
-///   for (const auto& d : hetlaunch::check_worker_env(plan, std::getenv)) std::cerr << d.message() << '\n';
-template <class Getenv, std::enable_if_t<!std::is_convertible<Getenv, const environment&>::value, int> = 0>
+///   for (const auto& d : hetlaunch::check_worker_env(plan, std::getenv))
+///     std::cerr << d.message() << '\n';
+template <class Getenv,
+          std::enable_if_t<!std::is_convertible<Getenv, const environment&>::value, int> = 0>
 [[nodiscard]] std::vector<diagnostic> check_worker_env(const launch_plan& plan, Getenv&& get) {
   std::vector<diagnostic> out = detail::compare_worker_env(plan.topology(), get);
   if (!plan.has_shares()) return out;
@@ -266,7 +287,8 @@ template <class Getenv, std::enable_if_t<!std::is_convertible<Getenv, const envi
   return out;
 }
 /// check_worker_env against a plan, over an environment list (the later of two equal names wins).
-[[nodiscard]] inline std::vector<diagnostic> check_worker_env(const launch_plan& plan, const environment& env) {
+[[nodiscard]] inline std::vector<diagnostic> check_worker_env(const launch_plan& plan,
+                                                              const environment& env) {
   return check_worker_env(plan, detail::environment_lookup{env});
 }
 

@@ -28,9 +28,9 @@ struct restart_options {
 
 /// Why an attempt is the last, or that it is not.
 enum class restart_verdict {
-  restart,       ///< start the job again (on `nodes`)
-  succeeded,     ///< every node succeeded: done
-  interrupted,   ///< stopped by a signal (SIGINT, SIGTERM, SIGHUP): never restarted
+  restart,          ///< start the job again (on `nodes`)
+  succeeded,        ///< every node succeeded: done
+  interrupted,      ///< stopped by a signal (SIGINT, SIGTERM, SIGHUP): never restarted
   no_restart_left,  ///< the failure came after the last restart allowed
   too_few_nodes,    ///< leaving the failed nodes out would go below min_nodes (or to none)
 };
@@ -47,8 +47,9 @@ struct restart_decision {
 /// `failed`: the nodes to blame, the first to fail first, then every node whose host could not
 /// be reached (empty when the attempt succeeded); `interrupted`: a signal stopped the job.
 /// Without exclude_failed every node stays; with it, the failed nodes are left out. O(N).
-[[nodiscard]] inline restart_decision decide_restart(const restart_options& options, int restarts_done,
-                                                     std::size_t node_count, const std::vector<std::size_t>& failed,
+[[nodiscard]] inline restart_decision decide_restart(const restart_options& options,
+                                                     int restarts_done, std::size_t node_count,
+                                                     const std::vector<std::size_t>& failed,
                                                      bool interrupted) {
   restart_decision d;
   if (interrupted) {

@@ -49,7 +49,9 @@ std::string describe_error(const parse_error& e) {
   return e.to_string();
 }
 template <class E>
-auto describe_error(const E& e) -> decltype(e.message()) { return e.message(); }
+auto describe_error(const E& e) -> decltype(e.message()) {
+  return e.message();
+}
 // A list of problems (make_plan's): every message, one a line.
 template <class E>
 auto describe_error(const std::vector<E>& problems) -> decltype(problems.front().message()) {
@@ -91,16 +93,17 @@ template <class E>
 ///   hetlaunch::cluster c = *std::move(r);
 template <class T, class E = parse_error>
 class [[nodiscard]] result {
-  static_assert(!std::is_same<T, E>::value, "hetlaunch::result requires distinct value and error types");
+  static_assert(!std::is_same<T, E>::value,
+                "hetlaunch::result requires distinct value and error types");
   std::variant<T, E> storage_;
 
  public:
   using value_type = T;
   using error_type = E;
 
-  constexpr result(const T& value) : storage_(std::in_place_index<0>, value) {}  // NOLINT
+  constexpr result(const T& value) : storage_(std::in_place_index<0>, value) {}        // NOLINT
   constexpr result(T&& value) : storage_(std::in_place_index<0>, std::move(value)) {}  // NOLINT
-  constexpr result(const E& error) : storage_(std::in_place_index<1>, error) {}  // NOLINT
+  constexpr result(const E& error) : storage_(std::in_place_index<1>, error) {}        // NOLINT
   constexpr result(E&& error) : storage_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
 
   [[nodiscard]] constexpr bool has_value() const noexcept { return storage_.index() == 0; }

@@ -30,7 +30,9 @@ struct node_batch {
   friend constexpr bool operator==(const node_batch& a, const node_batch& b) noexcept {
     return a.batch == b.batch && a.offset == b.offset;
   }
-  friend constexpr bool operator!=(const node_batch& a, const node_batch& b) noexcept { return !(a == b); }
+  friend constexpr bool operator!=(const node_batch& a, const node_batch& b) noexcept {
+    return !(a == b);
+  }
 };
 
 /// A rank's part of each step: `batch` samples (b) from `offset` within the step.
@@ -40,7 +42,9 @@ struct rank_batch {
   friend constexpr bool operator==(const rank_batch& a, const rank_batch& b) noexcept {
     return a.batch == b.batch && a.offset == b.offset;
   }
-  friend constexpr bool operator!=(const rank_batch& a, const rank_batch& b) noexcept { return !(a == b); }
+  friend constexpr bool operator!=(const rank_batch& a, const rank_batch& b) noexcept {
+    return !(a == b);
+  }
 };
 
 /// Local rank `local_rank`'s part of its node's samples: the node's n samples dealt out evenly
@@ -49,20 +53,24 @@ struct rank_batch {
 /// min(local_rank, n % nproc). What a worker computes from HETLAUNCH_NODE_BATCH,
 /// HETLAUNCH_NODE_BATCH_OFFSET, LOCAL_RANK and LOCAL_WORLD_SIZE.
 /// Preconditions: nproc >= 1, 0 <= local_rank < nproc, node.batch >= 0.
-[[nodiscard]] constexpr rank_batch batch_of_rank(node_batch node, int nproc, int local_rank) noexcept {
+[[nodiscard]] constexpr rank_batch batch_of_rank(node_batch node, int nproc,
+                                                 int local_rank) noexcept {
   detail::expects(nproc >= 1 && local_rank >= 0 && local_rank < nproc,
-                           "batch_of_rank(node, nproc, local_rank): local rank out of range");
+                  "batch_of_rank(node, nproc, local_rank): local rank out of range");
   const int base = node.batch / nproc;
   const int extra = node.batch % nproc;
   // local_rank * base <= node.batch: no wrap.
-  return {base + (local_rank < extra ? 1 : 0), node.offset + local_rank * base + (local_rank < extra ? local_rank : extra)};
+  return {base + (local_rank < extra ? 1 : 0),
+          node.offset + local_rank * base + (local_rank < extra ? local_rank : extra)};
 }
 
 /// What a rank multiplies its mean loss by before backward(), so that DDP's average of the ranks'
 /// gradients (it divides their sum by the world size) is the mean over the whole global batch:
 /// b * world_size / global_batch. Preconditions: global_batch >= 1.
-[[nodiscard]] constexpr double loss_scale(rank_batch rank, int world_size, int global_batch) noexcept {
-  return static_cast<double>(rank.batch) * static_cast<double>(world_size) / static_cast<double>(global_batch);
+[[nodiscard]] constexpr double loss_scale(rank_batch rank, int world_size,
+                                          int global_batch) noexcept {
+  return static_cast<double>(rank.batch) * static_cast<double>(world_size) /
+         static_cast<double>(global_batch);
 }
 
 namespace detail {
@@ -77,15 +85,17 @@ __extension__ typedef unsigned __int128 uint128;  // E * p_i * w_i reaches 2^102
 // with the largest remainders, ties to the lower index (remainder_order). With d_i < 2^71 and
 // E < 2^31, every product fits 128 bits.
 template <class NprocAt, class MicrosAt>
-constexpr std::size_t split_floors(std::size_t n, NprocAt nproc_at, MicrosAt micros_at, long long world,
-                                   int global_batch, node_batch* out, uint128* rem) noexcept {
+constexpr std::size_t split_floors(std::size_t n, NprocAt nproc_at, MicrosAt micros_at,
+                                   long long world, int global_batch, node_batch* out,
+                                   uint128* rem) noexcept {
   const auto extra = static_cast<uint128>(static_cast<long long>(global_batch) - world);
   uint128 total = 0;
   for (std::size_t i = 0; i < n; ++i)
     total += static_cast<uint128>(nproc_at(i)) * static_cast<uint128>(micros_at(i));
   long long given = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const uint128 part = extra * (static_cast<uint128>(nproc_at(i)) * static_cast<uint128>(micros_at(i)));
+    const uint128 part =
+        extra * (static_cast<uint128>(nproc_at(i)) * static_cast<uint128>(micros_at(i)));
     const auto floor_part = static_cast<long long>(part / total);  // <= E < 2^31
     rem[i] = part % total;
     out[i].batch = static_cast<int>(nproc_at(i) + floor_part);
@@ -115,7 +125,8 @@ constexpr void set_offsets(std::size_t n, node_batch* out) noexcept {
 // workers, a world size past INT_MAX, a bad weight, or a global batch below the world size.
 // Hosts and roles do not matter to it. Sets `world`.
 template <class NodeAt>
-constexpr diagnostic split_problem(std::size_t n, NodeAt node_at, int global_batch, long long& world) noexcept {
+constexpr diagnostic split_problem(std::size_t n, NodeAt node_at, int global_batch,
+                                   long long& world) noexcept {
   diagnostic d{};
   world = 0;
   if (n == 0) {
@@ -191,8 +202,8 @@ struct weight_reader {
 };
 
 template <class Word, class Index, class NprocAt, class WeightAt>
-std::vector<node_batch> split_with(std::size_t n, NprocAt nproc_at, WeightAt weight_at, uint128 total, long long world,
-                                   int global_batch) {
+std::vector<node_batch> split_with(std::size_t n, NprocAt nproc_at, WeightAt weight_at,
+                                   uint128 total, long long world, int global_batch) {
   std::vector<node_batch> out(n);
   std::vector<Word> rem(n);
   weight_reader<WeightAt> micros_of{weight_at};
@@ -211,7 +222,8 @@ std::vector<node_batch> split_with(std::size_t n, NprocAt nproc_at, WeightAt wei
     std::vector<Index> order(n);
     for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<Index>(i);
     const Word* r = rem.data();
-    std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(left - 1), order.end(),
+    std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(left - 1),
+                     order.end(),
                      [r](Index a, Index b) { return r[a] > r[b] || (r[a] == r[b] && a < b); });
     for (std::size_t k = 0; k < left; ++k) ++out[order[k]].batch;
   }
@@ -220,8 +232,8 @@ std::vector<node_batch> split_with(std::size_t n, NprocAt nproc_at, WeightAt wei
 }
 
 template <class NprocAt, class WeightAt>
-std::vector<node_batch> split_valid(std::size_t n, NprocAt nproc_at, WeightAt weight_at, long long world,
-                                    int global_batch) {
+std::vector<node_batch> split_valid(std::size_t n, NprocAt nproc_at, WeightAt weight_at,
+                                    long long world, int global_batch) {
   uint128 total = 0, largest = 0;
   weight_reader<WeightAt> micros_of{weight_at};
   for (std::size_t i = 0; i < n; ++i) {
@@ -233,20 +245,25 @@ std::vector<node_batch> split_valid(std::size_t n, NprocAt nproc_at, WeightAt we
   const uint128 max64 = ~std::uint64_t{0};
   const bool narrow = total <= max64 && (extra == 0 || largest <= max64 / extra);
   if (n <= 0xffffffffu)
-    return narrow ? split_with<std::uint64_t, std::uint32_t>(n, nproc_at, weight_at, total, world, global_batch)
-                  : split_with<uint128, std::uint32_t>(n, nproc_at, weight_at, total, world, global_batch);
-  return narrow ? split_with<std::uint64_t, std::size_t>(n, nproc_at, weight_at, total, world, global_batch)
-                : split_with<uint128, std::size_t>(n, nproc_at, weight_at, total, world, global_batch);
+    return narrow ? split_with<std::uint64_t, std::uint32_t>(n, nproc_at, weight_at, total, world,
+                                                             global_batch)
+                  : split_with<uint128, std::uint32_t>(n, nproc_at, weight_at, total, world,
+                                                       global_batch);
+  return narrow
+             ? split_with<std::uint64_t, std::size_t>(n, nproc_at, weight_at, total, world,
+                                                      global_batch)
+             : split_with<uint128, std::size_t>(n, nproc_at, weight_at, total, world, global_batch);
 }
 
 // Run time: every problem checked, then the split.
 template <class NodeAt>
-result<std::vector<node_batch>, diagnostic> split_batch(std::size_t n, NodeAt node_at, int global_batch) {
+result<std::vector<node_batch>, diagnostic> split_batch(std::size_t n, NodeAt node_at,
+                                                        int global_batch) {
   long long world = 0;
   if (const diagnostic d = split_problem(n, node_at, global_batch, world)) return d;
   return split_valid(
-      n, [&node_at](std::size_t i) { return node_at(i).nproc; }, [&node_at](std::size_t i) { return node_at(i).weight; },
-      world, global_batch);
+      n, [&node_at](std::size_t i) { return node_at(i).nproc; },
+      [&node_at](std::size_t i) { return node_at(i).weight; }, world, global_batch);
 }
 
 }  // namespace detail
@@ -275,7 +292,8 @@ struct fixed_batch_split {
 /// Errors: empty_cluster, bad_nproc, world_size_overflow, bad_weight, bad_global_batch (below 0),
 /// global_batch_too_small (below the world size).
 template <std::size_t N>
-[[nodiscard]] constexpr fixed_batch_split<N> split_batch(const fixed_cluster<N>& c, int global_batch) noexcept {
+[[nodiscard]] constexpr fixed_batch_split<N> split_batch(const fixed_cluster<N>& c,
+                                                         int global_batch) noexcept {
   fixed_batch_split<N> out{};
   const auto node_at = [&c](std::size_t i) { return c.node(i); };
   long long world = 0;
@@ -285,8 +303,8 @@ template <std::size_t N>
   std::array<std::size_t, N> order{};
   const std::size_t left = detail::split_floors(
       N, [&node_at](std::size_t i) { return node_at(i).nproc; },
-      [&node_at](std::size_t i) { return detail::weight_micros(node_at, i); }, world, global_batch, out.nodes.data(),
-      rem.data());
+      [&node_at](std::size_t i) { return detail::weight_micros(node_at, i); }, world, global_batch,
+      out.nodes.data(), rem.data());
   for (std::size_t i = 0; i < N; ++i) order[i] = i;
   if (left > 0) detail::heap_sort(order.data(), N, detail::remainder_order{rem.data()});
   for (std::size_t k = 0; k < left; ++k) ++out.nodes[order[k]].batch;
@@ -297,8 +315,10 @@ template <std::size_t N>
 /// split_batch for a run-time topology: every node's part, in node order, or the first problem.
 /// O(N) time; 32 bytes a node of scratch.
 template <class Unused>
-[[nodiscard]] result<std::vector<node_batch>, diagnostic> split_batch(const basic_cluster<Unused>& c, int global_batch) {
-  return detail::split_batch(c.node_count(), [&c](std::size_t i) { return c.node(i); }, global_batch);
+[[nodiscard]] result<std::vector<node_batch>, diagnostic> split_batch(
+    const basic_cluster<Unused>& c, int global_batch) {
+  return detail::split_batch(
+      c.node_count(), [&c](std::size_t i) { return c.node(i); }, global_batch);
 }
 
 }  // namespace hetlaunch

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// hetlaunch: quoting arguments for POSIX sh, so that `sh -c` (and ssh's remote shell) sees exactly the argv.
+// hetlaunch: quoting arguments for POSIX sh, so that `sh -c` (and ssh's remote shell) sees
+// exactly the argv.
 #ifndef HETLAUNCH_SHELL_HPP
 #define HETLAUNCH_SHELL_HPP
 
@@ -32,8 +33,10 @@ inline bool safe_for_shell(std::string_view arg) noexcept {
   if (detail::safe_for_shell(arg)) return std::string(arg);
   std::string out = "'";
   for (char c : arg) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   out += '\'';
   return out;

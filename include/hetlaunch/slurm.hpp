@@ -26,7 +26,9 @@ constexpr unsigned long long slurm_max_range = 65536;
 constexpr std::size_t slurm_max_ranges = 256 * 1024;
 constexpr unsigned long long slurm_max_prefix_count = 65536;
 
-constexpr bool is_hostlist_separator(char c) noexcept { return c == ',' || c == ' ' || c == '\t' || c == '\n'; }
+constexpr bool is_hostlist_separator(char c) noexcept {
+  return c == ',' || c == ' ' || c == '\t' || c == '\n';
+}
 constexpr bool is_c_space(char c) noexcept {
   return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
 }
@@ -115,7 +117,8 @@ struct hostlist_parser {
 
   // strtoul's grammar as Slurm relies on it: blanks, an optional '+', decimal digits. Returns the
   // end of the digits (0 when there are none). Unlike strtoul, overflow is an error.
-  bool parse_number(std::string_view text, std::size_t offset, std::size_t& end, unsigned long long& value) {
+  bool parse_number(std::string_view text, std::size_t offset, std::size_t& end,
+                    unsigned long long& value) {
     std::size_t i = 0;
     while (i < text.size() && is_c_space(text[i])) ++i;
     if (i < text.size() && text[i] == '+') ++i;
@@ -130,11 +133,15 @@ struct hostlist_parser {
 
   // One item of a bracket: "7", "01-10", as _parse_single_range reads it.
   bool parse_range(std::string_view item, std::size_t offset, slurm_range& out) {
-    const auto invalid = [&](const char* why) { return fail(offset, concat("invalid range ", quoted(item), ": ", why)); };
-    if (item.find('x') != std::string_view::npos) return invalid("'x' (box syntax) is for multi-dimensional clusters");
+    const auto invalid = [&](const char* why) {
+      return fail(offset, concat("invalid range ", quoted(item), ": ", why));
+    };
+    if (item.find('x') != std::string_view::npos)
+      return invalid("'x' (box syntax) is for multi-dimensional clusters");
     const std::size_t dash = item.find('-');
     const std::string_view lo_text = item.substr(0, dash);
-    const std::string_view hi_text = dash == std::string_view::npos ? std::string_view() : item.substr(dash + 1);
+    const std::string_view hi_text =
+        dash == std::string_view::npos ? std::string_view() : item.substr(dash + 1);
     if (!hi_text.empty() && hi_text[0] == '-') return invalid("negative numbers are not allowed");
     std::size_t lo_end = 0, hi_end = 0;
     if (!parse_number(lo_text, offset, lo_end, out.lo)) return false;
@@ -147,14 +154,17 @@ struct hostlist_parser {
     if (!hi_text.empty()) {
       if (!parse_number(hi_text, offset, hi_end, out.hi)) return false;
       if (hi_end == 0) return invalid("expected a number after '-'");
-      if (hi_end != hi_text.size()) return invalid("unexpected text after the high bound (Slurm has no steps)");
+      if (hi_end != hi_text.size())
+        return invalid("unexpected text after the high bound (Slurm has no steps)");
     } else {
       out.hi = out.lo;  // "1-" means "1", as in Slurm
       if (lo_end != lo_text.size()) return invalid("expected a number");
     }
     if (out.lo > out.hi) return invalid("the low bound is above the high bound");
     if (out.hi - out.lo >= slurm_max_range)  // hi - lo + 1 would wrap for [0-18446744073709551615]
-      return fail(offset, concat("too many hosts in range ", quoted(item), " (Slurm's limit is 65536)"), errc::limit_exceeded);
+      return fail(offset,
+                  concat("too many hosts in range ", quoted(item), " (Slurm's limit is 65536)"),
+                  errc::limit_exceeded);
     return true;
   }
 
@@ -162,13 +172,15 @@ struct hostlist_parser {
     std::size_t start = 0;
     while (true) {
       const std::size_t comma = text.find(',', start);
-      const std::string_view item = text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
-      if (out.ranges.size() == slurm_max_ranges) return fail(offset, "more than 262144 items in one bracket", errc::limit_exceeded);
+      const std::string_view item = text.substr(
+          start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+      if (out.ranges.size() == slurm_max_ranges)
+        return fail(offset, "more than 262144 items in one bracket", errc::limit_exceeded);
       slurm_range r;
       if (!parse_range(item, offset + start, r)) return false;
       out.ranges.push_back(r);
-      out.count += r.hi - r.lo + 1;       // at most 2^18 items of 2^16: no wrap
-      out.digits += printed_length(r);    // at most 2^18 * 2^16 * 20: no wrap
+      out.count += r.hi - r.lo + 1;     // at most 2^18 items of 2^16: no wrap
+      out.digits += printed_length(r);  // at most 2^18 * 2^16 * 20: no wrap
       if (comma == std::string_view::npos) return true;
       start = comma + 1;
     }
@@ -184,11 +196,14 @@ struct hostlist_parser {
   }
 
   // Adds the names of one token: `count` names of `bytes` bytes, refusing more than the limits.
-  bool add(unsigned long long count, unsigned long long name_bytes, bool bytes_overflow, std::size_t offset) {
+  bool add(unsigned long long count, unsigned long long name_bytes, bool bytes_overflow,
+           std::size_t offset) {
     unsigned long long total = 0;
-    if (!checked_add(hosts, count, total) || total > max_hosts) return fail(offset, too_many_hosts(), errc::limit_exceeded);
+    if (!checked_add(hosts, count, total) || total > max_hosts)
+      return fail(offset, too_many_hosts(), errc::limit_exceeded);
     unsigned long long size = 0;
-    if (bytes_overflow || !checked_add(bytes, name_bytes, size) || size > max_bytes) return fail(offset, too_many_bytes(), errc::limit_exceeded);
+    if (bytes_overflow || !checked_add(bytes, name_bytes, size) || size > max_bytes)
+      return fail(offset, too_many_bytes(), errc::limit_exceeded);
     hosts = total;
     bytes = size;
     return true;
@@ -211,19 +226,23 @@ struct hostlist_parser {
     if (close == std::string_view::npos) return fail(offset + open, "'[' without a matching ']'");
     name.text.push_back(tok.substr(close + 1));
     name.brackets.emplace_back();
-    if (!parse_bracket(tok.substr(open + 1, close - open - 1), offset + open + 1, name.brackets.back())) return false;
+    if (!parse_bracket(tok.substr(open + 1, close - open - 1), offset + open + 1,
+                       name.brackets.back()))
+      return false;
     std::string_view prefix = tok.substr(0, open);
     while (true) {
       const std::size_t o = prefix.rfind('[');
-      const std::size_t c = o == std::string_view::npos ? std::string_view::npos : prefix.rfind(']');
+      const std::size_t c =
+          o == std::string_view::npos ? std::string_view::npos : prefix.rfind(']');
       if (o == std::string_view::npos || c == std::string_view::npos || c < o) break;
       name.text.push_back(prefix.substr(c + 1));
       name.brackets.emplace_back();
       slurm_bracket& b = name.brackets.back();
       if (!parse_bracket(prefix.substr(o + 1, c - o - 1), offset + o + 1, b)) return false;
       if (b.count > slurm_max_prefix_count)
-        return fail(offset + o, "a bracket before the last one of a name expands to more than 65536 hosts",
-                      errc::limit_exceeded);
+        return fail(offset + o,
+                    "a bracket before the last one of a name expands to more than 65536 hosts",
+                    errc::limit_exceeded);
       prefix = prefix.substr(0, o);
     }
     name.text.push_back(prefix);
@@ -239,14 +258,16 @@ struct hostlist_parser {
     unsigned long long count = 1;
     bool overflow = false;
     for (const slurm_bracket& b : name.brackets)
-      if (!checked_mul(count, b.count, count)) return fail(offset, too_many_hosts(), errc::limit_exceeded);
+      if (!checked_mul(count, b.count, count))
+        return fail(offset, too_many_hosts(), errc::limit_exceeded);
     unsigned long long text = 0;
     for (std::string_view t : name.text) text += t.size();
     unsigned long long name_bytes = 0;
     overflow = !checked_mul(count, text, name_bytes);
     for (const slurm_bracket& b : name.brackets) {
       unsigned long long part = 0;
-      overflow = overflow || !checked_mul(b.digits, count / b.count, part) || !checked_add(name_bytes, part, name_bytes);
+      overflow = overflow || !checked_mul(b.digits, count / b.count, part) ||
+                 !checked_add(name_bytes, part, name_bytes);
     }
     return add(count, name_bytes, overflow, offset);
   }
@@ -335,12 +356,13 @@ struct hostlist_parser {
 /// saturates), an empty list. More than `max_hosts` names, or names of more than `max_bytes`
 /// bytes in all, is an error found before anything is allocated. Time and memory are linear in
 /// the input plus the output; nothing recurses.
-[[nodiscard]] inline result<std::vector<std::string>> expand_hostlist(std::string_view expr,
-                                                                      std::size_t max_hosts = std::size_t{1} << 20,
-                                                                      std::size_t max_bytes = std::size_t{1} << 27) {
+[[nodiscard]] inline result<std::vector<std::string>> expand_hostlist(
+    std::string_view expr, std::size_t max_hosts = std::size_t{1} << 20,
+    std::size_t max_bytes = std::size_t{1} << 27) {
   detail::hostlist_parser p{expr, max_hosts, max_bytes};
   std::vector<detail::slurm_name> names;  // tokens with brackets, in order; plain ones are views
-  std::vector<std::pair<std::string_view, std::size_t>> tokens;  // (token, index into names or npos)
+  std::vector<std::pair<std::string_view, std::size_t>>
+      tokens;  // (token, index into names or npos)
   p.each_token([&](std::string_view tok, std::size_t offset) {
     const std::size_t open = tok.rfind('[');
     if (open == std::string_view::npos) {
@@ -349,7 +371,8 @@ struct hostlist_parser {
       return true;
     }
     names.emplace_back();
-    if (!p.parse_name(tok, offset, open, names.back()) || !p.count_name(names.back(), offset)) return false;
+    if (!p.parse_name(tok, offset, open, names.back()) || !p.count_name(names.back(), offset))
+      return false;
     tokens.emplace_back(tok, names.size() - 1);
     return true;
   });
@@ -358,8 +381,10 @@ struct hostlist_parser {
   std::vector<std::string> hosts;
   hosts.reserve(static_cast<std::size_t>(p.hosts));
   for (const auto& t : tokens) {
-    if (t.second == std::string_view::npos) hosts.emplace_back(t.first);
-    else detail::hostlist_parser::emit(names[t.second], hosts);
+    if (t.second == std::string_view::npos)
+      hosts.emplace_back(t.first);
+    else
+      detail::hostlist_parser::emit(names[t.second], hosts);
   }
   return hosts;
 }
@@ -384,14 +409,19 @@ inline split_host split_trailing_number(std::string_view host) {
 }
 // Slurm's _width_equiv: two widths print the same numbers when the zero padding of each number
 // is the same under either width; then the narrower-padded width is taken for both.
-inline bool widths_combine(unsigned long long n, std::size_t& wn, unsigned long long m, std::size_t& wm) {
+inline bool widths_combine(unsigned long long n, std::size_t& wn, unsigned long long m,
+                           std::size_t& wm) {
   if (wn == wm) return true;
-  const auto pad = [](unsigned long long v, std::size_t w) { return w > decimal_digits(v) ? w - decimal_digits(v) : 0; };
+  const auto pad = [](unsigned long long v, std::size_t w) {
+    return w > decimal_digits(v) ? w - decimal_digits(v) : 0;
+  };
   const bool n_same = pad(n, wn) == pad(n, wm);
   const bool m_same = pad(m, wm) == pad(m, wn);
   if (!n_same && !m_same) return false;
-  if (!n_same) wm = wn;
-  else wn = wm;
+  if (!n_same)
+    wm = wn;
+  else
+    wn = wm;
   return true;
 }
 }  // namespace detail
@@ -412,7 +442,8 @@ inline bool widths_combine(unsigned long long n, std::size_t& wn, unsigned long 
     if (!ranges.empty()) {
       range& tail = ranges.back();
       std::size_t tail_width = tail.host.width, width = s.width;
-      if (tail.host.numbered && s.numbered && tail.host.prefix == s.prefix && tail.hi != ~0ull && tail.hi + 1 == s.number &&
+      if (tail.host.numbered && s.numbered && tail.host.prefix == s.prefix && tail.hi != ~0ull &&
+          tail.hi + 1 == s.number &&
           detail::widths_combine(tail.host.number, tail_width, s.number, width)) {
         tail.host.width = tail_width;
         tail.hi = s.number;
@@ -422,7 +453,9 @@ inline bool widths_combine(unsigned long long n, std::size_t& wn, unsigned long 
     ranges.push_back({s, s.number});
   }
   std::string out;
-  const auto number = [&out](unsigned long long n, std::size_t width) { detail::append_number(out, n, width); };
+  const auto number = [&out](unsigned long long n, std::size_t width) {
+    detail::append_number(out, n, width);
+  };
   for (std::size_t i = 0; i < ranges.size();) {
     if (!out.empty()) out += ',';
     const range& first = ranges[i];
@@ -432,7 +465,9 @@ inline bool widths_combine(unsigned long long n, std::size_t& wn, unsigned long 
       continue;
     }
     std::size_t end = i + 1;
-    while (end < ranges.size() && ranges[end].host.numbered && ranges[end].host.prefix == first.host.prefix) ++end;
+    while (end < ranges.size() && ranges[end].host.numbered &&
+           ranges[end].host.prefix == first.host.prefix)
+      ++end;
     const bool bracket = end - i > 1 || first.hi != first.host.number;
     if (bracket) out += '[';
     for (std::size_t k = i; k < end; ++k) {
@@ -453,21 +488,26 @@ inline bool widths_combine(unsigned long long n, std::size_t& wn, unsigned long 
 /// when a name is not one that its own host list gives back (expand_hostlist(name) == {name}):
 /// an empty name, and names with ',', brackets or blanks, which a reader of the list would split
 /// or expand ("a[1]" reads back as "a1", "a,b" as two hosts, "x[" not at all).
-[[nodiscard]] inline result<std::string> try_compress_hostlist(const std::vector<std::string>& hosts) {
+[[nodiscard]] inline result<std::string> try_compress_hostlist(
+    const std::vector<std::string>& hosts) {
   for (std::size_t i = 0; i < hosts.size(); ++i) {
     const std::string& h = hosts[i];
     std::string why;
     if (h.empty()) {
       why = "an empty name";
     } else {
-      const auto back = expand_hostlist(h, 2, 2 * h.size() + 2);  // no name it gives is longer than h
-      if (!back) why = detail::concat("a host list cannot hold it (", back.error().message, ")");
+      const auto back =
+          expand_hostlist(h, 2, 2 * h.size() + 2);  // no name it gives is longer than h
+      if (!back)
+        why = detail::concat("a host list cannot hold it (", back.error().message, ")");
       else if (back->size() != 1 || back->front() != h)
-        why = detail::concat("a host list would read it as ", back->size() == 1 ? "the host " : "the hosts ",
-                             detail::quoted(back->size() == 1 ? back->front() : compress_hostlist(*back)));
+        why = detail::concat(
+            "a host list would read it as ", back->size() == 1 ? "the host " : "the hosts ",
+            detail::quoted(back->size() == 1 ? back->front() : compress_hostlist(*back)));
     }
     if (!why.empty())
-      return parse_error{0, 0, detail::concat("host ", i + 1, " (", detail::quoted(h), "): ", why), errc::bad_host};
+      return parse_error{0, 0, detail::concat("host ", i + 1, " (", detail::quoted(h), "): ", why),
+                         errc::bad_host};
   }
   return compress_hostlist(hosts);
 }
@@ -487,15 +527,20 @@ struct count_list {
 inline result<count_list> parse_count_list(std::string_view expr) {
   count_list list;
   std::size_t i = 0;
-  const auto number = [&](unsigned long long limit, unsigned long long& value, const char* what) -> result<bool> {
+  const auto number = [&](unsigned long long limit, unsigned long long& value,
+                          const char* what) -> result<bool> {
     const std::size_t start = i;
     const digit_run run = read_digits(expr, start, limit);
-    if (run.too_large) return parse_error{1, start + 1, concat(what, " is larger than ", limit), errc::limit_exceeded};
+    if (run.too_large)
+      return parse_error{1, start + 1, concat(what, " is larger than ", limit),
+                         errc::limit_exceeded};
     value = run.value;
     i = run.end;
     if (i == start)
-      return parse_error{1, start + 1, concat("expected ", what, ", got ",
-                                              i < expr.size() ? quoted(character_at(expr, i)) : std::string("the end"))};
+      return parse_error{
+          1, start + 1,
+          concat("expected ", what, ", got ",
+                 i < expr.size() ? quoted(character_at(expr, i)) : std::string("the end"))};
     return true;
   };
   if (expr.empty()) return parse_error{1, 1, "the count list is empty"};
@@ -505,7 +550,8 @@ inline result<count_list> parse_count_list(std::string_view expr) {
     if (auto r = number(0x7fffffffull, count, "a count"); !r) return r.error();
     if (i < expr.size() && expr[i] == '(') {
       const std::size_t open = i;
-      if (i + 1 >= expr.size() || expr[i + 1] != 'x') return parse_error{1, i + 2, "expected 'x' after '(' as in 2(x3)"};
+      if (i + 1 >= expr.size() || expr[i + 1] != 'x')
+        return parse_error{1, i + 2, "expected 'x' after '(' as in 2(x3)"};
       i += 2;
       if (auto r = number(~0ull, repeat, "a repeat count"); !r) return r.error();
       if (repeat == 0) return parse_error{1, open + 3, "a repeat count must be at least 1"};
@@ -513,11 +559,13 @@ inline result<count_list> parse_count_list(std::string_view expr) {
       ++i;
     }
     if (!checked_add(list.total, repeat, list.total))
-      return parse_error{1, item_start + 1, "the count list names more than 2^64 - 1 values", errc::limit_exceeded};
+      return parse_error{1, item_start + 1, "the count list names more than 2^64 - 1 values",
+                         errc::limit_exceeded};
     list.items.push_back({static_cast<int>(count), repeat});
     if (i == expr.size()) break;
     if (expr[i] != ',')
-      return parse_error{1, i + 1, concat("expected ',' or the end, got ", quoted(character_at(expr, i)))};
+      return parse_error{1, i + 1,
+                         concat("expected ',' or the end, got ", quoted(character_at(expr, i)))};
     ++i;
   }
   return list;
@@ -526,7 +574,8 @@ inline result<count_list> parse_count_list(std::string_view expr) {
 // No reserve here: the lists of a hetjob's components are appended one after another, and an
 // exact reserve each time would copy everything so far each time.
 inline void append_count_list(const count_list& list, std::vector<int>& out) {
-  for (const count_item& it : list.items) out.insert(out.end(), static_cast<std::size_t>(it.repeat), it.count);
+  for (const count_item& it : list.items)
+    out.insert(out.end(), static_cast<std::size_t>(it.repeat), it.count);
 }
 
 inline std::vector<int> expand_count_list(const count_list& list) {
@@ -541,13 +590,14 @@ inline std::vector<int> expand_count_list(const count_list& list) {
 /// {2, 2, 2, 1}. Items are `count` or `count(xN)` with decimal digits only; counts are 0 to
 /// INT_MAX, repeats 1 or more, and more than `max_nodes` values in all is an error found before
 /// anything is allocated.
-[[nodiscard]] inline result<std::vector<int>> expand_tasks_per_node(std::string_view expr,
-                                                                   std::size_t max_nodes = std::size_t{1} << 20) {
+[[nodiscard]] inline result<std::vector<int>> expand_tasks_per_node(
+    std::string_view expr, std::size_t max_nodes = std::size_t{1} << 20) {
   auto list = detail::parse_count_list(expr);
   if (!list) return list.error();
   if (list->total > max_nodes)
-    return parse_error{1, 1, detail::concat("the count list names ", list->total, " nodes, more than ", max_nodes,
-                                            ", the limit (max_nodes)"),
+    return parse_error{1, 1,
+                       detail::concat("the count list names ", list->total, " nodes, more than ",
+                                      max_nodes, ", the limit (max_nodes)"),
                        errc::limit_exceeded};
   return detail::expand_count_list(*list);
 }
@@ -577,7 +627,8 @@ namespace detail {
 // A per-component variable of a heterogeneous job: NAME_HET_GROUP_<n>, or the older
 // NAME_PACK_GROUP_<n> that Slurm still sets beside it. `found` gets the name that was set.
 template <class Var>
-const char* component_variable(Var& var, const char* stem, std::size_t component, std::string& found) {
+const char* component_variable(Var& var, const char* stem, std::size_t component,
+                               std::string& found) {
   for (const char* kind : {"_HET_GROUP_", "_PACK_GROUP_"}) {
     found = concat(stem, kind, component);
     if (const char* value = var(found.c_str())) return value;
@@ -592,9 +643,12 @@ template <class Unused = void>
 result<bool> append_host_counts(const std::string& name, const char* text, std::size_t hosts,
                                 const std::string& list_name, std::vector<int>& counts) {
   auto parsed = parse_count_list(text);
-  if (!parsed) return parse_error{0, 0, concat(name, ": ", parsed.error().to_string()), parsed.error().code};
+  if (!parsed)
+    return parse_error{0, 0, concat(name, ": ", parsed.error().to_string()), parsed.error().code};
   if (parsed->total != hosts)
-    return parse_error{0, 0, concat(name, " gives ", parsed->total, " counts but ", list_name, " names ", hosts, " hosts"),
+    return parse_error{0, 0,
+                       concat(name, " gives ", parsed->total, " counts but ", list_name, " names ",
+                              hosts, " hosts"),
                        errc::count_mismatch};
   append_count_list(*parsed, counts);
   return true;
@@ -603,38 +657,43 @@ result<bool> append_host_counts(const std::string& name, const char* text, std::
 // Worker counts of one list of hosts (the job, or component `component` of a heterogeneous job),
 // from the first of Slurm's variables that is set; returns that variable's name.
 template <class Var>
-result<std::string> counts_of(Var& var, std::size_t component, bool heterogeneous, std::size_t hosts,
-                              const std::string& list_name, std::vector<int>& counts) {
+result<std::string> counts_of(Var& var, std::size_t component, bool heterogeneous,
+                              std::size_t hosts, const std::string& list_name,
+                              std::vector<int>& counts) {
   std::string name;
   const auto lookup = [&](const char* stem) -> const char* {
     if (heterogeneous) return component_variable(var, stem, component, name);
     name = stem;
     return var(stem);
   };
-  for (const char* stem : {"SLURM_TASKS_PER_NODE", "SLURM_GPUS_PER_NODE", "SLURM_JOB_CPUS_PER_NODE"}) {
+  for (const char* stem :
+       {"SLURM_TASKS_PER_NODE", "SLURM_GPUS_PER_NODE", "SLURM_JOB_CPUS_PER_NODE"}) {
     const char* text = lookup(stem);
     if (text == nullptr) continue;
     if (std::string_view(stem) == "SLURM_GPUS_PER_NODE") {
       std::string_view gpus(text);
-      const bool one_type = gpus.find(',') == std::string_view::npos;  // "a100:4,v100:2" is per type
+      const bool one_type =
+          gpus.find(',') == std::string_view::npos;  // "a100:4,v100:2" is per type
       const std::size_t colon = gpus.rfind(':');
       if (colon != std::string_view::npos) gpus = gpus.substr(colon + 1);
       auto c = expand_tasks_per_node(gpus, 1);
-      if (!c || !one_type) return parse_error{0, 0, concat(name, "=", quoted(text), " is not one count ([type:]N)")};
+      if (!c || !one_type)
+        return parse_error{0, 0, concat(name, "=", quoted(text), " is not one count ([type:]N)")};
       counts.insert(counts.end(), hosts, c->front());
       return name;
     }
     if (auto r = append_host_counts(name, text, hosts, list_name, counts); !r) return r.error();
     return name;
   }
-  return parse_error{0, 0,
-                     heterogeneous
-                         ? concat("no worker counts for component ", component, ": none of SLURM_TASKS_PER_NODE", "_HET_GROUP_",
-                                  component, ", SLURM_GPUS_PER_NODE_HET_GROUP_", component,
-                                  ", SLURM_JOB_CPUS_PER_NODE_HET_GROUP_", component, " is set")
-                         : std::string("no worker counts: none of HETLAUNCH_TASKS_PER_NODE, SLURM_TASKS_PER_NODE, "
-                                       "SLURM_GPUS_PER_NODE, SLURM_JOB_CPUS_PER_NODE is set"),
-                     errc::env_missing};
+  return parse_error{
+      0, 0,
+      heterogeneous
+          ? concat("no worker counts for component ", component, ": none of SLURM_TASKS_PER_NODE",
+                   "_HET_GROUP_", component, ", SLURM_GPUS_PER_NODE_HET_GROUP_", component,
+                   ", SLURM_JOB_CPUS_PER_NODE_HET_GROUP_", component, " is set")
+          : std::string("no worker counts: none of HETLAUNCH_TASKS_PER_NODE, SLURM_TASKS_PER_NODE, "
+                        "SLURM_GPUS_PER_NODE, SLURM_JOB_CPUS_PER_NODE is set"),
+      errc::env_missing};
 }
 }  // namespace detail
 
@@ -666,7 +725,8 @@ result<std::string> counts_of(Var& var, std::size_t component, bool heterogeneou
 /// validated like any topology (host names, duplicate hosts unless `validation` allows them, the
 /// world size): the error has the diagnostic's code and message.
 template <class Getenv>
-[[nodiscard]] result<slurm_job> cluster_from_slurm(Getenv&& get, std::size_t max_hosts = std::size_t{1} << 20,
+[[nodiscard]] result<slurm_job> cluster_from_slurm(Getenv&& get,
+                                                   std::size_t max_hosts = std::size_t{1} << 20,
                                                    std::size_t max_bytes = std::size_t{1} << 27,
                                                    validate_options validation = {}) {
   const auto var = [&](const char* name) -> const char* { return get(name); };
@@ -684,28 +744,34 @@ template <class Getenv>
   if (het_size != nullptr) {
     long long components = 0;
     // Every component has a node, so the node limit bounds the components too.
-    if (!detail::parse_decimal(het_size, static_cast<long long>(std::min<std::size_t>(max_hosts, 0x7fffffff)),
+    if (!detail::parse_decimal(het_size,
+                               static_cast<long long>(std::min<std::size_t>(max_hosts, 0x7fffffff)),
                                components) ||
         components < 1)
-      return parse_error{0, 0, detail::concat(het_size_name, "=", detail::quoted(het_size),
-                                              " is not a number of components (1 to ", std::min<std::size_t>(max_hosts, 0x7fffffff), ")"),
+      return parse_error{0, 0,
+                         detail::concat(het_size_name, "=", detail::quoted(het_size),
+                                        " is not a number of components (1 to ",
+                                        std::min<std::size_t>(max_hosts, 0x7fffffff), ")"),
                          errc::env_not_a_number};
     std::size_t bytes = 0;
     for (std::size_t n = 0; n < static_cast<std::size_t>(components); ++n) {
       std::string name;
       const char* list = detail::component_variable(var, "SLURM_JOB_NODELIST", n, name);
       if (list == nullptr)
-        return parse_error{0, 0, detail::concat(het_size_name, "=", components, " but ", name, " is not set"),
-                           errc::env_missing};
+        return parse_error{
+            0, 0, detail::concat(het_size_name, "=", components, " but ", name, " is not set"),
+            errc::env_missing};
       auto part = expand_hostlist(list, max_hosts - hosts.size(), max_bytes - bytes);
       // The limits count every component: what is left of them is what this one ran into.
       if (!part)
-        return parse_error{0, 0,
-                           detail::concat(name, hosts.empty() ? std::string()
-                                                              : detail::concat(" (after the ", hosts.size(),
-                                                                               " hosts of the components before it)"),
-                                          ": ", part.error().to_string()),
-                           part.error().code};
+        return parse_error{
+            0, 0,
+            detail::concat(name,
+                           hosts.empty() ? std::string()
+                                         : detail::concat(" (after the ", hosts.size(),
+                                                          " hosts of the components before it)"),
+                           ": ", part.error().to_string()),
+            part.error().code};
       if (copied == nullptr) {
         auto from = detail::counts_of(var, n, true, part->size(), name, counts);
         if (!from) return from.error();
@@ -717,7 +783,9 @@ template <class Getenv>
         hosts.push_back(std::move(h));
       }
       if (hosts.size() == max_hosts && n + 1 < static_cast<std::size_t>(components))
-        return parse_error{0, 0, detail::concat("the job's components name more than ", max_hosts, " hosts, the limit (max_hosts)"),
+        return parse_error{0, 0,
+                           detail::concat("the job's components name more than ", max_hosts,
+                                          " hosts, the limit (max_hosts)"),
                            errc::limit_exceeded};
     }
     list_name = detail::concat("SLURM_JOB_NODELIST_HET_GROUP_0..", components - 1);
@@ -728,14 +796,20 @@ template <class Getenv>
       list = var("SLURM_NODELIST");
     }
     if (list == nullptr)
-      return parse_error{0, 0, "SLURM_JOB_NODELIST is not set; is this running inside a Slurm job?", errc::env_missing};
+      return parse_error{0, 0, "SLURM_JOB_NODELIST is not set; is this running inside a Slurm job?",
+                         errc::env_missing};
     auto all = expand_hostlist(list, max_hosts, max_bytes);
-    if (!all) return parse_error{0, 0, detail::concat(list_name, ": ", all.error().to_string()), all.error().code};
+    if (!all)
+      return parse_error{0, 0, detail::concat(list_name, ": ", all.error().to_string()),
+                         all.error().code};
     hosts = std::move(*all);
   }
   if (copied != nullptr) {
     job.counts_from = "HETLAUNCH_TASKS_PER_NODE";
-    if (auto r = detail::append_host_counts(job.counts_from, copied, hosts.size(), list_name, counts); !r) return r.error();
+    if (auto r =
+            detail::append_host_counts(job.counts_from, copied, hosts.size(), list_name, counts);
+        !r)
+      return r.error();
   } else if (job.component_first.empty()) {
     auto from = detail::counts_of(var, 0, false, hosts.size(), list_name, counts);
     if (!from) return from.error();
@@ -748,59 +822,77 @@ template <class Getenv>
   // Slurm's node names need not be valid host names for torchrun, and counts can add up past
   // what torch's 32-bit ranks hold: the same checks as every other input.
   if (const diagnostic d = first_error(job.nodes, validation))
-    return parse_error{0, 0, detail::concat(list_name, " and ", job.counts_from, ": ", d.message()), d.code};
+    return parse_error{0, 0, detail::concat(list_name, " and ", job.counts_from, ": ", d.message()),
+                       d.code};
 
   // The current step, if any: on how many nodes, with how many tasks on each.
   std::optional<std::size_t> step_nodes;
   if (const char* text = var("SLURM_STEP_NUM_NODES")) {
     long long n = 0;
     if (!detail::parse_decimal(text, 0x7fffffff, n))
-      return parse_error{0, 0, detail::concat("SLURM_STEP_NUM_NODES=", detail::quoted(text), " is not a number of nodes"),
+      return parse_error{0, 0,
+                         detail::concat("SLURM_STEP_NUM_NODES=", detail::quoted(text),
+                                        " is not a number of nodes"),
                          errc::env_not_a_number};
     step_nodes = static_cast<std::size_t>(n);
   }
   const char* node_name = var("SLURMD_NODENAME");
   // The srun options of a step with one task on every node, which the messages suggest.
   const auto one_task_a_node = [&] {
-    if (job.component_first.empty()) return detail::concat("srun --ntasks-per-node=1 --ntasks=", hosts.size());
+    if (job.component_first.empty())
+      return detail::concat("srun --ntasks-per-node=1 --ntasks=", hosts.size());
     std::string out = "srun";
     // Every component's own sizes, up to a message's worth.
     constexpr std::size_t shown = 8;
     for (std::size_t n = 0; n < job.component_first.size() && n < shown; ++n) {
-      const std::size_t end = n + 1 < job.component_first.size() ? job.component_first[n + 1] : hosts.size();
+      const std::size_t end =
+          n + 1 < job.component_first.size() ? job.component_first[n + 1] : hosts.size();
       const std::size_t size = end - job.component_first[n];
       out += detail::concat(n > 0 ? " :" : "", " --nodes=", size, " --ntasks=", size);
     }
     if (job.component_first.size() > shown)
-      out += detail::concat(" : ... (", job.component_first.size() - shown, " more components, each `--nodes=N --ntasks=N`)");
+      out += detail::concat(" : ... (", job.component_first.size() - shown,
+                            " more components, each `--nodes=N --ntasks=N`)");
     return out;
   };
-  const auto plan_side = [&] { return detail::concat("the plan starts one torchrun on each of the job's ", hosts.size(), " nodes"); };
+  const auto plan_side = [&] {
+    return detail::concat("the plan starts one torchrun on each of the job's ", hosts.size(),
+                          " nodes");
+  };
   if (step_nodes && *step_nodes != hosts.size()) {
     job.step_problem = detail::concat(
-        "this step runs on ", *step_nodes, " of the job's ", hosts.size(), " nodes (SLURM_STEP_NUM_NODES=", *step_nodes,
-        job.component_first.empty() ? std::string(")") : detail::concat(", in a job of ", job.component_first.size(), " components)"),
-        ", but ", plan_side(), ", which would wait for the others: start one task on every node: ", one_task_a_node());
+        "this step runs on ", *step_nodes, " of the job's ", hosts.size(),
+        " nodes (SLURM_STEP_NUM_NODES=", *step_nodes,
+        job.component_first.empty()
+            ? std::string(")")
+            : detail::concat(", in a job of ", job.component_first.size(), " components)"),
+        ", but ", plan_side(),
+        ", which would wait for the others: start one task on every node: ", one_task_a_node());
   } else if (const char* layout = var("SLURM_STEP_TASKS_PER_NODE")) {
     auto parsed = detail::parse_count_list(layout);
     if (!parsed)
-      return parse_error{0, 0, detail::concat("SLURM_STEP_TASKS_PER_NODE: ", parsed.error().to_string()), parsed.error().code};
+      return parse_error{0, 0,
+                         detail::concat("SLURM_STEP_TASKS_PER_NODE: ", parsed.error().to_string()),
+                         parsed.error().code};
     if (parsed->total != hosts.size())
-      return parse_error{0, 0, detail::concat("SLURM_STEP_TASKS_PER_NODE gives ", parsed->total, " counts but the step runs on ",
-                                              hosts.size(), " nodes"),
+      return parse_error{0, 0,
+                         detail::concat("SLURM_STEP_TASKS_PER_NODE gives ", parsed->total,
+                                        " counts but the step runs on ", hosts.size(), " nodes"),
                          errc::count_mismatch};
-    const bool one_each =
-        std::all_of(parsed->items.begin(), parsed->items.end(), [](const detail::count_item& it) { return it.count == 1; });
+    const bool one_each = std::all_of(parsed->items.begin(), parsed->items.end(),
+                                      [](const detail::count_item& it) { return it.count == 1; });
     if (!one_each)
-      job.step_problem = detail::concat("this step runs ", detail::quoted(layout),
-                                        " tasks on its nodes (SLURM_STEP_TASKS_PER_NODE), but ", plan_side(),
-                                        ": start one task a node: ", one_task_a_node());
+      job.step_problem =
+          detail::concat("this step runs ", detail::quoted(layout),
+                         " tasks on its nodes (SLURM_STEP_TASKS_PER_NODE), but ", plan_side(),
+                         ": start one task a node: ", one_task_a_node());
   }
   if (const char* id = var("SLURM_NODEID")) {
     long long n = 0;
     if (!detail::parse_decimal(id, 0x7fffffff, n))
-      return parse_error{0, 0, detail::concat("SLURM_NODEID=", detail::quoted(id), " is not a node index"),
-                         errc::env_not_a_number};
+      return parse_error{
+          0, 0, detail::concat("SLURM_NODEID=", detail::quoted(id), " is not a node index"),
+          errc::env_not_a_number};
     if (step_nodes && *step_nodes != hosts.size()) {
       // SLURM_NODEID counts this step's nodes, not the job's: find this host by name instead.
       if (node_name != nullptr) {
@@ -809,8 +901,9 @@ template <class Getenv>
       }
     } else {
       if (static_cast<std::size_t>(n) >= hosts.size())
-        return parse_error{0, 0, detail::concat("SLURM_NODEID=", n, " is out of range: ", list_name, " names ",
-                                                hosts.size(), " hosts"),
+        return parse_error{0, 0,
+                           detail::concat("SLURM_NODEID=", n, " is out of range: ", list_name,
+                                          " names ", hosts.size(), " hosts"),
                            errc::node_out_of_range};
       job.this_node = static_cast<std::size_t>(n);
     }

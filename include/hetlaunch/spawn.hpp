@@ -18,13 +18,13 @@ namespace hetlaunch {
 /// worker RANK 0 hosts it at MASTER_ADDR:MASTER_PORT; claiming an agent store would leave every
 /// rank waiting as a client), and no TORCHELASTIC_RUN_ID / _RESTART_COUNT / _MAX_RESTARTS, so
 /// torch.distributed.is_torchelastic_launched() is false.
-[[nodiscard]] inline result<environment, diagnostic> try_direct_worker_env(const cluster& c, std::size_t node,
-                                                                           int local_rank, const launch_options& options) {
+[[nodiscard]] inline result<environment, diagnostic> try_direct_worker_env(
+    const cluster& c, std::size_t node, int local_rank, const launch_options& options) {
   return detail::worker_env(c, node, local_rank, options, 0, detail::spawn_mode::direct);
 }
 /// try_direct_worker_env(...).value().
-[[nodiscard]] inline environment direct_worker_env(const cluster& c, std::size_t node, int local_rank,
-                                                   const launch_options& options) {
+[[nodiscard]] inline environment direct_worker_env(const cluster& c, std::size_t node,
+                                                   int local_rank, const launch_options& options) {
   return try_direct_worker_env(c, node, local_rank, options).value();
 }
 
@@ -59,8 +59,10 @@ namespace hetlaunch {
     } else if (ident_char(next, true)) {
       std::size_t end = i + 1;
       while (end < arg.size() && ident_char(arg[end], end == i + 1)) ++end;
-      if (arg.substr(i + 1, end - i - 1) == "local_rank") out += value;
-      else out.append(arg.data() + i, end - i);
+      if (arg.substr(i + 1, end - i - 1) == "local_rank")
+        out += value;
+      else
+        out.append(arg.data() + i, end - i);
       i = end;
     } else {
       out += arg[i++];
@@ -72,14 +74,17 @@ namespace hetlaunch {
 /// The command torchrun's agent runs for a worker, for launchers that start workers themselves:
 /// {python, "-u", ("-m",) script, script_args with the local rank substituted}; with a
 /// numa_binding, behind {bind_program, "bind", "--numa-binding", MODE, "--"}.
-[[nodiscard]] inline std::vector<std::string> worker_argv(int local_rank, const launch_options& options) {
+[[nodiscard]] inline std::vector<std::string> worker_argv(int local_rank,
+                                                          const launch_options& options) {
   std::vector<std::string> argv;
   if (options.binding != numa_binding::none)
-    argv = {options.bind_program, "bind", "--numa-binding", std::string(numa_binding_name(options.binding)), "--"};
+    argv = {options.bind_program, "bind", "--numa-binding",
+            std::string(numa_binding_name(options.binding)), "--"};
   argv.insert(argv.end(), {options.python, "-u"});
   if (options.module) argv.push_back("-m");
   argv.push_back(options.script);
-  for (const std::string& a : options.script_args) argv.push_back(substitute_local_rank(a, local_rank));
+  for (const std::string& a : options.script_args)
+    argv.push_back(substitute_local_rank(a, local_rank));
   return argv;
 }
 
@@ -94,7 +99,8 @@ class spawn_environment {
  public:
   spawn_environment(const environment& vars, const char* const* base) {
     const auto overridden = [&vars](std::string_view name) {
-      if (name.substr(0, 13) == "TORCHELASTIC_" || name == "TORCH_ELASTIC_WORKER_IDENTICAL") return true;
+      if (name.substr(0, 13) == "TORCHELASTIC_" || name == "TORCH_ELASTIC_WORKER_IDENTICAL")
+        return true;
       for (const auto& v : vars)
         if (v.first == name) return true;
       return false;
@@ -102,7 +108,8 @@ class spawn_environment {
     for (const char* const* e = base; e && *e; ++e) {
       const std::string_view entry(*e);
       const std::size_t eq = entry.find('=');
-      if (eq == std::string_view::npos || !overridden(entry.substr(0, eq))) entries_.emplace_back(entry);
+      if (eq == std::string_view::npos || !overridden(entry.substr(0, eq)))
+        entries_.emplace_back(entry);
     }
     for (const auto& v : vars) entries_.push_back(detail::concat(v.first, "=", v.second));
     for (std::string& s : entries_) pointers_.push_back(s.data());

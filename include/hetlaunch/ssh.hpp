@@ -112,7 +112,8 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
     out.push_back(d);
   };
   for (const auto& v : ssh.env) {
-    if (!detail::is_env_name(v.first)) out.push_back(detail::ssh_problem(errc::bad_env_name, v.first));
+    if (!detail::is_env_name(v.first))
+      out.push_back(detail::ssh_problem(errc::bad_env_name, v.first));
     nul("value of variable", v.second);
   }
   nul("directory", ssh.chdir);
@@ -129,19 +130,24 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
 /// the node's torchrun argv}. When the plan's nodes differ, TORCH_ELASTIC_WORKER_IDENTICAL is
 /// unset first: torch 2.5+ would compute ranks as if every node ran this node's count.
 /// Errors: node_out_of_range, empty_script, and those of validate_ssh.
-[[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_remote_argv(const launch_plan& plan,
-                                                                                  std::size_t node,
-                                                                                  const ssh_options& ssh) {
+[[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_remote_argv(
+    const launch_plan& plan, std::size_t node, const ssh_options& ssh) {
   auto argv = plan.try_torchrun_argv(node);
   if (!argv) return argv.error();
-  if (const std::vector<diagnostic> problems = validate_ssh(ssh); !problems.empty()) return problems.front();
+  if (const std::vector<diagnostic> problems = validate_ssh(ssh); !problems.empty())
+    return problems.front();
   environment vars = plan.agent_env(node);
   vars.insert(vars.end(), ssh.env.begin(), ssh.env.end());
   std::string script;
   if (plan.counts_differ()) script = "unset TORCH_ELASTIC_WORKER_IDENTICAL\n";
   script += detail::node_script();
-  std::vector<std::string> out = {"sh", "-c", std::move(script), "hetlaunch-node", std::to_string(ssh.kill_after),
-                                  ssh.chdir, std::to_string(vars.size())};
+  std::vector<std::string> out = {"sh",
+                                  "-c",
+                                  std::move(script),
+                                  "hetlaunch-node",
+                                  std::to_string(ssh.kill_after),
+                                  ssh.chdir,
+                                  std::to_string(vars.size())};
   out.reserve(out.size() + vars.size() + argv->size());
   for (const auto& v : vars) out.push_back(detail::concat(v.first, "=", v.second));
   for (std::string& a : *argv) out.push_back(std::move(a));
@@ -156,9 +162,8 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
 ///
 /// Example, node 1 of {{"gpu-a", 8}, {"gpu-b", 4}}:
 ///   ssh -- gpu-b 'exec sh -c '\''...'\'' hetlaunch-node 10 /work 0 torchrun --nnodes=2 ...'
-[[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_ssh_argv(const launch_plan& plan,
-                                                                               std::size_t node,
-                                                                               const ssh_options& ssh) {
+[[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_ssh_argv(
+    const launch_plan& plan, std::size_t node, const ssh_options& ssh) {
   auto remote = try_remote_argv(plan, node, ssh);
   if (!remote) return remote.error();
   std::vector<std::string> out = ssh.program;
@@ -210,7 +215,8 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
     for (std::size_t i = 0; i < line_start; ++i)
       if (text[i] == '\n') ++line_no;
     return parse_error{line_no, nul - line_start + 1,
-                       "a NUL byte, which no variable can hold (is this a text file?)", errc::nul_byte};
+                       "a NUL byte, which no variable can hold (is this a text file?)",
+                       errc::nul_byte};
   }
   environment out;
   std::size_t line_no = 0;
@@ -227,12 +233,14 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
     if (first == line.size() || line[first] == '#') continue;
     const std::size_t eq = line.find('=');
     if (eq == std::string_view::npos)
-      return parse_error{line_no, first + 1, detail::concat("expected NAME=VALUE, got ", detail::quoted(line))};
+      return parse_error{line_no, first + 1,
+                         detail::concat("expected NAME=VALUE, got ", detail::quoted(line))};
     const std::string_view name = line.substr(first, eq - first);
     if (!detail::is_env_name(name))
       return parse_error{line_no, first + 1,
-                         detail::concat(detail::quoted(name), " is not a variable name (letters, digits and '_', "
-                                                              "not starting with a digit)"),
+                         detail::concat(detail::quoted(name),
+                                        " is not a variable name (letters, digits and '_', "
+                                        "not starting with a digit)"),
                          errc::bad_env_name};
     out.emplace_back(std::string(name), std::string(line.substr(eq + 1)));
   }

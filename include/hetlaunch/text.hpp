@@ -17,7 +17,8 @@ namespace hetlaunch {
 /// Quotes text as the library's messages do: whole UTF-8 characters are kept, other bytes and
 /// characters that would garble a terminal are escaped, and text longer than `limit` bytes is
 /// cut at a character, followed by its length: quote("a\nb") is 'a\nb'.
-[[nodiscard]] inline std::string quote(std::string_view text, std::size_t limit = detail::quote_limit) {
+[[nodiscard]] inline std::string quote(std::string_view text,
+                                       std::size_t limit = detail::quote_limit) {
   return detail::quoted(text, limit);
 }
 
@@ -34,15 +35,17 @@ namespace hetlaunch {
 /// Reads a count as the library reads every number of its input: ASCII digits only (no sign,
 /// blanks or locale), at most `max`. Empty when the text is anything else; never wraps.
 ///   static_assert(*hetlaunch::parse_count("0042", 100) == 42);
-[[nodiscard]] constexpr std::optional<unsigned long long> parse_count(std::string_view text,
-                                                                     unsigned long long max) noexcept {
+[[nodiscard]] constexpr std::optional<unsigned long long> parse_count(
+    std::string_view text, unsigned long long max) noexcept {
   const detail::digit_run run = detail::read_digits(text, 0, max);
   if (text.empty() || run.end != text.size() || run.too_large) return std::nullopt;
   return run.value;
 }
 
 /// A name a POSIX shell can set as a variable: letters, digits and '_', not starting with a digit.
-[[nodiscard]] constexpr bool is_environment_name(std::string_view name) noexcept { return detail::is_env_name(name); }
+[[nodiscard]] constexpr bool is_environment_name(std::string_view name) noexcept {
+  return detail::is_env_name(name);
+}
 
 }  // namespace hetlaunch
 

@@ -42,8 +42,8 @@ class topology_queries {
     return d;
   }
   constexpr diagnostic local_rank_error(std::size_t i, int local_rank) const noexcept {
-    diagnostic d = range_error(errc::local_rank_out_of_range, local_rank,
-                               self().node_unchecked(i).nproc);
+    diagnostic d =
+        range_error(errc::local_rank_out_of_range, local_rank, self().node_unchecked(i).nproc);
     d.node = i;
     d.host = self().node_unchecked(i).host;
     d.role = self().node_unchecked(i).role;
@@ -126,39 +126,55 @@ class topology_queries {
 
   /// node(i), or node_out_of_range.
   [[nodiscard]] constexpr checked<node_spec> try_node(std::size_t i) const noexcept {
-    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
+    if (i >= count())
+      return range_error(errc::node_out_of_range, static_cast<long long>(i),
+                         static_cast<long long>(count()));
     return self().node_unchecked(i);
   }
   /// nproc(i), or node_out_of_range.
   [[nodiscard]] constexpr checked<int> try_nproc(std::size_t i) const noexcept {
-    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
+    if (i >= count())
+      return range_error(errc::node_out_of_range, static_cast<long long>(i),
+                         static_cast<long long>(count()));
     return self().node_unchecked(i).nproc;
   }
   /// rank_offset(i), or node_out_of_range.
   [[nodiscard]] constexpr checked<int> try_rank_offset(std::size_t i) const noexcept {
-    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
+    if (i >= count())
+      return range_error(errc::node_out_of_range, static_cast<long long>(i),
+                         static_cast<long long>(count()));
     return rank_offset(i);
   }
   /// global_rank(i, local_rank), or node_out_of_range / local_rank_out_of_range.
-  [[nodiscard]] constexpr checked<int> try_global_rank(std::size_t i, int local_rank) const noexcept {
-    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
-    if (local_rank < 0 || local_rank >= self().node_unchecked(i).nproc) return local_rank_error(i, local_rank);
+  [[nodiscard]] constexpr checked<int> try_global_rank(std::size_t i,
+                                                       int local_rank) const noexcept {
+    if (i >= count())
+      return range_error(errc::node_out_of_range, static_cast<long long>(i),
+                         static_cast<long long>(count()));
+    if (local_rank < 0 || local_rank >= self().node_unchecked(i).nproc)
+      return local_rank_error(i, local_rank);
     return global_rank(i, local_rank);
   }
   /// locate(global_rank), or global_rank_out_of_range.
   [[nodiscard]] constexpr checked<rank_location> try_locate(int global_rank) const noexcept {
-    if (global_rank < 0 || global_rank >= world_ll()) return range_error(errc::global_rank_out_of_range, global_rank, world_ll());
+    if (global_rank < 0 || global_rank >= world_ll())
+      return range_error(errc::global_rank_out_of_range, global_rank, world_ll());
     return locate(global_rank);
   }
   /// role_rank(i, local_rank), or node_out_of_range / local_rank_out_of_range.
   [[nodiscard]] constexpr checked<int> try_role_rank(std::size_t i, int local_rank) const noexcept {
-    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
-    if (local_rank < 0 || local_rank >= self().node_unchecked(i).nproc) return local_rank_error(i, local_rank);
+    if (i >= count())
+      return range_error(errc::node_out_of_range, static_cast<long long>(i),
+                         static_cast<long long>(count()));
+    if (local_rank < 0 || local_rank >= self().node_unchecked(i).nproc)
+      return local_rank_error(i, local_rank);
     return role_rank(i, local_rank);
   }
   /// role_world_size(i), or node_out_of_range.
   [[nodiscard]] constexpr checked<int> try_role_world_size(std::size_t i) const noexcept {
-    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
+    if (i >= count())
+      return range_error(errc::node_out_of_range, static_cast<long long>(i),
+                         static_cast<long long>(count()));
     return role_world_size(i);
   }
 };

@@ -41,13 +41,16 @@ inline std::string flag(const launch_options& o, std::string_view name, std::str
 // With `node_rank_at`, a static launch's --node_rank is left out and *node_rank_at says where it
 // goes: a JobSet pod puts its own there.
 template <class Topology>
-std::vector<std::string> build_torchrun_argv(const Topology& c, std::size_t node, const launch_options& o,
+std::vector<std::string> build_torchrun_argv(const Topology& c, std::size_t node,
+                                             const launch_options& o,
                                              std::size_t* node_rank_at = nullptr) {
   std::vector<std::string> argv = o.program;
   const node_spec spec = c.node(node);
   argv.push_back(flag(o, "nnodes", std::to_string(c.node_count())));
-  if (node_rank_at) *node_rank_at = argv.size();
-  else if (o.backend == rendezvous::static_tcp) argv.push_back(flag(o, "node_rank", std::to_string(node)));
+  if (node_rank_at)
+    *node_rank_at = argv.size();
+  else if (o.backend == rendezvous::static_tcp)
+    argv.push_back(flag(o, "node_rank", std::to_string(node)));
   argv.push_back(flag(o, "nproc_per_node", std::to_string(spec.nproc)));
   if (spec.role != "default") argv.push_back(flag(o, "role", spec.role));
   argv.push_back(flag(o, "max_restarts", std::to_string(o.max_restarts)));
@@ -59,19 +62,22 @@ std::vector<std::string> build_torchrun_argv(const Topology& c, std::size_t node
       argv.push_back(flag(o, "rdzv_conf", concat("timeout=", o.rendezvous_timeout)));
   } else {
     argv.push_back(flag(o, "rdzv_backend", "c10d"));
-    argv.push_back(flag(o, "rdzv_endpoint", is_ipv6_literal(host) ? concat("[", host, "]:", o.master_port)
-                                                                 : concat(host, ":", o.master_port)));
+    argv.push_back(flag(o, "rdzv_endpoint",
+                        is_ipv6_literal(host) ? concat("[", host, "]:", o.master_port)
+                                              : concat(host, ":", o.master_port)));
     if (o.rendezvous_timeout > 0)
       argv.push_back(flag(o, "rdzv_conf", concat("join_timeout=", o.rendezvous_timeout)));
   }
-  if (o.rdzv_id != "none" || o.backend == rendezvous::c10d) argv.push_back(flag(o, "rdzv_id", o.rdzv_id));
+  if (o.rdzv_id != "none" || o.backend == rendezvous::c10d)
+    argv.push_back(flag(o, "rdzv_id", o.rdzv_id));
   bool no_python = false;
   for (const std::string& arg : o.torchrun_args) no_python = no_python || is_no_python(arg);
   if (o.binding != numa_binding::none && !no_python) argv.push_back(flag(o, "no_python"));
   argv.insert(argv.end(), o.torchrun_args.begin(), o.torchrun_args.end());
   if (o.binding != numa_binding::none) {
     // torchrun runs the binder as the worker; it executes the command torchrun would have run.
-    argv.insert(argv.end(), {o.bind_program, "bind", "--numa-binding", std::string(numa_binding_name(o.binding)), "--"});
+    argv.insert(argv.end(), {o.bind_program, "bind", "--numa-binding",
+                             std::string(numa_binding_name(o.binding)), "--"});
     if (!no_python) argv.insert(argv.end(), {o.python, "-u"});
   }
   if (o.module) argv.push_back("-m");
@@ -103,13 +109,13 @@ result<std::vector<std::string>, diagnostic> torchrun_argv(const Topology& c, st
 /// Example, node 1 of {{"gpu-a", 8}, {"gpu-b", 4}} with script "train.py":
 ///   torchrun --nnodes=2 --node_rank=1 --nproc_per_node=4 --max_restarts=0
 ///            --master_addr=gpu-a --master_port=29500 train.py
-[[nodiscard]] inline result<std::vector<std::string>, diagnostic>
-try_torchrun_argv(const cluster& c, std::size_t node, const launch_options& options) {
+[[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_torchrun_argv(
+    const cluster& c, std::size_t node, const launch_options& options) {
   return detail::torchrun_argv(c, node, options);
 }
 template <std::size_t N>
-[[nodiscard]] result<std::vector<std::string>, diagnostic>
-try_torchrun_argv(const fixed_cluster<N>& c, std::size_t node, const launch_options& options) {
+[[nodiscard]] result<std::vector<std::string>, diagnostic> try_torchrun_argv(
+    const fixed_cluster<N>& c, std::size_t node, const launch_options& options) {
   return detail::torchrun_argv(c, node, options);
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// hetlaunch: validation of any node source: duplicate hosts in O(n log n) at compile time and run time,
-// and every node's problems in node order.
+// hetlaunch: validation of any node source: duplicate hosts in O(n log n) at compile time and run
+// time, and every node's problems in node order.
 #ifndef HETLAUNCH_VALIDATION_HPP
 #define HETLAUNCH_VALIDATION_HPP
 
@@ -22,7 +22,7 @@ constexpr std::size_t role_problem_position(std::string_view role) noexcept {
   const char* p = role.data();
   std::size_t i = 0;
   const std::size_t n = role.size();
-  while (i < n && static_cast<unsigned char>(p[i]) > 0x20 && p[i] != 0x7f) ++i;
+  while (i<n&& static_cast<unsigned char>(p[i])> 0x20 && p[i] != 0x7f) ++i;
   return i;
 }
 
@@ -40,8 +40,9 @@ struct validation_scratch {
 // and calls duplicate(node, first node with that host) for each. O(k log k). `full` and `order`
 // hold `run` elements. Runs longer than one come only from duplicates or rare collisions.
 template <class NodeAt, class RunNode, class Duplicate>
-constexpr void find_run_duplicates(std::size_t run, NodeAt node_at, RunNode run_node, std::uint64_t* full,
-                                   std::size_t* order, Duplicate duplicate) noexcept {
+constexpr void find_run_duplicates(std::size_t run, NodeAt node_at, RunNode run_node,
+                                   std::uint64_t* full, std::size_t* order,
+                                   Duplicate duplicate) noexcept {
   for (std::size_t k = 0; k < run; ++k) {
     full[k] = host_hash(node_at(run_node(k)).host);
     order[k] = k;
@@ -54,7 +55,8 @@ constexpr void find_run_duplicates(std::size_t run, NodeAt node_at, RunNode run_
   std::size_t first = run_node(order[0]);
   for (std::size_t k = 1; k < run; ++k) {
     const std::size_t prev = order[k - 1], cur = order[k];
-    if (full[prev] == full[cur] && compare_host(node_at(run_node(prev)).host, node_at(run_node(cur)).host) == 0)
+    if (full[prev] == full[cur] &&
+        compare_host(node_at(run_node(prev)).host, node_at(run_node(cur)).host) == 0)
       duplicate(run_node(cur), first);
     else
       first = run_node(cur);
@@ -64,7 +66,8 @@ constexpr void find_run_duplicates(std::size_t run, NodeAt node_at, RunNode run_
 // Marks duplicate hosts: dup_of[i] = the first node with the same host, or n when none.
 // Node indices are radix-sorted (stable, O(n)) on the high 32 bits of the host's hash, so equal
 // hosts land in one run, in node order. Runs longer than one (duplicates, or rare collisions) are
-// then sorted on (full hash, host, index), O(k log k). O(n log n) in the worst case, O(n) as a rule.
+// then sorted on (full hash, host, index), O(k log k). O(n log n) in the worst case, O(n) as a
+// rule.
 template <class NodeAt>
 constexpr void find_duplicate_hosts(std::size_t n, NodeAt node_at, validation_scratch s) noexcept {
   std::size_t* idx = s.idx;
@@ -85,8 +88,12 @@ constexpr void find_duplicate_hosts(std::size_t n, NodeAt node_at, validation_sc
       idx_tmp[pos] = idx[i];
       key_tmp[pos] = key[i];
     }
-    std::size_t* ti = idx; idx = idx_tmp; idx_tmp = ti;
-    std::uint64_t* tk = key; key = key_tmp; key_tmp = tk;
+    std::size_t* ti = idx;
+    idx = idx_tmp;
+    idx_tmp = ti;
+    std::uint64_t* tk = key;
+    key = key_tmp;
+    key_tmp = tk;
   }
   // key[k] is now the hash of node idx[k]; the arrays were swapped an even number of times.
   std::size_t start = 0;

@@ -20,12 +20,13 @@ inline constexpr std::int64_t weight_scale = 1000000;
 /// What is wrong with a weight's text.
 enum class weight_issue : unsigned char {
   none,
-  empty,             // ""
-  negative,          // "-1"
-  not_a_decimal,     // a character other than digits and one '.' between digits ("nan", "1e3", "+2", ".5")
-  too_many_digits,   // more than 6 fractional digits
-  zero,              // "0", "0.000"
-  too_large,         // more than 1000000
+  empty,     // ""
+  negative,  // "-1"
+  // a character other than digits and one '.' between digits ("nan", "1e3", "+2", ".5")
+  not_a_decimal,
+  too_many_digits,  // more than 6 fractional digits
+  zero,             // "0", "0.000"
+  too_large,        // more than 1000000
 };
 
 /// A weight read: its value in millionths, or what is wrong and where (a byte offset).
@@ -38,7 +39,9 @@ struct weight_check {
 
 /// Whether `text` is the default weight "1", which needs no reading: checked before every other
 /// weight, since most nodes have it.
-constexpr bool is_default_weight(std::string_view text) noexcept { return text.size() == 1 && text[0] == '1'; }
+constexpr bool is_default_weight(std::string_view text) noexcept {
+  return text.size() == 1 && text[0] == '1';
+}
 
 /// Reads a node weight: a positive decimal, digits with at most one '.' followed by 1 to 6
 /// digits, at most 1000000. Exact: "0.1" is 100000 millionths, nothing is rounded. O(length);
@@ -54,7 +57,8 @@ constexpr bool is_default_weight(std::string_view text) noexcept { return text.s
   };
   if (text.empty()) return fail(weight_issue::empty, 0);
   if (text[0] == '-') return fail(weight_issue::negative, 0);
-  const detail::digit_run whole = detail::read_digits(text, 0, static_cast<unsigned long long>(max_weight));
+  const detail::digit_run whole =
+      detail::read_digits(text, 0, static_cast<unsigned long long>(max_weight));
   std::size_t i = whole.end;
   if (i == 0) return fail(weight_issue::not_a_decimal, 0);
   std::int64_t fraction = 0;
@@ -66,7 +70,8 @@ constexpr bool is_default_weight(std::string_view text) noexcept { return text.s
     if (length > static_cast<std::size_t>(max_weight_fraction_digits)) {
       // The digits past the sixth are a problem only when the text is a decimal to its end.
       if (part.end < text.size()) return fail(weight_issue::not_a_decimal, part.end);
-      return fail(weight_issue::too_many_digits, i + static_cast<std::size_t>(max_weight_fraction_digits));
+      return fail(weight_issue::too_many_digits,
+                  i + static_cast<std::size_t>(max_weight_fraction_digits));
     }
     if (length == 0) return fail(weight_issue::not_a_decimal, i < text.size() ? i : dot);
     digits = static_cast<int>(length);
@@ -86,13 +91,20 @@ constexpr bool is_default_weight(std::string_view text) noexcept { return text.s
 /// Why a weight was refused, for messages: "it has more than 6 fractional digits".
 constexpr std::string_view describe(weight_issue issue) noexcept {
   switch (issue) {
-    case weight_issue::none: return "no problem";
-    case weight_issue::empty: return "it is empty";
-    case weight_issue::negative: return "it is negative; a weight must be above 0";
-    case weight_issue::not_a_decimal: return "it is not a decimal number (digits, with at most one '.' between them)";
-    case weight_issue::too_many_digits: return "it has more than 6 fractional digits";
-    case weight_issue::zero: return "it is 0; a weight must be above 0";
-    case weight_issue::too_large: return "it is more than 1000000, the largest weight";
+    case weight_issue::none:
+      return "no problem";
+    case weight_issue::empty:
+      return "it is empty";
+    case weight_issue::negative:
+      return "it is negative; a weight must be above 0";
+    case weight_issue::not_a_decimal:
+      return "it is not a decimal number (digits, with at most one '.' between them)";
+    case weight_issue::too_many_digits:
+      return "it has more than 6 fractional digits";
+    case weight_issue::zero:
+      return "it is 0; a weight must be above 0";
+    case weight_issue::too_large:
+      return "it is more than 1000000, the largest weight";
   }
   return "unknown";
 }

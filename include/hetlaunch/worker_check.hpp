@@ -140,7 +140,8 @@ struct environment_lookup {
 }  // namespace detail
 
 /// check_worker_env over an environment list (the later of two equal names wins).
-[[nodiscard]] inline std::vector<diagnostic> check_worker_env(const cluster& c, const environment& env) {
+[[nodiscard]] inline std::vector<diagnostic> check_worker_env(const cluster& c,
+                                                              const environment& env) {
   return detail::compare_worker_env(c, detail::environment_lookup{env});
 }
 

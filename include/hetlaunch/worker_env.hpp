@@ -28,7 +28,9 @@ inline const std::vector<int>* node_devices(const cluster& c, std::size_t node) 
   return c.devices(node).empty() ? nullptr : &c.devices(node);
 }
 template <std::size_t N>
-const std::vector<int>* node_devices(const fixed_cluster<N>&, std::size_t) { return nullptr; }
+const std::vector<int>* node_devices(const fixed_cluster<N>&, std::size_t) {
+  return nullptr;
+}
 
 // The value of `name` in the agent's environment (the later of two equal names wins), if given.
 inline const std::string* agent_value(const environment* agent, std::string_view name) {
@@ -67,12 +69,15 @@ node_batch one_node_batch(const fixed_cluster<N>& c, std::size_t node, const lau
 
 // `share`: the node's work share (used when the options have a global batch).
 template <class Topology>
-environment build_worker_env(const Topology& c, std::size_t node, int local_rank, const launch_options& o,
-                             int restart_count, spawn_mode mode, const environment* agent = nullptr,
+environment build_worker_env(const Topology& c, std::size_t node, int local_rank,
+                             const launch_options& o, int restart_count, spawn_mode mode,
+                             const environment* agent = nullptr,
                              const node_batch* share = nullptr) {
   const node_spec spec = c.node(node);
   environment env;
-  const auto set = [&env](const char* name, std::string value) { env.emplace_back(name, std::move(value)); };
+  const auto set = [&env](const char* name, std::string value) {
+    env.emplace_back(name, std::move(value));
+  };
   set("LOCAL_RANK", std::to_string(local_rank));
   set("RANK", std::to_string(c.global_rank(node, local_rank)));
   set("GROUP_RANK", std::to_string(node));
@@ -94,30 +99,35 @@ environment build_worker_env(const Topology& c, std::size_t node, int local_rank
     set("TORCHELASTIC_USE_AGENT_STORE", "False");
   }
   // The agent passes its own value on, with "1" as the default.
-  const char* nccl = o.torch.code() >= 202 ? "TORCH_NCCL_ASYNC_ERROR_HANDLING" : "NCCL_ASYNC_ERROR_HANDLING";
+  const char* nccl =
+      o.torch.code() >= 202 ? "TORCH_NCCL_ASYNC_ERROR_HANDLING" : "NCCL_ASYNC_ERROR_HANDLING";
   const std::string* agent_nccl = agent_value(agent, nccl);
   set(nccl, agent_nccl ? *agent_nccl : std::string("1"));
   // torchrun sets OMP_NUM_THREADS=1 in its own environment for more than one worker, unless it is
   // set already; workers get the agent's value.
-  if (const std::string* omp = agent_value(agent, "OMP_NUM_THREADS")) set("OMP_NUM_THREADS", *omp);
-  else if (spec.nproc > 1) set("OMP_NUM_THREADS", "1");
+  if (const std::string* omp = agent_value(agent, "OMP_NUM_THREADS"))
+    set("OMP_NUM_THREADS", *omp);
+  else if (spec.nproc > 1)
+    set("OMP_NUM_THREADS", "1");
   // torch 2.9 (pytorch/pytorch#160690): the launcher sets --signals-to-handle in its own
   // environment (default from PET_SIGNALS_TO_HANDLE), and every worker inherits it.
   if (mode == spawn_mode::torchrun && o.torch.code() >= 209) {
     std::optional<std::string> signals = torchrun_arg_value(o, "signals_to_handle");
     if (!signals)
       if (const std::string* pet = agent_value(agent, "PET_SIGNALS_TO_HANDLE")) signals = *pet;
-    set("TORCHELASTIC_SIGNALS_TO_HANDLE", signals ? *signals : std::string(default_signals_to_handle));
+    set("TORCHELASTIC_SIGNALS_TO_HANDLE",
+        signals ? *signals : std::string(default_signals_to_handle));
   }
-  if (const std::vector<int>* ids = node_devices(c, node)) set("CUDA_VISIBLE_DEVICES", join_ids(*ids));
+  if (const std::vector<int>* ids = node_devices(c, node))
+    set("CUDA_VISIBLE_DEVICES", join_ids(*ids));
   append_batch_env(env, o, share);
   return env;
 }
 
 template <class Topology>
 result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, int local_rank,
-                                           const launch_options& o, int restart_count, spawn_mode mode,
-                                           const environment* agent = nullptr) {
+                                           const launch_options& o, int restart_count,
+                                           spawn_mode mode, const environment* agent = nullptr) {
   std::vector<diagnostic> problems = launch_problems(c, node, o, output::environment);
   if (problems.empty()) {
     const auto rank = c.try_global_rank(node, local_rank);  // local_rank_out_of_range, if it is
@@ -146,12 +156,17 @@ result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, 
 /// agent_env's values there). torchrun also passes on its own environment; this
 /// assumes that environment sets none of the variables torchrun passes on
 /// (worker_env_from_agent takes it into account). TORCHELASTIC_ERROR_FILE, whose value torchrun
-/// decides when it starts the worker, is described by worker_runtime_variables. `restart_count` is TORCHELASTIC_RESTART_COUNT: 0 at the first start, then the
-/// number of failure restarts so far (membership changes do not count).
-/// With the c10d rendezvous the error is ranks_decided_at_rendezvous.
-[[nodiscard]] inline result<environment, diagnostic> try_worker_env(const cluster& c, std::size_t node, int local_rank,
-                                                                    const launch_options& options, int restart_count = 0) {
-  return detail::worker_env(c, node, local_rank, options, restart_count, detail::spawn_mode::torchrun);
+/// decides when it starts the worker, is described by worker_runtime_variables. `restart_count`
+/// is TORCHELASTIC_RESTART_COUNT: 0 at the first start, then the number of failure restarts so
+/// far (membership changes do not count). With the c10d rendezvous the error is
+/// ranks_decided_at_rendezvous.
+[[nodiscard]] inline result<environment, diagnostic> try_worker_env(const cluster& c,
+                                                                    std::size_t node,
+                                                                    int local_rank,
+                                                                    const launch_options& options,
+                                                                    int restart_count = 0) {
+  return detail::worker_env(c, node, local_rank, options, restart_count,
+                            detail::spawn_mode::torchrun);
 }
 /// try_worker_env(...).value().
 [[nodiscard]] inline environment worker_env(const cluster& c, std::size_t node, int local_rank,
@@ -161,25 +176,28 @@ result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, 
 template <std::size_t N>
 [[nodiscard]] environment worker_env(const fixed_cluster<N>& c, std::size_t node, int local_rank,
                                      const launch_options& options, int restart_count = 0) {
-  return detail::worker_env(c, node, local_rank, options, restart_count, detail::spawn_mode::torchrun).value();
+  return detail::worker_env(c, node, local_rank, options, restart_count,
+                            detail::spawn_mode::torchrun)
+      .value();
 }
 
 /// The environment torchrun gives the worker when torchrun itself runs with `agent` (its whole
 /// environment, or the part of it that matters): worker_env's variables, except that a
 /// TORCH_NCCL_ASYNC_ERROR_HANDLING (NCCL_ASYNC_ERROR_HANDLING before torch 2.2) or OMP_NUM_THREADS
 /// set in `agent` is passed on as it is, and PET_SIGNALS_TO_HANDLE there is the default of
-/// TORCHELASTIC_SIGNALS_TO_HANDLE (torch 2.9 and later). Every other variable of `agent` reaches the
-/// worker unchanged and is not listed. The same errors as try_worker_env.
-[[nodiscard]] inline result<environment, diagnostic> try_worker_env_from_agent(const cluster& c, std::size_t node,
-                                                                               int local_rank,
-                                                                               const launch_options& options,
-                                                                               const environment& agent,
-                                                                               int restart_count = 0) {
-  return detail::worker_env(c, node, local_rank, options, restart_count, detail::spawn_mode::torchrun, &agent);
+/// TORCHELASTIC_SIGNALS_TO_HANDLE (torch 2.9 and later). Every other variable of `agent` reaches
+/// the worker unchanged and is not listed. The same errors as try_worker_env.
+[[nodiscard]] inline result<environment, diagnostic> try_worker_env_from_agent(
+    const cluster& c, std::size_t node, int local_rank, const launch_options& options,
+    const environment& agent, int restart_count = 0) {
+  return detail::worker_env(c, node, local_rank, options, restart_count,
+                            detail::spawn_mode::torchrun, &agent);
 }
 /// try_worker_env_from_agent(...).value().
-[[nodiscard]] inline environment worker_env_from_agent(const cluster& c, std::size_t node, int local_rank,
-                                                       const launch_options& options, const environment& agent,
+[[nodiscard]] inline environment worker_env_from_agent(const cluster& c, std::size_t node,
+                                                       int local_rank,
+                                                       const launch_options& options,
+                                                       const environment& agent,
                                                        int restart_count = 0) {
   return try_worker_env_from_agent(c, node, local_rank, options, agent, restart_count).value();
 }
@@ -197,14 +215,16 @@ struct runtime_variable {
 /// handler writes its error, under the agent's log directory (a fresh temporary directory unless
 /// --log-dir is given): `*/attempt_<restart_count>/<local_rank>/error.json`, or empty with
 /// `--log-dir /dev/null` (torch 2.x).
-[[nodiscard]] inline std::vector<runtime_variable> worker_runtime_variables(int local_rank, const launch_options& options,
-                                                                           int restart_count = 0) {
+[[nodiscard]] inline std::vector<runtime_variable> worker_runtime_variables(
+    int local_rank, const launch_options& options, int restart_count = 0) {
   const std::optional<std::string> log_dir = detail::torchrun_arg_value(options, "log_dir");
-  std::string pattern = log_dir && *log_dir == "/dev/null" && options.torch.code() >= 200
-                            ? std::string()
-                            : detail::concat("*/attempt_", restart_count, "/", local_rank, "/error.json");
-  return {{"TORCHELASTIC_ERROR_FILE", std::move(pattern),
-           "the file the worker's error handler (torch.distributed.elastic.multiprocessing.errors.record) writes"}};
+  std::string pattern =
+      log_dir && *log_dir == "/dev/null" && options.torch.code() >= 200
+          ? std::string()
+          : detail::concat("*/attempt_", restart_count, "/", local_rank, "/error.json");
+  return {
+      {"TORCHELASTIC_ERROR_FILE", std::move(pattern),
+       "the file the worker's error handler (torch.distributed.elastic.multiprocessing.errors.record) writes"}};
 }
 
 /// What torchrun's own environment on `node` needs beyond the usual: CUDA_VISIBLE_DEVICES when the
@@ -220,7 +240,8 @@ struct runtime_variable {
 /// agent_env(c, node), then, with a global batch, the node's work share: HETLAUNCH_GLOBAL_BATCH,
 /// HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET. Validates the topology and global batch
 /// (O(N) a call; launch_plan::agent_env costs the node's output only). Errors as split_batch's.
-[[nodiscard]] inline result<environment, diagnostic> try_agent_env(const cluster& c, std::size_t node,
+[[nodiscard]] inline result<environment, diagnostic> try_agent_env(const cluster& c,
+                                                                   std::size_t node,
                                                                    const launch_options& options) {
   if (node >= c.node_count()) {
     diagnostic d = detail::launch_problem(errc::node_out_of_range);

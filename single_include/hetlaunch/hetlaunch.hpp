@@ -50,7 +50,8 @@
 #endif
 #endif
 
-#if HETLAUNCH_USE_EXCEPTIONS && !(defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND))
+#if HETLAUNCH_USE_EXCEPTIONS && \
+    !(defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND))
 #error "hetlaunch: HETLAUNCH_USE_EXCEPTIONS is 1 but exceptions are disabled in this build"
 #endif
 
@@ -58,9 +59,9 @@
 // out-of-range node index passed to an unchecked accessor), or when result<T>::value() is called
 // on an error without exceptions. It must not return. The default prints the message and aborts.
 #ifndef HETLAUNCH_ON_FAILURE
-#define HETLAUNCH_ON_FAILURE(message)               \
-  (std::fputs("hetlaunch: ", stderr), std::fputs((message), stderr), \
-   std::fputc('\n', stderr), std::abort())
+#define HETLAUNCH_ON_FAILURE(message)                                                          \
+  (std::fputs("hetlaunch: ", stderr), std::fputs((message), stderr), std::fputc('\n', stderr), \
+   std::abort())
 #endif
 
 namespace hetlaunch {
@@ -99,120 +100,176 @@ namespace hetlaunch {
 /// What is wrong. Stable: values are never renumbered.
 enum class errc : int {
   ok = 0,
-  empty_cluster = 1,             // no nodes
-  bad_nproc = 2,                 // a node's nproc < 1
-  world_size_overflow = 3,       // the sum of nproc exceeds INT_MAX (torch ranks are 32-bit)
-  bad_host = 4,                  // not an RFC 1123 name or IP literal (see host_issue)
-  duplicate_host = 5,            // two nodes name the same host (case-insensitive)
-  empty_role = 6,                // role ""
-  bad_role = 7,                  // a role torchrun's command line cannot carry (blank, control, leading '-')
-  node_out_of_range = 8,         // a node index >= node_count()
-  local_rank_out_of_range = 9,   // a local rank outside [0, nproc)
-  global_rank_out_of_range = 10, // a global rank outside [0, world_size)
+  empty_cluster = 1,        // no nodes
+  bad_nproc = 2,            // a node's nproc < 1
+  world_size_overflow = 3,  // the sum of nproc exceeds INT_MAX (torch ranks are 32-bit)
+  bad_host = 4,             // not an RFC 1123 name or IP literal (see host_issue)
+  duplicate_host = 5,       // two nodes name the same host (case-insensitive)
+  empty_role = 6,           // role ""
+  bad_role = 7,  // a role torchrun's command line cannot carry (blank, control, leading '-')
+  node_out_of_range = 8,          // a node index >= node_count()
+  local_rank_out_of_range = 9,    // a local rank outside [0, nproc)
+  global_rank_out_of_range = 10,  // a global rank outside [0, world_size)
   // Launch options (torchrun.hpp).
-  bad_port = 11,                 // master_port outside 1..65535
-  bad_master_addr = 12,          // master_addr not a valid host or IP literal
-  missing_rdzv_id = 13,          // c10d without an rdzv_id
-  empty_script = 14,             // no training script
-  empty_program = 15,            // no launcher program
-  bad_max_restarts = 16,         // max_restarts < 0
+  bad_port = 11,                     // master_port outside 1..65535
+  bad_master_addr = 12,              // master_addr not a valid host or IP literal
+  missing_rdzv_id = 13,              // c10d without an rdzv_id
+  empty_script = 14,                 // no training script
+  empty_program = 15,                // no launcher program
+  bad_max_restarts = 16,             // max_restarts < 0
   ranks_decided_at_rendezvous = 17,  // c10d: torchrun orders agents when they meet
-  dash_flags_need_torch_2 = 18,  // --nproc-per-node spellings exist from torch 2.0
-  too_few_processes = 19,        // accelerate --multi_gpu needs 2 processes or more
+  dash_flags_need_torch_2 = 18,      // --nproc-per-node spellings exist from torch 2.0
+  too_few_processes = 19,            // accelerate --multi_gpu needs 2 processes or more
   // A worker's actual environment compared with the plan (check_worker_env).
-  env_missing = 20,              // a variable torchrun always sets is absent
-  env_not_a_number = 21,         // a variable that must be an integer is not
-  world_size_mismatch = 22,      // WORLD_SIZE differs from the plan
-  group_rank_out_of_range = 23,  // GROUP_RANK is not a node of the plan
-  local_world_size_mismatch = 24,  // LOCAL_WORLD_SIZE differs from the node's nproc
-  rank_mismatch = 25,            // RANK is not global_rank(GROUP_RANK, LOCAL_RANK)
+  env_missing = 20,                         // a variable torchrun always sets is absent
+  env_not_a_number = 21,                    // a variable that must be an integer is not
+  world_size_mismatch = 22,                 // WORLD_SIZE differs from the plan
+  group_rank_out_of_range = 23,             // GROUP_RANK is not a node of the plan
+  local_world_size_mismatch = 24,           // LOCAL_WORLD_SIZE differs from the node's nproc
+  rank_mismatch = 25,                       // RANK is not global_rank(GROUP_RANK, LOCAL_RANK)
   identical_workers_on_heterogeneous = 26,  // TORCH_ELASTIC_WORKER_IDENTICAL=1 breaks mixed nodes
-  bad_rendezvous_timeout = 27,   // rendezvous_timeout < 0
+  bad_rendezvous_timeout = 27,              // rendezvous_timeout < 0
   overriding_torchrun_arg = 28,  // an extra torchrun argument names a flag hetlaunch computes
-  script_looks_like_option = 29, // a script starting with '-', which torchrun would read as its own option
+  script_looks_like_option =
+      29,  // a script starting with '-', which torchrun would read as its own option
   // Text inputs (parse_error::code); topology problems found while reading keep their codes above.
-  bad_syntax = 30,               // the text is not in the format (a hostfile line, a host list, a count)
-  limit_exceeded = 31,           // more hosts, bytes or devices than the stated limit
-  count_mismatch = 32,           // a list of counts does not give one per host
-  unknown_host = 33,             // a filter names a host or device the cluster does not have
-  no_devices = 34,               // a filter leaves nothing to run on
+  bad_syntax = 30,      // the text is not in the format (a hostfile line, a host list, a count)
+  limit_exceeded = 31,  // more hosts, bytes or devices than the stated limit
+  count_mismatch = 32,  // a list of counts does not give one per host
+  unknown_host = 33,    // a filter names a host or device the cluster does not have
+  no_devices = 34,      // a filter leaves nothing to run on
   // Launching over ssh (ssh.hpp).
-  bad_env_name = 35,             // a variable name a shell cannot set
-  bad_kill_after = 36,           // ssh_options::kill_after outside 1..3600 seconds
+  bad_env_name = 35,    // a variable name a shell cannot set
+  bad_kill_after = 36,  // ssh_options::kill_after outside 1..3600 seconds
   // Kubernetes (jobset.hpp).
-  bad_name = 37,                 // not a DNS label (lower-case letters, digits, '-'; a letter first)
-  name_too_long = 38,            // a generated host name would pass 63 characters
-  empty_image = 39,              // no container image
-  bad_group = 40,                // a group without nodes or GPUs
-  too_many_pods = 41,            // a group past an Indexed Job's 100,000 completions, or all past 2^20 pods
-  virtual_local_rank = 42,       // torchrun's --virtual-local-rank, whose workers the plan does not describe
+  bad_name = 37,       // not a DNS label (lower-case letters, digits, '-'; a letter first)
+  name_too_long = 38,  // a generated host name would pass 63 characters
+  empty_image = 39,    // no container image
+  bad_group = 40,      // a group without nodes or GPUs
+  too_many_pods = 41,  // a group past an Indexed Job's 100,000 completions, or all past 2^20 pods
+  virtual_local_rank =
+      42,  // torchrun's --virtual-local-rank, whose workers the plan does not describe
   // text for other programs
-  not_utf8 = 43,                 // a text that must reach its reader as UTF-8 (Kubernetes) is not
-  nul_byte = 44,                 // a NUL byte, which no argument or variable can carry
+  not_utf8 = 43,  // a text that must reach its reader as UTF-8 (Kubernetes) is not
+  nul_byte = 44,  // a NUL byte, which no argument or variable can carry
   // Work shares (shares.hpp).
-  bad_weight = 45,               // a node weight that is not a decimal in (0, 1000000] with at most 6 fractional digits
-  global_batch_too_small = 46,   // a global batch below the world size: some rank would get no sample
-  bad_global_batch = 47,         // a negative global batch
-  batch_mismatch = 48,           // a worker's HETLAUNCH_*BATCH* variable differs from the plan
+  bad_weight =
+      45,  // a node weight that is not a decimal in (0, 1000000] with at most 6 fractional digits
+  global_batch_too_small =
+      46,                 // a global batch below the world size: some rank would get no sample
+  bad_global_batch = 47,  // a negative global batch
+  batch_mismatch = 48,    // a worker's HETLAUNCH_*BATCH* variable differs from the plan
   // CPU binding (cpu_binding.hpp).
-  binding_entrypoint = 49,       // with numa_binding, an extra torchrun argument that changes how workers start
-  binding_not_carried = 50,      // numa_binding for a command that cannot carry it (accelerate's)
+  binding_entrypoint =
+      49,  // with numa_binding, an extra torchrun argument that changes how workers start
+  binding_not_carried = 50,  // numa_binding for a command that cannot carry it (accelerate's)
 };
 
 /// A short stable name of the code: "bad_nproc".
 constexpr std::string_view to_string(errc code) noexcept {
   switch (code) {
-    case errc::ok: return "ok";
-    case errc::empty_cluster: return "empty_cluster";
-    case errc::bad_nproc: return "bad_nproc";
-    case errc::world_size_overflow: return "world_size_overflow";
-    case errc::bad_host: return "bad_host";
-    case errc::duplicate_host: return "duplicate_host";
-    case errc::empty_role: return "empty_role";
-    case errc::bad_role: return "bad_role";
-    case errc::node_out_of_range: return "node_out_of_range";
-    case errc::local_rank_out_of_range: return "local_rank_out_of_range";
-    case errc::global_rank_out_of_range: return "global_rank_out_of_range";
-    case errc::bad_port: return "bad_port";
-    case errc::bad_master_addr: return "bad_master_addr";
-    case errc::missing_rdzv_id: return "missing_rdzv_id";
-    case errc::empty_script: return "empty_script";
-    case errc::empty_program: return "empty_program";
-    case errc::bad_max_restarts: return "bad_max_restarts";
-    case errc::ranks_decided_at_rendezvous: return "ranks_decided_at_rendezvous";
-    case errc::dash_flags_need_torch_2: return "dash_flags_need_torch_2";
-    case errc::too_few_processes: return "too_few_processes";
-    case errc::env_missing: return "env_missing";
-    case errc::env_not_a_number: return "env_not_a_number";
-    case errc::world_size_mismatch: return "world_size_mismatch";
-    case errc::group_rank_out_of_range: return "group_rank_out_of_range";
-    case errc::local_world_size_mismatch: return "local_world_size_mismatch";
-    case errc::rank_mismatch: return "rank_mismatch";
-    case errc::identical_workers_on_heterogeneous: return "identical_workers_on_heterogeneous";
-    case errc::bad_rendezvous_timeout: return "bad_rendezvous_timeout";
-    case errc::overriding_torchrun_arg: return "overriding_torchrun_arg";
-    case errc::script_looks_like_option: return "script_looks_like_option";
-    case errc::bad_syntax: return "bad_syntax";
-    case errc::limit_exceeded: return "limit_exceeded";
-    case errc::count_mismatch: return "count_mismatch";
-    case errc::unknown_host: return "unknown_host";
-    case errc::no_devices: return "no_devices";
-    case errc::bad_env_name: return "bad_env_name";
-    case errc::bad_kill_after: return "bad_kill_after";
-    case errc::bad_name: return "bad_name";
-    case errc::name_too_long: return "name_too_long";
-    case errc::empty_image: return "empty_image";
-    case errc::bad_group: return "bad_group";
-    case errc::too_many_pods: return "too_many_pods";
-    case errc::virtual_local_rank: return "virtual_local_rank";
-    case errc::not_utf8: return "not_utf8";
-    case errc::nul_byte: return "nul_byte";
-    case errc::bad_weight: return "bad_weight";
-    case errc::binding_entrypoint: return "binding_entrypoint";
-    case errc::binding_not_carried: return "binding_not_carried";
-    case errc::global_batch_too_small: return "global_batch_too_small";
-    case errc::bad_global_batch: return "bad_global_batch";
-    case errc::batch_mismatch: return "batch_mismatch";
+    case errc::ok:
+      return "ok";
+    case errc::empty_cluster:
+      return "empty_cluster";
+    case errc::bad_nproc:
+      return "bad_nproc";
+    case errc::world_size_overflow:
+      return "world_size_overflow";
+    case errc::bad_host:
+      return "bad_host";
+    case errc::duplicate_host:
+      return "duplicate_host";
+    case errc::empty_role:
+      return "empty_role";
+    case errc::bad_role:
+      return "bad_role";
+    case errc::node_out_of_range:
+      return "node_out_of_range";
+    case errc::local_rank_out_of_range:
+      return "local_rank_out_of_range";
+    case errc::global_rank_out_of_range:
+      return "global_rank_out_of_range";
+    case errc::bad_port:
+      return "bad_port";
+    case errc::bad_master_addr:
+      return "bad_master_addr";
+    case errc::missing_rdzv_id:
+      return "missing_rdzv_id";
+    case errc::empty_script:
+      return "empty_script";
+    case errc::empty_program:
+      return "empty_program";
+    case errc::bad_max_restarts:
+      return "bad_max_restarts";
+    case errc::ranks_decided_at_rendezvous:
+      return "ranks_decided_at_rendezvous";
+    case errc::dash_flags_need_torch_2:
+      return "dash_flags_need_torch_2";
+    case errc::too_few_processes:
+      return "too_few_processes";
+    case errc::env_missing:
+      return "env_missing";
+    case errc::env_not_a_number:
+      return "env_not_a_number";
+    case errc::world_size_mismatch:
+      return "world_size_mismatch";
+    case errc::group_rank_out_of_range:
+      return "group_rank_out_of_range";
+    case errc::local_world_size_mismatch:
+      return "local_world_size_mismatch";
+    case errc::rank_mismatch:
+      return "rank_mismatch";
+    case errc::identical_workers_on_heterogeneous:
+      return "identical_workers_on_heterogeneous";
+    case errc::bad_rendezvous_timeout:
+      return "bad_rendezvous_timeout";
+    case errc::overriding_torchrun_arg:
+      return "overriding_torchrun_arg";
+    case errc::script_looks_like_option:
+      return "script_looks_like_option";
+    case errc::bad_syntax:
+      return "bad_syntax";
+    case errc::limit_exceeded:
+      return "limit_exceeded";
+    case errc::count_mismatch:
+      return "count_mismatch";
+    case errc::unknown_host:
+      return "unknown_host";
+    case errc::no_devices:
+      return "no_devices";
+    case errc::bad_env_name:
+      return "bad_env_name";
+    case errc::bad_kill_after:
+      return "bad_kill_after";
+    case errc::bad_name:
+      return "bad_name";
+    case errc::name_too_long:
+      return "name_too_long";
+    case errc::empty_image:
+      return "empty_image";
+    case errc::bad_group:
+      return "bad_group";
+    case errc::too_many_pods:
+      return "too_many_pods";
+    case errc::virtual_local_rank:
+      return "virtual_local_rank";
+    case errc::not_utf8:
+      return "not_utf8";
+    case errc::nul_byte:
+      return "nul_byte";
+    case errc::bad_weight:
+      return "bad_weight";
+    case errc::binding_entrypoint:
+      return "binding_entrypoint";
+    case errc::binding_not_carried:
+      return "binding_not_carried";
+    case errc::global_batch_too_small:
+      return "global_batch_too_small";
+    case errc::bad_global_batch:
+      return "bad_global_batch";
+    case errc::batch_mismatch:
+      return "batch_mismatch";
   }
   return "unknown";
 }
@@ -255,8 +312,10 @@ constexpr digit_run read_digits(std::string_view text, std::size_t start,
   for (; run.end < text.size() && is_digit(text[run.end]); ++run.end) {
     const auto d = static_cast<unsigned>(text[run.end] - '0');
     if (run.too_large) continue;
-    if (d > limit || run.value > (limit - d) / 10) run.too_large = true;
-    else run.value = run.value * 10 + d;
+    if (d > limit || run.value > (limit - d) / 10)
+      run.too_large = true;
+    else
+      run.value = run.value * 10 + d;
   }
   return run;
 }
@@ -281,9 +340,13 @@ namespace detail {
 // The functions that build text are templates (most with an unused parameter) so that they are
 // compiled only where a message is made, not by every program that includes cluster.hpp.
 
-inline void append_piece(std::string& out, std::string_view text) { out.append(text.data(), text.size()); }
-template <class Int, std::enable_if_t<std::is_integral<Int>::value && !std::is_same<Int, char>::value &&
-                                          !std::is_same<Int, bool>::value, int> = 0>
+inline void append_piece(std::string& out, std::string_view text) {
+  out.append(text.data(), text.size());
+}
+template <class Int,
+          std::enable_if_t<std::is_integral<Int>::value && !std::is_same<Int, char>::value &&
+                               !std::is_same<Int, bool>::value,
+                           int> = 0>
 void append_piece(std::string& out, Int value) {
   out += std::to_string(value);
 }
@@ -329,14 +392,22 @@ std::size_t utf8_sequence_length(std::string_view text, std::size_t i) noexcept 
   if (c < 0x80) return 1;
   std::size_t n = 0;
   unsigned char lo = 0x80, hi = 0xbf;  // the range of the second byte
-  if (c >= 0xc2 && c <= 0xdf) n = 2;
-  else if (c == 0xe0) n = 3, lo = 0xa0;
-  else if (c == 0xed) n = 3, hi = 0x9f;
-  else if (c >= 0xe1 && c <= 0xef) n = 3;
-  else if (c == 0xf0) n = 4, lo = 0x90;
-  else if (c == 0xf4) n = 4, hi = 0x8f;
-  else if (c >= 0xf1 && c <= 0xf3) n = 4;
-  else return 0;
+  if (c >= 0xc2 && c <= 0xdf)
+    n = 2;
+  else if (c == 0xe0)
+    n = 3, lo = 0xa0;
+  else if (c == 0xed)
+    n = 3, hi = 0x9f;
+  else if (c >= 0xe1 && c <= 0xef)
+    n = 3;
+  else if (c == 0xf0)
+    n = 4, lo = 0x90;
+  else if (c == 0xf4)
+    n = 4, hi = 0x8f;
+  else if (c >= 0xf1 && c <= 0xf3)
+    n = 4;
+  else
+    return 0;
   if (text.size() - i < n) return 0;
   if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
   for (std::size_t k = 2; k < n; ++k)
@@ -347,7 +418,9 @@ std::size_t utf8_sequence_length(std::string_view text, std::size_t i) noexcept 
 // The code point of a well-formed sequence of `n` bytes at text[i].
 template <class Unused = void>
 unsigned utf8_code_point(std::string_view text, std::size_t i, std::size_t n) noexcept {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned>(static_cast<unsigned char>(text[i + k])); };
+  const auto byte = [&](std::size_t k) {
+    return static_cast<unsigned>(static_cast<unsigned char>(text[i + k]));
+  };
   if (n == 1) return byte(0);
   unsigned cp = byte(0) & (0x7fu >> n);
   for (std::size_t k = 1; k < n; ++k) cp = (cp << 6) | (byte(k) & 0x3fu);
@@ -370,7 +443,7 @@ constexpr std::size_t quote_limit = 80;  // bytes of input shown before a long t
 // its first bytes (a bounded_string that was cut).
 template <class Unused = void>
 void append_quoted(std::string& out, std::string_view text, std::size_t limit = quote_limit,
-                          std::size_t full_size = std::string_view::npos) {
+                   std::size_t full_size = std::string_view::npos) {
   if (full_size == std::string_view::npos || full_size < text.size()) full_size = text.size();
   static constexpr char hex[] = "0123456789abcdef";
   out += '\'';
@@ -390,12 +463,21 @@ void append_quoted(std::string& out, std::string_view text, std::size_t limit = 
       i += n;
       continue;
     }
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\\' || c == '\'') { out += '\\'; out += static_cast<char>(c); }
-    else if (c < 0x20 || c >= 0x7f) { out += "\\x"; out += hex[c >> 4]; out += hex[c & 15]; }
-    else out += static_cast<char>(c);
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\\' || c == '\'') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c >= 0x7f) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else
+      out += static_cast<char>(c);
     ++i;
   }
   out += '\'';
@@ -535,7 +617,9 @@ std::string describe_error(const parse_error& e) {
   return e.to_string();
 }
 template <class E>
-auto describe_error(const E& e) -> decltype(e.message()) { return e.message(); }
+auto describe_error(const E& e) -> decltype(e.message()) {
+  return e.message();
+}
 // A list of problems (make_plan's): every message, one a line.
 template <class E>
 auto describe_error(const std::vector<E>& problems) -> decltype(problems.front().message()) {
@@ -577,16 +661,17 @@ template <class E>
 ///   hetlaunch::cluster c = *std::move(r);
 template <class T, class E = parse_error>
 class [[nodiscard]] result {
-  static_assert(!std::is_same<T, E>::value, "hetlaunch::result requires distinct value and error types");
+  static_assert(!std::is_same<T, E>::value,
+                "hetlaunch::result requires distinct value and error types");
   std::variant<T, E> storage_;
 
  public:
   using value_type = T;
   using error_type = E;
 
-  constexpr result(const T& value) : storage_(std::in_place_index<0>, value) {}  // NOLINT
+  constexpr result(const T& value) : storage_(std::in_place_index<0>, value) {}        // NOLINT
   constexpr result(T&& value) : storage_(std::in_place_index<0>, std::move(value)) {}  // NOLINT
-  constexpr result(const E& error) : storage_(std::in_place_index<1>, error) {}  // NOLINT
+  constexpr result(const E& error) : storage_(std::in_place_index<1>, error) {}        // NOLINT
   constexpr result(E&& error) : storage_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
 
   [[nodiscard]] constexpr bool has_value() const noexcept { return storage_.index() == 0; }
@@ -680,12 +765,13 @@ inline constexpr std::int64_t weight_scale = 1000000;
 /// What is wrong with a weight's text.
 enum class weight_issue : unsigned char {
   none,
-  empty,             // ""
-  negative,          // "-1"
-  not_a_decimal,     // a character other than digits and one '.' between digits ("nan", "1e3", "+2", ".5")
-  too_many_digits,   // more than 6 fractional digits
-  zero,              // "0", "0.000"
-  too_large,         // more than 1000000
+  empty,     // ""
+  negative,  // "-1"
+  // a character other than digits and one '.' between digits ("nan", "1e3", "+2", ".5")
+  not_a_decimal,
+  too_many_digits,  // more than 6 fractional digits
+  zero,             // "0", "0.000"
+  too_large,        // more than 1000000
 };
 
 /// A weight read: its value in millionths, or what is wrong and where (a byte offset).
@@ -698,7 +784,9 @@ struct weight_check {
 
 /// Whether `text` is the default weight "1", which needs no reading: checked before every other
 /// weight, since most nodes have it.
-constexpr bool is_default_weight(std::string_view text) noexcept { return text.size() == 1 && text[0] == '1'; }
+constexpr bool is_default_weight(std::string_view text) noexcept {
+  return text.size() == 1 && text[0] == '1';
+}
 
 /// Reads a node weight: a positive decimal, digits with at most one '.' followed by 1 to 6
 /// digits, at most 1000000. Exact: "0.1" is 100000 millionths, nothing is rounded. O(length);
@@ -714,7 +802,8 @@ constexpr bool is_default_weight(std::string_view text) noexcept { return text.s
   };
   if (text.empty()) return fail(weight_issue::empty, 0);
   if (text[0] == '-') return fail(weight_issue::negative, 0);
-  const detail::digit_run whole = detail::read_digits(text, 0, static_cast<unsigned long long>(max_weight));
+  const detail::digit_run whole =
+      detail::read_digits(text, 0, static_cast<unsigned long long>(max_weight));
   std::size_t i = whole.end;
   if (i == 0) return fail(weight_issue::not_a_decimal, 0);
   std::int64_t fraction = 0;
@@ -726,7 +815,8 @@ constexpr bool is_default_weight(std::string_view text) noexcept { return text.s
     if (length > static_cast<std::size_t>(max_weight_fraction_digits)) {
       // The digits past the sixth are a problem only when the text is a decimal to its end.
       if (part.end < text.size()) return fail(weight_issue::not_a_decimal, part.end);
-      return fail(weight_issue::too_many_digits, i + static_cast<std::size_t>(max_weight_fraction_digits));
+      return fail(weight_issue::too_many_digits,
+                  i + static_cast<std::size_t>(max_weight_fraction_digits));
     }
     if (length == 0) return fail(weight_issue::not_a_decimal, i < text.size() ? i : dot);
     digits = static_cast<int>(length);
@@ -746,13 +836,20 @@ constexpr bool is_default_weight(std::string_view text) noexcept { return text.s
 /// Why a weight was refused, for messages: "it has more than 6 fractional digits".
 constexpr std::string_view describe(weight_issue issue) noexcept {
   switch (issue) {
-    case weight_issue::none: return "no problem";
-    case weight_issue::empty: return "it is empty";
-    case weight_issue::negative: return "it is negative; a weight must be above 0";
-    case weight_issue::not_a_decimal: return "it is not a decimal number (digits, with at most one '.' between them)";
-    case weight_issue::too_many_digits: return "it has more than 6 fractional digits";
-    case weight_issue::zero: return "it is 0; a weight must be above 0";
-    case weight_issue::too_large: return "it is more than 1000000, the largest weight";
+    case weight_issue::none:
+      return "no problem";
+    case weight_issue::empty:
+      return "it is empty";
+    case weight_issue::negative:
+      return "it is negative; a weight must be above 0";
+    case weight_issue::not_a_decimal:
+      return "it is not a decimal number (digits, with at most one '.' between them)";
+    case weight_issue::too_many_digits:
+      return "it has more than 6 fractional digits";
+    case weight_issue::zero:
+      return "it is 0; a weight must be above 0";
+    case weight_issue::too_large:
+      return "it is more than 1000000, the largest weight";
   }
   return "unknown";
 }
@@ -796,7 +893,9 @@ class bounded_string {
     if (size_ < full_size_) {
       // Back off to the start of the character that straddles the end.
       std::size_t start = size_;
-      while (start > 0 && size_ - start < 3 && (static_cast<unsigned char>(text[start]) & 0xc0) == 0x80) --start;
+      while (start > 0 && size_ - start < 3 &&
+             (static_cast<unsigned char>(text[start]) & 0xc0) == 0x80)
+        --start;
       if ((static_cast<unsigned char>(text[start]) & 0xc0) == 0xc0) size_ = start;
     }
     const char* in = text.data();
@@ -804,8 +903,10 @@ class bounded_string {
   }
 
   /// Copies anything that converts to a string_view (a std::string, say).
-  template <class Text, std::enable_if_t<std::is_convertible<const Text&, std::string_view>::value &&
-                                             !std::is_same<Text, bounded_string>::value, int> = 0>
+  template <class Text,
+            std::enable_if_t<std::is_convertible<const Text&, std::string_view>::value &&
+                                 !std::is_same<Text, bounded_string>::value,
+                             int> = 0>
   constexpr bounded_string(const Text& text) noexcept  // NOLINT: as above
       : bounded_string(std::string_view(text)) {}
 
@@ -826,18 +927,27 @@ class bounded_string {
   friend constexpr bool operator==(const bounded_string& a, std::string_view b) noexcept {
     return !a.cut() && a.view() == b;
   }
-  friend constexpr bool operator==(std::string_view a, const bounded_string& b) noexcept { return b == a; }
-  friend constexpr bool operator!=(const bounded_string& a, std::string_view b) noexcept { return !(a == b); }
-  friend constexpr bool operator!=(std::string_view a, const bounded_string& b) noexcept { return !(b == a); }
+  friend constexpr bool operator==(std::string_view a, const bounded_string& b) noexcept {
+    return b == a;
+  }
+  friend constexpr bool operator!=(const bounded_string& a, std::string_view b) noexcept {
+    return !(a == b);
+  }
+  friend constexpr bool operator!=(std::string_view a, const bounded_string& b) noexcept {
+    return !(b == a);
+  }
   // Without these, comparing with a string literal would be ambiguous between the two above.
   friend constexpr bool operator==(const bounded_string& a, const char* b) noexcept {
     return a == std::string_view(b);
   }
-  friend constexpr bool operator!=(const bounded_string& a, const char* b) noexcept { return !(a == b); }
+  friend constexpr bool operator!=(const bounded_string& a, const char* b) noexcept {
+    return !(a == b);
+  }
 
   /// Writes the bytes kept to any stream that takes a string_view.
   template <class Stream>
-  friend auto operator<<(Stream& out, const bounded_string& s) -> decltype(out << std::string_view()) {
+  friend auto operator<<(Stream& out, const bounded_string& s)
+      -> decltype(out << std::string_view()) {
     return out << s.view();
   }
 };
@@ -869,7 +979,6 @@ enum class host_issue : unsigned char {
   bad_ipv6,              // "1:::2", "fe80::1%eth0", "[::1]"
 };
 
-
 namespace detail {
 
 struct host_check {
@@ -877,7 +986,9 @@ struct host_check {
   std::size_t position = 0;
 };
 
-constexpr bool is_alpha(char c) noexcept { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+constexpr bool is_alpha(char c) noexcept {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
 constexpr bool is_hex(char c) noexcept {
   return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
@@ -1093,24 +1204,33 @@ namespace detail {
 template <class Unused = void>
 std::string describe_host_issue(std::string_view host, host_issue issue, std::size_t position) {
   switch (issue) {
-    case host_issue::none: return "no problem";
-    case host_issue::empty: return "it is empty";
-    case host_issue::too_long: return "it is longer than 253 characters";
+    case host_issue::none:
+      return "no problem";
+    case host_issue::empty:
+      return "it is empty";
+    case host_issue::too_long:
+      return "it is longer than 253 characters";
     case host_issue::bad_character: {
       const char c = position < host.size() ? host[position] : '?';
       const char* hint = c == '[' || c == ']' ? " (write IPv6 addresses without brackets)"
                          : c == '%'           ? " (IPv6 zone ids are not supported by torchrun)"
                          : c == '_'           ? " (allow it with allow_underscore)"
                                               : "";
-      return concat(describe_character(host, position), " at position ", position, " is not allowed", hint);
+      return concat(describe_character(host, position), " at position ", position,
+                    " is not allowed", hint);
     }
-    case host_issue::empty_label: return concat("empty label at position ", position);
-    case host_issue::label_too_long: return concat("label longer than 63 characters at position ", position);
-    case host_issue::hyphen_at_label_edge: return concat("a label starts or ends with '-' at position ", position);
+    case host_issue::empty_label:
+      return concat("empty label at position ", position);
+    case host_issue::label_too_long:
+      return concat("label longer than 63 characters at position ", position);
+    case host_issue::hyphen_at_label_edge:
+      return concat("a label starts or ends with '-' at position ", position);
     case host_issue::numeric_not_ipv4:
       return "an all-numeric name that is not a dotted quad (resolvers read it as an IPv4 address)";
-    case host_issue::bad_ipv4: return concat("invalid IPv4 address at position ", position);
-    case host_issue::bad_ipv6: return concat("invalid IPv6 address at position ", position);
+    case host_issue::bad_ipv4:
+      return concat("invalid IPv4 address at position ", position);
+    case host_issue::bad_ipv6:
+      return concat("invalid IPv6 address at position ", position);
   }
   return "unknown";
 }
@@ -1124,18 +1244,18 @@ std::string describe_host_issue(std::string_view host, host_issue issue, std::si
 /// up to its capacity, and `full_size()` gives the original length. About 600 bytes.
 struct diagnostic {
   errc code = errc::ok;
-  std::size_t node = 0;          // the node concerned (the later one for a duplicate)
-  bounded_string<253> host;      // that node's host
-  bounded_string<128> role;      // that node's role
-  long long value = 0;           // the offending number: nproc, a rank, an index, the world size
-  std::size_t other_node = 0;    // duplicate_host: the earlier node with the same host
-  std::size_t position = 0;      // bad_host / bad_role: offset of the offending character
+  std::size_t node = 0;        // the node concerned (the later one for a duplicate)
+  bounded_string<253> host;    // that node's host
+  bounded_string<128> role;    // that node's role
+  long long value = 0;         // the offending number: nproc, a rank, an index, the world size
+  std::size_t other_node = 0;  // duplicate_host: the earlier node with the same host
+  std::size_t position = 0;    // bad_host / bad_role: offset of the offending character
   host_issue issue = host_issue::none;  // bad_host: what is wrong with the name
-  long long limit = 0;           // *_out_of_range: the exclusive bound; world_size_overflow: INT_MAX;
-                                 // *_mismatch: the planned value
-  std::string_view variable;     // env_* and *_mismatch: the environment variable; launch
-                                 // options: the option. Always a string literal of the library.
-  bounded_string<128> text;      // the offending text (an address, a variable's value, a weight)
+  long long limit = 0;        // *_out_of_range: the exclusive bound; world_size_overflow: INT_MAX;
+                              // *_mismatch: the planned value
+  std::string_view variable;  // env_* and *_mismatch: the environment variable; launch
+                              // options: the option. Always a string literal of the library.
+  bounded_string<128> text;   // the offending text (an address, a variable's value, a weight)
   weight_issue weight = weight_issue::none;  // bad_weight: what is wrong with the weight in `text`
 
   constexpr explicit operator bool() const noexcept { return code != errc::ok; }
@@ -1160,24 +1280,29 @@ struct diagnostic {
         return concat(who, "host is not a valid RFC 1123 name or IP literal: ",
                       detail::describe_host_issue(host, issue, position));
       case errc::duplicate_host:
-        return concat(who, "host is also node ", other_node,
-                      "; two agents on one host must be allowed explicitly (allow_duplicate_hosts)");
+        return concat(
+            who, "host is also node ", other_node,
+            "; two agents on one host must be allowed explicitly (allow_duplicate_hosts)");
       case errc::empty_role:
         return concat(who, "role is empty");
       case errc::bad_role:
         if (!role.empty() && role[0] == '-')
-          return concat(who, "role ", detail::quoted(role), " starts with '-', which torchrun would read as an option");
-        return concat(who, "role ", detail::quoted(role), " has a blank or control character at position ", position);
+          return concat(who, "role ", detail::quoted(role),
+                        " starts with '-', which torchrun would read as an option");
+        return concat(who, "role ", detail::quoted(role),
+                      " has a blank or control character at position ", position);
       case errc::node_out_of_range:
         return concat("node index ", value, " is out of range: the cluster has ", limit, " nodes");
       case errc::local_rank_out_of_range:
-        return concat(who, "local rank ", value, " is out of range: the node runs ", limit, " workers");
+        return concat(who, "local rank ", value, " is out of range: the node runs ", limit,
+                      " workers");
       case errc::global_rank_out_of_range:
         return concat("global rank ", value, " is out of range: the world size is ", limit);
       case errc::bad_port:
         return concat("master_port must be 1..65535, got ", value);
       case errc::bad_master_addr:
-        return concat("master_addr ", detail::quoted(text), " is not a valid host name or IP literal");
+        return concat("master_addr ", detail::quoted(text),
+                      " is not a valid host name or IP literal");
       case errc::missing_rdzv_id:
         return "the c10d rendezvous needs an rdzv_id shared by every node of the job";
       case errc::empty_script:
@@ -1192,33 +1317,41 @@ struct diagnostic {
                "they meet, so RANK, GROUP_RANK, ROLE_RANK and MASTER_ADDR cannot be known in advance; "
                "use the static rendezvous to fix them";
       case errc::dash_flags_need_torch_2:
-        return concat("dash flag spellings (--nproc-per-node) need torch 2.0 or later; the options name torch ",
-                      value / 100, ".", value % 100, " (use flag_style::underscore, which every torch accepts)");
+        return concat(
+            "dash flag spellings (--nproc-per-node) need torch 2.0 or later; the options name torch ",
+            value / 100, ".", value % 100,
+            " (use flag_style::underscore, which every torch accepts)");
       case errc::too_few_processes:
-        return concat("accelerate launch --multi_gpu needs at least 2 processes; this job has ", value);
+        return concat("accelerate launch --multi_gpu needs at least 2 processes; this job has ",
+                      value);
       case errc::env_missing:
-        return concat(variable, " is not set; was this process started by torchrun (or with worker_env)?");
+        return concat(variable,
+                      " is not set; was this process started by torchrun (or with worker_env)?");
       case errc::env_not_a_number:
         return concat(variable, "=", detail::quoted(text), " is not an integer");
       case errc::world_size_mismatch:
         return concat("WORLD_SIZE is ", value, " but the plan's world size is ", limit);
       case errc::group_rank_out_of_range:
-        return concat("GROUP_RANK ", value, " is not a node of the plan, which has ", limit, " nodes");
+        return concat("GROUP_RANK ", value, " is not a node of the plan, which has ", limit,
+                      " nodes");
       case errc::local_world_size_mismatch:
-        return concat(who, "started with LOCAL_WORLD_SIZE ", value, " (--nproc_per_node), but the plan gives it ",
-                      limit, " workers");
+        return concat(who, "started with LOCAL_WORLD_SIZE ", value,
+                      " (--nproc_per_node), but the plan gives it ", limit, " workers");
       case errc::rank_mismatch:
-        return concat(who, "RANK is ", value, " but the plan gives LOCAL_RANK ", position, " the global rank ", limit);
+        return concat(who, "RANK is ", value, " but the plan gives LOCAL_RANK ", position,
+                      " the global rank ", limit);
       case errc::identical_workers_on_heterogeneous:
         return "TORCH_ELASTIC_WORKER_IDENTICAL=1 makes torchrun assume every node runs this node's worker "
                "count, which breaks RANK and WORLD_SIZE when nodes differ; unset it";
       case errc::bad_rendezvous_timeout:
-        return concat("rendezvous_timeout must be 0 (torchrun's default) or more seconds, got ", value);
+        return concat("rendezvous_timeout must be 0 (torchrun's default) or more seconds, got ",
+                      value);
       case errc::overriding_torchrun_arg:
-        return concat("the extra torchrun argument ", detail::quoted(text),
-                      " names an option hetlaunch computes (--nnodes, --node_rank, --nproc_per_node, --master_addr, "
-                      "--master_port, --rdzv_*, --max_restarts, --role, --standalone); set it through the launch "
-                      "options instead");
+        return concat(
+            "the extra torchrun argument ", detail::quoted(text),
+            " names an option hetlaunch computes (--nnodes, --node_rank, --nproc_per_node, --master_addr, "
+            "--master_port, --rdzv_*, --max_restarts, --role, --standalone); set it through the launch "
+            "options instead");
       case errc::script_looks_like_option:
         return concat("the script ", detail::quoted(text),
                       " starts with '-', so torchrun would read it as one of its own options");
@@ -1235,48 +1368,60 @@ struct diagnostic {
       case errc::no_devices:
         return "nothing is left to run on";
       case errc::bad_env_name:
-        return concat(detail::quoted(text), " is not a variable name (letters, digits and '_', not starting with a digit)");
+        return concat(
+            detail::quoted(text),
+            " is not a variable name (letters, digits and '_', not starting with a digit)");
       case errc::not_utf8:
         return concat("the ", variable, " ", detail::quoted(text), " is not UTF-8 (byte ", limit,
                       " does not start a character): Kubernetes carries only UTF-8 text");
       case errc::nul_byte:
-        return concat("the ", variable, " ", detail::quoted(text), " holds a NUL byte at position ", limit,
-                      ", which no argument or variable can carry");
+        return concat("the ", variable, " ", detail::quoted(text), " holds a NUL byte at position ",
+                      limit, ", which no argument or variable can carry");
       case errc::bad_weight:
-        return concat(who, "weight ", detail::quoted(text), " is not valid: ", hetlaunch::describe(weight));
+        return concat(who, "weight ", detail::quoted(text),
+                      " is not valid: ", hetlaunch::describe(weight));
       case errc::global_batch_too_small:
         return concat("the global batch ", value, " is smaller than the world size ", limit,
                       ": every worker needs at least one sample a step");
       case errc::bad_global_batch:
-        if (value == 0) return "the plan has no global batch (global_batch is 0), so it has no work shares";
-        return concat("the global batch must be 0 (no work shares) or at least the world size, got ", value);
+        if (value == 0)
+          return "the plan has no global batch (global_batch is 0), so it has no work shares";
+        return concat(
+            "the global batch must be 0 (no work shares) or at least the world size, got ", value);
       case errc::batch_mismatch:
-        return concat(host.empty() ? std::string() : who, variable, " is ", detail::quoted(text), " but the plan gives ",
-                      limit);
+        return concat(host.empty() ? std::string() : who, variable, " is ", detail::quoted(text),
+                      " but the plan gives ", limit);
       case errc::bad_kill_after:
         return concat("kill_after must be 1..3600 seconds, got ", value);
       case errc::bad_name:
-        return concat("the ", variable, " ", detail::quoted(text), " is not a DNS label (lower-case letters, digits and '-', "
-                      "starting with a letter and not ending with '-'): position ", value);
+        return concat("the ", variable, " ", detail::quoted(text),
+                      " is not a DNS label (lower-case letters, digits and '-', "
+                      "starting with a letter and not ending with '-'): position ",
+                      value);
       case errc::name_too_long:
-        return concat("the ", variable, " ", detail::quoted(text), " makes pod host names of ", value,
-                      " characters, more than ", limit, " (NAME-gG-0-K): shorten it");
+        return concat("the ", variable, " ", detail::quoted(text), " makes pod host names of ",
+                      value, " characters, more than ", limit, " (NAME-gG-0-K): shorten it");
       case errc::empty_image:
         return "no container image given";
       case errc::bad_group:
-        return concat("group ", text, " must have at least ", limit, " ", variable, ", got ", value);
+        return concat("group ", text, " must have at least ", limit, " ", variable, ", got ",
+                      value);
       case errc::too_many_pods:
-        return concat(text, " would have ", value, " pods, more than ", limit,
-                      text == "the job" ? "" : " (the completions Kubernetes allows an Indexed Job)");
+        return concat(
+            text, " would have ", value, " pods, more than ", limit,
+            text == "the job" ? "" : " (the completions Kubernetes allows an Indexed Job)");
       case errc::virtual_local_rank:
-        return concat("the extra torchrun argument ", detail::quoted(text),
-                      " (torch 2.14) gives every worker LOCAL_RANK=0 and only its own device in "
-                      "CUDA_VISIBLE_DEVICES, which the plan, its environments and the workers' checks do not "
-                      "describe; leave it out: each worker's LOCAL_RANK picks its device");
+        return concat(
+            "the extra torchrun argument ", detail::quoted(text),
+            " (torch 2.14) gives every worker LOCAL_RANK=0 and only its own device in "
+            "CUDA_VISIBLE_DEVICES, which the plan, its environments and the workers' checks do not "
+            "describe; leave it out: each worker's LOCAL_RANK picks its device");
       case errc::binding_entrypoint:
-        return concat("the extra torchrun argument ", detail::quoted(text), " changes how torchrun starts each worker, "
-                      "which --numa-binding does through `hetlaunch bind`; leave it out, or bind with torchrun's own "
-                      "--numa-binding (torch 2.9 and later) instead of hetlaunch's");
+        return concat(
+            "the extra torchrun argument ", detail::quoted(text),
+            " changes how torchrun starts each worker, "
+            "which --numa-binding does through `hetlaunch bind`; leave it out, or bind with torchrun's own "
+            "--numa-binding (torch 2.9 and later) instead of hetlaunch's");
       case errc::binding_not_carried:
         return "accelerate's command cannot carry --numa-binding (accelerate starts the workers itself); leave it out, "
                "or use accelerate's own --enable_cpu_affinity";
@@ -1310,7 +1455,8 @@ namespace hetlaunch {
 /// Quotes text as the library's messages do: whole UTF-8 characters are kept, other bytes and
 /// characters that would garble a terminal are escaped, and text longer than `limit` bytes is
 /// cut at a character, followed by its length: quote("a\nb") is 'a\nb'.
-[[nodiscard]] inline std::string quote(std::string_view text, std::size_t limit = detail::quote_limit) {
+[[nodiscard]] inline std::string quote(std::string_view text,
+                                       std::size_t limit = detail::quote_limit) {
   return detail::quoted(text, limit);
 }
 
@@ -1327,15 +1473,17 @@ namespace hetlaunch {
 /// Reads a count as the library reads every number of its input: ASCII digits only (no sign,
 /// blanks or locale), at most `max`. Empty when the text is anything else; never wraps.
 ///   static_assert(*hetlaunch::parse_count("0042", 100) == 42);
-[[nodiscard]] constexpr std::optional<unsigned long long> parse_count(std::string_view text,
-                                                                     unsigned long long max) noexcept {
+[[nodiscard]] constexpr std::optional<unsigned long long> parse_count(
+    std::string_view text, unsigned long long max) noexcept {
   const detail::digit_run run = detail::read_digits(text, 0, max);
   if (text.empty() || run.end != text.size() || run.too_large) return std::nullopt;
   return run.value;
 }
 
 /// A name a POSIX shell can set as a variable: letters, digits and '_', not starting with a digit.
-[[nodiscard]] constexpr bool is_environment_name(std::string_view name) noexcept { return detail::is_env_name(name); }
+[[nodiscard]] constexpr bool is_environment_name(std::string_view name) noexcept {
+  return detail::is_env_name(name);
+}
 
 }  // namespace hetlaunch
 
@@ -1351,7 +1499,8 @@ namespace hetlaunch {
 #include <iterator>
 
 // ---- hetlaunch/detail/rank_math.hpp
-// hetlaunch: torchrun's rank math over any node source: prefix sums, role ranks, the node of a rank.
+// hetlaunch: torchrun's rank math over any node source: prefix sums, role ranks, the node of a
+// rank.
 #ifndef HETLAUNCH_DETAIL_RANK_MATH_HPP
 #define HETLAUNCH_DETAIL_RANK_MATH_HPP
 
@@ -1505,8 +1654,8 @@ class topology_queries {
     return d;
   }
   constexpr diagnostic local_rank_error(std::size_t i, int local_rank) const noexcept {
-    diagnostic d = range_error(errc::local_rank_out_of_range, local_rank,
-                               self().node_unchecked(i).nproc);
+    diagnostic d =
+        range_error(errc::local_rank_out_of_range, local_rank, self().node_unchecked(i).nproc);
     d.node = i;
     d.host = self().node_unchecked(i).host;
     d.role = self().node_unchecked(i).role;
@@ -1589,39 +1738,55 @@ class topology_queries {
 
   /// node(i), or node_out_of_range.
   [[nodiscard]] constexpr checked<node_spec> try_node(std::size_t i) const noexcept {
-    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
+    if (i >= count())
+      return range_error(errc::node_out_of_range, static_cast<long long>(i),
+                         static_cast<long long>(count()));
     return self().node_unchecked(i);
   }
   /// nproc(i), or node_out_of_range.
   [[nodiscard]] constexpr checked<int> try_nproc(std::size_t i) const noexcept {
-    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
+    if (i >= count())
+      return range_error(errc::node_out_of_range, static_cast<long long>(i),
+                         static_cast<long long>(count()));
     return self().node_unchecked(i).nproc;
   }
   /// rank_offset(i), or node_out_of_range.
   [[nodiscard]] constexpr checked<int> try_rank_offset(std::size_t i) const noexcept {
-    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
+    if (i >= count())
+      return range_error(errc::node_out_of_range, static_cast<long long>(i),
+                         static_cast<long long>(count()));
     return rank_offset(i);
   }
   /// global_rank(i, local_rank), or node_out_of_range / local_rank_out_of_range.
-  [[nodiscard]] constexpr checked<int> try_global_rank(std::size_t i, int local_rank) const noexcept {
-    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
-    if (local_rank < 0 || local_rank >= self().node_unchecked(i).nproc) return local_rank_error(i, local_rank);
+  [[nodiscard]] constexpr checked<int> try_global_rank(std::size_t i,
+                                                       int local_rank) const noexcept {
+    if (i >= count())
+      return range_error(errc::node_out_of_range, static_cast<long long>(i),
+                         static_cast<long long>(count()));
+    if (local_rank < 0 || local_rank >= self().node_unchecked(i).nproc)
+      return local_rank_error(i, local_rank);
     return global_rank(i, local_rank);
   }
   /// locate(global_rank), or global_rank_out_of_range.
   [[nodiscard]] constexpr checked<rank_location> try_locate(int global_rank) const noexcept {
-    if (global_rank < 0 || global_rank >= world_ll()) return range_error(errc::global_rank_out_of_range, global_rank, world_ll());
+    if (global_rank < 0 || global_rank >= world_ll())
+      return range_error(errc::global_rank_out_of_range, global_rank, world_ll());
     return locate(global_rank);
   }
   /// role_rank(i, local_rank), or node_out_of_range / local_rank_out_of_range.
   [[nodiscard]] constexpr checked<int> try_role_rank(std::size_t i, int local_rank) const noexcept {
-    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
-    if (local_rank < 0 || local_rank >= self().node_unchecked(i).nproc) return local_rank_error(i, local_rank);
+    if (i >= count())
+      return range_error(errc::node_out_of_range, static_cast<long long>(i),
+                         static_cast<long long>(count()));
+    if (local_rank < 0 || local_rank >= self().node_unchecked(i).nproc)
+      return local_rank_error(i, local_rank);
     return role_rank(i, local_rank);
   }
   /// role_world_size(i), or node_out_of_range.
   [[nodiscard]] constexpr checked<int> try_role_world_size(std::size_t i) const noexcept {
-    if (i >= count()) return range_error(errc::node_out_of_range, static_cast<long long>(i), static_cast<long long>(count()));
+    if (i >= count())
+      return range_error(errc::node_out_of_range, static_cast<long long>(i),
+                         static_cast<long long>(count()));
     return role_world_size(i);
   }
 };
@@ -1631,8 +1796,8 @@ class topology_queries {
 
 #endif  // HETLAUNCH_TOPOLOGY_QUERIES_HPP
 // ---- hetlaunch/validation.hpp
-// hetlaunch: validation of any node source: duplicate hosts in O(n log n) at compile time and run time,
-// and every node's problems in node order.
+// hetlaunch: validation of any node source: duplicate hosts in O(n log n) at compile time and run
+// time, and every node's problems in node order.
 #ifndef HETLAUNCH_VALIDATION_HPP
 #define HETLAUNCH_VALIDATION_HPP
 
@@ -1645,7 +1810,7 @@ constexpr std::size_t role_problem_position(std::string_view role) noexcept {
   const char* p = role.data();
   std::size_t i = 0;
   const std::size_t n = role.size();
-  while (i < n && static_cast<unsigned char>(p[i]) > 0x20 && p[i] != 0x7f) ++i;
+  while (i<n&& static_cast<unsigned char>(p[i])> 0x20 && p[i] != 0x7f) ++i;
   return i;
 }
 
@@ -1663,8 +1828,9 @@ struct validation_scratch {
 // and calls duplicate(node, first node with that host) for each. O(k log k). `full` and `order`
 // hold `run` elements. Runs longer than one come only from duplicates or rare collisions.
 template <class NodeAt, class RunNode, class Duplicate>
-constexpr void find_run_duplicates(std::size_t run, NodeAt node_at, RunNode run_node, std::uint64_t* full,
-                                   std::size_t* order, Duplicate duplicate) noexcept {
+constexpr void find_run_duplicates(std::size_t run, NodeAt node_at, RunNode run_node,
+                                   std::uint64_t* full, std::size_t* order,
+                                   Duplicate duplicate) noexcept {
   for (std::size_t k = 0; k < run; ++k) {
     full[k] = host_hash(node_at(run_node(k)).host);
     order[k] = k;
@@ -1677,7 +1843,8 @@ constexpr void find_run_duplicates(std::size_t run, NodeAt node_at, RunNode run_
   std::size_t first = run_node(order[0]);
   for (std::size_t k = 1; k < run; ++k) {
     const std::size_t prev = order[k - 1], cur = order[k];
-    if (full[prev] == full[cur] && compare_host(node_at(run_node(prev)).host, node_at(run_node(cur)).host) == 0)
+    if (full[prev] == full[cur] &&
+        compare_host(node_at(run_node(prev)).host, node_at(run_node(cur)).host) == 0)
       duplicate(run_node(cur), first);
     else
       first = run_node(cur);
@@ -1687,7 +1854,8 @@ constexpr void find_run_duplicates(std::size_t run, NodeAt node_at, RunNode run_
 // Marks duplicate hosts: dup_of[i] = the first node with the same host, or n when none.
 // Node indices are radix-sorted (stable, O(n)) on the high 32 bits of the host's hash, so equal
 // hosts land in one run, in node order. Runs longer than one (duplicates, or rare collisions) are
-// then sorted on (full hash, host, index), O(k log k). O(n log n) in the worst case, O(n) as a rule.
+// then sorted on (full hash, host, index), O(k log k). O(n log n) in the worst case, O(n) as a
+// rule.
 template <class NodeAt>
 constexpr void find_duplicate_hosts(std::size_t n, NodeAt node_at, validation_scratch s) noexcept {
   std::size_t* idx = s.idx;
@@ -1708,8 +1876,12 @@ constexpr void find_duplicate_hosts(std::size_t n, NodeAt node_at, validation_sc
       idx_tmp[pos] = idx[i];
       key_tmp[pos] = key[i];
     }
-    std::size_t* ti = idx; idx = idx_tmp; idx_tmp = ti;
-    std::uint64_t* tk = key; key = key_tmp; key_tmp = tk;
+    std::size_t* ti = idx;
+    idx = idx_tmp;
+    idx_tmp = ti;
+    std::uint64_t* tk = key;
+    key = key_tmp;
+    key_tmp = tk;
   }
   // key[k] is now the hash of node idx[k]; the arrays were swapped an even number of times.
   std::size_t start = 0;
@@ -1839,7 +2011,9 @@ class fixed_cluster : public detail::topology_queries<fixed_cluster<N>> {
 
   constexpr node_spec node_unchecked(std::size_t i) const noexcept { return nodes_[i]; }
   constexpr const long long* offsets_data() const noexcept { return offsets_.data(); }
-  constexpr long long role_offset_unchecked(std::size_t i) const noexcept { return role_offsets_[i]; }
+  constexpr long long role_offset_unchecked(std::size_t i) const noexcept {
+    return role_offsets_[i];
+  }
   constexpr long long role_total_unchecked(std::size_t i) const noexcept { return role_totals_[i]; }
 
   template <class Nodes>
@@ -1876,7 +2050,8 @@ template <std::size_t N>
 }
 /// Builds a fixed_cluster from a std::array of node specs.
 template <std::size_t N>
-[[nodiscard]] constexpr fixed_cluster<N> make_cluster(const std::array<node_spec, N>& nodes) noexcept {
+[[nodiscard]] constexpr fixed_cluster<N> make_cluster(
+    const std::array<node_spec, N>& nodes) noexcept {
   return fixed_cluster<N>(nodes);
 }
 
@@ -1910,8 +2085,8 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
   std::vector<std::uint32_t> role_id_;  // per node, only when there are several roles (else all 0)
   std::vector<std::pair<std::size_t, std::size_t>> roles_;  // (begin, size) in text_, by id
   std::vector<long long> offsets_{0};
-  std::vector<long long> role_offsets_;  // per node, only when there are several roles
-  std::vector<long long> role_totals_;   // per role id
+  std::vector<long long> role_offsets_;    // per node, only when there are several roles
+  std::vector<long long> role_totals_;     // per role id
   std::vector<std::vector<int>> devices_;  // empty, or one (possibly empty) list per node
   // Weights: ids into a table of texts, stored only once a node has a weight other than "1".
   // A run of equal weights shares one entry, so a cluster of a few GPU types keeps a few.
@@ -1946,7 +2121,9 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
   long long role_total_unchecked(std::size_t i) const noexcept { return role_totals_[role_of(i)]; }
   std::uint32_t role_of(std::size_t i) const noexcept { return role_id_.empty() ? 0 : role_id_[i]; }
   // A node's nproc is the step between its offset and the next: stored once, as the offsets.
-  int nproc_of(std::size_t i) const noexcept { return static_cast<int>(offsets_[i + 1] - offsets_[i]); }
+  int nproc_of(std::size_t i) const noexcept {
+    return static_cast<int>(offsets_[i + 1] - offsets_[i]);
+  }
 
   // Hosts first, roles after them: a role's text is appended when it is first seen.
   void reserve(std::size_t n, std::size_t host_chars) {
@@ -1958,7 +2135,8 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
     text_.append(host.data(), host.size());
     host_end_.push_back(text_.size());
     append_weight(weight);
-    if (role_id != 0 && role_id_.empty()) role_id_.assign(host_end_.size() - 1, 0);  // a second run: ids from here on
+    if (role_id != 0 && role_id_.empty())
+      role_id_.assign(host_end_.size() - 1, 0);  // a second run: ids from here on
     if (!role_id_.empty()) role_id_.push_back(role_id);
     offsets_.push_back(offsets_.back() + nproc);  // 64-bit: n * INT_MAX cannot wrap
   }
@@ -1987,8 +2165,12 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
  public:
   /// An empty cluster (which validation reports as empty_cluster).
   basic_cluster() = default;
-  basic_cluster(std::initializer_list<node_spec> nodes) { assign(nodes.begin(), nodes.end(), nodes.size()); }
-  basic_cluster(const std::vector<node_spec>& nodes) { assign(nodes.begin(), nodes.end(), nodes.size()); }  // NOLINT
+  basic_cluster(std::initializer_list<node_spec> nodes) {
+    assign(nodes.begin(), nodes.end(), nodes.size());
+  }
+  basic_cluster(const std::vector<node_spec>& nodes) {
+    assign(nodes.begin(), nodes.end(), nodes.size());
+  }  // NOLINT
   template <std::size_t N>
   explicit basic_cluster(const fixed_cluster<N>& fixed) {
     assign(fixed.nodes().begin(), fixed.nodes().end(), N);
@@ -2048,7 +2230,11 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
       iterator(const basic_cluster* c, std::size_t i) noexcept : c_(c), i_(i) {}
       node_spec operator*() const noexcept { return c_->node_unchecked(i_); }
       iterator& operator++() noexcept { return ++i_, *this; }
-      iterator operator++(int) noexcept { iterator old = *this; ++i_; return old; }
+      iterator operator++(int) noexcept {
+        iterator old = *this;
+        ++i_;
+        return old;
+      }
       friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.i_ == b.i_; }
       friend bool operator!=(const iterator& a, const iterator& b) noexcept { return a.i_ != b.i_; }
     };
@@ -2060,11 +2246,14 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
     [[nodiscard]] iterator end() const noexcept { return {c_, size()}; }
     /// The cluster this list views.
     [[nodiscard]] const basic_cluster& source() const noexcept { return *c_; }
-    operator std::vector<node_spec>() const { return std::vector<node_spec>(begin(), end()); }  // NOLINT
+    operator std::vector<node_spec>() const {
+      return std::vector<node_spec>(begin(), end());
+    }  // NOLINT
   };
   [[nodiscard]] node_list nodes() const noexcept { return node_list(*this); }
   /// A copy of the cluster `nodes` views, device lists included.
-  basic_cluster(const node_list& nodes) : basic_cluster(nodes.source()) {}  // NOLINT: a view of a cluster copies it
+  basic_cluster(const node_list& nodes)
+      : basic_cluster(nodes.source()) {}  // NOLINT: a view of a cluster copies it
 };
 
 /// Builds a cluster node by node without an intermediate list: the parsers use it so that a
@@ -2084,7 +2273,8 @@ class basic_cluster_builder {
   /// Reserves room for `nodes` nodes whose hosts have `host_chars` characters in all.
   void reserve(std::size_t nodes, std::size_t host_chars) { c_.reserve(nodes, host_chars); }
   /// Appends a node. O(1) amortized.
-  void add(std::string_view host, int nproc, std::string_view role = "default", std::string_view weight = "1") {
+  void add(std::string_view host, int nproc, std::string_view role = "default",
+           std::string_view weight = "1") {
     if (runs_.empty() || !detail::same_text(role, run_text(runs_.size() - 1))) {
       runs_.emplace_back(role_text_.size(), role.size());
       role_text_.append(role.data(), role.size());
@@ -2156,14 +2346,13 @@ template <std::size_t N>
   const node_spec* nodes = c.nodes_.data();
   const auto node_at = [nodes](std::size_t i) { return nodes[i]; };
   if (!options.allow_duplicate_hosts)
-    detail::find_duplicate_hosts(
-        N, node_at, detail::validation_scratch{idx.data(), idx_tmp.data(), key.data(), key_tmp.data(), dup_of.data()});
-  detail::validate_nodes(
-      N, node_at, options, dup_of.data(),
-      [&first](const diagnostic& d) {
-        first = d;
-        return false;
-      });
+    detail::find_duplicate_hosts(N, node_at,
+                                 detail::validation_scratch{idx.data(), idx_tmp.data(), key.data(),
+                                                            key_tmp.data(), dup_of.data()});
+  detail::validate_nodes(N, node_at, options, dup_of.data(), [&first](const diagnostic& d) {
+    first = d;
+    return false;
+  });
   return first;
 }
 
@@ -2179,13 +2368,16 @@ std::vector<std::pair<std::size_t, std::size_t>> duplicate_hosts(std::size_t n, 
   if (n > 0xffffffffu) {  // more nodes than 32-bit indices: the general algorithm
     std::vector<std::size_t> idx(n), idx_tmp(n), dup_of(n);
     std::vector<std::uint64_t> key(n), key_tmp(n);
-    find_duplicate_hosts(n, node_at, validation_scratch{idx.data(), idx_tmp.data(), key.data(), key_tmp.data(), dup_of.data()});
+    find_duplicate_hosts(
+        n, node_at,
+        validation_scratch{idx.data(), idx_tmp.data(), key.data(), key_tmp.data(), dup_of.data()});
     for (std::size_t i = 0; i < n; ++i)
       if (dup_of[i] != n) dups.emplace_back(i, dup_of[i]);
     return dups;
   }
   std::vector<std::uint64_t> keys(n);
-  for (std::size_t i = 0; i < n; ++i) keys[i] = (host_hash(node_at(i).host) & 0xffffffff00000000ull) | i;
+  for (std::size_t i = 0; i < n; ++i)
+    keys[i] = (host_hash(node_at(i).host) & 0xffffffff00000000ull) | i;
   // In place, by the top 16 bits (American flag sort), then each bucket by its whole key: the
   // buckets hold n / 65536 keys on average, so this is linear, and it needs no second array.
   const auto less = [](std::uint64_t a, std::uint64_t b) { return a < b; };
@@ -2209,10 +2401,11 @@ std::vector<std::pair<std::size_t, std::size_t>> duplicate_hosts(std::size_t n, 
         keys[next[b]++] = k;
       }
     for (std::size_t b = 0; b < 65536; ++b)
-      if (start[b + 1] - start[b] > 1) heap_sort(keys.data() + start[b], start[b + 1] - start[b], less);
+      if (start[b + 1] - start[b] > 1)
+        heap_sort(keys.data() + start[b], start[b + 1] - start[b], less);
   }
-  std::vector<std::uint64_t> full;   // a run's full hashes
-  std::vector<std::size_t> order;    // a run's positions, sorted
+  std::vector<std::uint64_t> full;  // a run's full hashes
+  std::vector<std::size_t> order;   // a run's positions, sorted
   std::size_t start = 0;
   while (start < n) {
     std::size_t end = start + 1;
@@ -2223,13 +2416,16 @@ std::vector<std::pair<std::size_t, std::size_t>> duplicate_hosts(std::size_t n, 
       full.resize(run);
       order.resize(run);
       find_run_duplicates(
-          run, node_at, [run_keys](std::size_t k) { return static_cast<std::size_t>(run_keys[k] & 0xffffffffu); },
-          full.data(), order.data(), [&dups](std::size_t node, std::size_t first) { dups.emplace_back(node, first); });
+          run, node_at,
+          [run_keys](std::size_t k) { return static_cast<std::size_t>(run_keys[k] & 0xffffffffu); },
+          full.data(), order.data(),
+          [&dups](std::size_t node, std::size_t first) { dups.emplace_back(node, first); });
     }
     start = end;
   }
-  heap_sort(dups.data(), dups.size(), [](const std::pair<std::size_t, std::size_t>& a,
-                                         const std::pair<std::size_t, std::size_t>& b) { return a.first < b.first; });
+  heap_sort(dups.data(), dups.size(),
+            [](const std::pair<std::size_t, std::size_t>& a,
+               const std::pair<std::size_t, std::size_t>& b) { return a.first < b.first; });
   return dups;
 }
 
@@ -2261,19 +2457,24 @@ std::vector<diagnostic> validate_all(std::size_t n, NodeAt node_at, validate_opt
 /// Every problem of a topology, in node order (empty when it is valid). O(N log N).
 /// The diagnostics own their text: they may outlive `c`.
 template <class Unused>
-[[nodiscard]] std::vector<diagnostic> validate(const basic_cluster<Unused>& c, validate_options options = {}) {
-  return detail::validate_all(c.node_count(), [&c](std::size_t i) { return c.node(i); }, options);
+[[nodiscard]] std::vector<diagnostic> validate(const basic_cluster<Unused>& c,
+                                               validate_options options = {}) {
+  return detail::validate_all(
+      c.node_count(), [&c](std::size_t i) { return c.node(i); }, options);
 }
 /// Every problem of a fixed topology, in node order.
 template <std::size_t N>
-[[nodiscard]] std::vector<diagnostic> validate(const fixed_cluster<N>& c, validate_options options = {}) {
-  return detail::validate_all(N, [&c](std::size_t i) { return c.node(i); }, options);
+[[nodiscard]] std::vector<diagnostic> validate(const fixed_cluster<N>& c,
+                                               validate_options options = {}) {
+  return detail::validate_all(
+      N, [&c](std::size_t i) { return c.node(i); }, options);
 }
 /// The first problem of a run-time topology, or a diagnostic that converts to false.
 template <class Unused>
-[[nodiscard]] diagnostic first_error(const basic_cluster<Unused>& c, validate_options options = {}) {
-  const std::vector<diagnostic> first =
-      detail::validate_all(c.node_count(), [&c](std::size_t i) { return c.node(i); }, options, true);
+[[nodiscard]] diagnostic first_error(const basic_cluster<Unused>& c,
+                                     validate_options options = {}) {
+  const std::vector<diagnostic> first = detail::validate_all(
+      c.node_count(), [&c](std::size_t i) { return c.node(i); }, options, true);
   return first.empty() ? diagnostic{} : first.front();
 }
 
@@ -2282,14 +2483,29 @@ namespace detail {
 // the compiler prints in "required from" notes; the failing assertion below says what it means.
 template <errc Code, std::size_t Node>
 struct static_validation {
-  static_assert(Code != errc::empty_cluster, "hetlaunch: invalid topology: the cluster has no nodes");
-  static_assert(Code != errc::bad_nproc, "hetlaunch: invalid topology: nproc must be at least 1 (the node index is static_validation's second argument)");
-  static_assert(Code != errc::world_size_overflow, "hetlaunch: invalid topology: the world size exceeds INT_MAX (torch.distributed ranks are 32-bit)");
-  static_assert(Code != errc::bad_host, "hetlaunch: invalid topology: a host is not a valid RFC 1123 name or IP literal (the node index is static_validation's second argument)");
-  static_assert(Code != errc::duplicate_host, "hetlaunch: invalid topology: duplicate host; allow it with validate_options::allow_duplicate_hosts (the node index is static_validation's second argument)");
-  static_assert(Code != errc::empty_role, "hetlaunch: invalid topology: a role is empty (the node index is static_validation's second argument)");
-  static_assert(Code != errc::bad_role, "hetlaunch: invalid topology: a role has a blank or control character or starts with '-' (the node index is static_validation's second argument)");
-  static_assert(Code != errc::bad_weight, "hetlaunch: invalid topology: a weight is not a decimal above 0 and at most 1000000 with at most 6 fractional digits (the node index is static_validation's second argument)");
+  static_assert(Code != errc::empty_cluster,
+                "hetlaunch: invalid topology: the cluster has no nodes");
+  static_assert(
+      Code != errc::bad_nproc,
+      "hetlaunch: invalid topology: nproc must be at least 1 (the node index is static_validation's second argument)");
+  static_assert(
+      Code != errc::world_size_overflow,
+      "hetlaunch: invalid topology: the world size exceeds INT_MAX (torch.distributed ranks are 32-bit)");
+  static_assert(
+      Code != errc::bad_host,
+      "hetlaunch: invalid topology: a host is not a valid RFC 1123 name or IP literal (the node index is static_validation's second argument)");
+  static_assert(
+      Code != errc::duplicate_host,
+      "hetlaunch: invalid topology: duplicate host; allow it with validate_options::allow_duplicate_hosts (the node index is static_validation's second argument)");
+  static_assert(
+      Code != errc::empty_role,
+      "hetlaunch: invalid topology: a role is empty (the node index is static_validation's second argument)");
+  static_assert(
+      Code != errc::bad_role,
+      "hetlaunch: invalid topology: a role has a blank or control character or starts with '-' (the node index is static_validation's second argument)");
+  static_assert(
+      Code != errc::bad_weight,
+      "hetlaunch: invalid topology: a weight is not a decimal above 0 and at most 1000000 with at most 6 fractional digits (the node index is static_validation's second argument)");
   static constexpr bool ok = Code == errc::ok;
 };
 }  // namespace detail
@@ -2300,17 +2516,19 @@ struct static_validation {
 /// that says what is wrong and, in the instantiation note, the node index. A declaration: usable
 /// at namespace, class and block scope.
 ///   constexpr auto c = hetlaunch::make_cluster({{"a", 8}, {"a", 4}});
-///   HETLAUNCH_STATIC_VALIDATE(c);  // error: ... duplicate host ... static_validation<errc::duplicate_host, 1>
-#define HETLAUNCH_STATIC_VALIDATE(c) HETLAUNCH_STATIC_VALIDATE_WITH(c, ::hetlaunch::validate_options{})
+///   HETLAUNCH_STATIC_VALIDATE(c);
+///   // error: ... duplicate host ... static_validation<errc::duplicate_host, 1>
+#define HETLAUNCH_STATIC_VALIDATE(c) \
+  HETLAUNCH_STATIC_VALIDATE_WITH(c, ::hetlaunch::validate_options{})
 
 /// HETLAUNCH_STATIC_VALIDATE with options, e.g. to allow several agents on one host:
 ///   constexpr hetlaunch::validate_options shared{/*allow_duplicate_hosts=*/true};
 ///   HETLAUNCH_STATIC_VALIDATE_WITH(c, shared);
-#define HETLAUNCH_STATIC_VALIDATE_WITH(c, options)                                       \
-  static_assert(::hetlaunch::detail::static_validation<                                 \
-                    ::hetlaunch::first_error((c), (options)).code,                      \
-                    ::hetlaunch::first_error((c), (options)).node>::ok,                 \
-                "hetlaunch: invalid topology (see the message above)")
+#define HETLAUNCH_STATIC_VALIDATE_WITH(c, options)                                               \
+  static_assert(                                                                                 \
+      ::hetlaunch::detail::static_validation<::hetlaunch::first_error((c), (options)).code,      \
+                                             ::hetlaunch::first_error((c), (options)).node>::ok, \
+      "hetlaunch: invalid topology (see the message above)")
 
 #endif  // HETLAUNCH_CLUSTER_HPP
 // ---- hetlaunch/shares.hpp
@@ -2335,7 +2553,9 @@ struct node_batch {
   friend constexpr bool operator==(const node_batch& a, const node_batch& b) noexcept {
     return a.batch == b.batch && a.offset == b.offset;
   }
-  friend constexpr bool operator!=(const node_batch& a, const node_batch& b) noexcept { return !(a == b); }
+  friend constexpr bool operator!=(const node_batch& a, const node_batch& b) noexcept {
+    return !(a == b);
+  }
 };
 
 /// A rank's part of each step: `batch` samples (b) from `offset` within the step.
@@ -2345,7 +2565,9 @@ struct rank_batch {
   friend constexpr bool operator==(const rank_batch& a, const rank_batch& b) noexcept {
     return a.batch == b.batch && a.offset == b.offset;
   }
-  friend constexpr bool operator!=(const rank_batch& a, const rank_batch& b) noexcept { return !(a == b); }
+  friend constexpr bool operator!=(const rank_batch& a, const rank_batch& b) noexcept {
+    return !(a == b);
+  }
 };
 
 /// Local rank `local_rank`'s part of its node's samples: the node's n samples dealt out evenly
@@ -2354,20 +2576,24 @@ struct rank_batch {
 /// min(local_rank, n % nproc). What a worker computes from HETLAUNCH_NODE_BATCH,
 /// HETLAUNCH_NODE_BATCH_OFFSET, LOCAL_RANK and LOCAL_WORLD_SIZE.
 /// Preconditions: nproc >= 1, 0 <= local_rank < nproc, node.batch >= 0.
-[[nodiscard]] constexpr rank_batch batch_of_rank(node_batch node, int nproc, int local_rank) noexcept {
+[[nodiscard]] constexpr rank_batch batch_of_rank(node_batch node, int nproc,
+                                                 int local_rank) noexcept {
   detail::expects(nproc >= 1 && local_rank >= 0 && local_rank < nproc,
-                           "batch_of_rank(node, nproc, local_rank): local rank out of range");
+                  "batch_of_rank(node, nproc, local_rank): local rank out of range");
   const int base = node.batch / nproc;
   const int extra = node.batch % nproc;
   // local_rank * base <= node.batch: no wrap.
-  return {base + (local_rank < extra ? 1 : 0), node.offset + local_rank * base + (local_rank < extra ? local_rank : extra)};
+  return {base + (local_rank < extra ? 1 : 0),
+          node.offset + local_rank * base + (local_rank < extra ? local_rank : extra)};
 }
 
 /// What a rank multiplies its mean loss by before backward(), so that DDP's average of the ranks'
 /// gradients (it divides their sum by the world size) is the mean over the whole global batch:
 /// b * world_size / global_batch. Preconditions: global_batch >= 1.
-[[nodiscard]] constexpr double loss_scale(rank_batch rank, int world_size, int global_batch) noexcept {
-  return static_cast<double>(rank.batch) * static_cast<double>(world_size) / static_cast<double>(global_batch);
+[[nodiscard]] constexpr double loss_scale(rank_batch rank, int world_size,
+                                          int global_batch) noexcept {
+  return static_cast<double>(rank.batch) * static_cast<double>(world_size) /
+         static_cast<double>(global_batch);
 }
 
 namespace detail {
@@ -2382,15 +2608,17 @@ __extension__ typedef unsigned __int128 uint128;  // E * p_i * w_i reaches 2^102
 // with the largest remainders, ties to the lower index (remainder_order). With d_i < 2^71 and
 // E < 2^31, every product fits 128 bits.
 template <class NprocAt, class MicrosAt>
-constexpr std::size_t split_floors(std::size_t n, NprocAt nproc_at, MicrosAt micros_at, long long world,
-                                   int global_batch, node_batch* out, uint128* rem) noexcept {
+constexpr std::size_t split_floors(std::size_t n, NprocAt nproc_at, MicrosAt micros_at,
+                                   long long world, int global_batch, node_batch* out,
+                                   uint128* rem) noexcept {
   const auto extra = static_cast<uint128>(static_cast<long long>(global_batch) - world);
   uint128 total = 0;
   for (std::size_t i = 0; i < n; ++i)
     total += static_cast<uint128>(nproc_at(i)) * static_cast<uint128>(micros_at(i));
   long long given = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const uint128 part = extra * (static_cast<uint128>(nproc_at(i)) * static_cast<uint128>(micros_at(i)));
+    const uint128 part =
+        extra * (static_cast<uint128>(nproc_at(i)) * static_cast<uint128>(micros_at(i)));
     const auto floor_part = static_cast<long long>(part / total);  // <= E < 2^31
     rem[i] = part % total;
     out[i].batch = static_cast<int>(nproc_at(i) + floor_part);
@@ -2420,7 +2648,8 @@ constexpr void set_offsets(std::size_t n, node_batch* out) noexcept {
 // workers, a world size past INT_MAX, a bad weight, or a global batch below the world size.
 // Hosts and roles do not matter to it. Sets `world`.
 template <class NodeAt>
-constexpr diagnostic split_problem(std::size_t n, NodeAt node_at, int global_batch, long long& world) noexcept {
+constexpr diagnostic split_problem(std::size_t n, NodeAt node_at, int global_batch,
+                                   long long& world) noexcept {
   diagnostic d{};
   world = 0;
   if (n == 0) {
@@ -2496,8 +2725,8 @@ struct weight_reader {
 };
 
 template <class Word, class Index, class NprocAt, class WeightAt>
-std::vector<node_batch> split_with(std::size_t n, NprocAt nproc_at, WeightAt weight_at, uint128 total, long long world,
-                                   int global_batch) {
+std::vector<node_batch> split_with(std::size_t n, NprocAt nproc_at, WeightAt weight_at,
+                                   uint128 total, long long world, int global_batch) {
   std::vector<node_batch> out(n);
   std::vector<Word> rem(n);
   weight_reader<WeightAt> micros_of{weight_at};
@@ -2516,7 +2745,8 @@ std::vector<node_batch> split_with(std::size_t n, NprocAt nproc_at, WeightAt wei
     std::vector<Index> order(n);
     for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<Index>(i);
     const Word* r = rem.data();
-    std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(left - 1), order.end(),
+    std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(left - 1),
+                     order.end(),
                      [r](Index a, Index b) { return r[a] > r[b] || (r[a] == r[b] && a < b); });
     for (std::size_t k = 0; k < left; ++k) ++out[order[k]].batch;
   }
@@ -2525,8 +2755,8 @@ std::vector<node_batch> split_with(std::size_t n, NprocAt nproc_at, WeightAt wei
 }
 
 template <class NprocAt, class WeightAt>
-std::vector<node_batch> split_valid(std::size_t n, NprocAt nproc_at, WeightAt weight_at, long long world,
-                                    int global_batch) {
+std::vector<node_batch> split_valid(std::size_t n, NprocAt nproc_at, WeightAt weight_at,
+                                    long long world, int global_batch) {
   uint128 total = 0, largest = 0;
   weight_reader<WeightAt> micros_of{weight_at};
   for (std::size_t i = 0; i < n; ++i) {
@@ -2538,20 +2768,25 @@ std::vector<node_batch> split_valid(std::size_t n, NprocAt nproc_at, WeightAt we
   const uint128 max64 = ~std::uint64_t{0};
   const bool narrow = total <= max64 && (extra == 0 || largest <= max64 / extra);
   if (n <= 0xffffffffu)
-    return narrow ? split_with<std::uint64_t, std::uint32_t>(n, nproc_at, weight_at, total, world, global_batch)
-                  : split_with<uint128, std::uint32_t>(n, nproc_at, weight_at, total, world, global_batch);
-  return narrow ? split_with<std::uint64_t, std::size_t>(n, nproc_at, weight_at, total, world, global_batch)
-                : split_with<uint128, std::size_t>(n, nproc_at, weight_at, total, world, global_batch);
+    return narrow ? split_with<std::uint64_t, std::uint32_t>(n, nproc_at, weight_at, total, world,
+                                                             global_batch)
+                  : split_with<uint128, std::uint32_t>(n, nproc_at, weight_at, total, world,
+                                                       global_batch);
+  return narrow
+             ? split_with<std::uint64_t, std::size_t>(n, nproc_at, weight_at, total, world,
+                                                      global_batch)
+             : split_with<uint128, std::size_t>(n, nproc_at, weight_at, total, world, global_batch);
 }
 
 // Run time: every problem checked, then the split.
 template <class NodeAt>
-result<std::vector<node_batch>, diagnostic> split_batch(std::size_t n, NodeAt node_at, int global_batch) {
+result<std::vector<node_batch>, diagnostic> split_batch(std::size_t n, NodeAt node_at,
+                                                        int global_batch) {
   long long world = 0;
   if (const diagnostic d = split_problem(n, node_at, global_batch, world)) return d;
   return split_valid(
-      n, [&node_at](std::size_t i) { return node_at(i).nproc; }, [&node_at](std::size_t i) { return node_at(i).weight; },
-      world, global_batch);
+      n, [&node_at](std::size_t i) { return node_at(i).nproc; },
+      [&node_at](std::size_t i) { return node_at(i).weight; }, world, global_batch);
 }
 
 }  // namespace detail
@@ -2580,7 +2815,8 @@ struct fixed_batch_split {
 /// Errors: empty_cluster, bad_nproc, world_size_overflow, bad_weight, bad_global_batch (below 0),
 /// global_batch_too_small (below the world size).
 template <std::size_t N>
-[[nodiscard]] constexpr fixed_batch_split<N> split_batch(const fixed_cluster<N>& c, int global_batch) noexcept {
+[[nodiscard]] constexpr fixed_batch_split<N> split_batch(const fixed_cluster<N>& c,
+                                                         int global_batch) noexcept {
   fixed_batch_split<N> out{};
   const auto node_at = [&c](std::size_t i) { return c.node(i); };
   long long world = 0;
@@ -2590,8 +2826,8 @@ template <std::size_t N>
   std::array<std::size_t, N> order{};
   const std::size_t left = detail::split_floors(
       N, [&node_at](std::size_t i) { return node_at(i).nproc; },
-      [&node_at](std::size_t i) { return detail::weight_micros(node_at, i); }, world, global_batch, out.nodes.data(),
-      rem.data());
+      [&node_at](std::size_t i) { return detail::weight_micros(node_at, i); }, world, global_batch,
+      out.nodes.data(), rem.data());
   for (std::size_t i = 0; i < N; ++i) order[i] = i;
   if (left > 0) detail::heap_sort(order.data(), N, detail::remainder_order{rem.data()});
   for (std::size_t k = 0; k < left; ++k) ++out.nodes[order[k]].batch;
@@ -2602,15 +2838,18 @@ template <std::size_t N>
 /// split_batch for a run-time topology: every node's part, in node order, or the first problem.
 /// O(N) time; 32 bytes a node of scratch.
 template <class Unused>
-[[nodiscard]] result<std::vector<node_batch>, diagnostic> split_batch(const basic_cluster<Unused>& c, int global_batch) {
-  return detail::split_batch(c.node_count(), [&c](std::size_t i) { return c.node(i); }, global_batch);
+[[nodiscard]] result<std::vector<node_batch>, diagnostic> split_batch(
+    const basic_cluster<Unused>& c, int global_batch) {
+  return detail::split_batch(
+      c.node_count(), [&c](std::size_t i) { return c.node(i); }, global_batch);
 }
 
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_SHARES_HPP
 // ---- hetlaunch/shell.hpp
-// hetlaunch: quoting arguments for POSIX sh, so that `sh -c` (and ssh's remote shell) sees exactly the argv.
+// hetlaunch: quoting arguments for POSIX sh, so that `sh -c` (and ssh's remote shell) sees
+// exactly the argv.
 #ifndef HETLAUNCH_SHELL_HPP
 #define HETLAUNCH_SHELL_HPP
 
@@ -2639,8 +2878,10 @@ inline bool safe_for_shell(std::string_view arg) noexcept {
   if (detail::safe_for_shell(arg)) return std::string(arg);
   std::string out = "'";
   for (char c : arg) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   out += '\'';
   return out;
@@ -2678,28 +2919,36 @@ namespace hetlaunch {
 /// torchrun's --numa-binding modes; `none` binds nothing.
 enum class numa_binding {
   none,
-  node,          ///< every CPU of the GPU's NUMA node
-  socket,        ///< every CPU of every NUMA node of the GPU's socket
-  exclusive,     ///< the node's physical cores split evenly among its GPUs, lower GPUs taking the extra
-  core_complex,  ///< one last-level-cache group per GPU of the node, the largest groups first, cycling
+  node,    ///< every CPU of the GPU's NUMA node
+  socket,  ///< every CPU of every NUMA node of the GPU's socket
+  /// the node's physical cores split evenly among its GPUs, lower GPUs taking the extra
+  exclusive,
+  /// one last-level-cache group per GPU of the node, the largest groups first, cycling
+  core_complex,
 };
 
 /// The mode's name as torchrun spells it ("node", "socket", "exclusive", "core-complex"; "none").
 [[nodiscard]] constexpr std::string_view numa_binding_name(numa_binding mode) noexcept {
   switch (mode) {
-    case numa_binding::node: return "node";
-    case numa_binding::socket: return "socket";
-    case numa_binding::exclusive: return "exclusive";
-    case numa_binding::core_complex: return "core-complex";
-    case numa_binding::none: break;
+    case numa_binding::node:
+      return "node";
+    case numa_binding::socket:
+      return "socket";
+    case numa_binding::exclusive:
+      return "exclusive";
+    case numa_binding::core_complex:
+      return "core-complex";
+    case numa_binding::none:
+      break;
   }
   return "none";
 }
 
 /// The mode of that name (numa_binding_name's), or nothing.
-[[nodiscard]] constexpr std::optional<numa_binding> numa_binding_from_name(std::string_view name) noexcept {
-  for (numa_binding mode : {numa_binding::none, numa_binding::node, numa_binding::socket, numa_binding::exclusive,
-                            numa_binding::core_complex})
+[[nodiscard]] constexpr std::optional<numa_binding> numa_binding_from_name(
+    std::string_view name) noexcept {
+  for (numa_binding mode : {numa_binding::none, numa_binding::node, numa_binding::socket,
+                            numa_binding::exclusive, numa_binding::core_complex})
     if (numa_binding_name(mode) == name) return mode;
   return std::nullopt;
 }
@@ -2781,7 +3030,8 @@ namespace detail {
 
 // "[::1]" -> "::1"; every other address unchanged.
 inline std::string_view unbracketed(std::string_view addr) noexcept {
-  if (addr.size() >= 2 && addr.front() == '[' && addr.back() == ']') return addr.substr(1, addr.size() - 2);
+  if (addr.size() >= 2 && addr.front() == '[' && addr.back() == ']')
+    return addr.substr(1, addr.size() - 2);
   return addr;
 }
 
@@ -2800,7 +3050,8 @@ inline diagnostic launch_problem(errc code) {
 // Whether extra argument `arg` ("--name" or "--name=value", '-' or '_' between words) names
 // torchrun's option `option` (underscore spelling): in full, or abbreviated to at least
 // `shortest` characters, as argparse accepts a unique prefix.
-inline bool names_option(std::string_view arg, std::string_view option, std::size_t shortest) noexcept {
+inline bool names_option(std::string_view arg, std::string_view option,
+                         std::size_t shortest) noexcept {
   if (arg.size() < 3 || arg[0] != '-' || arg[1] != '-') return false;
   std::string_view name = arg.substr(2);
   name = name.substr(0, name.find('='));
@@ -2813,9 +3064,9 @@ inline bool names_option(std::string_view arg, std::string_view option, std::siz
 // torchrun's options that hetlaunch computes; an extra argument naming one (in either spelling,
 // or abbreviated, which argparse accepts) would silently replace the computed value.
 inline bool overrides_computed_flag(std::string_view arg) noexcept {
-  static constexpr const char* computed[] = {"nnodes",      "node_rank",     "nproc_per_node", "master_addr",
-                                             "master_port", "rdzv_backend",  "rdzv_endpoint",  "rdzv_id",
-                                             "rdzv_conf",   "max_restarts",  "role",           "standalone"};
+  static constexpr const char* computed[] = {
+      "nnodes",        "node_rank", "nproc_per_node", "master_addr",  "master_port", "rdzv_backend",
+      "rdzv_endpoint", "rdzv_id",   "rdzv_conf",      "max_restarts", "role",        "standalone"};
   for (const char* full : computed)
     if (names_option(arg, full, 1)) return true;
   return false;
@@ -2823,23 +3074,30 @@ inline bool overrides_computed_flag(std::string_view arg) noexcept {
 
 // The value of one of torchrun's own options among the extra arguments: "--name=v" or "--name v",
 // in either spelling; the last one wins, as for argparse. Abbreviations are not recognised.
-inline std::optional<std::string> torchrun_arg_value(const launch_options& o, std::string_view name) {
+inline std::optional<std::string> torchrun_arg_value(const launch_options& o,
+                                                     std::string_view name) {
   std::optional<std::string> value;
   for (std::size_t i = 0; i < o.torchrun_args.size(); ++i) {
     const std::string_view arg = o.torchrun_args[i];
     if (!names_option(arg, name, name.size())) continue;
     const std::size_t eq = arg.find('=');
-    if (eq != std::string_view::npos) value = std::string(arg.substr(eq + 1));
-    else if (i + 1 < o.torchrun_args.size()) value = o.torchrun_args[++i];
+    if (eq != std::string_view::npos)
+      value = std::string(arg.substr(eq + 1));
+    else if (i + 1 < o.torchrun_args.size())
+      value = o.torchrun_args[++i];
   }
   return value;
 }
 
 // torch 2.14's --virtual-local-rank (or an abbreviation argparse would accept).
-inline bool is_virtual_local_rank(std::string_view arg) noexcept { return names_option(arg, "virtual_local_rank", 3); }
+inline bool is_virtual_local_rank(std::string_view arg) noexcept {
+  return names_option(arg, "virtual_local_rank", 3);
+}
 
 // torchrun's --no-python (or an abbreviation argparse would accept): the script is a program.
-inline bool is_no_python(std::string_view arg) noexcept { return names_option(arg, "no_python", 4); }
+inline bool is_no_python(std::string_view arg) noexcept {
+  return names_option(arg, "no_python", 4);
+}
 
 // Extra torchrun arguments that change how a worker is started, which a binding replaces.
 inline void binding_problems(const launch_options& o, std::vector<diagnostic>& out) {
@@ -2868,7 +3126,8 @@ inline void unpredictable_torchrun_args(const launch_options& o, std::vector<dia
 template <class Topology>
 void batch_problems(const Topology& c, const launch_options& o, std::vector<diagnostic>& out) {
   if (o.global_batch == 0) return;
-  diagnostic d = launch_problem(o.global_batch < 0 ? errc::bad_global_batch : errc::global_batch_too_small);
+  diagnostic d =
+      launch_problem(o.global_batch < 0 ? errc::bad_global_batch : errc::global_batch_too_small);
   d.value = o.global_batch;
   d.variable = "global_batch";
   if (o.global_batch < 0) {
@@ -2888,7 +3147,8 @@ void batch_problems(const Topology& c, const launch_options& o, std::vector<diag
 // Problems of the options that every output depends on: the rendezvous address and port, the
 // run id with c10d, the restart limit. The topology gives the master address when none is set.
 template <class Topology>
-void environment_problems(const Topology& c, const launch_options& o, std::vector<diagnostic>& out) {
+void environment_problems(const Topology& c, const launch_options& o,
+                          std::vector<diagnostic>& out) {
   if (o.master_port < 1 || o.master_port > 65535) {
     diagnostic d = launch_problem(errc::bad_port);
     d.value = o.master_port;
@@ -2914,7 +3174,8 @@ void environment_problems(const Topology& c, const launch_options& o, std::vecto
 // Problems of what only a command line carries. `torchrun` false: accelerate's command, which
 // has its own program and no torchrun options.
 inline void command_problems(const launch_options& o, bool torchrun, std::vector<diagnostic>& out) {
-  if (torchrun && (o.program.empty() || o.program.front().empty())) out.push_back(launch_problem(errc::empty_program));
+  if (torchrun && (o.program.empty() || o.program.front().empty()))
+    out.push_back(launch_problem(errc::empty_program));
   if (torchrun && o.rendezvous_timeout < 0) {
     diagnostic d = launch_problem(errc::bad_rendezvous_timeout);
     d.value = o.rendezvous_timeout;
@@ -2957,7 +3218,8 @@ enum class output { torchrun_argv, accelerate_argv, environment };
 // The problems that stop `what` for `node`: the topology's first, then the node index, then the
 // options that output depends on.
 template <class Topology>
-std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node, const launch_options& o, output what) {
+std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node,
+                                        const launch_options& o, output what) {
   std::vector<diagnostic> out = validate(c, o.validation);
   if (node >= c.node_count()) {
     diagnostic d = launch_problem(errc::node_out_of_range);
@@ -2968,7 +3230,8 @@ std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node, con
   environment_problems(c, o, out);
   if (what == output::environment) {
     batch_problems(c, o, out);
-    if (o.backend == rendezvous::c10d) out.push_back(launch_problem(errc::ranks_decided_at_rendezvous));
+    if (o.backend == rendezvous::c10d)
+      out.push_back(launch_problem(errc::ranks_decided_at_rendezvous));
     unpredictable_torchrun_args(o, out);
     return out;
   }
@@ -3012,7 +3275,9 @@ inline const std::vector<int>* node_devices(const cluster& c, std::size_t node) 
   return c.devices(node).empty() ? nullptr : &c.devices(node);
 }
 template <std::size_t N>
-const std::vector<int>* node_devices(const fixed_cluster<N>&, std::size_t) { return nullptr; }
+const std::vector<int>* node_devices(const fixed_cluster<N>&, std::size_t) {
+  return nullptr;
+}
 
 // The value of `name` in the agent's environment (the later of two equal names wins), if given.
 inline const std::string* agent_value(const environment* agent, std::string_view name) {
@@ -3051,12 +3316,15 @@ node_batch one_node_batch(const fixed_cluster<N>& c, std::size_t node, const lau
 
 // `share`: the node's work share (used when the options have a global batch).
 template <class Topology>
-environment build_worker_env(const Topology& c, std::size_t node, int local_rank, const launch_options& o,
-                             int restart_count, spawn_mode mode, const environment* agent = nullptr,
+environment build_worker_env(const Topology& c, std::size_t node, int local_rank,
+                             const launch_options& o, int restart_count, spawn_mode mode,
+                             const environment* agent = nullptr,
                              const node_batch* share = nullptr) {
   const node_spec spec = c.node(node);
   environment env;
-  const auto set = [&env](const char* name, std::string value) { env.emplace_back(name, std::move(value)); };
+  const auto set = [&env](const char* name, std::string value) {
+    env.emplace_back(name, std::move(value));
+  };
   set("LOCAL_RANK", std::to_string(local_rank));
   set("RANK", std::to_string(c.global_rank(node, local_rank)));
   set("GROUP_RANK", std::to_string(node));
@@ -3078,30 +3346,35 @@ environment build_worker_env(const Topology& c, std::size_t node, int local_rank
     set("TORCHELASTIC_USE_AGENT_STORE", "False");
   }
   // The agent passes its own value on, with "1" as the default.
-  const char* nccl = o.torch.code() >= 202 ? "TORCH_NCCL_ASYNC_ERROR_HANDLING" : "NCCL_ASYNC_ERROR_HANDLING";
+  const char* nccl =
+      o.torch.code() >= 202 ? "TORCH_NCCL_ASYNC_ERROR_HANDLING" : "NCCL_ASYNC_ERROR_HANDLING";
   const std::string* agent_nccl = agent_value(agent, nccl);
   set(nccl, agent_nccl ? *agent_nccl : std::string("1"));
   // torchrun sets OMP_NUM_THREADS=1 in its own environment for more than one worker, unless it is
   // set already; workers get the agent's value.
-  if (const std::string* omp = agent_value(agent, "OMP_NUM_THREADS")) set("OMP_NUM_THREADS", *omp);
-  else if (spec.nproc > 1) set("OMP_NUM_THREADS", "1");
+  if (const std::string* omp = agent_value(agent, "OMP_NUM_THREADS"))
+    set("OMP_NUM_THREADS", *omp);
+  else if (spec.nproc > 1)
+    set("OMP_NUM_THREADS", "1");
   // torch 2.9 (pytorch/pytorch#160690): the launcher sets --signals-to-handle in its own
   // environment (default from PET_SIGNALS_TO_HANDLE), and every worker inherits it.
   if (mode == spawn_mode::torchrun && o.torch.code() >= 209) {
     std::optional<std::string> signals = torchrun_arg_value(o, "signals_to_handle");
     if (!signals)
       if (const std::string* pet = agent_value(agent, "PET_SIGNALS_TO_HANDLE")) signals = *pet;
-    set("TORCHELASTIC_SIGNALS_TO_HANDLE", signals ? *signals : std::string(default_signals_to_handle));
+    set("TORCHELASTIC_SIGNALS_TO_HANDLE",
+        signals ? *signals : std::string(default_signals_to_handle));
   }
-  if (const std::vector<int>* ids = node_devices(c, node)) set("CUDA_VISIBLE_DEVICES", join_ids(*ids));
+  if (const std::vector<int>* ids = node_devices(c, node))
+    set("CUDA_VISIBLE_DEVICES", join_ids(*ids));
   append_batch_env(env, o, share);
   return env;
 }
 
 template <class Topology>
 result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, int local_rank,
-                                           const launch_options& o, int restart_count, spawn_mode mode,
-                                           const environment* agent = nullptr) {
+                                           const launch_options& o, int restart_count,
+                                           spawn_mode mode, const environment* agent = nullptr) {
   std::vector<diagnostic> problems = launch_problems(c, node, o, output::environment);
   if (problems.empty()) {
     const auto rank = c.try_global_rank(node, local_rank);  // local_rank_out_of_range, if it is
@@ -3130,12 +3403,17 @@ result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, 
 /// agent_env's values there). torchrun also passes on its own environment; this
 /// assumes that environment sets none of the variables torchrun passes on
 /// (worker_env_from_agent takes it into account). TORCHELASTIC_ERROR_FILE, whose value torchrun
-/// decides when it starts the worker, is described by worker_runtime_variables. `restart_count` is TORCHELASTIC_RESTART_COUNT: 0 at the first start, then the
-/// number of failure restarts so far (membership changes do not count).
-/// With the c10d rendezvous the error is ranks_decided_at_rendezvous.
-[[nodiscard]] inline result<environment, diagnostic> try_worker_env(const cluster& c, std::size_t node, int local_rank,
-                                                                    const launch_options& options, int restart_count = 0) {
-  return detail::worker_env(c, node, local_rank, options, restart_count, detail::spawn_mode::torchrun);
+/// decides when it starts the worker, is described by worker_runtime_variables. `restart_count`
+/// is TORCHELASTIC_RESTART_COUNT: 0 at the first start, then the number of failure restarts so
+/// far (membership changes do not count). With the c10d rendezvous the error is
+/// ranks_decided_at_rendezvous.
+[[nodiscard]] inline result<environment, diagnostic> try_worker_env(const cluster& c,
+                                                                    std::size_t node,
+                                                                    int local_rank,
+                                                                    const launch_options& options,
+                                                                    int restart_count = 0) {
+  return detail::worker_env(c, node, local_rank, options, restart_count,
+                            detail::spawn_mode::torchrun);
 }
 /// try_worker_env(...).value().
 [[nodiscard]] inline environment worker_env(const cluster& c, std::size_t node, int local_rank,
@@ -3145,25 +3423,28 @@ result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, 
 template <std::size_t N>
 [[nodiscard]] environment worker_env(const fixed_cluster<N>& c, std::size_t node, int local_rank,
                                      const launch_options& options, int restart_count = 0) {
-  return detail::worker_env(c, node, local_rank, options, restart_count, detail::spawn_mode::torchrun).value();
+  return detail::worker_env(c, node, local_rank, options, restart_count,
+                            detail::spawn_mode::torchrun)
+      .value();
 }
 
 /// The environment torchrun gives the worker when torchrun itself runs with `agent` (its whole
 /// environment, or the part of it that matters): worker_env's variables, except that a
 /// TORCH_NCCL_ASYNC_ERROR_HANDLING (NCCL_ASYNC_ERROR_HANDLING before torch 2.2) or OMP_NUM_THREADS
 /// set in `agent` is passed on as it is, and PET_SIGNALS_TO_HANDLE there is the default of
-/// TORCHELASTIC_SIGNALS_TO_HANDLE (torch 2.9 and later). Every other variable of `agent` reaches the
-/// worker unchanged and is not listed. The same errors as try_worker_env.
-[[nodiscard]] inline result<environment, diagnostic> try_worker_env_from_agent(const cluster& c, std::size_t node,
-                                                                               int local_rank,
-                                                                               const launch_options& options,
-                                                                               const environment& agent,
-                                                                               int restart_count = 0) {
-  return detail::worker_env(c, node, local_rank, options, restart_count, detail::spawn_mode::torchrun, &agent);
+/// TORCHELASTIC_SIGNALS_TO_HANDLE (torch 2.9 and later). Every other variable of `agent` reaches
+/// the worker unchanged and is not listed. The same errors as try_worker_env.
+[[nodiscard]] inline result<environment, diagnostic> try_worker_env_from_agent(
+    const cluster& c, std::size_t node, int local_rank, const launch_options& options,
+    const environment& agent, int restart_count = 0) {
+  return detail::worker_env(c, node, local_rank, options, restart_count,
+                            detail::spawn_mode::torchrun, &agent);
 }
 /// try_worker_env_from_agent(...).value().
-[[nodiscard]] inline environment worker_env_from_agent(const cluster& c, std::size_t node, int local_rank,
-                                                       const launch_options& options, const environment& agent,
+[[nodiscard]] inline environment worker_env_from_agent(const cluster& c, std::size_t node,
+                                                       int local_rank,
+                                                       const launch_options& options,
+                                                       const environment& agent,
                                                        int restart_count = 0) {
   return try_worker_env_from_agent(c, node, local_rank, options, agent, restart_count).value();
 }
@@ -3181,14 +3462,16 @@ struct runtime_variable {
 /// handler writes its error, under the agent's log directory (a fresh temporary directory unless
 /// --log-dir is given): `*/attempt_<restart_count>/<local_rank>/error.json`, or empty with
 /// `--log-dir /dev/null` (torch 2.x).
-[[nodiscard]] inline std::vector<runtime_variable> worker_runtime_variables(int local_rank, const launch_options& options,
-                                                                           int restart_count = 0) {
+[[nodiscard]] inline std::vector<runtime_variable> worker_runtime_variables(
+    int local_rank, const launch_options& options, int restart_count = 0) {
   const std::optional<std::string> log_dir = detail::torchrun_arg_value(options, "log_dir");
-  std::string pattern = log_dir && *log_dir == "/dev/null" && options.torch.code() >= 200
-                            ? std::string()
-                            : detail::concat("*/attempt_", restart_count, "/", local_rank, "/error.json");
-  return {{"TORCHELASTIC_ERROR_FILE", std::move(pattern),
-           "the file the worker's error handler (torch.distributed.elastic.multiprocessing.errors.record) writes"}};
+  std::string pattern =
+      log_dir && *log_dir == "/dev/null" && options.torch.code() >= 200
+          ? std::string()
+          : detail::concat("*/attempt_", restart_count, "/", local_rank, "/error.json");
+  return {
+      {"TORCHELASTIC_ERROR_FILE", std::move(pattern),
+       "the file the worker's error handler (torch.distributed.elastic.multiprocessing.errors.record) writes"}};
 }
 
 /// What torchrun's own environment on `node` needs beyond the usual: CUDA_VISIBLE_DEVICES when the
@@ -3204,7 +3487,8 @@ struct runtime_variable {
 /// agent_env(c, node), then, with a global batch, the node's work share: HETLAUNCH_GLOBAL_BATCH,
 /// HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET. Validates the topology and global batch
 /// (O(N) a call; launch_plan::agent_env costs the node's output only). Errors as split_batch's.
-[[nodiscard]] inline result<environment, diagnostic> try_agent_env(const cluster& c, std::size_t node,
+[[nodiscard]] inline result<environment, diagnostic> try_agent_env(const cluster& c,
+                                                                   std::size_t node,
                                                                    const launch_options& options) {
   if (node >= c.node_count()) {
     diagnostic d = detail::launch_problem(errc::node_out_of_range);
@@ -3243,23 +3527,34 @@ namespace hetlaunch {
 namespace detail {
 // Machine `node`'s command from options already checked: only the machine's own process count
 // can still refuse, so this costs the command's size.
-inline result<std::vector<std::string>, diagnostic> build_accelerate_argv(const cluster& c, std::size_t node,
+inline result<std::vector<std::string>, diagnostic> build_accelerate_argv(const cluster& c,
+                                                                          std::size_t node,
                                                                           const launch_options& o) {
   if (o.binding != numa_binding::none) return launch_problem(errc::binding_not_carried);
-  const long long total = static_cast<long long>(c.nproc(node)) * static_cast<long long>(c.node_count());
+  const long long total =
+      static_cast<long long>(c.nproc(node)) * static_cast<long long>(c.node_count());
   if (total < 2) {
     diagnostic d = launch_problem(errc::too_few_processes);
     d.value = total;
     return d;
   }
-  std::vector<std::string> argv = {"accelerate", "launch", "--multi_gpu",
-                                   "--num_machines", std::to_string(c.node_count()),
-                                   "--machine_rank", std::to_string(node),
-                                   "--num_processes", std::to_string(total),
-                                   "--main_process_ip", std::string(master_host(c, o)),
-                                   "--main_process_port", std::to_string(o.master_port),
-                                   "--rdzv_backend", "static",
-                                   "--max_restarts", std::to_string(o.max_restarts)};
+  std::vector<std::string> argv = {"accelerate",
+                                   "launch",
+                                   "--multi_gpu",
+                                   "--num_machines",
+                                   std::to_string(c.node_count()),
+                                   "--machine_rank",
+                                   std::to_string(node),
+                                   "--num_processes",
+                                   std::to_string(total),
+                                   "--main_process_ip",
+                                   std::string(master_host(c, o)),
+                                   "--main_process_port",
+                                   std::to_string(o.master_port),
+                                   "--rdzv_backend",
+                                   "static",
+                                   "--max_restarts",
+                                   std::to_string(o.max_restarts)};
   if (o.module) argv.push_back("-m");
   argv.push_back(o.script);
   argv.insert(argv.end(), o.script_args.begin(), o.script_args.end());
@@ -3278,11 +3573,12 @@ inline result<std::vector<std::string>, diagnostic> build_accelerate_argv(const 
 /// (accelerate has no such options); program[0] is ignored in favour of "accelerate".
 /// Validates the whole topology, O(N): for every machine's command, make a plan once and use
 /// launch_plan::try_accelerate_argv, which costs each command's own size.
-[[nodiscard]] inline result<std::vector<std::string>, diagnostic>
-try_accelerate_argv(const cluster& c, std::size_t node, const launch_options& options) {
+[[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_accelerate_argv(
+    const cluster& c, std::size_t node, const launch_options& options) {
   launch_options o = options;
   o.backend = rendezvous::static_tcp;  // accelerate is always given the static rendezvous
-  const std::vector<diagnostic> problems = detail::launch_problems(c, node, o, detail::output::accelerate_argv);
+  const std::vector<diagnostic> problems =
+      detail::launch_problems(c, node, o, detail::output::accelerate_argv);
   if (!problems.empty()) return problems.front();
   return detail::build_accelerate_argv(c, node, o);
 }
@@ -3309,13 +3605,13 @@ namespace hetlaunch {
 /// worker RANK 0 hosts it at MASTER_ADDR:MASTER_PORT; claiming an agent store would leave every
 /// rank waiting as a client), and no TORCHELASTIC_RUN_ID / _RESTART_COUNT / _MAX_RESTARTS, so
 /// torch.distributed.is_torchelastic_launched() is false.
-[[nodiscard]] inline result<environment, diagnostic> try_direct_worker_env(const cluster& c, std::size_t node,
-                                                                           int local_rank, const launch_options& options) {
+[[nodiscard]] inline result<environment, diagnostic> try_direct_worker_env(
+    const cluster& c, std::size_t node, int local_rank, const launch_options& options) {
   return detail::worker_env(c, node, local_rank, options, 0, detail::spawn_mode::direct);
 }
 /// try_direct_worker_env(...).value().
-[[nodiscard]] inline environment direct_worker_env(const cluster& c, std::size_t node, int local_rank,
-                                                   const launch_options& options) {
+[[nodiscard]] inline environment direct_worker_env(const cluster& c, std::size_t node,
+                                                   int local_rank, const launch_options& options) {
   return try_direct_worker_env(c, node, local_rank, options).value();
 }
 
@@ -3350,8 +3646,10 @@ namespace hetlaunch {
     } else if (ident_char(next, true)) {
       std::size_t end = i + 1;
       while (end < arg.size() && ident_char(arg[end], end == i + 1)) ++end;
-      if (arg.substr(i + 1, end - i - 1) == "local_rank") out += value;
-      else out.append(arg.data() + i, end - i);
+      if (arg.substr(i + 1, end - i - 1) == "local_rank")
+        out += value;
+      else
+        out.append(arg.data() + i, end - i);
       i = end;
     } else {
       out += arg[i++];
@@ -3363,14 +3661,17 @@ namespace hetlaunch {
 /// The command torchrun's agent runs for a worker, for launchers that start workers themselves:
 /// {python, "-u", ("-m",) script, script_args with the local rank substituted}; with a
 /// numa_binding, behind {bind_program, "bind", "--numa-binding", MODE, "--"}.
-[[nodiscard]] inline std::vector<std::string> worker_argv(int local_rank, const launch_options& options) {
+[[nodiscard]] inline std::vector<std::string> worker_argv(int local_rank,
+                                                          const launch_options& options) {
   std::vector<std::string> argv;
   if (options.binding != numa_binding::none)
-    argv = {options.bind_program, "bind", "--numa-binding", std::string(numa_binding_name(options.binding)), "--"};
+    argv = {options.bind_program, "bind", "--numa-binding",
+            std::string(numa_binding_name(options.binding)), "--"};
   argv.insert(argv.end(), {options.python, "-u"});
   if (options.module) argv.push_back("-m");
   argv.push_back(options.script);
-  for (const std::string& a : options.script_args) argv.push_back(substitute_local_rank(a, local_rank));
+  for (const std::string& a : options.script_args)
+    argv.push_back(substitute_local_rank(a, local_rank));
   return argv;
 }
 
@@ -3385,7 +3686,8 @@ class spawn_environment {
  public:
   spawn_environment(const environment& vars, const char* const* base) {
     const auto overridden = [&vars](std::string_view name) {
-      if (name.substr(0, 13) == "TORCHELASTIC_" || name == "TORCH_ELASTIC_WORKER_IDENTICAL") return true;
+      if (name.substr(0, 13) == "TORCHELASTIC_" || name == "TORCH_ELASTIC_WORKER_IDENTICAL")
+        return true;
       for (const auto& v : vars)
         if (v.first == name) return true;
       return false;
@@ -3393,7 +3695,8 @@ class spawn_environment {
     for (const char* const* e = base; e && *e; ++e) {
       const std::string_view entry(*e);
       const std::size_t eq = entry.find('=');
-      if (eq == std::string_view::npos || !overridden(entry.substr(0, eq))) entries_.emplace_back(entry);
+      if (eq == std::string_view::npos || !overridden(entry.substr(0, eq)))
+        entries_.emplace_back(entry);
     }
     for (const auto& v : vars) entries_.push_back(detail::concat(v.first, "=", v.second));
     for (std::string& s : entries_) pointers_.push_back(s.data());
@@ -3544,7 +3847,8 @@ struct environment_lookup {
 }  // namespace detail
 
 /// check_worker_env over an environment list (the later of two equal names wins).
-[[nodiscard]] inline std::vector<diagnostic> check_worker_env(const cluster& c, const environment& env) {
+[[nodiscard]] inline std::vector<diagnostic> check_worker_env(const cluster& c,
+                                                              const environment& env) {
   return detail::compare_worker_env(c, detail::environment_lookup{env});
 }
 
@@ -3571,13 +3875,16 @@ inline std::string flag(const launch_options& o, std::string_view name, std::str
 // With `node_rank_at`, a static launch's --node_rank is left out and *node_rank_at says where it
 // goes: a JobSet pod puts its own there.
 template <class Topology>
-std::vector<std::string> build_torchrun_argv(const Topology& c, std::size_t node, const launch_options& o,
+std::vector<std::string> build_torchrun_argv(const Topology& c, std::size_t node,
+                                             const launch_options& o,
                                              std::size_t* node_rank_at = nullptr) {
   std::vector<std::string> argv = o.program;
   const node_spec spec = c.node(node);
   argv.push_back(flag(o, "nnodes", std::to_string(c.node_count())));
-  if (node_rank_at) *node_rank_at = argv.size();
-  else if (o.backend == rendezvous::static_tcp) argv.push_back(flag(o, "node_rank", std::to_string(node)));
+  if (node_rank_at)
+    *node_rank_at = argv.size();
+  else if (o.backend == rendezvous::static_tcp)
+    argv.push_back(flag(o, "node_rank", std::to_string(node)));
   argv.push_back(flag(o, "nproc_per_node", std::to_string(spec.nproc)));
   if (spec.role != "default") argv.push_back(flag(o, "role", spec.role));
   argv.push_back(flag(o, "max_restarts", std::to_string(o.max_restarts)));
@@ -3589,19 +3896,22 @@ std::vector<std::string> build_torchrun_argv(const Topology& c, std::size_t node
       argv.push_back(flag(o, "rdzv_conf", concat("timeout=", o.rendezvous_timeout)));
   } else {
     argv.push_back(flag(o, "rdzv_backend", "c10d"));
-    argv.push_back(flag(o, "rdzv_endpoint", is_ipv6_literal(host) ? concat("[", host, "]:", o.master_port)
-                                                                 : concat(host, ":", o.master_port)));
+    argv.push_back(flag(o, "rdzv_endpoint",
+                        is_ipv6_literal(host) ? concat("[", host, "]:", o.master_port)
+                                              : concat(host, ":", o.master_port)));
     if (o.rendezvous_timeout > 0)
       argv.push_back(flag(o, "rdzv_conf", concat("join_timeout=", o.rendezvous_timeout)));
   }
-  if (o.rdzv_id != "none" || o.backend == rendezvous::c10d) argv.push_back(flag(o, "rdzv_id", o.rdzv_id));
+  if (o.rdzv_id != "none" || o.backend == rendezvous::c10d)
+    argv.push_back(flag(o, "rdzv_id", o.rdzv_id));
   bool no_python = false;
   for (const std::string& arg : o.torchrun_args) no_python = no_python || is_no_python(arg);
   if (o.binding != numa_binding::none && !no_python) argv.push_back(flag(o, "no_python"));
   argv.insert(argv.end(), o.torchrun_args.begin(), o.torchrun_args.end());
   if (o.binding != numa_binding::none) {
     // torchrun runs the binder as the worker; it executes the command torchrun would have run.
-    argv.insert(argv.end(), {o.bind_program, "bind", "--numa-binding", std::string(numa_binding_name(o.binding)), "--"});
+    argv.insert(argv.end(), {o.bind_program, "bind", "--numa-binding",
+                             std::string(numa_binding_name(o.binding)), "--"});
     if (!no_python) argv.insert(argv.end(), {o.python, "-u"});
   }
   if (o.module) argv.push_back("-m");
@@ -3633,13 +3943,13 @@ result<std::vector<std::string>, diagnostic> torchrun_argv(const Topology& c, st
 /// Example, node 1 of {{"gpu-a", 8}, {"gpu-b", 4}} with script "train.py":
 ///   torchrun --nnodes=2 --node_rank=1 --nproc_per_node=4 --max_restarts=0
 ///            --master_addr=gpu-a --master_port=29500 train.py
-[[nodiscard]] inline result<std::vector<std::string>, diagnostic>
-try_torchrun_argv(const cluster& c, std::size_t node, const launch_options& options) {
+[[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_torchrun_argv(
+    const cluster& c, std::size_t node, const launch_options& options) {
   return detail::torchrun_argv(c, node, options);
 }
 template <std::size_t N>
-[[nodiscard]] result<std::vector<std::string>, diagnostic>
-try_torchrun_argv(const fixed_cluster<N>& c, std::size_t node, const launch_options& options) {
+[[nodiscard]] result<std::vector<std::string>, diagnostic> try_torchrun_argv(
+    const fixed_cluster<N>& c, std::size_t node, const launch_options& options) {
   return detail::torchrun_argv(c, node, options);
 }
 
@@ -3685,13 +3995,15 @@ std::vector<diagnostic> plan_problems(const Topology& c, const launch_options& o
 /// rendezvous_timeout, flag style, extra torchrun arguments that name a computed option, a script
 /// that starts with '-'). A missing script is not a problem: a plan without one serves
 /// environments. The diagnostics own their text. O(N).
-[[nodiscard]] inline std::vector<diagnostic> validate_plan(const cluster& c, const launch_options& options) {
+[[nodiscard]] inline std::vector<diagnostic> validate_plan(const cluster& c,
+                                                           const launch_options& options) {
   return detail::plan_problems(c, options);
 }
 
 /// The launch options' problems alone, for a topology that was validated already (one a
 /// hostfile or Slurm reader returned, or a plan's): validate_plan without validate's checks.
-[[nodiscard]] inline std::vector<diagnostic> launch_option_problems(const cluster& c, const launch_options& options) {
+[[nodiscard]] inline std::vector<diagnostic> launch_option_problems(const cluster& c,
+                                                                    const launch_options& options) {
   return detail::option_problems(c, options);
 }
 
@@ -3710,15 +4022,21 @@ class launch_plan {
   std::vector<node_batch> batches_;  // every node's work share; empty without a global batch
 
   launch_plan(cluster c, launch_options o)
-      : topology_(std::move(c)), options_(std::move(o)), counts_differ_(detail::nodes_differ(topology_)) {
+      : topology_(std::move(c)),
+        options_(std::move(o)),
+        counts_differ_(detail::nodes_differ(topology_)) {
     // Validated already: the split alone, O(N).
     if (options_.global_batch > 0)
       batches_ = detail::split_valid(
           topology_.node_count(), [this](std::size_t i) { return topology_.nproc(i); },
-          [this](std::size_t i) { return topology_.node(i).weight; }, topology_.world_size(), options_.global_batch);
+          [this](std::size_t i) { return topology_.node(i).weight; }, topology_.world_size(),
+          options_.global_batch);
   }
-  const node_batch* share(std::size_t node) const noexcept { return batches_.empty() ? nullptr : &batches_[node]; }
-  friend result<launch_plan, std::vector<diagnostic>> make_plan(const cluster&, const launch_options&);
+  const node_batch* share(std::size_t node) const noexcept {
+    return batches_.empty() ? nullptr : &batches_[node];
+  }
+  friend result<launch_plan, std::vector<diagnostic>> make_plan(const cluster&,
+                                                                const launch_options&);
 
   diagnostic node_error(std::size_t node) const {
     diagnostic d = detail::launch_problem(errc::node_out_of_range);
@@ -3731,7 +4049,8 @@ class launch_plan {
     if (node >= topology_.node_count()) return node_error(node);
     const auto rank = topology_.try_global_rank(node, local_rank);
     if (!rank) return rank.error();
-    if (options_.backend == rendezvous::c10d) return detail::launch_problem(errc::ranks_decided_at_rendezvous);
+    if (options_.backend == rendezvous::c10d)
+      return detail::launch_problem(errc::ranks_decided_at_rendezvous);
     return true;
   }
 
@@ -3745,13 +4064,16 @@ class launch_plan {
   [[nodiscard]] bool counts_differ() const noexcept { return counts_differ_; }
   /// Node `node`'s torchrun argv (see hetlaunch::torchrun_argv); node_out_of_range, or
   /// empty_script when the plan has no script.
-  [[nodiscard]] result<std::vector<std::string>, diagnostic> try_torchrun_argv(std::size_t node) const {
+  [[nodiscard]] result<std::vector<std::string>, diagnostic> try_torchrun_argv(
+      std::size_t node) const {
     if (node >= topology_.node_count()) return node_error(node);
     if (options_.script.empty()) return detail::launch_problem(errc::empty_script);
     return detail::build_torchrun_argv(topology_, node, options_);
   }
   /// try_torchrun_argv(node).value(). Preconditions: node < node_count() and a script.
-  [[nodiscard]] std::vector<std::string> torchrun_argv(std::size_t node) const { return try_torchrun_argv(node).value(); }
+  [[nodiscard]] std::vector<std::string> torchrun_argv(std::size_t node) const {
+    return try_torchrun_argv(node).value();
+  }
 
   /// The environment torchrun's agent gives worker `local_rank` of `node` (see
   /// hetlaunch::worker_env): node_out_of_range, local_rank_out_of_range, or
@@ -3759,27 +4081,28 @@ class launch_plan {
   [[nodiscard]] result<environment, diagnostic> try_worker_env(std::size_t node, int local_rank,
                                                                int restart_count = 0) const {
     if (auto e = worker_error(node, local_rank); !e) return e.error();
-    return detail::build_worker_env(topology_, node, local_rank, options_, restart_count, detail::spawn_mode::torchrun,
-                                    nullptr, share(node));
+    return detail::build_worker_env(topology_, node, local_rank, options_, restart_count,
+                                    detail::spawn_mode::torchrun, nullptr, share(node));
   }
   /// try_worker_env(...).value().
-  [[nodiscard]] environment worker_env(std::size_t node, int local_rank, int restart_count = 0) const {
+  [[nodiscard]] environment worker_env(std::size_t node, int local_rank,
+                                       int restart_count = 0) const {
     return try_worker_env(node, local_rank, restart_count).value();
   }
   /// The environment torchrun gives the worker when torchrun runs with `agent` (see
   /// hetlaunch::worker_env_from_agent); the same errors as try_worker_env.
-  [[nodiscard]] result<environment, diagnostic> try_worker_env_from_agent(std::size_t node, int local_rank,
-                                                                          const environment& agent,
-                                                                          int restart_count = 0) const {
+  [[nodiscard]] result<environment, diagnostic> try_worker_env_from_agent(
+      std::size_t node, int local_rank, const environment& agent, int restart_count = 0) const {
     if (auto e = worker_error(node, local_rank); !e) return e.error();
-    return detail::build_worker_env(topology_, node, local_rank, options_, restart_count, detail::spawn_mode::torchrun,
-                                    &agent, share(node));
+    return detail::build_worker_env(topology_, node, local_rank, options_, restart_count,
+                                    detail::spawn_mode::torchrun, &agent, share(node));
   }
   /// The environment for starting the worker without torchrun (see hetlaunch::direct_worker_env).
-  [[nodiscard]] result<environment, diagnostic> try_direct_worker_env(std::size_t node, int local_rank) const {
+  [[nodiscard]] result<environment, diagnostic> try_direct_worker_env(std::size_t node,
+                                                                      int local_rank) const {
     if (auto e = worker_error(node, local_rank); !e) return e.error();
-    return detail::build_worker_env(topology_, node, local_rank, options_, 0, detail::spawn_mode::direct, nullptr,
-                                    share(node));
+    return detail::build_worker_env(topology_, node, local_rank, options_, 0,
+                                    detail::spawn_mode::direct, nullptr, share(node));
   }
   /// try_direct_worker_env(...).value().
   [[nodiscard]] environment direct_worker_env(std::size_t node, int local_rank) const {
@@ -3794,7 +4117,9 @@ class launch_plan {
     return env;
   }
   /// try_agent_env(node).value().
-  [[nodiscard]] environment agent_env(std::size_t node) const { return try_agent_env(node).value(); }
+  [[nodiscard]] environment agent_env(std::size_t node) const {
+    return try_agent_env(node).value();
+  }
   /// Whether the plan splits a global batch (launch_options::global_batch above 0).
   [[nodiscard]] bool has_shares() const noexcept { return !batches_.empty(); }
   /// Node `node`'s part of each step (see split_batch): node_out_of_range, or bad_global_batch
@@ -3809,10 +4134,13 @@ class launch_plan {
     return batches_[node];
   }
   /// try_node_batch(node).value().
-  [[nodiscard]] node_batch node_batch_of(std::size_t node) const { return try_node_batch(node).value(); }
+  [[nodiscard]] node_batch node_batch_of(std::size_t node) const {
+    return try_node_batch(node).value();
+  }
   /// Worker `local_rank` of `node`'s part of each step (see batch_of_rank); the errors of
   /// try_node_batch, and local_rank_out_of_range. O(1).
-  [[nodiscard]] result<rank_batch, diagnostic> try_rank_batch(std::size_t node, int local_rank) const {
+  [[nodiscard]] result<rank_batch, diagnostic> try_rank_batch(std::size_t node,
+                                                              int local_rank) const {
     const auto n = try_node_batch(node);
     if (!n) return n.error();
     if (const auto rank = topology_.try_global_rank(node, local_rank); !rank) return rank.error();
@@ -3827,7 +4155,8 @@ class launch_plan {
   /// empty_script, or too_few_processes when the machine's count times the machine count is
   /// below 2. The plan's options were checked once: accelerate's static rendezvous and its
   /// command ask nothing more of them, so this costs the command's own size.
-  [[nodiscard]] result<std::vector<std::string>, diagnostic> try_accelerate_argv(std::size_t node) const {
+  [[nodiscard]] result<std::vector<std::string>, diagnostic> try_accelerate_argv(
+      std::size_t node) const {
     if (node >= topology_.node_count()) return node_error(node);
     if (options_.script.empty()) return detail::launch_problem(errc::empty_script);
     return detail::build_accelerate_argv(topology_, node, options_);
@@ -3841,16 +4170,16 @@ class launch_plan {
 
 /// Validates `c` and `options` once (validate_plan) and, when there is no problem, returns a plan
 /// that owns copies of both; otherwise every problem (diagnostics own their text).
-[[nodiscard]] inline result<launch_plan, std::vector<diagnostic>> make_plan(const cluster& c,
-                                                                            const launch_options& options) {
+[[nodiscard]] inline result<launch_plan, std::vector<diagnostic>> make_plan(
+    const cluster& c, const launch_options& options) {
   std::vector<diagnostic> problems = validate_plan(c, options);
   if (!problems.empty()) return problems;
   return launch_plan(c, options);
 }
 /// make_plan for a fixed topology, copied into a cluster.
 template <std::size_t N>
-[[nodiscard]] result<launch_plan, std::vector<diagnostic>> make_plan(const fixed_cluster<N>& c,
-                                                                     const launch_options& options) {
+[[nodiscard]] result<launch_plan, std::vector<diagnostic>> make_plan(
+    const fixed_cluster<N>& c, const launch_options& options) {
   std::vector<diagnostic> problems = detail::plan_problems(c, options);
   if (!problems.empty()) return problems;
   auto plan = make_plan(cluster(c), options);  // valid: cannot fail
@@ -3860,8 +4189,10 @@ template <std::size_t N>
 /// check_worker_env against a plan: the topology's variables, and with a global batch also
 /// HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET, which must be
 /// set and equal the plan's for the worker's node (GROUP_RANK); a difference is batch_mismatch.
-///   for (const auto& d : hetlaunch::check_worker_env(plan, std::getenv)) std::cerr << d.message() << '\n';
-template <class Getenv, std::enable_if_t<!std::is_convertible<Getenv, const environment&>::value, int> = 0>
+///   for (const auto& d : hetlaunch::check_worker_env(plan, std::getenv))
+///     std::cerr << d.message() << '\n';
+template <class Getenv,
+          std::enable_if_t<!std::is_convertible<Getenv, const environment&>::value, int> = 0>
 [[nodiscard]] std::vector<diagnostic> check_worker_env(const launch_plan& plan, Getenv&& get) {
   std::vector<diagnostic> out = detail::compare_worker_env(plan.topology(), get);
   if (!plan.has_shares()) return out;
@@ -3912,7 +4243,8 @@ template <class Getenv, std::enable_if_t<!std::is_convertible<Getenv, const envi
   return out;
 }
 /// check_worker_env against a plan, over an environment list (the later of two equal names wins).
-[[nodiscard]] inline std::vector<diagnostic> check_worker_env(const launch_plan& plan, const environment& env) {
+[[nodiscard]] inline std::vector<diagnostic> check_worker_env(const launch_plan& plan,
+                                                              const environment& env) {
   return check_worker_env(plan, detail::environment_lookup{env});
 }
 
@@ -3944,9 +4276,9 @@ struct restart_options {
 
 /// Why an attempt is the last, or that it is not.
 enum class restart_verdict {
-  restart,       ///< start the job again (on `nodes`)
-  succeeded,     ///< every node succeeded: done
-  interrupted,   ///< stopped by a signal (SIGINT, SIGTERM, SIGHUP): never restarted
+  restart,          ///< start the job again (on `nodes`)
+  succeeded,        ///< every node succeeded: done
+  interrupted,      ///< stopped by a signal (SIGINT, SIGTERM, SIGHUP): never restarted
   no_restart_left,  ///< the failure came after the last restart allowed
   too_few_nodes,    ///< leaving the failed nodes out would go below min_nodes (or to none)
 };
@@ -3963,8 +4295,9 @@ struct restart_decision {
 /// `failed`: the nodes to blame, the first to fail first, then every node whose host could not
 /// be reached (empty when the attempt succeeded); `interrupted`: a signal stopped the job.
 /// Without exclude_failed every node stays; with it, the failed nodes are left out. O(N).
-[[nodiscard]] inline restart_decision decide_restart(const restart_options& options, int restarts_done,
-                                                     std::size_t node_count, const std::vector<std::size_t>& failed,
+[[nodiscard]] inline restart_decision decide_restart(const restart_options& options,
+                                                     int restarts_done, std::size_t node_count,
+                                                     const std::vector<std::size_t>& failed,
                                                      bool interrupted) {
   restart_decision d;
   if (interrupted) {
@@ -4031,7 +4364,9 @@ namespace hetlaunch {
 struct binding_error {
   std::string text;
   [[nodiscard]] std::string message() const { return text; }
-  friend bool operator==(const binding_error& a, const binding_error& b) { return a.text == b.text; }
+  friend bool operator==(const binding_error& a, const binding_error& b) {
+    return a.text == b.text;
+  }
   friend bool operator!=(const binding_error& a, const binding_error& b) { return !(a == b); }
 };
 
@@ -4045,15 +4380,18 @@ inline constexpr unsigned max_cpu_number = 65535;
 namespace detail {
 
 inline std::string_view trimmed(std::string_view text) noexcept {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t' || text.front() == '\n' || text.front() == '\r'))
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t' || text.front() == '\n' ||
+                           text.front() == '\r'))
     text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\n' || text.back() == '\r'))
+  while (!text.empty() &&
+         (text.back() == ' ' || text.back() == '\t' || text.back() == '\n' || text.back() == '\r'))
     text.remove_suffix(1);
   return text;
 }
 
 // A decimal of at most `max`, with an optional '-' when `negative_allowed`.
-inline std::optional<long long> small_integer(std::string_view text, long long max, bool negative_allowed) {
+inline std::optional<long long> small_integer(std::string_view text, long long max,
+                                              bool negative_allowed) {
   text = trimmed(text);
   const bool negative = negative_allowed && !text.empty() && text.front() == '-';
   if (negative) text.remove_prefix(1);
@@ -4078,12 +4416,16 @@ inline std::optional<long long> small_integer(std::string_view text, long long m
     const std::string_view item = detail::trimmed(list.substr(start, end - start));
     const std::size_t dash = item.find('-');
     const auto first = detail::small_integer(item.substr(0, dash), max_cpu_number, false);
-    const auto last = dash == std::string_view::npos ? first
-                                                      : detail::small_integer(item.substr(dash + 1), max_cpu_number, false);
+    const auto last = dash == std::string_view::npos
+                          ? first
+                          : detail::small_integer(item.substr(dash + 1), max_cpu_number, false);
     if (!first || !last || *last < *first)
-      return binding_error{detail::concat("not a CPU list: ", detail::quoted(text), " (at ", detail::quoted(item),
-                                          "; CPUs are numbered 0 to ", max_cpu_number, ")")};
-    if (end + 1 == list.size()) return binding_error{detail::concat("not a CPU list: ", detail::quoted(text), " (ends with ',')")};
+      return binding_error{detail::concat("not a CPU list: ", detail::quoted(text), " (at ",
+                                          detail::quoted(item), "; CPUs are numbered 0 to ",
+                                          max_cpu_number, ")")};
+    if (end + 1 == list.size())
+      return binding_error{
+          detail::concat("not a CPU list: ", detail::quoted(text), " (ends with ',')")};
     ranges.emplace_back(static_cast<unsigned>(*first), static_cast<unsigned>(*last));
     start = end + 1;
   }
@@ -4091,7 +4433,8 @@ inline std::optional<long long> small_integer(std::string_view text, long long m
   std::sort(ranges.begin(), ranges.end());
   cpu_list out;
   for (const auto& [first, last] : ranges)
-    for (unsigned cpu = out.empty() ? first : std::max(first, out.back() + 1); cpu <= last && (out.empty() || cpu > out.back()); ++cpu)
+    for (unsigned cpu = out.empty() ? first : std::max(first, out.back() + 1);
+         cpu <= last && (out.empty() || cpu > out.back()); ++cpu)
       out.push_back(cpu);
   return out;
 }
@@ -4129,23 +4472,28 @@ inline std::optional<long long> small_integer(std::string_view text, long long m
 struct gpu_device {
   unsigned index = 0;
   std::string pci;
-  friend bool operator==(const gpu_device& a, const gpu_device& b) { return a.index == b.index && a.pci == b.pci; }
+  friend bool operator==(const gpu_device& a, const gpu_device& b) {
+    return a.index == b.index && a.pci == b.pci;
+  }
 };
 
 /// A PCI address in the form sysfs names it (`0000:3b:00.0`: a domain of at least 4 lower-case hex
 /// digits, bus, device, function), from nvidia-smi's (`00000000:3B:00.0`, an 8-digit upper-case
 /// domain) or sysfs's own.
-[[nodiscard]] inline result<std::string, binding_error> sysfs_pci_address(std::string_view address) {
+[[nodiscard]] inline result<std::string, binding_error> sysfs_pci_address(
+    std::string_view address) {
   const std::string_view a = detail::trimmed(address);
   const auto bad = [&] {
-    return binding_error{detail::concat("not a PCI address: ", detail::quoted(address),
-                                        " (expected DOMAIN:BUS:DEVICE.FUNCTION, as 00000000:07:00.0)")};
+    return binding_error{
+        detail::concat("not a PCI address: ", detail::quoted(address),
+                       " (expected DOMAIN:BUS:DEVICE.FUNCTION, as 00000000:07:00.0)")};
   };
   const std::size_t c1 = a.find(':');
   const std::size_t c2 = c1 == std::string_view::npos ? c1 : a.find(':', c1 + 1);
   const std::size_t dot = c2 == std::string_view::npos ? c2 : a.find('.', c2 + 1);
   if (dot == std::string_view::npos) return bad();
-  const auto hex = [](std::string_view part, std::size_t min_digits, std::size_t max_digits) -> std::optional<std::string> {
+  const auto hex = [](std::string_view part, std::size_t min_digits,
+                      std::size_t max_digits) -> std::optional<std::string> {
     if (part.size() < min_digits || part.size() > max_digits) return std::nullopt;
     std::string out;
     for (char ch : part) {
@@ -4179,10 +4527,15 @@ struct gpu_device {
     start = end + 1;
     if (detail::trimmed(line).empty()) continue;
     const std::size_t comma = line.find(',');
-    const auto index = comma == std::string_view::npos ? std::nullopt : detail::small_integer(line.substr(0, comma), 0x7fffffff, false);
+    const auto index = comma == std::string_view::npos
+                           ? std::nullopt
+                           : detail::small_integer(line.substr(0, comma), 0x7fffffff, false);
     if (!index)
-      return parse_error{line_no, 1, detail::concat("expected 'INDEX, PCI ADDRESS' (nvidia-smi --query-gpu=index,pci.bus_id "
-                                                    "--format=csv,noheader), got ", detail::quoted(line))};
+      return parse_error{
+          line_no, 1,
+          detail::concat("expected 'INDEX, PCI ADDRESS' (nvidia-smi --query-gpu=index,pci.bus_id "
+                         "--format=csv,noheader), got ",
+                         detail::quoted(line))};
     result<std::string, binding_error> pci = sysfs_pci_address(line.substr(comma + 1));
     if (!pci) return parse_error{line_no, comma + 2, pci.error().text};
     for (const gpu_device& g : gpus)
@@ -4190,7 +4543,8 @@ struct gpu_device {
         return parse_error{line_no, 1, detail::concat("GPU ", *index, " is listed twice")};
     gpus.push_back({static_cast<unsigned>(*index), *std::move(pci)});
   }
-  std::sort(gpus.begin(), gpus.end(), [](const gpu_device& a, const gpu_device& b) { return a.index < b.index; });
+  std::sort(gpus.begin(), gpus.end(),
+            [](const gpu_device& a, const gpu_device& b) { return a.index < b.index; });
   return gpus;
 }
 
@@ -4206,14 +4560,17 @@ class cpu_topology {
   /// caches of the CPUs on the GPUs' nodes, which are all a binding of these GPUs asks for: pass
   /// the GPUs the workers see (visible_gpus), not necessarily all of the machine's.
   template <class ReadFile>
-  [[nodiscard]] static cpu_topology read(ReadFile&& read_file, const std::vector<gpu_device>& gpus) {
+  [[nodiscard]] static cpu_topology read(ReadFile&& read_file,
+                                         const std::vector<gpu_device>& gpus) {
     cpu_topology t;
     const auto missing = [](const std::string& path) {
       return binding_error{detail::concat("the CPU topology has no ", path)};
     };
-    const auto garbled = [](const std::string& path, const std::string& text, std::string_view expected) {
-      return binding_error{detail::concat("the CPU topology's ", path, " holds ", detail::quoted(detail::trimmed(text)),
-                                          ", not ", expected)};
+    const auto garbled = [](const std::string& path, const std::string& text,
+                            std::string_view expected) {
+      return binding_error{detail::concat("the CPU topology's ", path, " holds ",
+                                          detail::quoted(detail::trimmed(text)), ", not ",
+                                          expected)};
     };
     // A file holding a CPU list, an integer, or its text.
     const auto list_at = [&](const std::string& path) -> result<cpu_list, binding_error> {
@@ -4243,10 +4600,12 @@ class cpu_topology {
       if (node) nodes = cpu_union(nodes, {static_cast<unsigned>(std::max(*node, 0))});
     cpu_list all, near_gpus;
     for (unsigned n : nodes) {
-      result<cpu_list, binding_error> cpus = list_at(detail::concat("devices/system/node/node", n, "/cpulist"));
+      result<cpu_list, binding_error> cpus =
+          list_at(detail::concat("devices/system/node/node", n, "/cpulist"));
       if (cpus) all = cpu_union(all, *cpus);
       for (const auto& [pci, node] : t.pci_numa_node_)
-        if (cpus && node && static_cast<unsigned>(std::max(*node, 0)) == n) near_gpus = cpu_union(near_gpus, *cpus);
+        if (cpus && node && static_cast<unsigned>(std::max(*node, 0)) == n)
+          near_gpus = cpu_union(near_gpus, *cpus);
       t.node_cpus_.emplace(n, std::move(cpus));
     }
     for (unsigned cpu : all) {
@@ -4254,9 +4613,12 @@ class cpu_topology {
       cpu_facts f{integer_at(dir + "topology/physical_package_id"), not_read(cpu), not_read(cpu)};
       if (std::binary_search(near_gpus.begin(), near_gpus.end(), cpu)) {
         result<cpu_list, binding_error> siblings = list_at(dir + "topology/thread_siblings_list");
-        if (!siblings) f.core = siblings.error();
-        else if (siblings->empty()) f.core = garbled(dir + "topology/thread_siblings_list", "", "a CPU list");
-        else f.core = siblings->front();
+        if (!siblings)
+          f.core = siblings.error();
+        else if (siblings->empty())
+          f.core = garbled(dir + "topology/thread_siblings_list", "", "a CPU list");
+        else
+          f.core = siblings->front();
         f.cache_group = largest_cache(read_file, list_at, dir, cpu);
       }
       t.cpus_.emplace(cpu, std::move(f));
@@ -4272,7 +4634,8 @@ class cpu_topology {
   [[nodiscard]] result<cpu_list, binding_error> numa_node_cpus(unsigned node) const {
     const auto it = node_cpus_.find(node);
     if (it == node_cpus_.end())
-      return binding_error{detail::concat("the CPU topology has no devices/system/node/node", node, "/cpulist")};
+      return binding_error{
+          detail::concat("the CPU topology has no devices/system/node/node", node, "/cpulist")};
     return it->second;
   }
 
@@ -4281,7 +4644,8 @@ class cpu_topology {
   [[nodiscard]] result<int, binding_error> pci_numa_node(const std::string& pci) const {
     const auto it = pci_numa_node_.find(pci);
     if (it == pci_numa_node_.end())
-      return binding_error{detail::concat("the CPU topology has no bus/pci/devices/", pci, "/numa_node")};
+      return binding_error{
+          detail::concat("the CPU topology has no bus/pci/devices/", pci, "/numa_node")};
     return it->second;
   }
 
@@ -4319,10 +4683,12 @@ class cpu_topology {
   };
 
   static binding_error not_read(unsigned cpu) {
-    return binding_error{detail::concat("CPU ", cpu, " is on no GPU's NUMA node, so its core and caches were not read")};
+    return binding_error{detail::concat(
+        "CPU ", cpu, " is on no GPU's NUMA node, so its core and caches were not read")};
   }
   static binding_error not_listed(unsigned cpu) {
-    return binding_error{detail::concat("CPU ", cpu, " is in no NUMA node's cpulist of the CPU topology")};
+    return binding_error{
+        detail::concat("CPU ", cpu, " is in no NUMA node's cpulist of the CPU topology")};
   }
 
   // cache/index0, index1, ... (Linux numbers them without gaps): the first Unified or Data cache
@@ -4336,22 +4702,28 @@ class cpu_topology {
       const std::string cache = detail::concat(dir, "cache/index", index, "/");
       const std::optional<std::string> type = read_file(cache + "type");
       if (!type) {
-        if (index == 0) return binding_error{detail::concat("the CPU topology has no ", cache, "type")};
+        if (index == 0)
+          return binding_error{detail::concat("the CPU topology has no ", cache, "type")};
         break;
       }
       const std::string_view kind = detail::trimmed(*type);
       if (kind != "Unified" && kind != "Data") continue;
       const std::optional<std::string> level_text = read_file(cache + "level");
-      const auto level = level_text ? detail::small_integer(*level_text, 1000, false) : std::nullopt;
+      const auto level =
+          level_text ? detail::small_integer(*level_text, 1000, false) : std::nullopt;
       if (!level)
-        return binding_error{detail::concat("the CPU topology's ", cache, "level is ", level_text ? "not a level" : "missing")};
+        return binding_error{detail::concat("the CPU topology's ", cache, "level is ",
+                                            level_text ? "not a level" : "missing")};
       if (*level <= best_level) continue;
       best_level = *level;
       best = list_at(cache + "shared_cpu_list");
     }
-    if (!best) return binding_error{detail::concat("CPU ", cpu, " has no data or unified cache in the CPU topology")};
+    if (!best)
+      return binding_error{
+          detail::concat("CPU ", cpu, " has no data or unified cache in the CPU topology")};
     if (!*best) return best->error();
-    if ((*best)->empty()) return binding_error{detail::concat("CPU ", cpu, "'s largest cache is shared by no CPU")};
+    if ((*best)->empty())
+      return binding_error{detail::concat("CPU ", cpu, "'s largest cache is shared by no CPU")};
     return (*best)->front();
   }
 
@@ -4388,8 +4760,8 @@ struct local_rank_cpus {
 /// The GPUs a worker sees, in CUDA's order: CUDA_VISIBLE_DEVICES's physical indices (a comma
 /// list), or every GPU of `gpus` by index when it is not set. An index the node does not have,
 /// one given twice, or anything but decimal indices (UUIDs, MIG names) is an error.
-[[nodiscard]] inline result<std::vector<gpu_device>, binding_error>
-visible_gpus(const std::vector<gpu_device>& gpus, std::optional<std::string_view> cuda_visible_devices) {
+[[nodiscard]] inline result<std::vector<gpu_device>, binding_error> visible_gpus(
+    const std::vector<gpu_device>& gpus, std::optional<std::string_view> cuda_visible_devices) {
   if (!cuda_visible_devices) return gpus;
   std::vector<gpu_device> out;
   const std::string_view list = detail::trimmed(*cuda_visible_devices);
@@ -4400,18 +4772,22 @@ visible_gpus(const std::vector<gpu_device>& gpus, std::optional<std::string_view
     start = end + 1;
     const auto index = detail::small_integer(item, 0x7fffffff, false);
     if (!index)
-      return binding_error{detail::concat("the visible devices ", detail::quoted(list), " hold ", detail::quoted(item),
-                                          ", not a GPU index (UUIDs and MIG devices cannot be bound)")};
-    const auto found = std::find_if(gpus.begin(), gpus.end(), [&](const gpu_device& g) { return g.index == *index; });
+      return binding_error{detail::concat(
+          "the visible devices ", detail::quoted(list), " hold ", detail::quoted(item),
+          ", not a GPU index (UUIDs and MIG devices cannot be bound)")};
+    const auto found = std::find_if(gpus.begin(), gpus.end(),
+                                    [&](const gpu_device& g) { return g.index == *index; });
     if (found == gpus.end()) {
       std::string have;
       for (const gpu_device& g : gpus) have += detail::concat(have.empty() ? "" : ",", g.index);
-      return binding_error{detail::concat("the visible devices ", detail::quoted(list), " name GPU ", *index,
-                                          ", which the node does not have (it has ", have.empty() ? "none" : have, ")")};
+      return binding_error{detail::concat(
+          "the visible devices ", detail::quoted(list), " name GPU ", *index,
+          ", which the node does not have (it has ", have.empty() ? "none" : have, ")")};
     }
     for (const gpu_device& g : out)
       if (g.index == found->index)
-        return binding_error{detail::concat("the visible devices ", detail::quoted(list), " name GPU ", *index, " twice")};
+        return binding_error{detail::concat("the visible devices ", detail::quoted(list),
+                                            " name GPU ", *index, " twice")};
     out.push_back(*found);
   }
   return out;
@@ -4426,7 +4802,8 @@ struct binding_context {
 };
 
 // The GPU's NUMA node; -1 (one-node machines) counts as node 0.
-inline result<int, binding_error> gpu_numa_node(const binding_context& b, std::size_t visible_index) {
+inline result<int, binding_error> gpu_numa_node(const binding_context& b,
+                                                std::size_t visible_index) {
   result<int, binding_error> node = b.topology.pci_numa_node(b.visible[visible_index].pci);
   if (!node) return node;
   return std::max(*node, 0);
@@ -4440,7 +4817,8 @@ inline result<cpu_list, binding_error> allowed_node_cpus(const binding_context& 
 
 // The positions among the visible GPUs of those on `node`: a GPU's share in `exclusive` and
 // `core-complex` depends on all of them, whether or not a worker runs on it.
-inline result<std::vector<std::size_t>, binding_error> gpus_of_node(const binding_context& b, int node) {
+inline result<std::vector<std::size_t>, binding_error> gpus_of_node(const binding_context& b,
+                                                                    int node) {
   std::vector<std::size_t> out;
   for (std::size_t j = 0; j < b.visible.size(); ++j) {
     result<int, binding_error> n = gpu_numa_node(b, j);
@@ -4466,7 +4844,8 @@ inline result<long long, binding_error> socket_of_node(const binding_context& b,
   result<cpu_list, binding_error> cpus = allowed_node_cpus(b, node);
   if (!cpus) return cpus.error();
   if (cpus->empty())
-    return binding_error{concat("NUMA node ", node, " has no CPU this worker may use, so its socket is unknown")};
+    return binding_error{
+        concat("NUMA node ", node, " has no CPU this worker may use, so its socket is unknown")};
   return b.topology.package_of(cpus->front());
 }
 
@@ -4495,18 +4874,21 @@ struct node_split {
 };
 
 template <class KeyOf>
-result<node_split, binding_error> split_of_node(const binding_context& b, int node, std::size_t rank, KeyOf key_of) {
+result<node_split, binding_error> split_of_node(const binding_context& b, int node,
+                                                std::size_t rank, KeyOf key_of) {
   result<std::vector<std::size_t>, binding_error> gpus = gpus_of_node(b, node);
   if (!gpus) return gpus.error();
   result<cpu_list, binding_error> cpus = allowed_node_cpus(b, static_cast<unsigned>(node));
   if (!cpus) return cpus.error();
   result<std::map<unsigned, cpu_list>, binding_error> groups = grouped(*cpus, key_of);
   if (!groups) return groups.error();
-  const std::size_t position = static_cast<std::size_t>(std::find(gpus->begin(), gpus->end(), rank) - gpus->begin());
+  const std::size_t position =
+      static_cast<std::size_t>(std::find(gpus->begin(), gpus->end(), rank) - gpus->begin());
   return node_split{position, gpus->size(), *std::move(groups)};
 }
 
-inline result<cpu_list, binding_error> exclusive_cpus(const binding_context& b, int node, std::size_t rank) {
+inline result<cpu_list, binding_error> exclusive_cpus(const binding_context& b, int node,
+                                                      std::size_t rank) {
   result<node_split, binding_error> split =
       split_of_node(b, node, rank, [&](unsigned cpu) { return b.topology.core_of(cpu); });
   if (!split) return split.error();
@@ -4514,25 +4896,29 @@ inline result<cpu_list, binding_error> exclusive_cpus(const binding_context& b, 
   const std::size_t per_gpu = cores / split->gpus;
   const std::size_t extra = cores % split->gpus;
   if (per_gpu < 1)
-    return binding_error{concat("exclusive: NUMA node ", node, " has ", cores, " physical core", cores == 1 ? "" : "s",
-                                " this worker may use, fewer than its ", split->gpus, " GPUs")};
+    return binding_error{concat("exclusive: NUMA node ", node, " has ", cores, " physical core",
+                                cores == 1 ? "" : "s", " this worker may use, fewer than its ",
+                                split->gpus, " GPUs")};
   const std::size_t first = position * per_gpu + std::min(position, extra);
   const std::size_t count = per_gpu + (position < extra ? 1 : 0);
   cpu_list out;
   std::size_t k = 0;
   for (const auto& core : split->groups) {
-    if (k >= first && k < first + count) out.insert(out.end(), core.second.begin(), core.second.end());
+    if (k >= first && k < first + count)
+      out.insert(out.end(), core.second.begin(), core.second.end());
     ++k;
   }
   std::sort(out.begin(), out.end());
   return out;
 }
 
-inline result<cpu_list, binding_error> core_complex_cpus(const binding_context& b, int node, std::size_t rank) {
+inline result<cpu_list, binding_error> core_complex_cpus(const binding_context& b, int node,
+                                                         std::size_t rank) {
   result<node_split, binding_error> split =
       split_of_node(b, node, rank, [&](unsigned cpu) { return b.topology.cache_group_of(cpu); });
   if (!split) return split.error();
-  if (split->groups.empty()) return binding_error{concat("NUMA node ", node, " has no CPU this worker may use")};
+  if (split->groups.empty())
+    return binding_error{concat("NUMA node ", node, " has no CPU this worker may use")};
   std::vector<std::pair<unsigned, cpu_list>> order(split->groups.begin(), split->groups.end());
   // The groups with the most CPUs the worker may use first, then by their lowest CPU.
   std::stable_sort(order.begin(), order.end(),
@@ -4547,43 +4933,57 @@ inline result<cpu_list, binding_error> core_complex_cpus(const binding_context& 
 /// the worker may use: its affinity, or every CPU of a recorded tree). Errors, each naming the
 /// rank and its GPU: a rank without a GPU, what the topology lacks that the mode needs, no CPU
 /// left, and `exclusive` with fewer cores than the node's GPUs.
-[[nodiscard]] inline result<local_rank_cpus, binding_error>
-local_rank_binding(const cpu_topology& topology, numa_binding mode, const std::vector<gpu_device>& visible,
-                   int local_rank, const cpu_list& allowed) {
+[[nodiscard]] inline result<local_rank_cpus, binding_error> local_rank_binding(
+    const cpu_topology& topology, numa_binding mode, const std::vector<gpu_device>& visible,
+    int local_rank, const cpu_list& allowed) {
   if (local_rank < 0 || static_cast<std::size_t>(local_rank) >= visible.size())
-    return binding_error{detail::concat("local rank ", local_rank, " has no GPU: the node shows ", visible.size(),
-                                        visible.size() == 1 ? " GPU" : " GPUs", " (CUDA_VISIBLE_DEVICES, --devices)")};
+    return binding_error{detail::concat("local rank ", local_rank, " has no GPU: the node shows ",
+                                        visible.size(), visible.size() == 1 ? " GPU" : " GPUs",
+                                        " (CUDA_VISIBLE_DEVICES, --devices)")};
   const std::size_t rank = static_cast<std::size_t>(local_rank);
   const gpu_device& gpu = visible[rank];
   const auto failed = [&](const binding_error& e) {
-    return binding_error{detail::concat("local rank ", local_rank, " (GPU ", gpu.index, ", ", gpu.pci, "): ", e.text)};
+    return binding_error{detail::concat("local rank ", local_rank, " (GPU ", gpu.index, ", ",
+                                        gpu.pci, "): ", e.text)};
   };
   const detail::binding_context b{topology, visible, allowed};
   result<int, binding_error> node = detail::gpu_numa_node(b, rank);
   if (!node) return failed(node.error());
   result<cpu_list, binding_error> cpus = binding_error{};
   switch (mode) {
-    case numa_binding::none: cpus = allowed; break;
-    case numa_binding::node: cpus = detail::allowed_node_cpus(b, static_cast<unsigned>(*node)); break;
-    case numa_binding::socket: cpus = detail::socket_cpus(b, *node); break;
-    case numa_binding::exclusive: cpus = detail::exclusive_cpus(b, *node, rank); break;
-    case numa_binding::core_complex: cpus = detail::core_complex_cpus(b, *node, rank); break;
+    case numa_binding::none:
+      cpus = allowed;
+      break;
+    case numa_binding::node:
+      cpus = detail::allowed_node_cpus(b, static_cast<unsigned>(*node));
+      break;
+    case numa_binding::socket:
+      cpus = detail::socket_cpus(b, *node);
+      break;
+    case numa_binding::exclusive:
+      cpus = detail::exclusive_cpus(b, *node, rank);
+      break;
+    case numa_binding::core_complex:
+      cpus = detail::core_complex_cpus(b, *node, rank);
+      break;
   }
   if (!cpus) return failed(cpus.error());
   if (cpus->empty())
-    return failed(binding_error{detail::concat(numa_binding_name(mode), ": no CPU of NUMA node ", *node,
-                                               " is one this worker may use (allowed: ",
-                                               allowed.empty() ? "none" : format_cpulist(allowed), ")")});
+    return failed(
+        binding_error{detail::concat(numa_binding_name(mode), ": no CPU of NUMA node ", *node,
+                                     " is one this worker may use (allowed: ",
+                                     allowed.empty() ? "none" : format_cpulist(allowed), ")")});
   return local_rank_cpus{local_rank, gpu.index, gpu.pci, *node, *std::move(cpus)};
 }
 
 /// local_rank_binding for local ranks 0 to nproc - 1; the first error stops.
-[[nodiscard]] inline result<std::vector<local_rank_cpus>, binding_error>
-local_rank_bindings(const cpu_topology& topology, numa_binding mode, const std::vector<gpu_device>& visible, int nproc,
-                    const cpu_list& allowed) {
+[[nodiscard]] inline result<std::vector<local_rank_cpus>, binding_error> local_rank_bindings(
+    const cpu_topology& topology, numa_binding mode, const std::vector<gpu_device>& visible,
+    int nproc, const cpu_list& allowed) {
   std::vector<local_rank_cpus> out;
   for (int rank = 0; rank < nproc; ++rank) {
-    result<local_rank_cpus, binding_error> one = local_rank_binding(topology, mode, visible, rank, allowed);
+    result<local_rank_cpus, binding_error> one =
+        local_rank_binding(topology, mode, visible, rank, allowed);
     if (!one) return one.error();
     out.push_back(*std::move(one));
   }
@@ -4697,7 +5097,8 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
     out.push_back(d);
   };
   for (const auto& v : ssh.env) {
-    if (!detail::is_env_name(v.first)) out.push_back(detail::ssh_problem(errc::bad_env_name, v.first));
+    if (!detail::is_env_name(v.first))
+      out.push_back(detail::ssh_problem(errc::bad_env_name, v.first));
     nul("value of variable", v.second);
   }
   nul("directory", ssh.chdir);
@@ -4714,19 +5115,24 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
 /// the node's torchrun argv}. When the plan's nodes differ, TORCH_ELASTIC_WORKER_IDENTICAL is
 /// unset first: torch 2.5+ would compute ranks as if every node ran this node's count.
 /// Errors: node_out_of_range, empty_script, and those of validate_ssh.
-[[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_remote_argv(const launch_plan& plan,
-                                                                                  std::size_t node,
-                                                                                  const ssh_options& ssh) {
+[[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_remote_argv(
+    const launch_plan& plan, std::size_t node, const ssh_options& ssh) {
   auto argv = plan.try_torchrun_argv(node);
   if (!argv) return argv.error();
-  if (const std::vector<diagnostic> problems = validate_ssh(ssh); !problems.empty()) return problems.front();
+  if (const std::vector<diagnostic> problems = validate_ssh(ssh); !problems.empty())
+    return problems.front();
   environment vars = plan.agent_env(node);
   vars.insert(vars.end(), ssh.env.begin(), ssh.env.end());
   std::string script;
   if (plan.counts_differ()) script = "unset TORCH_ELASTIC_WORKER_IDENTICAL\n";
   script += detail::node_script();
-  std::vector<std::string> out = {"sh", "-c", std::move(script), "hetlaunch-node", std::to_string(ssh.kill_after),
-                                  ssh.chdir, std::to_string(vars.size())};
+  std::vector<std::string> out = {"sh",
+                                  "-c",
+                                  std::move(script),
+                                  "hetlaunch-node",
+                                  std::to_string(ssh.kill_after),
+                                  ssh.chdir,
+                                  std::to_string(vars.size())};
   out.reserve(out.size() + vars.size() + argv->size());
   for (const auto& v : vars) out.push_back(detail::concat(v.first, "=", v.second));
   for (std::string& a : *argv) out.push_back(std::move(a));
@@ -4741,9 +5147,8 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
 ///
 /// Example, node 1 of {{"gpu-a", 8}, {"gpu-b", 4}}:
 ///   ssh -- gpu-b 'exec sh -c '\''...'\'' hetlaunch-node 10 /work 0 torchrun --nnodes=2 ...'
-[[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_ssh_argv(const launch_plan& plan,
-                                                                               std::size_t node,
-                                                                               const ssh_options& ssh) {
+[[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_ssh_argv(
+    const launch_plan& plan, std::size_t node, const ssh_options& ssh) {
   auto remote = try_remote_argv(plan, node, ssh);
   if (!remote) return remote.error();
   std::vector<std::string> out = ssh.program;
@@ -4795,7 +5200,8 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
     for (std::size_t i = 0; i < line_start; ++i)
       if (text[i] == '\n') ++line_no;
     return parse_error{line_no, nul - line_start + 1,
-                       "a NUL byte, which no variable can hold (is this a text file?)", errc::nul_byte};
+                       "a NUL byte, which no variable can hold (is this a text file?)",
+                       errc::nul_byte};
   }
   environment out;
   std::size_t line_no = 0;
@@ -4812,12 +5218,14 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
     if (first == line.size() || line[first] == '#') continue;
     const std::size_t eq = line.find('=');
     if (eq == std::string_view::npos)
-      return parse_error{line_no, first + 1, detail::concat("expected NAME=VALUE, got ", detail::quoted(line))};
+      return parse_error{line_no, first + 1,
+                         detail::concat("expected NAME=VALUE, got ", detail::quoted(line))};
     const std::string_view name = line.substr(first, eq - first);
     if (!detail::is_env_name(name))
       return parse_error{line_no, first + 1,
-                         detail::concat(detail::quoted(name), " is not a variable name (letters, digits and '_', "
-                                                              "not starting with a digit)"),
+                         detail::concat(detail::quoted(name),
+                                        " is not a variable name (letters, digits and '_', "
+                                        "not starting with a digit)"),
                          errc::bad_env_name};
     out.emplace_back(std::string(name), std::string(line.substr(eq + 1)));
   }
@@ -4856,15 +5264,17 @@ struct node_group {
 enum class jobset_restart_strategy { unset, recreate, blocking_recreate };
 
 struct jobset_options {
-  std::string name;         ///< the JobSet's name: a DNS label (lower case, digits, '-')
-  std::string namespace_;   ///< metadata.namespace; empty: none (kubectl's current namespace)
-  std::string image;        ///< the container image; it needs torchrun and the script, not hetlaunch
+  std::string name;        ///< the JobSet's name: a DNS label (lower case, digits, '-')
+  std::string namespace_;  ///< metadata.namespace; empty: none (kubectl's current namespace)
+  std::string image;       ///< the container image; it needs torchrun and the script, not hetlaunch
   launch_options launch;
-  environment env;          ///< the container's variables, in order
-  std::string cpu;          ///< resources.requests.cpu of each pod ("8", "500m"); empty: none
-  std::string memory;       ///< resources.requests.memory ("64Gi"); empty: none
-  int jobset_max_restarts = 0;  ///< spec.failurePolicy.maxRestarts: how often every Job is recreated
-  jobset_restart_strategy restart_strategy = jobset_restart_strategy::unset;  ///< failurePolicy.restartStrategy
+  environment env;     ///< the container's variables, in order
+  std::string cpu;     ///< resources.requests.cpu of each pod ("8", "500m"); empty: none
+  std::string memory;  ///< resources.requests.memory ("64Gi"); empty: none
+  int jobset_max_restarts =
+      0;  ///< spec.failurePolicy.maxRestarts: how often every Job is recreated
+  jobset_restart_strategy restart_strategy =
+      jobset_restart_strategy::unset;  ///< failurePolicy.restartStrategy
   std::string gpu_resource = "nvidia.com/gpu";
 };
 
@@ -4936,9 +5346,12 @@ inline std::size_t first_non_utf8(std::string_view s) noexcept {
 }
 
 inline void append_scalar(std::string& out, const document& d, bool yaml) {
-  if (d.type != document::kind::string) out += d.text;
-  else if (yaml && plain_yaml(d.text)) out += d.text;
-  else append_json_string(out, d.text);
+  if (d.type != document::kind::string)
+    out += d.text;
+  else if (yaml && plain_yaml(d.text))
+    out += d.text;
+  else
+    append_json_string(out, d.text);
 }
 
 inline void write_json(std::string& out, const document& d, std::size_t indent) {
@@ -4970,18 +5383,22 @@ inline void write_yaml_value(std::string& out, const document& d, std::size_t in
 
 // The members of an object or the items of an array, each on its own line at `indent`; the first
 // line's indentation is already written when `first_inline`.
-inline void write_yaml_block(std::string& out, const document& d, std::size_t indent, bool first_inline) {
+inline void write_yaml_block(std::string& out, const document& d, std::size_t indent,
+                             bool first_inline) {
   const bool object = d.type == document::kind::object;
   for (std::size_t i = 0; i < d.size(); ++i) {
     if (i > 0 || !first_inline) out.append(indent, ' ');
     const document& value = d.values[i];
     if (object) {
-      if (plain_yaml(d.keys[i])) out += d.keys[i];
-      else append_json_string(out, d.keys[i]);
+      if (plain_yaml(d.keys[i]))
+        out += d.keys[i];
+      else
+        append_json_string(out, d.keys[i]);
       out += ':';
       if (is_collection(value)) {
         out += '\n';
-        write_yaml_block(out, value, value.type == document::kind::array ? indent : indent + 2, false);
+        write_yaml_block(out, value, value.type == document::kind::array ? indent : indent + 2,
+                         false);
         continue;
       }
       out += ' ';
@@ -5001,8 +5418,10 @@ inline void write_yaml_block(std::string& out, const document& d, std::size_t in
 
 inline void write_yaml_value(std::string& out, const document& d, std::size_t indent) {
   if (d.type == document::kind::object || d.type == document::kind::array) {
-    if (d.values.empty()) out += d.type == document::kind::object ? "{}" : "[]";
-    else write_yaml_block(out, d, indent, true);
+    if (d.values.empty())
+      out += d.type == document::kind::object ? "{}" : "[]";
+    else
+      write_yaml_block(out, d, indent, true);
     return;
   }
   append_scalar(out, d, true);
@@ -5013,15 +5432,15 @@ inline void write_yaml_value(std::string& out, const document& d, std::size_t in
 inline std::size_t dns_label_problem(std::string_view s) {
   for (std::size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
-    const bool ok = (c >= 'a' && c <= 'z') || (c == '-' && i > 0 && i + 1 < s.size()) ||
-                    (is_digit(c) && i > 0);
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c == '-' && i > 0 && i + 1 < s.size()) || (is_digit(c) && i > 0);
     if (!ok) return i;
   }
   return s.empty() ? 0 : s.size();
 }
 
-inline diagnostic jobset_problem(errc code, std::string_view variable, std::string_view text, long long value = 0,
-                                 long long limit = 0) {
+inline diagnostic jobset_problem(errc code, std::string_view variable, std::string_view text,
+                                 long long value = 0, long long limit = 0) {
   diagnostic d{};
   d.code = code;
   d.variable = variable;
@@ -5057,45 +5476,54 @@ inline std::string jobset_pod_host(const jobset_options& o, std::size_t g, std::
   std::vector<diagnostic> out;
   const std::size_t bad = detail::dns_label_problem(o.name);
   if (o.name.empty() || bad < o.name.size())
-    out.push_back(detail::jobset_problem(errc::bad_name, "name", o.name, static_cast<long long>(bad)));
+    out.push_back(
+        detail::jobset_problem(errc::bad_name, "name", o.name, static_cast<long long>(bad)));
   long long longest = 0;
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const long long last = groups[g].nodes > 0 ? groups[g].nodes - 1 : 0;
-    const long long length = static_cast<long long>(o.name.size() + 1 + jobset_group_name(g).size() + 3 +
-                                                    std::to_string(last).size());
+    const long long length = static_cast<long long>(
+        o.name.size() + 1 + jobset_group_name(g).size() + 3 + std::to_string(last).size());
     if (length > longest) longest = length;
   }
   if (!o.name.empty() && bad == o.name.size() && longest > 63)
     out.push_back(detail::jobset_problem(errc::name_too_long, "name", o.name, longest, 63));
   if (!o.namespace_.empty() && detail::dns_label_problem(o.namespace_) < o.namespace_.size())
-    out.push_back(detail::jobset_problem(errc::bad_name, "namespace", o.namespace_,
-                                         static_cast<long long>(detail::dns_label_problem(o.namespace_))));
+    out.push_back(
+        detail::jobset_problem(errc::bad_name, "namespace", o.namespace_,
+                               static_cast<long long>(detail::dns_label_problem(o.namespace_))));
   if (o.image.empty()) out.push_back(detail::jobset_problem(errc::empty_image, "image", ""));
   if (groups.empty()) out.push_back(detail::jobset_problem(errc::empty_cluster, "groups", ""));
   long long pods = 0;
   for (std::size_t g = 0; g < groups.size(); ++g) {
     if (groups[g].nodes > 0) pods += groups[g].nodes;  // at most 2^31 a group: cannot wrap
     if (groups[g].nodes > max_indexed_completions)
-      out.push_back(detail::jobset_problem(errc::too_many_pods, "nodes", detail::concat("group ", jobset_group_name(g)), groups[g].nodes,
-                                           max_indexed_completions));
+      out.push_back(detail::jobset_problem(errc::too_many_pods, "nodes",
+                                           detail::concat("group ", jobset_group_name(g)),
+                                           groups[g].nodes, max_indexed_completions));
     if (groups[g].nodes < 1)
-      out.push_back(detail::jobset_problem(errc::bad_group, "nodes", jobset_group_name(g), groups[g].nodes, 1));
+      out.push_back(detail::jobset_problem(errc::bad_group, "nodes", jobset_group_name(g),
+                                           groups[g].nodes, 1));
     if (groups[g].gpus < 1)
-      out.push_back(detail::jobset_problem(errc::bad_group, "gpus", jobset_group_name(g), groups[g].gpus, 1));
+      out.push_back(
+          detail::jobset_problem(errc::bad_group, "gpus", jobset_group_name(g), groups[g].gpus, 1));
   }
   // The pods are planned as a cluster, which costs memory for each: bounded as host lists are.
   if (pods > max_jobset_pods && out.empty())
-    out.push_back(detail::jobset_problem(errc::too_many_pods, "nodes", "the job", pods, max_jobset_pods));
+    out.push_back(
+        detail::jobset_problem(errc::too_many_pods, "nodes", "the job", pods, max_jobset_pods));
   for (const auto& v : o.env)
     if (!detail::is_env_name(v.first))
       out.push_back(detail::jobset_problem(errc::bad_env_name, "env", v.first));
   if (o.jobset_max_restarts < 0)
-    out.push_back(detail::jobset_problem(errc::bad_max_restarts, "jobset_max_restarts", "", o.jobset_max_restarts));
+    out.push_back(detail::jobset_problem(errc::bad_max_restarts, "jobset_max_restarts", "",
+                                         o.jobset_max_restarts));
   // Kubernetes stores text as UTF-8: kubectl refuses a manifest with other bytes (YAML) or turns
   // them into U+FFFD without a word (JSON). Every text of the manifest, each named.
   const auto utf8 = [&out](std::string_view what, std::string_view text) {
     const std::size_t at = detail::first_non_utf8(text);
-    if (at < text.size()) out.push_back(detail::jobset_problem(errc::not_utf8, what, text, 0, static_cast<long long>(at)));
+    if (at < text.size())
+      out.push_back(
+          detail::jobset_problem(errc::not_utf8, what, text, 0, static_cast<long long>(at)));
   };
   utf8("image", o.image);
   utf8("cpu request", o.cpu);
@@ -5121,7 +5549,8 @@ inline cluster jobset_cluster(const std::vector<node_group>& groups, const jobse
   cluster_builder b;
   for (std::size_t g = 0; g < groups.size(); ++g)
     for (int k = 0; k < groups[g].nodes; ++k)
-      b.add(jobset_pod_host(o, g, static_cast<std::size_t>(k)), groups[g].gpus, "default", groups[g].weight);
+      b.add(jobset_pod_host(o, g, static_cast<std::size_t>(k)), groups[g].gpus, "default",
+            groups[g].weight);
   return b.finish();
 }
 
@@ -5138,8 +5567,9 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
   const std::string batch =
       share == nullptr
           ? std::string()
-          : concat("k=$((", pod_index_variable, "))\n", "export HETLAUNCH_NODE_BATCH=$((", share->base, " + (k < ",
-                   share->extra, ")))\n", "export HETLAUNCH_NODE_BATCH_OFFSET=$((", share->first_offset, " + k * ",
+          : concat("k=$((", pod_index_variable, "))\n", "export HETLAUNCH_NODE_BATCH=$((",
+                   share->base, " + (k < ", share->extra, ")))\n",
+                   "export HETLAUNCH_NODE_BATCH_OFFSET=$((", share->first_offset, " + k * ",
                    share->base, " + (k < ", share->extra, " ? k : ", share->extra, ")))\n");
   return concat(batch, "rank=$((", offset, " + ", pod_index_variable, "))\n", "i=0\n",
                 "for a; do shift; i=$((i + 1)); set -- \"$@\" \"$a\"; if [ \"$i\" -eq ", at,
@@ -5149,8 +5579,8 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
 }  // namespace detail
 
 /// The JobSet as a document (see jobset_manifest), or the first problem (validate_jobset).
-[[nodiscard]] inline result<detail::document, diagnostic> try_jobset_document(const std::vector<node_group>& groups,
-                                                                              const jobset_options& o) {
+[[nodiscard]] inline result<detail::document, diagnostic> try_jobset_document(
+    const std::vector<node_group>& groups, const jobset_options& o) {
   using detail::document;
   if (const auto problems = validate_jobset(groups, o); !problems.empty()) return problems.front();
   launch_options launch = o.launch;
@@ -5172,9 +5602,10 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
   document& failure_policy = spec.add("failurePolicy", document::object());
   failure_policy.add("maxRestarts", document::num(o.jobset_max_restarts));
   if (o.restart_strategy != jobset_restart_strategy::unset)
-    failure_policy.add("restartStrategy", document::str(o.restart_strategy == jobset_restart_strategy::recreate
-                                                             ? "Recreate"
-                                                             : "BlockingRecreate"));
+    failure_policy.add("restartStrategy",
+                       document::str(o.restart_strategy == jobset_restart_strategy::recreate
+                                         ? "Recreate"
+                                         : "BlockingRecreate"));
   document& jobs = spec.add("replicatedJobs", document::array());
   std::size_t first_node = 0;
   const std::string rank_flag = detail::flag(launch, "node_rank");
@@ -5182,7 +5613,8 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     const node_group& group = groups[g];
     // The first pod's command, without its --node_rank: every pod of the group has the same.
     std::size_t at = 0;
-    const std::vector<std::string> argv = detail::build_torchrun_argv(plan->topology(), first_node, plan->options(), &at);
+    const std::vector<std::string> argv =
+        detail::build_torchrun_argv(plan->topology(), first_node, plan->options(), &at);
     document& rj = jobs.push(document::object());
     rj.add("name", document::str(jobset_group_name(g)));
     rj.add("replicas", document::num(1));
@@ -5191,7 +5623,8 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     job_spec.add("completions", document::num(group.nodes));
     job_spec.add("parallelism", document::num(group.nodes));
     job_spec.add("backoffLimit", document::num(0));
-    document& pod_spec = job_spec.add("template", document::object()).add("spec", document::object());
+    document& pod_spec =
+        job_spec.add("template", document::object()).add("spec", document::object());
     pod_spec.add("restartPolicy", document::str("Never"));
     if (!group.node_selector.empty()) {
       document& sel = pod_spec.add("nodeSelector", document::object());
@@ -5206,11 +5639,13 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     detail::group_share share;
     if (plan->has_shares()) {
       const node_batch first = plan->node_batch_of(first_node);
-      const node_batch last = plan->node_batch_of(first_node + static_cast<std::size_t>(group.nodes) - 1);
+      const node_batch last =
+          plan->node_batch_of(first_node + static_cast<std::size_t>(group.nodes) - 1);
       share.base = last.batch;
       share.first_offset = first.offset;
       // The pods with one sample more come first: count them from the offsets' growth.
-      share.extra = (static_cast<long long>(last.offset) - first.offset) - static_cast<long long>(group.nodes - 1) * last.batch;
+      share.extra = (static_cast<long long>(last.offset) - first.offset) -
+                    static_cast<long long>(group.nodes - 1) * last.batch;
     }
     command.push(document::str(detail::pod_script(static_cast<long long>(first_node), at, rank_flag,
                                                   plan->has_shares() ? &share : nullptr)));
@@ -5222,13 +5657,16 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     index.add("name", document::str(std::string(pod_index_variable)));
     index.add("valueFrom", document::object())
         .add("fieldRef", document::object())
-        .add("fieldPath", document::str("metadata.annotations['batch.kubernetes.io/job-completion-index']"));
-    // The set's restart attempt, for the script to resume from its checkpoint (as `run --restarts`).
+        .add("fieldPath",
+             document::str("metadata.annotations['batch.kubernetes.io/job-completion-index']"));
+    // The set's restart attempt, for the script to resume from its checkpoint (as in `run
+    // --restarts`).
     document& attempt = env.push(document::object());
     attempt.add("name", document::str("HETLAUNCH_RESTART_COUNT"));
     attempt.add("valueFrom", document::object())
         .add("fieldRef", document::object())
-        .add("fieldPath", document::str(detail::concat("metadata.annotations['", restart_attempt_annotation, "']")));
+        .add("fieldPath", document::str(detail::concat("metadata.annotations['",
+                                                       restart_attempt_annotation, "']")));
     if (plan->has_shares()) {
       document& e = env.push(document::object());
       e.add("name", document::str("HETLAUNCH_GLOBAL_BATCH"));
@@ -5245,7 +5683,9 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     requests.add(o.gpu_resource, document::num(group.gpus));
     if (!o.cpu.empty()) requests.add("cpu", document::str(o.cpu));
     if (!o.memory.empty()) requests.add("memory", document::str(o.memory));
-    container.add("ports", document::array()).push(document::object()).add("containerPort", document::num(launch.master_port));
+    container.add("ports", document::array())
+        .push(document::object())
+        .add("containerPort", document::num(launch.master_port));
     first_node += static_cast<std::size_t>(group.nodes);
   }
   return root;
@@ -5256,8 +5696,8 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
 /// to) `gpus` GPUs. Pod k of group g runs torchrun as node offset(g) + k with the group's
 /// --nproc_per_node, the static rendezvous on the first pod's stable host name
 /// (NAME-g0-0-0.NAME) and launch.master_port. Errors: validate_jobset's, then make_plan's.
-[[nodiscard]] inline result<std::string, diagnostic> try_jobset_manifest(const std::vector<node_group>& groups,
-                                                                         const jobset_options& o, bool json = false) {
+[[nodiscard]] inline result<std::string, diagnostic> try_jobset_manifest(
+    const std::vector<node_group>& groups, const jobset_options& o, bool json = false) {
   auto doc = try_jobset_document(groups, o);
   if (!doc) return doc.error();
   std::string out;
@@ -5270,8 +5710,8 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
   return out;
 }
 /// try_jobset_manifest(...).value().
-[[nodiscard]] inline std::string jobset_manifest(const std::vector<node_group>& groups, const jobset_options& o,
-                                                 bool json = false) {
+[[nodiscard]] inline std::string jobset_manifest(const std::vector<node_group>& groups,
+                                                 const jobset_options& o, bool json = false) {
   return try_jobset_manifest(groups, o, json).value();
 }
 
@@ -5324,8 +5764,10 @@ inline bool slot_count(std::string_view text, bool allow_auto, int& value) {
 }
 inline std::string slot_count_problem(std::string_view key, std::string_view text) {
   if (text == "auto")
-    return concat(key, "=auto asks the host for its GPU count, which only a launcher can do: use `hetlaunch discover` ",
-                  "or `hetlaunch run` (hostfile_options::allow_auto_slots)");
+    return concat(
+        key,
+        "=auto asks the host for its GPU count, which only a launcher can do: use `hetlaunch discover` ",
+        "or `hetlaunch run` (hostfile_options::allow_auto_slots)");
   return concat(key, " must be a positive integer, got ", quoted(text));
 }
 
@@ -5335,8 +5777,9 @@ inline std::string host_problem_text(std::string_view host, const host_check& hc
 }
 
 inline const char* const slot_keys[] = {"slots", "count", "cpu"};
-inline const char* const max_slot_keys[] = {"max_slots", "max-slots", "slots_max", "slots-max", "cpu_max", "cpu-max",
-                                            "max_cpu", "max-cpu", "count_max", "count-max", "max_count", "max-count"};
+inline const char* const max_slot_keys[] = {"max_slots", "max-slots", "slots_max", "slots-max",
+                                            "cpu_max",   "cpu-max",   "max_cpu",   "max-cpu",
+                                            "count_max", "count-max", "max_count", "max-count"};
 template <std::size_t N>
 bool one_of(std::string_view key, const char* const (&keys)[N]) {
   for (const char* k : keys)
@@ -5362,7 +5805,8 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   const std::size_t hash = line.find('#');
   if (hash != std::string_view::npos) line = line.substr(0, hash);
-  const auto error = [line_no](std::size_t column, std::string message, errc code = errc::bad_syntax) {
+  const auto error = [line_no](std::size_t column, std::string message,
+                               errc code = errc::bad_syntax) {
     return parse_error{line_no, column, std::move(message), code};
   };
   std::size_t i = 0;
@@ -5382,7 +5826,8 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
   std::string_view slots_key;  // the key that gave the slots, for "given twice"
   bool has_weight = false;
   const std::size_t colon = e.host.find(':');
-  if (colon != std::string_view::npos && e.host.find(':', colon + 1) == std::string_view::npos) {  // MPICH host:N
+  if (colon != std::string_view::npos &&
+      e.host.find(':', colon + 1) == std::string_view::npos) {  // MPICH host:N
     const std::string_view count = e.host.substr(colon + 1);
     if (!slot_count(count, allow_auto, slots))
       return error(e.column + colon + 1, slot_count_problem("slots", count), errc::bad_nproc);
@@ -5392,7 +5837,8 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
   }
   if (!checked) {
     const host_check hc = check_host(e.host, allow_underscore);
-    if (hc.issue != host_issue::none) return error(e.column + hc.position, host_problem_text(e.host, hc), errc::bad_host);
+    if (hc.issue != host_issue::none)
+      return error(e.column + hc.position, host_problem_text(e.host, hc), errc::bad_host);
   }
   while (true) {
     skip_blanks();
@@ -5414,7 +5860,8 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
     const bool is_slots = has_value && one_of(key, slot_keys);
     const bool is_max = has_value && one_of(key, max_slot_keys);
     if (has_value && key == "weight") {
-      if (has_weight) return error(field_start + 1, concat("weight is given twice for host ", quoted(e.host)));
+      if (has_weight)
+        return error(field_start + 1, concat("weight is given twice for host ", quoted(e.host)));
       const weight_check wc = check_weight(value);
       if (!wc)
         return error(value_start + 1 + wc.position,
@@ -5426,28 +5873,35 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
     }
     if (!is_slots && !is_max) {
       const std::size_t shown_end = has_value ? i : field_start + key.size();
-      return error(field_start + 1, concat("unexpected ", quoted(line.substr(field_start, shown_end - field_start)),
-                                           "; expected slots=N, max_slots=N or weight=W"));
+      return error(field_start + 1,
+                   concat("unexpected ", quoted(line.substr(field_start, shown_end - field_start)),
+                          "; expected slots=N, max_slots=N or weight=W"));
     }
     int number = 0;
     if (!slot_count(value, allow_auto && is_slots, number))
-      return error(value_start + 1, slot_count_problem(is_slots ? key : std::string_view("max_slots"), value), errc::bad_nproc);
+      return error(value_start + 1,
+                   slot_count_problem(is_slots ? key : std::string_view("max_slots"), value),
+                   errc::bad_nproc);
     if (is_slots) {
       if (slots != 0)
-        return error(field_start + 1, key == slots_key || slots_key.empty()
-                                          ? concat(key, " is given twice for host ", quoted(e.host))
-                                          : concat(key, "= gives the slots of host ", quoted(e.host), " again (", slots_key,
-                                                   slots_key == "host:N" ? " gave them)" : "= gave them)"));
+        return error(
+            field_start + 1,
+            key == slots_key || slots_key.empty()
+                ? concat(key, " is given twice for host ", quoted(e.host))
+                : concat(key, "= gives the slots of host ", quoted(e.host), " again (", slots_key,
+                         slots_key == "host:N" ? " gave them)" : "= gave them)"));
       slots = number;
       slots_key = key;
       slots_column = value_start + 1;
     } else {
-      if (max_slots != 0) return error(field_start + 1, concat("max_slots is given twice for host ", quoted(e.host)));
+      if (max_slots != 0)
+        return error(field_start + 1, concat("max_slots is given twice for host ", quoted(e.host)));
       max_slots = number;
     }
   }
   if (max_slots != 0 && slots > 0 && max_slots < slots)
-    return error(slots_column, concat("max_slots (", max_slots, ") is less than slots (", slots, ")"));
+    return error(slots_column,
+                 concat("max_slots (", max_slots, ") is less than slots (", slots, ")"));
   e.slots = slots == -1 ? 0 : slots != 0 ? slots : (max_slots != 0 ? max_slots : 1);
   return e;
 }
@@ -5474,20 +5928,22 @@ struct list_entry {
   std::string_view weight = "1";
 };
 
-// The cluster of a host list read by `each(checked, visit)`, which calls visit(list_entry) for every
-// host in order until visit returns false, and returns the first error of the text (with
+// The cluster of a host list read by `each(checked, visit)`, which calls visit(list_entry) for
+// every host in order until visit returns false, and returns the first error of the text (with
 // `checked`, the text is known to have none). Three passes: every error and the exact size; the
 // cluster, at that size; and, for a host named twice or a world size past INT_MAX (all a single
 // entry cannot tell), the place of the node concerned, named by `where(line, column)` ("line 3",
 // "column 7"). Every other problem was refused where it was read.
 template <class Each, class Where>
-result<cluster> parse_entries(Each each, validate_options options, Where where, const char* no_hosts) {
+result<cluster> parse_entries(Each each, validate_options options, Where where,
+                              const char* no_hosts) {
   std::size_t hosts = 0, chars = 0;
-  if (auto r = each(false, [&](const list_entry& e) {
-        ++hosts;
-        chars += e.host.size();
-        return true;
-      });
+  if (auto r = each(false,
+                    [&](const list_entry& e) {
+                      ++hosts;
+                      chars += e.host.size();
+                      return true;
+                    });
       !r)
     return r.error();
   if (hosts == 0) return parse_error{1, 1, no_hosts, errc::empty_cluster};
@@ -5521,14 +5977,16 @@ result<cluster> parse_entries(Each each, validate_options options, Where where, 
   }
   if (dup.first < overflow) {
     const std::pair<std::size_t, std::size_t> at = place(dup.first), earlier = place(dup.second);
-    return parse_error{at.first, at.second, concat("host ", quoted(c.node(dup.first).host), " is already ",
-                                                   where(earlier.first, earlier.second)),
+    return parse_error{at.first, at.second,
+                       concat("host ", quoted(c.node(dup.first).host), " is already ",
+                              where(earlier.first, earlier.second)),
                        errc::duplicate_host};
   }
   if (overflow < c.node_count()) {
     const std::pair<std::size_t, std::size_t> at = place(overflow);
-    return parse_error{at.first, at.second, concat("the world size would be ", world, ", more than ", INT_MAX,
-                                                   " (torch.distributed ranks are 32-bit)"),
+    return parse_error{at.first, at.second,
+                       concat("the world size would be ", world, ", more than ", INT_MAX,
+                              " (torch.distributed ranks are 32-bit)"),
                        errc::world_size_overflow};
   }
   return c;
@@ -5551,10 +6009,13 @@ result<cluster> parse_entries(Each each, validate_options options, Where where, 
 /// column:
 ///   line 3, column 11: slots must be a positive integer, got '0'
 /// Time and memory are linear in the text; the cluster costs 16 bytes a host plus its name.
-[[nodiscard]] inline result<cluster> parse_hostfile(std::string_view text, hostfile_options options = {}) {
+[[nodiscard]] inline result<cluster> parse_hostfile(std::string_view text,
+                                                    hostfile_options options = {}) {
   if (text.substr(0, 3) == "\xef\xbb\xbf")
-    return parse_error{1, 1, "the file starts with a UTF-8 byte order mark (U+FEFF), which is not part of a "
-                             "host name; save it without one"};
+    return parse_error{
+        1, 1,
+        "the file starts with a UTF-8 byte order mark (U+FEFF), which is not part of a "
+        "host name; save it without one"};
   const auto each = [text, &options](bool checked, auto visit) -> result<bool> {
     parse_error error{};
     bool failed = false;
@@ -5565,14 +6026,15 @@ result<cluster> parse_entries(Each each, validate_options options, Where where, 
         failed = true;
         return false;
       }
-      return !e->has_host || visit(detail::list_entry{e->host, e->slots, line_no, e->column, e->weight});
+      return !e->has_host ||
+             visit(detail::list_entry{e->host, e->slots, line_no, e->column, e->weight});
     });
     if (failed) return error;
     return true;
   };
   const auto where = [](std::size_t line, std::size_t) { return detail::concat("on line ", line); };
-  return detail::parse_entries(each, {options.allow_duplicate_hosts, options.allow_underscore}, where,
-                               "the hostfile names no hosts");
+  return detail::parse_entries(each, {options.allow_duplicate_hosts, options.allow_underscore},
+                               where, "the hostfile names no hosts");
 }
 
 namespace detail {
@@ -5582,8 +6044,9 @@ struct host_list_item {
   std::size_t column = 0;
   int slots = 0;
 };
-inline result<host_list_item> read_host_list_item(std::string_view text, std::size_t b, std::size_t e,
-                                                  bool allow_underscore, bool allow_auto = false) {
+inline result<host_list_item> read_host_list_item(std::string_view text, std::size_t b,
+                                                  std::size_t e, bool allow_underscore,
+                                                  bool allow_auto = false) {
   while (b < e && is_blank(text[b])) ++b;
   while (e > b && is_blank(text[e - 1])) --e;
   const std::string_view item = text.substr(b, e - b);
@@ -5594,12 +6057,15 @@ inline result<host_list_item> read_host_list_item(std::string_view text, std::si
     return parse_error{1, column, concat(quoted(item), " has no slot count; expected host:slots")};
   const std::string_view host = item.substr(0, colon);
   const host_check hc = check_host(host, allow_underscore);
-  if (host.find(':') != std::string_view::npos && (hc.issue == host_issue::none || hc.issue == host_issue::bad_ipv6))
+  if (host.find(':') != std::string_view::npos &&
+      (hc.issue == host_issue::none || hc.issue == host_issue::bad_ipv6))
     return parse_error{1, column, "IPv6 addresses cannot be written in host:slots lists"};
   int slots = 0;
   if (!slot_count(item.substr(colon + 1), allow_auto, slots))
-    return parse_error{1, column + colon + 1, slot_count_problem("slots", item.substr(colon + 1)), errc::bad_nproc};
-  if (hc.issue != host_issue::none) return parse_error{1, column + hc.position, host_problem_text(host, hc), errc::bad_host};
+    return parse_error{1, column + colon + 1, slot_count_problem("slots", item.substr(colon + 1)),
+                       errc::bad_nproc};
+  if (hc.issue != host_issue::none)
+    return parse_error{1, column + hc.position, host_problem_text(host, hc), errc::bad_host};
   return host_list_item{host, column, slots == -1 ? 0 : slots};
 }
 template <class Visit>
@@ -5619,12 +6085,14 @@ void each_item(std::string_view text, Visit visit) {
 /// allowed around items; every item needs its slot count. Errors have line 1 and the column of
 /// the offending item (a host named twice, a count that is not a positive integer, an empty
 /// item). IPv6 literals cannot be written here (the ':' is the count's). Linear in the text.
-[[nodiscard]] inline result<cluster> parse_host_list(std::string_view text, hostfile_options options = {}) {
+[[nodiscard]] inline result<cluster> parse_host_list(std::string_view text,
+                                                     hostfile_options options = {}) {
   const auto each = [text, &options](bool, auto visit) -> result<bool> {
     parse_error error{};
     bool failed = false;
     detail::each_item(text, [&](std::size_t b, std::size_t e) {
-      const auto item = detail::read_host_list_item(text, b, e, options.allow_underscore, options.allow_auto_slots);
+      const auto item = detail::read_host_list_item(text, b, e, options.allow_underscore,
+                                                    options.allow_auto_slots);
       if (!item) {
         error = item.error();
         failed = true;
@@ -5635,9 +6103,11 @@ void each_item(std::string_view text, Visit visit) {
     if (failed) return error;
     return true;
   };
-  const auto where = [](std::size_t, std::size_t column) { return detail::concat("at column ", column); };
-  return detail::parse_entries(each, {options.allow_duplicate_hosts, options.allow_underscore}, where,
-                               "the host list names no hosts");
+  const auto where = [](std::size_t, std::size_t column) {
+    return detail::concat("at column ", column);
+  };
+  return detail::parse_entries(each, {options.allow_duplicate_hosts, options.allow_underscore},
+                               where, "the host list names no hosts");
 }
 
 /// A cluster after a device filter, and where each of its nodes came from.
@@ -5652,20 +6122,25 @@ constexpr std::size_t max_listed_devices = 65536;
 
 // "0,1,2,3", or the first ids and the count for a long list; "0..N-1" for a node's own range.
 inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
-  if (ids.empty()) return nproc <= 16 ? join_ids([&] {
-    std::vector<int> all;
-    for (int d = 0; d < nproc; ++d) all.push_back(d);
-    return all;
-  }()) : concat("0..", nproc - 1);
+  if (ids.empty())
+    return nproc <= 16 ? join_ids([&] {
+      std::vector<int> all;
+      for (int d = 0; d < nproc; ++d) all.push_back(d);
+      return all;
+    }())
+                       : concat("0..", nproc - 1);
   if (ids.size() <= 16) return join_ids(ids);
-  return concat(join_ids(std::vector<int>(ids.begin(), ids.begin() + 16)), ",... (", ids.size(), " devices)");
+  return concat(join_ids(std::vector<int>(ids.begin(), ids.begin() + 16)), ",... (", ids.size(),
+                " devices)");
 }
 }  // namespace detail
 
 /// filter_devices, also saying which node of `c` each kept node is (see filtered_cluster).
-[[nodiscard]] inline result<filtered_cluster> filter_devices_mapped(const cluster& c, std::string_view include,
+[[nodiscard]] inline result<filtered_cluster> filter_devices_mapped(const cluster& c,
+                                                                    std::string_view include,
                                                                     std::string_view exclude = {}) {
-  if (!include.empty() && !exclude.empty()) return parse_error{1, 1, "include and exclude are mutually exclusive"};
+  if (!include.empty() && !exclude.empty())
+    return parse_error{1, 1, "include and exclude are mutually exclusive"};
   const bool including = !include.empty();
   const std::string_view text = including ? include : exclude;
   const std::size_t n = c.node_count();
@@ -5678,9 +6153,10 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
     return cmp < 0 || (cmp == 0 && a < b);
   });
   const auto find_node = [&](std::string_view host) {
-    const auto it = std::lower_bound(by_host.begin(), by_host.end(), host, [&c](std::size_t a, std::string_view h) {
-      return detail::compare_host(c.node(a).host, h) < 0;
-    });
+    const auto it = std::lower_bound(by_host.begin(), by_host.end(), host,
+                                     [&c](std::size_t a, std::string_view h) {
+                                       return detail::compare_host(c.node(a).host, h) < 0;
+                                     });
     return it != by_host.end() && detail::compare_host(c.node(*it).host, host) == 0 ? *it : n;
   };
   const auto has_device = [&c](std::size_t node, long long id) {
@@ -5707,7 +6183,8 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
     const std::string_view host = spec.substr(0, colon);
     const std::size_t node = find_node(host);
     if (node == n)
-      return parse_error{1, column, detail::concat("host ", detail::quoted(host), " is not in the cluster"),
+      return parse_error{1, column,
+                         detail::concat("host ", detail::quoted(host), " is not in the cluster"),
                          errc::unknown_host};
     selection& sel = named[node];
     if (colon == std::string_view::npos) {
@@ -5720,13 +6197,16 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
         const std::string_view id_text = spec.substr(s, comma - s);
         long long id = 0;
         if (!detail::parse_decimal(id_text, INT_MAX, id))
-          return parse_error{1, column + s, detail::concat("device id must be a non-negative integer, got ",
-                                                           detail::quoted(id_text))};
+          return parse_error{1, column + s,
+                             detail::concat("device id must be a non-negative integer, got ",
+                                            detail::quoted(id_text))};
         if (!has_device(node, id))
-          return parse_error{1, column + s, detail::concat("device ", id, " is not on host ", detail::quoted(host),
-                                                           ", which has devices ",
-                                                           detail::describe_devices(c.devices(node), c.nproc(node))),
-                           errc::unknown_host};
+          return parse_error{
+              1, column + s,
+              detail::concat("device ", id, " is not on host ", detail::quoted(host),
+                             ", which has devices ",
+                             detail::describe_devices(c.devices(node), c.nproc(node))),
+              errc::unknown_host};
         sel.ids.push_back(static_cast<int>(id));
         if (comma == spec.size()) break;
         s = comma + 1;
@@ -5737,7 +6217,8 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
   }
   for (auto& entry : named) {
     std::sort(entry.second.ids.begin(), entry.second.ids.end());
-    entry.second.ids.erase(std::unique(entry.second.ids.begin(), entry.second.ids.end()), entry.second.ids.end());
+    entry.second.ids.erase(std::unique(entry.second.ids.begin(), entry.second.ids.end()),
+                           entry.second.ids.end());
   }
   // Each node keeps its devices in their order, less (exclude) or only (include) those selected.
   cluster_builder builder;
@@ -5754,16 +6235,20 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
     const std::vector<int>& listed = c.devices(i);
     // How many devices the node keeps, before any list is built.
     long long keep = 0;
-    if (including) keep = sel->whole ? (listed.empty() ? c.nproc(i) : static_cast<long long>(listed.size()))
-                                     : static_cast<long long>(sel->ids.size());
-    else keep = (listed.empty() ? c.nproc(i) : static_cast<long long>(listed.size())) -
-                (sel ? static_cast<long long>(sel->ids.size()) : 0);
+    if (including)
+      keep = sel->whole ? (listed.empty() ? c.nproc(i) : static_cast<long long>(listed.size()))
+                        : static_cast<long long>(sel->ids.size());
+    else
+      keep = (listed.empty() ? c.nproc(i) : static_cast<long long>(listed.size())) -
+             (sel ? static_cast<long long>(sel->ids.size()) : 0);
     if (keep <= 0) continue;
     if (keep > static_cast<long long>(detail::max_listed_devices))
-      return parse_error{1, 1, detail::concat("node ", i, " (", detail::quoted(c.node(i).host), ") would list ", keep,
-                                              " devices, more than ", detail::max_listed_devices,
-                                              " (a filtered node lists every device it keeps)"),
-                         errc::limit_exceeded};
+      return parse_error{
+          1, 1,
+          detail::concat("node ", i, " (", detail::quoted(c.node(i).host), ") would list ", keep,
+                         " devices, more than ", detail::max_listed_devices,
+                         " (a filtered node lists every device it keeps)"),
+          errc::limit_exceeded};
     std::vector<int> ids;
     ids.reserve(static_cast<std::size_t>(keep));
     if (listed.empty() && including && !sel->whole) {
@@ -5788,7 +6273,7 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
 }
 
 /// Applies DeepSpeed's --include or --exclude filter to a cluster:
-///   include "worker-0@worker-1:0,2"  keeps all of worker-0's devices and devices 0 and 2 of worker-1
+///   include "worker-0@worker-1:0,2"  keeps all of worker-0's, and devices 0 and 2 of worker-1
 ///   exclude "worker-1:0"             keeps everything but device 0 of worker-1
 /// Nodespecs are separated by '@'; `host` alone means all of its devices (DeepSpeed's documented
 /// meaning, which its code lost in 0.15.2). A node's devices are cluster::devices(i), or 0 ..
@@ -5825,7 +6310,9 @@ constexpr unsigned long long slurm_max_range = 65536;
 constexpr std::size_t slurm_max_ranges = 256 * 1024;
 constexpr unsigned long long slurm_max_prefix_count = 65536;
 
-constexpr bool is_hostlist_separator(char c) noexcept { return c == ',' || c == ' ' || c == '\t' || c == '\n'; }
+constexpr bool is_hostlist_separator(char c) noexcept {
+  return c == ',' || c == ' ' || c == '\t' || c == '\n';
+}
 constexpr bool is_c_space(char c) noexcept {
   return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
 }
@@ -5914,7 +6401,8 @@ struct hostlist_parser {
 
   // strtoul's grammar as Slurm relies on it: blanks, an optional '+', decimal digits. Returns the
   // end of the digits (0 when there are none). Unlike strtoul, overflow is an error.
-  bool parse_number(std::string_view text, std::size_t offset, std::size_t& end, unsigned long long& value) {
+  bool parse_number(std::string_view text, std::size_t offset, std::size_t& end,
+                    unsigned long long& value) {
     std::size_t i = 0;
     while (i < text.size() && is_c_space(text[i])) ++i;
     if (i < text.size() && text[i] == '+') ++i;
@@ -5929,11 +6417,15 @@ struct hostlist_parser {
 
   // One item of a bracket: "7", "01-10", as _parse_single_range reads it.
   bool parse_range(std::string_view item, std::size_t offset, slurm_range& out) {
-    const auto invalid = [&](const char* why) { return fail(offset, concat("invalid range ", quoted(item), ": ", why)); };
-    if (item.find('x') != std::string_view::npos) return invalid("'x' (box syntax) is for multi-dimensional clusters");
+    const auto invalid = [&](const char* why) {
+      return fail(offset, concat("invalid range ", quoted(item), ": ", why));
+    };
+    if (item.find('x') != std::string_view::npos)
+      return invalid("'x' (box syntax) is for multi-dimensional clusters");
     const std::size_t dash = item.find('-');
     const std::string_view lo_text = item.substr(0, dash);
-    const std::string_view hi_text = dash == std::string_view::npos ? std::string_view() : item.substr(dash + 1);
+    const std::string_view hi_text =
+        dash == std::string_view::npos ? std::string_view() : item.substr(dash + 1);
     if (!hi_text.empty() && hi_text[0] == '-') return invalid("negative numbers are not allowed");
     std::size_t lo_end = 0, hi_end = 0;
     if (!parse_number(lo_text, offset, lo_end, out.lo)) return false;
@@ -5946,14 +6438,17 @@ struct hostlist_parser {
     if (!hi_text.empty()) {
       if (!parse_number(hi_text, offset, hi_end, out.hi)) return false;
       if (hi_end == 0) return invalid("expected a number after '-'");
-      if (hi_end != hi_text.size()) return invalid("unexpected text after the high bound (Slurm has no steps)");
+      if (hi_end != hi_text.size())
+        return invalid("unexpected text after the high bound (Slurm has no steps)");
     } else {
       out.hi = out.lo;  // "1-" means "1", as in Slurm
       if (lo_end != lo_text.size()) return invalid("expected a number");
     }
     if (out.lo > out.hi) return invalid("the low bound is above the high bound");
     if (out.hi - out.lo >= slurm_max_range)  // hi - lo + 1 would wrap for [0-18446744073709551615]
-      return fail(offset, concat("too many hosts in range ", quoted(item), " (Slurm's limit is 65536)"), errc::limit_exceeded);
+      return fail(offset,
+                  concat("too many hosts in range ", quoted(item), " (Slurm's limit is 65536)"),
+                  errc::limit_exceeded);
     return true;
   }
 
@@ -5961,13 +6456,15 @@ struct hostlist_parser {
     std::size_t start = 0;
     while (true) {
       const std::size_t comma = text.find(',', start);
-      const std::string_view item = text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
-      if (out.ranges.size() == slurm_max_ranges) return fail(offset, "more than 262144 items in one bracket", errc::limit_exceeded);
+      const std::string_view item = text.substr(
+          start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+      if (out.ranges.size() == slurm_max_ranges)
+        return fail(offset, "more than 262144 items in one bracket", errc::limit_exceeded);
       slurm_range r;
       if (!parse_range(item, offset + start, r)) return false;
       out.ranges.push_back(r);
-      out.count += r.hi - r.lo + 1;       // at most 2^18 items of 2^16: no wrap
-      out.digits += printed_length(r);    // at most 2^18 * 2^16 * 20: no wrap
+      out.count += r.hi - r.lo + 1;     // at most 2^18 items of 2^16: no wrap
+      out.digits += printed_length(r);  // at most 2^18 * 2^16 * 20: no wrap
       if (comma == std::string_view::npos) return true;
       start = comma + 1;
     }
@@ -5983,11 +6480,14 @@ struct hostlist_parser {
   }
 
   // Adds the names of one token: `count` names of `bytes` bytes, refusing more than the limits.
-  bool add(unsigned long long count, unsigned long long name_bytes, bool bytes_overflow, std::size_t offset) {
+  bool add(unsigned long long count, unsigned long long name_bytes, bool bytes_overflow,
+           std::size_t offset) {
     unsigned long long total = 0;
-    if (!checked_add(hosts, count, total) || total > max_hosts) return fail(offset, too_many_hosts(), errc::limit_exceeded);
+    if (!checked_add(hosts, count, total) || total > max_hosts)
+      return fail(offset, too_many_hosts(), errc::limit_exceeded);
     unsigned long long size = 0;
-    if (bytes_overflow || !checked_add(bytes, name_bytes, size) || size > max_bytes) return fail(offset, too_many_bytes(), errc::limit_exceeded);
+    if (bytes_overflow || !checked_add(bytes, name_bytes, size) || size > max_bytes)
+      return fail(offset, too_many_bytes(), errc::limit_exceeded);
     hosts = total;
     bytes = size;
     return true;
@@ -6010,19 +6510,23 @@ struct hostlist_parser {
     if (close == std::string_view::npos) return fail(offset + open, "'[' without a matching ']'");
     name.text.push_back(tok.substr(close + 1));
     name.brackets.emplace_back();
-    if (!parse_bracket(tok.substr(open + 1, close - open - 1), offset + open + 1, name.brackets.back())) return false;
+    if (!parse_bracket(tok.substr(open + 1, close - open - 1), offset + open + 1,
+                       name.brackets.back()))
+      return false;
     std::string_view prefix = tok.substr(0, open);
     while (true) {
       const std::size_t o = prefix.rfind('[');
-      const std::size_t c = o == std::string_view::npos ? std::string_view::npos : prefix.rfind(']');
+      const std::size_t c =
+          o == std::string_view::npos ? std::string_view::npos : prefix.rfind(']');
       if (o == std::string_view::npos || c == std::string_view::npos || c < o) break;
       name.text.push_back(prefix.substr(c + 1));
       name.brackets.emplace_back();
       slurm_bracket& b = name.brackets.back();
       if (!parse_bracket(prefix.substr(o + 1, c - o - 1), offset + o + 1, b)) return false;
       if (b.count > slurm_max_prefix_count)
-        return fail(offset + o, "a bracket before the last one of a name expands to more than 65536 hosts",
-                      errc::limit_exceeded);
+        return fail(offset + o,
+                    "a bracket before the last one of a name expands to more than 65536 hosts",
+                    errc::limit_exceeded);
       prefix = prefix.substr(0, o);
     }
     name.text.push_back(prefix);
@@ -6038,14 +6542,16 @@ struct hostlist_parser {
     unsigned long long count = 1;
     bool overflow = false;
     for (const slurm_bracket& b : name.brackets)
-      if (!checked_mul(count, b.count, count)) return fail(offset, too_many_hosts(), errc::limit_exceeded);
+      if (!checked_mul(count, b.count, count))
+        return fail(offset, too_many_hosts(), errc::limit_exceeded);
     unsigned long long text = 0;
     for (std::string_view t : name.text) text += t.size();
     unsigned long long name_bytes = 0;
     overflow = !checked_mul(count, text, name_bytes);
     for (const slurm_bracket& b : name.brackets) {
       unsigned long long part = 0;
-      overflow = overflow || !checked_mul(b.digits, count / b.count, part) || !checked_add(name_bytes, part, name_bytes);
+      overflow = overflow || !checked_mul(b.digits, count / b.count, part) ||
+                 !checked_add(name_bytes, part, name_bytes);
     }
     return add(count, name_bytes, overflow, offset);
   }
@@ -6134,12 +6640,13 @@ struct hostlist_parser {
 /// saturates), an empty list. More than `max_hosts` names, or names of more than `max_bytes`
 /// bytes in all, is an error found before anything is allocated. Time and memory are linear in
 /// the input plus the output; nothing recurses.
-[[nodiscard]] inline result<std::vector<std::string>> expand_hostlist(std::string_view expr,
-                                                                      std::size_t max_hosts = std::size_t{1} << 20,
-                                                                      std::size_t max_bytes = std::size_t{1} << 27) {
+[[nodiscard]] inline result<std::vector<std::string>> expand_hostlist(
+    std::string_view expr, std::size_t max_hosts = std::size_t{1} << 20,
+    std::size_t max_bytes = std::size_t{1} << 27) {
   detail::hostlist_parser p{expr, max_hosts, max_bytes};
   std::vector<detail::slurm_name> names;  // tokens with brackets, in order; plain ones are views
-  std::vector<std::pair<std::string_view, std::size_t>> tokens;  // (token, index into names or npos)
+  std::vector<std::pair<std::string_view, std::size_t>>
+      tokens;  // (token, index into names or npos)
   p.each_token([&](std::string_view tok, std::size_t offset) {
     const std::size_t open = tok.rfind('[');
     if (open == std::string_view::npos) {
@@ -6148,7 +6655,8 @@ struct hostlist_parser {
       return true;
     }
     names.emplace_back();
-    if (!p.parse_name(tok, offset, open, names.back()) || !p.count_name(names.back(), offset)) return false;
+    if (!p.parse_name(tok, offset, open, names.back()) || !p.count_name(names.back(), offset))
+      return false;
     tokens.emplace_back(tok, names.size() - 1);
     return true;
   });
@@ -6157,8 +6665,10 @@ struct hostlist_parser {
   std::vector<std::string> hosts;
   hosts.reserve(static_cast<std::size_t>(p.hosts));
   for (const auto& t : tokens) {
-    if (t.second == std::string_view::npos) hosts.emplace_back(t.first);
-    else detail::hostlist_parser::emit(names[t.second], hosts);
+    if (t.second == std::string_view::npos)
+      hosts.emplace_back(t.first);
+    else
+      detail::hostlist_parser::emit(names[t.second], hosts);
   }
   return hosts;
 }
@@ -6183,14 +6693,19 @@ inline split_host split_trailing_number(std::string_view host) {
 }
 // Slurm's _width_equiv: two widths print the same numbers when the zero padding of each number
 // is the same under either width; then the narrower-padded width is taken for both.
-inline bool widths_combine(unsigned long long n, std::size_t& wn, unsigned long long m, std::size_t& wm) {
+inline bool widths_combine(unsigned long long n, std::size_t& wn, unsigned long long m,
+                           std::size_t& wm) {
   if (wn == wm) return true;
-  const auto pad = [](unsigned long long v, std::size_t w) { return w > decimal_digits(v) ? w - decimal_digits(v) : 0; };
+  const auto pad = [](unsigned long long v, std::size_t w) {
+    return w > decimal_digits(v) ? w - decimal_digits(v) : 0;
+  };
   const bool n_same = pad(n, wn) == pad(n, wm);
   const bool m_same = pad(m, wm) == pad(m, wn);
   if (!n_same && !m_same) return false;
-  if (!n_same) wm = wn;
-  else wn = wm;
+  if (!n_same)
+    wm = wn;
+  else
+    wn = wm;
   return true;
 }
 }  // namespace detail
@@ -6211,7 +6726,8 @@ inline bool widths_combine(unsigned long long n, std::size_t& wn, unsigned long 
     if (!ranges.empty()) {
       range& tail = ranges.back();
       std::size_t tail_width = tail.host.width, width = s.width;
-      if (tail.host.numbered && s.numbered && tail.host.prefix == s.prefix && tail.hi != ~0ull && tail.hi + 1 == s.number &&
+      if (tail.host.numbered && s.numbered && tail.host.prefix == s.prefix && tail.hi != ~0ull &&
+          tail.hi + 1 == s.number &&
           detail::widths_combine(tail.host.number, tail_width, s.number, width)) {
         tail.host.width = tail_width;
         tail.hi = s.number;
@@ -6221,7 +6737,9 @@ inline bool widths_combine(unsigned long long n, std::size_t& wn, unsigned long 
     ranges.push_back({s, s.number});
   }
   std::string out;
-  const auto number = [&out](unsigned long long n, std::size_t width) { detail::append_number(out, n, width); };
+  const auto number = [&out](unsigned long long n, std::size_t width) {
+    detail::append_number(out, n, width);
+  };
   for (std::size_t i = 0; i < ranges.size();) {
     if (!out.empty()) out += ',';
     const range& first = ranges[i];
@@ -6231,7 +6749,9 @@ inline bool widths_combine(unsigned long long n, std::size_t& wn, unsigned long 
       continue;
     }
     std::size_t end = i + 1;
-    while (end < ranges.size() && ranges[end].host.numbered && ranges[end].host.prefix == first.host.prefix) ++end;
+    while (end < ranges.size() && ranges[end].host.numbered &&
+           ranges[end].host.prefix == first.host.prefix)
+      ++end;
     const bool bracket = end - i > 1 || first.hi != first.host.number;
     if (bracket) out += '[';
     for (std::size_t k = i; k < end; ++k) {
@@ -6252,21 +6772,26 @@ inline bool widths_combine(unsigned long long n, std::size_t& wn, unsigned long 
 /// when a name is not one that its own host list gives back (expand_hostlist(name) == {name}):
 /// an empty name, and names with ',', brackets or blanks, which a reader of the list would split
 /// or expand ("a[1]" reads back as "a1", "a,b" as two hosts, "x[" not at all).
-[[nodiscard]] inline result<std::string> try_compress_hostlist(const std::vector<std::string>& hosts) {
+[[nodiscard]] inline result<std::string> try_compress_hostlist(
+    const std::vector<std::string>& hosts) {
   for (std::size_t i = 0; i < hosts.size(); ++i) {
     const std::string& h = hosts[i];
     std::string why;
     if (h.empty()) {
       why = "an empty name";
     } else {
-      const auto back = expand_hostlist(h, 2, 2 * h.size() + 2);  // no name it gives is longer than h
-      if (!back) why = detail::concat("a host list cannot hold it (", back.error().message, ")");
+      const auto back =
+          expand_hostlist(h, 2, 2 * h.size() + 2);  // no name it gives is longer than h
+      if (!back)
+        why = detail::concat("a host list cannot hold it (", back.error().message, ")");
       else if (back->size() != 1 || back->front() != h)
-        why = detail::concat("a host list would read it as ", back->size() == 1 ? "the host " : "the hosts ",
-                             detail::quoted(back->size() == 1 ? back->front() : compress_hostlist(*back)));
+        why = detail::concat(
+            "a host list would read it as ", back->size() == 1 ? "the host " : "the hosts ",
+            detail::quoted(back->size() == 1 ? back->front() : compress_hostlist(*back)));
     }
     if (!why.empty())
-      return parse_error{0, 0, detail::concat("host ", i + 1, " (", detail::quoted(h), "): ", why), errc::bad_host};
+      return parse_error{0, 0, detail::concat("host ", i + 1, " (", detail::quoted(h), "): ", why),
+                         errc::bad_host};
   }
   return compress_hostlist(hosts);
 }
@@ -6286,15 +6811,20 @@ struct count_list {
 inline result<count_list> parse_count_list(std::string_view expr) {
   count_list list;
   std::size_t i = 0;
-  const auto number = [&](unsigned long long limit, unsigned long long& value, const char* what) -> result<bool> {
+  const auto number = [&](unsigned long long limit, unsigned long long& value,
+                          const char* what) -> result<bool> {
     const std::size_t start = i;
     const digit_run run = read_digits(expr, start, limit);
-    if (run.too_large) return parse_error{1, start + 1, concat(what, " is larger than ", limit), errc::limit_exceeded};
+    if (run.too_large)
+      return parse_error{1, start + 1, concat(what, " is larger than ", limit),
+                         errc::limit_exceeded};
     value = run.value;
     i = run.end;
     if (i == start)
-      return parse_error{1, start + 1, concat("expected ", what, ", got ",
-                                              i < expr.size() ? quoted(character_at(expr, i)) : std::string("the end"))};
+      return parse_error{
+          1, start + 1,
+          concat("expected ", what, ", got ",
+                 i < expr.size() ? quoted(character_at(expr, i)) : std::string("the end"))};
     return true;
   };
   if (expr.empty()) return parse_error{1, 1, "the count list is empty"};
@@ -6304,7 +6834,8 @@ inline result<count_list> parse_count_list(std::string_view expr) {
     if (auto r = number(0x7fffffffull, count, "a count"); !r) return r.error();
     if (i < expr.size() && expr[i] == '(') {
       const std::size_t open = i;
-      if (i + 1 >= expr.size() || expr[i + 1] != 'x') return parse_error{1, i + 2, "expected 'x' after '(' as in 2(x3)"};
+      if (i + 1 >= expr.size() || expr[i + 1] != 'x')
+        return parse_error{1, i + 2, "expected 'x' after '(' as in 2(x3)"};
       i += 2;
       if (auto r = number(~0ull, repeat, "a repeat count"); !r) return r.error();
       if (repeat == 0) return parse_error{1, open + 3, "a repeat count must be at least 1"};
@@ -6312,11 +6843,13 @@ inline result<count_list> parse_count_list(std::string_view expr) {
       ++i;
     }
     if (!checked_add(list.total, repeat, list.total))
-      return parse_error{1, item_start + 1, "the count list names more than 2^64 - 1 values", errc::limit_exceeded};
+      return parse_error{1, item_start + 1, "the count list names more than 2^64 - 1 values",
+                         errc::limit_exceeded};
     list.items.push_back({static_cast<int>(count), repeat});
     if (i == expr.size()) break;
     if (expr[i] != ',')
-      return parse_error{1, i + 1, concat("expected ',' or the end, got ", quoted(character_at(expr, i)))};
+      return parse_error{1, i + 1,
+                         concat("expected ',' or the end, got ", quoted(character_at(expr, i)))};
     ++i;
   }
   return list;
@@ -6325,7 +6858,8 @@ inline result<count_list> parse_count_list(std::string_view expr) {
 // No reserve here: the lists of a hetjob's components are appended one after another, and an
 // exact reserve each time would copy everything so far each time.
 inline void append_count_list(const count_list& list, std::vector<int>& out) {
-  for (const count_item& it : list.items) out.insert(out.end(), static_cast<std::size_t>(it.repeat), it.count);
+  for (const count_item& it : list.items)
+    out.insert(out.end(), static_cast<std::size_t>(it.repeat), it.count);
 }
 
 inline std::vector<int> expand_count_list(const count_list& list) {
@@ -6340,13 +6874,14 @@ inline std::vector<int> expand_count_list(const count_list& list) {
 /// {2, 2, 2, 1}. Items are `count` or `count(xN)` with decimal digits only; counts are 0 to
 /// INT_MAX, repeats 1 or more, and more than `max_nodes` values in all is an error found before
 /// anything is allocated.
-[[nodiscard]] inline result<std::vector<int>> expand_tasks_per_node(std::string_view expr,
-                                                                   std::size_t max_nodes = std::size_t{1} << 20) {
+[[nodiscard]] inline result<std::vector<int>> expand_tasks_per_node(
+    std::string_view expr, std::size_t max_nodes = std::size_t{1} << 20) {
   auto list = detail::parse_count_list(expr);
   if (!list) return list.error();
   if (list->total > max_nodes)
-    return parse_error{1, 1, detail::concat("the count list names ", list->total, " nodes, more than ", max_nodes,
-                                            ", the limit (max_nodes)"),
+    return parse_error{1, 1,
+                       detail::concat("the count list names ", list->total, " nodes, more than ",
+                                      max_nodes, ", the limit (max_nodes)"),
                        errc::limit_exceeded};
   return detail::expand_count_list(*list);
 }
@@ -6376,7 +6911,8 @@ namespace detail {
 // A per-component variable of a heterogeneous job: NAME_HET_GROUP_<n>, or the older
 // NAME_PACK_GROUP_<n> that Slurm still sets beside it. `found` gets the name that was set.
 template <class Var>
-const char* component_variable(Var& var, const char* stem, std::size_t component, std::string& found) {
+const char* component_variable(Var& var, const char* stem, std::size_t component,
+                               std::string& found) {
   for (const char* kind : {"_HET_GROUP_", "_PACK_GROUP_"}) {
     found = concat(stem, kind, component);
     if (const char* value = var(found.c_str())) return value;
@@ -6391,9 +6927,12 @@ template <class Unused = void>
 result<bool> append_host_counts(const std::string& name, const char* text, std::size_t hosts,
                                 const std::string& list_name, std::vector<int>& counts) {
   auto parsed = parse_count_list(text);
-  if (!parsed) return parse_error{0, 0, concat(name, ": ", parsed.error().to_string()), parsed.error().code};
+  if (!parsed)
+    return parse_error{0, 0, concat(name, ": ", parsed.error().to_string()), parsed.error().code};
   if (parsed->total != hosts)
-    return parse_error{0, 0, concat(name, " gives ", parsed->total, " counts but ", list_name, " names ", hosts, " hosts"),
+    return parse_error{0, 0,
+                       concat(name, " gives ", parsed->total, " counts but ", list_name, " names ",
+                              hosts, " hosts"),
                        errc::count_mismatch};
   append_count_list(*parsed, counts);
   return true;
@@ -6402,38 +6941,43 @@ result<bool> append_host_counts(const std::string& name, const char* text, std::
 // Worker counts of one list of hosts (the job, or component `component` of a heterogeneous job),
 // from the first of Slurm's variables that is set; returns that variable's name.
 template <class Var>
-result<std::string> counts_of(Var& var, std::size_t component, bool heterogeneous, std::size_t hosts,
-                              const std::string& list_name, std::vector<int>& counts) {
+result<std::string> counts_of(Var& var, std::size_t component, bool heterogeneous,
+                              std::size_t hosts, const std::string& list_name,
+                              std::vector<int>& counts) {
   std::string name;
   const auto lookup = [&](const char* stem) -> const char* {
     if (heterogeneous) return component_variable(var, stem, component, name);
     name = stem;
     return var(stem);
   };
-  for (const char* stem : {"SLURM_TASKS_PER_NODE", "SLURM_GPUS_PER_NODE", "SLURM_JOB_CPUS_PER_NODE"}) {
+  for (const char* stem :
+       {"SLURM_TASKS_PER_NODE", "SLURM_GPUS_PER_NODE", "SLURM_JOB_CPUS_PER_NODE"}) {
     const char* text = lookup(stem);
     if (text == nullptr) continue;
     if (std::string_view(stem) == "SLURM_GPUS_PER_NODE") {
       std::string_view gpus(text);
-      const bool one_type = gpus.find(',') == std::string_view::npos;  // "a100:4,v100:2" is per type
+      const bool one_type =
+          gpus.find(',') == std::string_view::npos;  // "a100:4,v100:2" is per type
       const std::size_t colon = gpus.rfind(':');
       if (colon != std::string_view::npos) gpus = gpus.substr(colon + 1);
       auto c = expand_tasks_per_node(gpus, 1);
-      if (!c || !one_type) return parse_error{0, 0, concat(name, "=", quoted(text), " is not one count ([type:]N)")};
+      if (!c || !one_type)
+        return parse_error{0, 0, concat(name, "=", quoted(text), " is not one count ([type:]N)")};
       counts.insert(counts.end(), hosts, c->front());
       return name;
     }
     if (auto r = append_host_counts(name, text, hosts, list_name, counts); !r) return r.error();
     return name;
   }
-  return parse_error{0, 0,
-                     heterogeneous
-                         ? concat("no worker counts for component ", component, ": none of SLURM_TASKS_PER_NODE", "_HET_GROUP_",
-                                  component, ", SLURM_GPUS_PER_NODE_HET_GROUP_", component,
-                                  ", SLURM_JOB_CPUS_PER_NODE_HET_GROUP_", component, " is set")
-                         : std::string("no worker counts: none of HETLAUNCH_TASKS_PER_NODE, SLURM_TASKS_PER_NODE, "
-                                       "SLURM_GPUS_PER_NODE, SLURM_JOB_CPUS_PER_NODE is set"),
-                     errc::env_missing};
+  return parse_error{
+      0, 0,
+      heterogeneous
+          ? concat("no worker counts for component ", component, ": none of SLURM_TASKS_PER_NODE",
+                   "_HET_GROUP_", component, ", SLURM_GPUS_PER_NODE_HET_GROUP_", component,
+                   ", SLURM_JOB_CPUS_PER_NODE_HET_GROUP_", component, " is set")
+          : std::string("no worker counts: none of HETLAUNCH_TASKS_PER_NODE, SLURM_TASKS_PER_NODE, "
+                        "SLURM_GPUS_PER_NODE, SLURM_JOB_CPUS_PER_NODE is set"),
+      errc::env_missing};
 }
 }  // namespace detail
 
@@ -6465,7 +7009,8 @@ result<std::string> counts_of(Var& var, std::size_t component, bool heterogeneou
 /// validated like any topology (host names, duplicate hosts unless `validation` allows them, the
 /// world size): the error has the diagnostic's code and message.
 template <class Getenv>
-[[nodiscard]] result<slurm_job> cluster_from_slurm(Getenv&& get, std::size_t max_hosts = std::size_t{1} << 20,
+[[nodiscard]] result<slurm_job> cluster_from_slurm(Getenv&& get,
+                                                   std::size_t max_hosts = std::size_t{1} << 20,
                                                    std::size_t max_bytes = std::size_t{1} << 27,
                                                    validate_options validation = {}) {
   const auto var = [&](const char* name) -> const char* { return get(name); };
@@ -6483,28 +7028,34 @@ template <class Getenv>
   if (het_size != nullptr) {
     long long components = 0;
     // Every component has a node, so the node limit bounds the components too.
-    if (!detail::parse_decimal(het_size, static_cast<long long>(std::min<std::size_t>(max_hosts, 0x7fffffff)),
+    if (!detail::parse_decimal(het_size,
+                               static_cast<long long>(std::min<std::size_t>(max_hosts, 0x7fffffff)),
                                components) ||
         components < 1)
-      return parse_error{0, 0, detail::concat(het_size_name, "=", detail::quoted(het_size),
-                                              " is not a number of components (1 to ", std::min<std::size_t>(max_hosts, 0x7fffffff), ")"),
+      return parse_error{0, 0,
+                         detail::concat(het_size_name, "=", detail::quoted(het_size),
+                                        " is not a number of components (1 to ",
+                                        std::min<std::size_t>(max_hosts, 0x7fffffff), ")"),
                          errc::env_not_a_number};
     std::size_t bytes = 0;
     for (std::size_t n = 0; n < static_cast<std::size_t>(components); ++n) {
       std::string name;
       const char* list = detail::component_variable(var, "SLURM_JOB_NODELIST", n, name);
       if (list == nullptr)
-        return parse_error{0, 0, detail::concat(het_size_name, "=", components, " but ", name, " is not set"),
-                           errc::env_missing};
+        return parse_error{
+            0, 0, detail::concat(het_size_name, "=", components, " but ", name, " is not set"),
+            errc::env_missing};
       auto part = expand_hostlist(list, max_hosts - hosts.size(), max_bytes - bytes);
       // The limits count every component: what is left of them is what this one ran into.
       if (!part)
-        return parse_error{0, 0,
-                           detail::concat(name, hosts.empty() ? std::string()
-                                                              : detail::concat(" (after the ", hosts.size(),
-                                                                               " hosts of the components before it)"),
-                                          ": ", part.error().to_string()),
-                           part.error().code};
+        return parse_error{
+            0, 0,
+            detail::concat(name,
+                           hosts.empty() ? std::string()
+                                         : detail::concat(" (after the ", hosts.size(),
+                                                          " hosts of the components before it)"),
+                           ": ", part.error().to_string()),
+            part.error().code};
       if (copied == nullptr) {
         auto from = detail::counts_of(var, n, true, part->size(), name, counts);
         if (!from) return from.error();
@@ -6516,7 +7067,9 @@ template <class Getenv>
         hosts.push_back(std::move(h));
       }
       if (hosts.size() == max_hosts && n + 1 < static_cast<std::size_t>(components))
-        return parse_error{0, 0, detail::concat("the job's components name more than ", max_hosts, " hosts, the limit (max_hosts)"),
+        return parse_error{0, 0,
+                           detail::concat("the job's components name more than ", max_hosts,
+                                          " hosts, the limit (max_hosts)"),
                            errc::limit_exceeded};
     }
     list_name = detail::concat("SLURM_JOB_NODELIST_HET_GROUP_0..", components - 1);
@@ -6527,14 +7080,20 @@ template <class Getenv>
       list = var("SLURM_NODELIST");
     }
     if (list == nullptr)
-      return parse_error{0, 0, "SLURM_JOB_NODELIST is not set; is this running inside a Slurm job?", errc::env_missing};
+      return parse_error{0, 0, "SLURM_JOB_NODELIST is not set; is this running inside a Slurm job?",
+                         errc::env_missing};
     auto all = expand_hostlist(list, max_hosts, max_bytes);
-    if (!all) return parse_error{0, 0, detail::concat(list_name, ": ", all.error().to_string()), all.error().code};
+    if (!all)
+      return parse_error{0, 0, detail::concat(list_name, ": ", all.error().to_string()),
+                         all.error().code};
     hosts = std::move(*all);
   }
   if (copied != nullptr) {
     job.counts_from = "HETLAUNCH_TASKS_PER_NODE";
-    if (auto r = detail::append_host_counts(job.counts_from, copied, hosts.size(), list_name, counts); !r) return r.error();
+    if (auto r =
+            detail::append_host_counts(job.counts_from, copied, hosts.size(), list_name, counts);
+        !r)
+      return r.error();
   } else if (job.component_first.empty()) {
     auto from = detail::counts_of(var, 0, false, hosts.size(), list_name, counts);
     if (!from) return from.error();
@@ -6547,59 +7106,77 @@ template <class Getenv>
   // Slurm's node names need not be valid host names for torchrun, and counts can add up past
   // what torch's 32-bit ranks hold: the same checks as every other input.
   if (const diagnostic d = first_error(job.nodes, validation))
-    return parse_error{0, 0, detail::concat(list_name, " and ", job.counts_from, ": ", d.message()), d.code};
+    return parse_error{0, 0, detail::concat(list_name, " and ", job.counts_from, ": ", d.message()),
+                       d.code};
 
   // The current step, if any: on how many nodes, with how many tasks on each.
   std::optional<std::size_t> step_nodes;
   if (const char* text = var("SLURM_STEP_NUM_NODES")) {
     long long n = 0;
     if (!detail::parse_decimal(text, 0x7fffffff, n))
-      return parse_error{0, 0, detail::concat("SLURM_STEP_NUM_NODES=", detail::quoted(text), " is not a number of nodes"),
+      return parse_error{0, 0,
+                         detail::concat("SLURM_STEP_NUM_NODES=", detail::quoted(text),
+                                        " is not a number of nodes"),
                          errc::env_not_a_number};
     step_nodes = static_cast<std::size_t>(n);
   }
   const char* node_name = var("SLURMD_NODENAME");
   // The srun options of a step with one task on every node, which the messages suggest.
   const auto one_task_a_node = [&] {
-    if (job.component_first.empty()) return detail::concat("srun --ntasks-per-node=1 --ntasks=", hosts.size());
+    if (job.component_first.empty())
+      return detail::concat("srun --ntasks-per-node=1 --ntasks=", hosts.size());
     std::string out = "srun";
     // Every component's own sizes, up to a message's worth.
     constexpr std::size_t shown = 8;
     for (std::size_t n = 0; n < job.component_first.size() && n < shown; ++n) {
-      const std::size_t end = n + 1 < job.component_first.size() ? job.component_first[n + 1] : hosts.size();
+      const std::size_t end =
+          n + 1 < job.component_first.size() ? job.component_first[n + 1] : hosts.size();
       const std::size_t size = end - job.component_first[n];
       out += detail::concat(n > 0 ? " :" : "", " --nodes=", size, " --ntasks=", size);
     }
     if (job.component_first.size() > shown)
-      out += detail::concat(" : ... (", job.component_first.size() - shown, " more components, each `--nodes=N --ntasks=N`)");
+      out += detail::concat(" : ... (", job.component_first.size() - shown,
+                            " more components, each `--nodes=N --ntasks=N`)");
     return out;
   };
-  const auto plan_side = [&] { return detail::concat("the plan starts one torchrun on each of the job's ", hosts.size(), " nodes"); };
+  const auto plan_side = [&] {
+    return detail::concat("the plan starts one torchrun on each of the job's ", hosts.size(),
+                          " nodes");
+  };
   if (step_nodes && *step_nodes != hosts.size()) {
     job.step_problem = detail::concat(
-        "this step runs on ", *step_nodes, " of the job's ", hosts.size(), " nodes (SLURM_STEP_NUM_NODES=", *step_nodes,
-        job.component_first.empty() ? std::string(")") : detail::concat(", in a job of ", job.component_first.size(), " components)"),
-        ", but ", plan_side(), ", which would wait for the others: start one task on every node: ", one_task_a_node());
+        "this step runs on ", *step_nodes, " of the job's ", hosts.size(),
+        " nodes (SLURM_STEP_NUM_NODES=", *step_nodes,
+        job.component_first.empty()
+            ? std::string(")")
+            : detail::concat(", in a job of ", job.component_first.size(), " components)"),
+        ", but ", plan_side(),
+        ", which would wait for the others: start one task on every node: ", one_task_a_node());
   } else if (const char* layout = var("SLURM_STEP_TASKS_PER_NODE")) {
     auto parsed = detail::parse_count_list(layout);
     if (!parsed)
-      return parse_error{0, 0, detail::concat("SLURM_STEP_TASKS_PER_NODE: ", parsed.error().to_string()), parsed.error().code};
+      return parse_error{0, 0,
+                         detail::concat("SLURM_STEP_TASKS_PER_NODE: ", parsed.error().to_string()),
+                         parsed.error().code};
     if (parsed->total != hosts.size())
-      return parse_error{0, 0, detail::concat("SLURM_STEP_TASKS_PER_NODE gives ", parsed->total, " counts but the step runs on ",
-                                              hosts.size(), " nodes"),
+      return parse_error{0, 0,
+                         detail::concat("SLURM_STEP_TASKS_PER_NODE gives ", parsed->total,
+                                        " counts but the step runs on ", hosts.size(), " nodes"),
                          errc::count_mismatch};
-    const bool one_each =
-        std::all_of(parsed->items.begin(), parsed->items.end(), [](const detail::count_item& it) { return it.count == 1; });
+    const bool one_each = std::all_of(parsed->items.begin(), parsed->items.end(),
+                                      [](const detail::count_item& it) { return it.count == 1; });
     if (!one_each)
-      job.step_problem = detail::concat("this step runs ", detail::quoted(layout),
-                                        " tasks on its nodes (SLURM_STEP_TASKS_PER_NODE), but ", plan_side(),
-                                        ": start one task a node: ", one_task_a_node());
+      job.step_problem =
+          detail::concat("this step runs ", detail::quoted(layout),
+                         " tasks on its nodes (SLURM_STEP_TASKS_PER_NODE), but ", plan_side(),
+                         ": start one task a node: ", one_task_a_node());
   }
   if (const char* id = var("SLURM_NODEID")) {
     long long n = 0;
     if (!detail::parse_decimal(id, 0x7fffffff, n))
-      return parse_error{0, 0, detail::concat("SLURM_NODEID=", detail::quoted(id), " is not a node index"),
-                         errc::env_not_a_number};
+      return parse_error{
+          0, 0, detail::concat("SLURM_NODEID=", detail::quoted(id), " is not a node index"),
+          errc::env_not_a_number};
     if (step_nodes && *step_nodes != hosts.size()) {
       // SLURM_NODEID counts this step's nodes, not the job's: find this host by name instead.
       if (node_name != nullptr) {
@@ -6608,8 +7185,9 @@ template <class Getenv>
       }
     } else {
       if (static_cast<std::size_t>(n) >= hosts.size())
-        return parse_error{0, 0, detail::concat("SLURM_NODEID=", n, " is out of range: ", list_name, " names ",
-                                                hosts.size(), " hosts"),
+        return parse_error{0, 0,
+                           detail::concat("SLURM_NODEID=", n, " is out of range: ", list_name,
+                                          " names ", hosts.size(), " hosts"),
                            errc::node_out_of_range};
       job.this_node = static_cast<std::size_t>(n);
     }

@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
     try {
       (void)c.try_nproc(5).value();
     } catch (const hetlaunch::bad_result_access& e) {
-      std::fprintf(stderr, "%s\ndeath test: threw bad_result_access as the contract requires\n", e.what());
+      std::fprintf(stderr, "%s\ndeath test: threw bad_result_access as the contract requires\n",
+                   e.what());
       return 0;
     }
 #else

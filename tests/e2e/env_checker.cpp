@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const hetlaunch::cluster plan = e2e::parse_plan(argv[1]);
-  const auto problems = hetlaunch::check_worker_env(plan, [](const char* name) { return std::getenv(name); });
+  const auto problems =
+      hetlaunch::check_worker_env(plan, [](const char* name) { return std::getenv(name); });
   for (const auto& d : problems) std::printf("%s\n", d.message().c_str());
   return problems.empty() ? 0 : 1;
 }

@@ -13,8 +13,10 @@ namespace e2e {
 inline std::vector<std::string> split(const std::string& text, char sep) {
   std::vector<std::string> out(1);
   for (char c : text) {
-    if (c == sep) out.emplace_back();
-    else out.back() += c;
+    if (c == sep)
+      out.emplace_back();
+    else
+      out.back() += c;
   }
   return out;
 }
@@ -24,7 +26,8 @@ inline hetlaunch::cluster parse_plan(const std::string& text) {
   for (const std::string& n : split(text, ',')) nodes.push_back(split(n, ':'));
   std::vector<hetlaunch::node_spec> specs;
   for (const auto& parts : nodes)
-    specs.push_back({parts.at(0), std::stoi(parts.at(1)), parts.size() > 2 ? std::string_view(parts[2]) : "default"});
+    specs.push_back({parts.at(0), std::stoi(parts.at(1)),
+                     parts.size() > 2 ? std::string_view(parts[2]) : "default"});
   return hetlaunch::cluster(specs);
 }
 

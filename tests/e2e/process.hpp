@@ -31,7 +31,8 @@ struct process {
 
 // Starts argv with `envp`, stdout and stderr into `log`, as the leader of a new process group
 // (its children, torchrun's workers, stay in that group).
-inline process start(const std::vector<std::string>& argv, char* const* envp, const std::string& log) {
+inline process start(const std::vector<std::string>& argv, char* const* envp,
+                     const std::string& log) {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -67,7 +68,8 @@ inline bool wait_all(std::vector<process>& ps, std::chrono::seconds timeout) {
     }
     if (running > 0 && std::chrono::steady_clock::now() > deadline) {
       for (process& p : ps)
-        if (p.pid > 0 && p.status == -1) kill(-p.pid, SIGKILL);  // its group: torchrun and its workers
+        if (p.pid > 0 && p.status == -1)
+          kill(-p.pid, SIGKILL);  // its group: torchrun and its workers
       for (process& p : ps)
         if (p.pid > 0 && p.status == -1) waitpid(p.pid, &p.status, 0);
       return false;
@@ -77,7 +79,9 @@ inline bool wait_all(std::vector<process>& ps, std::chrono::seconds timeout) {
   return true;
 }
 
-inline bool exited_ok(const process& p) { return p.pid > 0 && WIFEXITED(p.status) && WEXITSTATUS(p.status) == 0; }
+inline bool exited_ok(const process& p) {
+  return p.pid > 0 && WIFEXITED(p.status) && WEXITSTATUS(p.status) == 0;
+}
 
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path);

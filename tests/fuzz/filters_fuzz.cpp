@@ -14,7 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size == 0) return 0;
   const hetlaunch::cluster pool{{"worker-0", 4}, {"worker-1", 2}, {"w2", 8}};
   const std::string_view filter(reinterpret_cast<const char*>(data) + 1, size - 1);
-  const auto r = (data[0] & 1) ? hetlaunch::filter_devices(pool, filter) : hetlaunch::filter_devices(pool, "", filter);
+  const auto r = (data[0] & 1) ? hetlaunch::filter_devices(pool, filter)
+                               : hetlaunch::filter_devices(pool, "", filter);
   if (!r) return 0;
   FUZZ_CHECK(hetlaunch::validate(*r).empty());
   for (std::size_t i = 0; i < r->node_count(); ++i) {

@@ -4,11 +4,11 @@
 #define HETLAUNCH_TESTS_FUZZ_CHECK_HPP
 #include <cstdio>
 #include <cstdlib>
-#define FUZZ_CHECK(condition)                                                    \
-  do {                                                                           \
-    if (!(condition)) {                                                          \
+#define FUZZ_CHECK(condition)                                                               \
+  do {                                                                                      \
+    if (!(condition)) {                                                                     \
       std::fprintf(stderr, "%s:%d: property failed: %s\n", __FILE__, __LINE__, #condition); \
-      std::abort();                                                              \
-    }                                                                            \
+      std::abort();                                                                         \
+    }                                                                                       \
   } while (0)
 #endif

@@ -11,7 +11,9 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const auto r = hetlaunch::parse_host_list(text);
-  if (r) FUZZ_CHECK(hetlaunch::validate(*r).empty());
-  else FUZZ_CHECK(r.error().line == 1 && r.error().column >= 1 && r.error().column <= size + 1);
+  if (r)
+    FUZZ_CHECK(hetlaunch::validate(*r).empty());
+  else
+    FUZZ_CHECK(r.error().line == 1 && r.error().column >= 1 && r.error().column <= size + 1);
   return 0;
 }

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 // expand_hostlist: bounded by its limits whatever the input. The first byte picks the limits (a
-// handful of names and bytes, or the default max_hosts); short inputs must expand exactly as the naive
-// recursive expansion does (itself capped at the limits), or be refused when that one refuses or passes
-// the limits; plain
-// names compress and expand back to themselves.
+// handful of names and bytes, or the default max_hosts); short inputs must expand exactly as the
+// naive recursive expansion does (itself capped at the limits), or be refused when that one
+// refuses or passes the limits; plain names compress and expand back to themselves.
 #include <hetlaunch/slurm.hpp>
 
 #include <algorithm>
@@ -51,10 +50,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // plain names, so they cannot go round.
   for (const auto& h : *r) {
     std::size_t digits = 0;
-    while (digits < h.size() && h[h.size() - 1 - digits] >= '0' && h[h.size() - 1 - digits] <= '9') ++digits;
+    while (digits < h.size() && h[h.size() - 1 - digits] >= '0' && h[h.size() - 1 - digits] <= '9')
+      ++digits;
     if (digits >= 20) return 0;
   }
-  const auto again = hetlaunch::expand_hostlist(hetlaunch::compress_hostlist(*r), SIZE_MAX, SIZE_MAX);
+  const auto again =
+      hetlaunch::expand_hostlist(hetlaunch::compress_hostlist(*r), SIZE_MAX, SIZE_MAX);
   FUZZ_CHECK(again && *again == *r);
   return 0;
 }

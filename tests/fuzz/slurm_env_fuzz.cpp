@@ -16,8 +16,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                       "SLURM_GPUS_PER_NODE", "SLURM_JOB_CPUS_PER_NODE"};
   std::vector<std::string> values(1);
   for (std::size_t i = 0; i < size && values.size() <= 5; ++i) {
-    if (data[i] == 0) values.emplace_back();
-    else values.back() += static_cast<char>(data[i]);
+    if (data[i] == 0)
+      values.emplace_back();
+    else
+      values.back() += static_cast<char>(data[i]);
   }
   const auto get = [&](const char* name) -> const char* {
     for (std::size_t k = 0; k < 5 && k < values.size(); ++k)

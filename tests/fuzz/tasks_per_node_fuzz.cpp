@@ -19,7 +19,8 @@ bool naive(std::string_view t, std::size_t cap, std::vector<int>& out) {
   const auto number = [&](unsigned long long limit, unsigned long long& v) {
     const std::size_t start = i;
     v = 0;
-    while (i < t.size() && t[i] >= '0' && t[i] <= '9' && v <= limit) v = v * 10 + static_cast<unsigned>(t[i++] - '0');
+    while (i < t.size() && t[i] >= '0' && t[i] <= '9' && v <= limit)
+      v = v * 10 + static_cast<unsigned>(t[i++] - '0');
     return i > start && v <= limit;
   };
   if (t.empty()) return false;

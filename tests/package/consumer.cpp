@@ -9,8 +9,8 @@ HETLAUNCH_STATIC_VALIDATE(c);
 
 int main() {
   const hetlaunch::cluster runtime(c);
-  const bool ok = runtime.world_size() == 14 && runtime.locate(13) == hetlaunch::rank_location{2, 1} &&
-                  HETLAUNCH_VERSION >= 100;
+  const bool ok = runtime.world_size() == 14 &&
+                  runtime.locate(13) == hetlaunch::rank_location{2, 1} && HETLAUNCH_VERSION >= 100;
   std::printf("consumer: world size %d, %s\n", runtime.world_size(), ok ? "ok" : "WRONG");
   return ok ? 0 : 1;
 }

@@ -38,7 +38,8 @@ struct scontrol_output {
 };
 
 scontrol_output scontrol(const std::string& verb, const std::string& argument) {
-  const std::string command = "scontrol show " + verb + " -- " + hetlaunch::shell_quote(argument) + " 2>&1";
+  const std::string command =
+      "scontrol show " + verb + " -- " + hetlaunch::shell_quote(argument) + " 2>&1";
   FILE* p = popen(command.c_str(), "r");
   scontrol_output out;
   if (p == nullptr) {
@@ -55,8 +56,8 @@ scontrol_output scontrol(const std::string& verb, const std::string& argument) {
     std::size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
     const std::string line = text.substr(start, end - start);
-    if (line.find("Invalid hostlist") != std::string::npos || line.rfind("scontrol: error", 0) == 0 ||
-        line.rfind("scontrol: fatal", 0) == 0)
+    if (line.find("Invalid hostlist") != std::string::npos ||
+        line.rfind("scontrol: error", 0) == 0 || line.rfind("scontrol: fatal", 0) == 0)
       out.invalid = true;
     else
       out.lines.push_back(line);
@@ -148,8 +149,14 @@ int main(int argc, char** argv) {
   if (current) {
     // Current Slurm keeps a stray ']' as text, allows text after the last bracket and newline
     // separators, and compresses 20-digit numbers into ranges; hetlaunch does all of it alike.
-    const char* current_behaviour[] = {"node]", "n[1-3]]", "n[[1-2]]", "a[1-2]-ib", "a[1-2]b[3-4]c", "a1\nb2",
-                                       "gpu[01-02]\ncpu[7-8]", "n10000000000000000000,n10000000000000000001",
+    const char* current_behaviour[] = {"node]",
+                                       "n[1-3]]",
+                                       "n[[1-2]]",
+                                       "a[1-2]-ib",
+                                       "a[1-2]b[3-4]c",
+                                       "a1\nb2",
+                                       "gpu[01-02]\ncpu[7-8]",
+                                       "n10000000000000000000,n10000000000000000001",
                                        "x[0-2]]y"};
     for (const char* expr : current_behaviour) {
       const auto ours = hetlaunch::expand_hostlist(expr);
@@ -167,17 +174,21 @@ int main(int argc, char** argv) {
       // Names with brackets in them cannot be written as a host list: Slurm 24.11 compresses
       // n[1],n[2] into n[1-2] (which is n1 n2), hetlaunch keeps n[1],n[2]; neither gives them back.
       if (joined.find('[') != std::string::npos) {
-        std::printf("ok   current %-32s %zu hosts (not compressed: names with brackets)\n", expr, ours->size());
+        std::printf("ok   current %-32s %zu hosts (not compressed: names with brackets)\n", expr,
+                    ours->size());
         continue;
       }
       const scontrol_output shown = scontrol("hostlist", joined);
       ++checked;
-      if (shown.invalid || shown.lines.size() != 1 || shown.lines[0] != hetlaunch::compress_hostlist(*ours)) {
+      if (shown.invalid || shown.lines.size() != 1 ||
+          shown.lines[0] != hetlaunch::compress_hostlist(*ours)) {
         ++failures;
         std::printf("FAIL current compress %s: ours %s, scontrol %s\n", joined.c_str(),
-                    hetlaunch::compress_hostlist(*ours).c_str(), shown.lines.empty() ? "(nothing)" : shown.lines[0].c_str());
+                    hetlaunch::compress_hostlist(*ours).c_str(),
+                    shown.lines.empty() ? "(nothing)" : shown.lines[0].c_str());
       } else {
-        std::printf("ok   current %-32s %zu hosts, %s\n", expr, ours->size(), shown.lines[0].c_str());
+        std::printf("ok   current %-32s %zu hosts, %s\n", expr, ours->size(),
+                    shown.lines[0].c_str());
       }
     }
   }

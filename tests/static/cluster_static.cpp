@@ -21,7 +21,8 @@ struct in_a_class {
 
 // The results of constant evaluation can size arrays and pick template arguments.
 int per_rank[c.world_size()];
-template <int World> struct job {};
+template <int World>
+struct job {};
 job<c.world_size()> j;
 }  // namespace
 

@@ -21,11 +21,14 @@ struct naive_hostlist {
   std::size_t bytes = 0;
   static bool number(std::string_view t, unsigned long long& v, std::size_t& end) {
     std::size_t i = 0;
-    while (i < t.size() && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\v' || t[i] == '\f' || t[i] == '\r')) ++i;
+    while (i < t.size() && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\v' ||
+                            t[i] == '\f' || t[i] == '\r'))
+      ++i;
     if (i < t.size() && t[i] == '+') ++i;
     const std::size_t d = i;
     v = 0;
-    for (; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i) v = v * 10 + static_cast<unsigned>(t[i] - '0');
+    for (; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i)
+      v = v * 10 + static_cast<unsigned>(t[i] - '0');
     end = i == d ? 0 : i;
     return i - d < 19;  // short inputs only: no overflow to model
   }
@@ -37,11 +40,13 @@ struct naive_hostlist {
     std::size_t start = 0;
     while (true) {
       const std::size_t comma = text.find(',', start);
-      const std::string_view item = text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+      const std::string_view item = text.substr(
+          start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
       if (item.find('x') != std::string_view::npos) return false;
       const std::size_t dash = item.find('-');
       const std::string_view lo = item.substr(0, dash);
-      const std::string_view hi = dash == std::string_view::npos ? std::string_view() : item.substr(dash + 1);
+      const std::string_view hi =
+          dash == std::string_view::npos ? std::string_view() : item.substr(dash + 1);
       if (!hi.empty() && hi[0] == '-') return false;
       range r{0, 0, lo.size()};
       std::size_t le = 0, he = 0;
@@ -62,7 +67,8 @@ struct naive_hostlist {
     std::string d = std::to_string(n);
     return std::string(d.size() < w ? w - d.size() : 0, '0') + d;
   }
-  void push(const std::string& prefix, const std::vector<range>& last, std::string_view suffix, std::vector<std::string>& out) {
+  void push(const std::string& prefix, const std::vector<range>& last, std::string_view suffix,
+            std::vector<std::string>& out) {
     const std::size_t open = prefix.rfind('[');
     const std::size_t close = open == std::string::npos ? std::string::npos : prefix.rfind(']');
     if (open != std::string::npos && close != std::string::npos && close > open) {
@@ -79,7 +85,8 @@ struct naive_hostlist {
       }
       for (const range& r : outer)
         for (unsigned long long j = r.lo; j <= r.hi && !failed; ++j)
-          push(prefix.substr(0, open) + num(j, r.width) + prefix.substr(close + 1), last, suffix, out);
+          push(prefix.substr(0, open) + num(j, r.width) + prefix.substr(close + 1), last, suffix,
+               out);
       return;
     }
     for (const range& r : last)

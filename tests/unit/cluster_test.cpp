@@ -41,7 +41,8 @@ constexpr bool role_ranks_follow_torchrun() {
 static_assert(role_ranks_follow_torchrun(), "role ranks count within a role, in node order");
 
 constexpr bool checked_variants_report_out_of_range() {
-  return !mixed.try_nproc(3) && mixed.try_nproc(3).error().code == hetlaunch::errc::node_out_of_range &&
+  return !mixed.try_nproc(3) &&
+         mixed.try_nproc(3).error().code == hetlaunch::errc::node_out_of_range &&
          mixed.try_global_rank(1, 4).error().code == hetlaunch::errc::local_rank_out_of_range &&
          mixed.try_global_rank(1, -1).error().code == hetlaunch::errc::local_rank_out_of_range &&
          mixed.try_locate(14).error().code == hetlaunch::errc::global_rank_out_of_range &&
@@ -54,8 +55,8 @@ constexpr bool checked_variants_report_out_of_range() {
 }
 static_assert(checked_variants_report_out_of_range(), "try_* return a diagnostic, never UB");
 
-static_assert(noexcept(mixed.locate(0)) && noexcept(mixed.global_rank(0, 0)) &&
-                  noexcept(mixed.try_locate(99)),
+static_assert(noexcept(mixed.locate(0)) && noexcept(mixed.global_rank(0, 0)) && noexcept(
+                  mixed.try_locate(99)),
               "rank math never throws");
 
 }  // namespace
@@ -89,7 +90,8 @@ TEST_SUITE("cluster") {
   TEST_CASE("checked variants report the argument that is out of range") {
     CHECK(checked_variants_report_out_of_range());
     const cluster c(mixed);
-    CHECK(c.try_nproc(7).error().message() == "node index 7 is out of range: the cluster has 3 nodes");
+    CHECK(c.try_nproc(7).error().message() ==
+          "node index 7 is out of range: the cluster has 3 nodes");
     CHECK(c.try_global_rank(1, 4).error().message() ==
           "node 1 ('node1'): local rank 4 is out of range: the node runs 4 workers");
     CHECK(c.try_locate(14).error().message() ==
@@ -139,7 +141,8 @@ TEST_SUITE("cluster") {
   }
 }
 
-TEST_CASE("cluster::nodes() is a view like fixed_cluster::nodes(), and a cluster built from it keeps devices") {
+TEST_CASE(
+    "cluster::nodes() is a view like fixed_cluster::nodes(), and a cluster built from it keeps devices") {
   hetlaunch::cluster c{{"a", 2}, {"b", 1, "ps"}};
   c.set_devices(0, {3, 5});
   const auto nodes = c.nodes();

@@ -49,8 +49,8 @@ tree two_sockets() {
   t.files["devices/system/node/node1/cpulist"] = "4-7,12-15\n";
   for (unsigned core = 0; core < 8; ++core) {
     const unsigned l3 = core - core % 2;
-    const std::string group = std::to_string(l3) + "-" + std::to_string(l3 + 1) + "," + std::to_string(l3 + 8) + "-" +
-                              std::to_string(l3 + 9);
+    const std::string group = std::to_string(l3) + "-" + std::to_string(l3 + 1) + "," +
+                              std::to_string(l3 + 8) + "-" + std::to_string(l3 + 9);
     for (unsigned cpu : {core, core + 8})
       t.cpu(cpu, core < 4 ? 0 : 1, std::to_string(core) + "," + std::to_string(core + 8), group);
   }
@@ -60,7 +60,8 @@ tree two_sockets() {
   return t;
 }
 
-const std::vector<hetlaunch::gpu_device> gpus = {{0, "0000:41:00.0"}, {1, "0000:42:00.0"}, {2, "0000:01:00.0"}};
+const std::vector<hetlaunch::gpu_device> gpus = {
+    {0, "0000:41:00.0"}, {1, "0000:42:00.0"}, {2, "0000:01:00.0"}};
 const cpu_list every_cpu = *hetlaunch::parse_cpulist("0-15");
 
 std::string cpus_of(const tree& t, numa_binding mode, int rank, const cpu_list& allowed = every_cpu,
@@ -80,7 +81,8 @@ TEST_SUITE("CPU binding") {
     CHECK(hetlaunch::format_cpulist({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11");
     CHECK(hetlaunch::format_cpulist({}).empty());
     CHECK(hetlaunch::format_cpulist({7}) == "7");
-    for (const char* bad : {"3-1", "a", "1,", ",1", "1,,2", "-1", "1-", "65536", "0-4294967295", "1 2"})
+    for (const char* bad :
+         {"3-1", "a", "1,", ",1", "1,,2", "-1", "1-", "65536", "0-4294967295", "1 2"})
       CHECK_MESSAGE(!hetlaunch::parse_cpulist(bad), bad);
     CHECK(hetlaunch::parse_cpulist("0-99999").error().message() ==
           "not a CPU list: '0-99999' (at '0-99999'; CPUs are numbered 0 to 65535)");
@@ -102,24 +104,31 @@ TEST_SUITE("CPU binding") {
     CHECK(hetlaunch::parse_cpulist(many).value().size() == 65536);
   }
 
-  TEST_CASE("PCI addresses: nvidia-smi's 8 upper-case domain digits become sysfs's 4 lower-case ones") {
+  TEST_CASE(
+      "PCI addresses: nvidia-smi's 8 upper-case domain digits become sysfs's 4 lower-case ones") {
     CHECK(hetlaunch::sysfs_pci_address("00000000:3B:00.0").value() == "0000:3b:00.0");
     CHECK(hetlaunch::sysfs_pci_address("0000:3b:00.0").value() == "0000:3b:00.0");
     CHECK(hetlaunch::sysfs_pci_address(" 00010000:07:1F.1\n").value() == "10000:07:1f.1");
-    for (const char* bad : {"", "3b:00.0", "0000:3b:00", "0000:3b:0.0", "0000:3g:00.0", "0000:3b:00.8", "000000000:3b:00.0"})
+    for (const char* bad : {"", "3b:00.0", "0000:3b:00", "0000:3b:0.0", "0000:3g:00.0",
+                            "0000:3b:00.8", "000000000:3b:00.0"})
       CHECK_MESSAGE(!hetlaunch::sysfs_pci_address(bad), bad);
   }
 
   TEST_CASE("nvidia-smi's GPU list, sorted by index; a bad line names its line and column") {
-    const auto list = hetlaunch::parse_gpu_pci_list("1, 00000000:0F:00.0\n0, 00000000:07:00.0\n\n").value();
+    const auto list =
+        hetlaunch::parse_gpu_pci_list("1, 00000000:0F:00.0\n0, 00000000:07:00.0\n\n").value();
     REQUIRE(list.size() == 2);
     CHECK(list[0] == hetlaunch::gpu_device{0, "0000:07:00.0"});
     CHECK(list[1] == hetlaunch::gpu_device{1, "0000:0f:00.0"});
-    CHECK(hetlaunch::parse_gpu_pci_list("0, 00000000:07:00.0\nNo devices were found\n").error().to_string() ==
-          "line 2, column 1: expected 'INDEX, PCI ADDRESS' (nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader), "
-          "got 'No devices were found'");
-    CHECK(hetlaunch::parse_gpu_pci_list("0, 00000000:07:00.0\n0, 00000000:08:00.0\n").error().to_string() ==
-          "line 2, column 1: GPU 0 is listed twice");
+    CHECK(
+        hetlaunch::parse_gpu_pci_list("0, 00000000:07:00.0\nNo devices were found\n")
+            .error()
+            .to_string() ==
+        "line 2, column 1: expected 'INDEX, PCI ADDRESS' (nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader), "
+        "got 'No devices were found'");
+    CHECK(hetlaunch::parse_gpu_pci_list("0, 00000000:07:00.0\n0, 00000000:08:00.0\n")
+              .error()
+              .to_string() == "line 2, column 1: GPU 0 is listed twice");
     CHECK(hetlaunch::parse_gpu_pci_list("").value().empty());
   }
 
@@ -148,11 +157,13 @@ TEST_SUITE("CPU binding") {
     CHECK(cpus_of(t, numa_binding::socket, 0) == "4-7,12-15");
     // Node 1 moved onto socket 0: GPU 2's socket now holds both nodes.
     for (unsigned cpu : {4u, 5u, 6u, 7u, 12u, 13u, 14u, 15u})
-      t.files["devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/physical_package_id"] = "0\n";
+      t.files["devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/physical_package_id"] =
+          "0\n";
     CHECK(cpus_of(t, numa_binding::socket, 2) == "0-15");
     // torch's rule needs an allowed CPU on every NUMA node to know its socket.
-    CHECK(cpus_of(t, numa_binding::socket, 2, *hetlaunch::parse_cpulist("0-3")) ==
-          "error: local rank 2 (GPU 2, 0000:01:00.0): NUMA node 1 has no CPU this worker may use, so its socket is unknown");
+    CHECK(
+        cpus_of(t, numa_binding::socket, 2, *hetlaunch::parse_cpulist("0-3")) ==
+        "error: local rank 2 (GPU 2, 0000:01:00.0): NUMA node 1 has no CPU this worker may use, so its socket is unknown");
   }
 
   TEST_CASE("exclusive: the node's cores split among all of its visible GPUs, in visible order") {
@@ -169,12 +180,14 @@ TEST_SUITE("CPU binding") {
     CHECK(cpus_of(t, numa_binding::exclusive, 0, three) == "4-5,12-13");
     CHECK(cpus_of(t, numa_binding::exclusive, 1, three) == "6");
     // A core counts once, whatever its threads: one core is too few for two GPUs.
-    CHECK(cpus_of(t, numa_binding::exclusive, 1, *hetlaunch::parse_cpulist("4,12")) ==
-          "error: local rank 1 (GPU 1, 0000:42:00.0): exclusive: NUMA node 1 has 1 physical core this worker may use, "
-          "fewer than its 2 GPUs");
+    CHECK(
+        cpus_of(t, numa_binding::exclusive, 1, *hetlaunch::parse_cpulist("4,12")) ==
+        "error: local rank 1 (GPU 1, 0000:42:00.0): exclusive: NUMA node 1 has 1 physical core this worker may use, "
+        "fewer than its 2 GPUs");
   }
 
-  TEST_CASE("core-complex: one L3 group per GPU, the groups with most allowed CPUs first, cycling") {
+  TEST_CASE(
+      "core-complex: one L3 group per GPU, the groups with most allowed CPUs first, cycling") {
     const tree t = two_sockets();
     CHECK(cpus_of(t, numa_binding::core_complex, 0) == "4-5,12-13");
     CHECK(cpus_of(t, numa_binding::core_complex, 1) == "6-7,14-15");
@@ -193,7 +206,8 @@ TEST_SUITE("CPU binding") {
     t.files["bus/pci/devices/0000:41:00.0/numa_node"] = "-1\n";
     CHECK(cpus_of(t, numa_binding::node, 0) == "0-3,8-11");
     const auto topology = hetlaunch::cpu_topology::read(t, gpus);
-    CHECK(hetlaunch::local_rank_binding(topology, numa_binding::node, gpus, 0, every_cpu)->numa_node == 0);
+    CHECK(hetlaunch::local_rank_binding(topology, numa_binding::node, gpus, 0, every_cpu)
+              ->numa_node == 0);
   }
 
   TEST_CASE("a binding refuses only for what it needs, naming the rank, the GPU and the file") {
@@ -201,25 +215,33 @@ TEST_SUITE("CPU binding") {
     t.files.erase("devices/system/cpu/cpu4/cache/index2/type");
     t.files.erase("devices/system/cpu/cpu4/cache/index0/type");
     CHECK(cpus_of(t, numa_binding::node, 0) == "4-7,12-15");
-    CHECK(cpus_of(t, numa_binding::core_complex, 0) ==
-          "error: local rank 0 (GPU 0, 0000:41:00.0): the CPU topology has no devices/system/cpu/cpu4/cache/index0/type");
+    CHECK(
+        cpus_of(t, numa_binding::core_complex, 0) ==
+        "error: local rank 0 (GPU 0, 0000:41:00.0): the CPU topology has no devices/system/cpu/cpu4/cache/index0/type");
     t.files.erase("devices/system/node/node0/cpulist");
     CHECK(cpus_of(t, numa_binding::node, 0) == "4-7,12-15");
-    CHECK(cpus_of(t, numa_binding::node, 2) ==
-          "error: local rank 2 (GPU 2, 0000:01:00.0): the CPU topology has no devices/system/node/node0/cpulist");
+    CHECK(
+        cpus_of(t, numa_binding::node, 2) ==
+        "error: local rank 2 (GPU 2, 0000:01:00.0): the CPU topology has no devices/system/node/node0/cpulist");
     t.files["bus/pci/devices/0000:42:00.0/numa_node"] = "one\n";
-    CHECK(cpus_of(t, numa_binding::exclusive, 0) ==
-          "error: local rank 0 (GPU 0, 0000:41:00.0): the CPU topology's bus/pci/devices/0000:42:00.0/numa_node holds "
-          "'one', not an integer");
-    CHECK(cpus_of(t, numa_binding::node, 3) == "error: local rank 3 has no GPU: the node shows 3 GPUs (CUDA_VISIBLE_DEVICES, --devices)");
-    CHECK(cpus_of(t, numa_binding::node, 0, {}) ==
-          "error: local rank 0 (GPU 0, 0000:41:00.0): node: no CPU of NUMA node 1 is one this worker may use (allowed: none)");
+    CHECK(
+        cpus_of(t, numa_binding::exclusive, 0) ==
+        "error: local rank 0 (GPU 0, 0000:41:00.0): the CPU topology's bus/pci/devices/0000:42:00.0/numa_node holds "
+        "'one', not an integer");
+    CHECK(
+        cpus_of(t, numa_binding::node, 3) ==
+        "error: local rank 3 has no GPU: the node shows 3 GPUs (CUDA_VISIBLE_DEVICES, --devices)");
+    CHECK(
+        cpus_of(t, numa_binding::node, 0, {}) ==
+        "error: local rank 0 (GPU 0, 0000:41:00.0): node: no CPU of NUMA node 1 is one this worker may use (allowed: none)");
   }
 
   TEST_CASE("local_rank_bindings covers ranks 0 to nproc - 1 and stops at the first error") {
     const tree t = two_sockets();
     const auto topology = hetlaunch::cpu_topology::read(t, gpus);
-    const auto all = hetlaunch::local_rank_bindings(topology, numa_binding::exclusive, gpus, 3, every_cpu).value();
+    const auto all =
+        hetlaunch::local_rank_bindings(topology, numa_binding::exclusive, gpus, 3, every_cpu)
+            .value();
     REQUIRE(all.size() == 3);
     CHECK(all[2].gpu == 2);
     CHECK(all[2].pci == "0000:01:00.0");
@@ -228,7 +250,8 @@ TEST_SUITE("CPU binding") {
   }
 
   TEST_CASE("mode names are torchrun's") {
-    for (numa_binding mode : {numa_binding::node, numa_binding::socket, numa_binding::exclusive, numa_binding::core_complex})
+    for (numa_binding mode : {numa_binding::node, numa_binding::socket, numa_binding::exclusive,
+                              numa_binding::core_complex})
       CHECK(hetlaunch::numa_binding_from_name(hetlaunch::numa_binding_name(mode)) == mode);
     CHECK(hetlaunch::numa_binding_name(numa_binding::core_complex) == "core-complex");
     CHECK(!hetlaunch::numa_binding_from_name("core_complex"));
@@ -243,31 +266,49 @@ TEST_SUITE("CPU binding") {
     o.torch = {1, 13};
     const hetlaunch::cluster c({{"a", 2}, {"b", 1}});
     const auto argv = hetlaunch::torchrun_argv(c, 1, o);
-    const std::vector<std::string> tail = {"--no_python", "hetlaunch", "bind", "--numa-binding", "exclusive", "--",
-                                           "python3", "-u", "train.py", "--lr", "0.1"};
+    const std::vector<std::string> tail = {"--no_python", "hetlaunch", "bind",    "--numa-binding",
+                                           "exclusive",   "--",        "python3", "-u",
+                                           "train.py",    "--lr",      "0.1"};
     REQUIRE(argv.size() > tail.size());
-    CHECK(std::vector<std::string>(argv.end() - static_cast<long>(tail.size()), argv.end()) == tail);
+    CHECK(std::vector<std::string>(argv.end() - static_cast<long>(tail.size()), argv.end()) ==
+          tail);
     o.module = true;
     o.flags = hetlaunch::flag_style::dash;
     o.torch = {2, 6};
     o.bind_program = "/opt/hetlaunch/bin/hetlaunch";
     o.python = "/venv/bin/python";
     const auto module = hetlaunch::torchrun_argv(c, 0, o);
-    const std::vector<std::string> module_tail = {"--no-python", "/opt/hetlaunch/bin/hetlaunch", "bind", "--numa-binding",
-                                                  "exclusive", "--", "/venv/bin/python", "-u", "-m", "train.py", "--lr", "0.1"};
-    CHECK(std::vector<std::string>(module.end() - static_cast<long>(module_tail.size()), module.end()) == module_tail);
+    const std::vector<std::string> module_tail = {"--no-python",
+                                                  "/opt/hetlaunch/bin/hetlaunch",
+                                                  "bind",
+                                                  "--numa-binding",
+                                                  "exclusive",
+                                                  "--",
+                                                  "/venv/bin/python",
+                                                  "-u",
+                                                  "-m",
+                                                  "train.py",
+                                                  "--lr",
+                                                  "0.1"};
+    CHECK(std::vector<std::string>(module.end() - static_cast<long>(module_tail.size()),
+                                   module.end()) == module_tail);
     // The script is a program already: no Python in between, no second --no-python.
     o.module = false;
     o.torchrun_args = {"--no-python"};
     const auto program = hetlaunch::torchrun_argv(c, 0, o);
-    const std::vector<std::string> program_tail = {"--no-python", "/opt/hetlaunch/bin/hetlaunch", "bind", "--numa-binding",
-                                                   "exclusive", "--", "train.py", "--lr", "0.1"};
-    CHECK(std::vector<std::string>(program.end() - static_cast<long>(program_tail.size()), program.end()) == program_tail);
+    const std::vector<std::string> program_tail = {"--no-python", "/opt/hetlaunch/bin/hetlaunch",
+                                                   "bind",        "--numa-binding",
+                                                   "exclusive",   "--",
+                                                   "train.py",    "--lr",
+                                                   "0.1"};
+    CHECK(std::vector<std::string>(program.end() - static_cast<long>(program_tail.size()),
+                                   program.end()) == program_tail);
     // Without a binding nothing changes.
     o.binding = numa_binding::none;
     o.torchrun_args.clear();
     CHECK(hetlaunch::torchrun_argv(c, 0, o).back() == "0.1");
-    CHECK(hetlaunch::torchrun_argv(c, 0, o)[hetlaunch::torchrun_argv(c, 0, o).size() - 3] == "train.py");
+    CHECK(hetlaunch::torchrun_argv(c, 0, o)[hetlaunch::torchrun_argv(c, 0, o).size() - 3] ==
+          "train.py");
   }
 
   TEST_CASE("a binding refuses torchrun arguments that replace how workers start") {
@@ -280,7 +321,8 @@ TEST_SUITE("CPU binding") {
       const auto r = hetlaunch::try_torchrun_argv(c, 0, o);
       REQUIRE_MESSAGE(!r, arg);
       CHECK(r.error().code == hetlaunch::errc::binding_entrypoint);
-      CHECK(r.error().message().find("changes how torchrun starts each worker") != std::string::npos);
+      CHECK(r.error().message().find("changes how torchrun starts each worker") !=
+            std::string::npos);
     }
     o.binding = numa_binding::none;
     o.torchrun_args = {"--numa-binding=node"};
@@ -292,7 +334,8 @@ TEST_SUITE("CPU binding") {
     o.script = "train.py";
     o.script_args = {"--rank=${local_rank}"};
     o.binding = numa_binding::socket;
-    CHECK(hetlaunch::worker_argv(1, o) == std::vector<std::string>{"hetlaunch", "bind", "--numa-binding", "socket", "--",
-                                                                     "python3", "-u", "train.py", "--rank=1"});
+    CHECK(hetlaunch::worker_argv(1, o) ==
+          std::vector<std::string>{"hetlaunch", "bind", "--numa-binding", "socket", "--", "python3",
+                                   "-u", "train.py", "--rank=1"});
   }
 }

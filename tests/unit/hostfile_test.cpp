@@ -15,14 +15,17 @@ namespace {
 
 // "host:nproc[devices]" for each node, or "ERR line:column: message".
 std::string layout(const hetlaunch::result<cluster>& r) {
-  if (!r) return hetlaunch::detail::concat("ERR ", r.error().line, ":", r.error().column, ": ", r.error().message);
+  if (!r)
+    return hetlaunch::detail::concat("ERR ", r.error().line, ":", r.error().column, ": ",
+                                     r.error().message);
   std::string out;
   for (std::size_t i = 0; i < r->node_count(); ++i) {
     if (i) out += ' ';
     out += hetlaunch::detail::concat(r->node(i).host, ":", r->nproc(i));
     if (!r->devices(i).empty()) {
       out += '[';
-      for (std::size_t k = 0; k < r->devices(i).size(); ++k) out += hetlaunch::detail::concat(k ? "," : "", r->devices(i)[k]);
+      for (std::size_t k = 0; k < r->devices(i).size(); ++k)
+        out += hetlaunch::detail::concat(k ? "," : "", r->devices(i)[k]);
       out += ']';
     }
   }
@@ -42,43 +45,57 @@ TEST_SUITE("hostfile") {
     CHECK(hostfile("a:2\nb\nc slots=3") == "a:2 b:1 c:3");
   }
   TEST_CASE("comments, blank lines, tabs and CRLF") {
-    CHECK(hostfile("# cluster\r\n\r\n\tgpu-a\tslots=8 # the big one\r\n  gpu-b slots=4\r\n#end") == "gpu-a:8 gpu-b:4");
+    CHECK(hostfile("# cluster\r\n\r\n\tgpu-a\tslots=8 # the big one\r\n  gpu-b slots=4\r\n#end") ==
+          "gpu-a:8 gpu-b:4");
   }
   TEST_CASE("Open MPI's synonyms and max_slots") {
-    CHECK(hostfile("a count=2\nb cpu=3\nc max_slots=5\nd slots=2 max-slots=4\ne slots_max=1") == "a:2 b:3 c:5 d:2 e:1");
+    CHECK(hostfile("a count=2\nb cpu=3\nc max_slots=5\nd slots=2 max-slots=4\ne slots_max=1") ==
+          "a:2 b:3 c:5 d:2 e:1");
   }
   TEST_CASE("IP literals, IPv6 without a count in the host token") {
     CHECK(hostfile("10.0.0.1 slots=2\nfe80::1 slots=4\n::1") == "10.0.0.1:2 fe80::1:4 ::1:1");
   }
   TEST_CASE("every error names line and column") {
-    CHECK(hostfile("a slots=4\nb slots=4\nworker slots=0") == "ERR 3:14: slots must be a positive integer, got '0'");
+    CHECK(hostfile("a slots=4\nb slots=4\nworker slots=0") ==
+          "ERR 3:14: slots must be a positive integer, got '0'");
     CHECK(hostfile("a slots=-1") == "ERR 1:9: slots must be a positive integer, got '-1'");
     CHECK(hostfile("a slots=") == "ERR 1:9: slots must be a positive integer, got ''");
     CHECK(hostfile("a slots=4abc") == "ERR 1:9: slots must be a positive integer, got '4abc'");
-    CHECK(hostfile("a slots=99999999999") == "ERR 1:9: slots must be a positive integer, got '99999999999'");
+    CHECK(hostfile("a slots=99999999999") ==
+          "ERR 1:9: slots must be a positive integer, got '99999999999'");
     CHECK(hostfile("a:0") == "ERR 1:3: slots must be a positive integer, got '0'");
-    CHECK(hostfile("a slot=4") == "ERR 1:3: unexpected 'slot=4'; expected slots=N, max_slots=N or weight=W");
-    CHECK(hostfile("a SLOTS=4") == "ERR 1:3: unexpected 'SLOTS=4'; expected slots=N, max_slots=N or weight=W");
+    CHECK(hostfile("a slot=4") ==
+          "ERR 1:3: unexpected 'slot=4'; expected slots=N, max_slots=N or weight=W");
+    CHECK(hostfile("a SLOTS=4") ==
+          "ERR 1:3: unexpected 'SLOTS=4'; expected slots=N, max_slots=N or weight=W");
     CHECK(hostfile("a slots=2 slots=3") == "ERR 1:11: slots is given twice for host 'a'");
-    CHECK(hostfile("a:2 slots=3") == "ERR 1:5: slots= gives the slots of host 'a' again (host:N gave them)");
-    CHECK(hostfile("a count=2 cpu=2") == "ERR 1:11: cpu= gives the slots of host 'a' again (count= gave them)");
-    CHECK(hostfile("a max_slots=2 max-slots=3") == "ERR 1:15: max_slots is given twice for host 'a'");
+    CHECK(hostfile("a:2 slots=3") ==
+          "ERR 1:5: slots= gives the slots of host 'a' again (host:N gave them)");
+    CHECK(hostfile("a count=2 cpu=2") ==
+          "ERR 1:11: cpu= gives the slots of host 'a' again (count= gave them)");
+    CHECK(hostfile("a max_slots=2 max-slots=3") ==
+          "ERR 1:15: max_slots is given twice for host 'a'");
     CHECK(hostfile("a slots=4 max_slots=2") == "ERR 1:9: max_slots (2) is less than slots (4)");
     CHECK(hostfile("a\nb\n\nA slots=2") == "ERR 4:1: host 'A' is already on line 1");
-    CHECK(hostfile("gpu;reboot slots=2") ==
-          "ERR 1:4: host 'gpu;reboot' is not a valid RFC 1123 name or IP literal: character ';' at position 3 is not allowed");
-    CHECK(hostfile("  -oProxyCommand=x") ==
-          "ERR 1:17: host '-oProxyCommand=x' is not a valid RFC 1123 name or IP literal: character '=' at position 14 is not allowed");
-    CHECK(hostfile("[fe80::1] slots=2") ==
-          "ERR 1:1: host '[fe80::1]' is not a valid RFC 1123 name or IP literal: character '[' at position 0 is not allowed (write IPv6 addresses without brackets)");
+    CHECK(
+        hostfile("gpu;reboot slots=2") ==
+        "ERR 1:4: host 'gpu;reboot' is not a valid RFC 1123 name or IP literal: character ';' at position 3 is not allowed");
+    CHECK(
+        hostfile("  -oProxyCommand=x") ==
+        "ERR 1:17: host '-oProxyCommand=x' is not a valid RFC 1123 name or IP literal: character '=' at position 14 is not allowed");
+    CHECK(
+        hostfile("[fe80::1] slots=2") ==
+        "ERR 1:1: host '[fe80::1]' is not a valid RFC 1123 name or IP literal: character '[' at position 0 is not allowed (write IPv6 addresses without brackets)");
     CHECK(hostfile("") == "ERR 1:1: the hostfile names no hosts");
     CHECK(hostfile("# only\n\n") == "ERR 1:1: the hostfile names no hosts");
-    CHECK(hostfile("a slots=2147483647\nb slots=1") ==
-          "ERR 2:1: the world size would be 2147483648, more than 2147483647 (torch.distributed ranks are 32-bit)");
+    CHECK(
+        hostfile("a slots=2147483647\nb slots=1") ==
+        "ERR 2:1: the world size would be 2147483648, more than 2147483647 (torch.distributed ranks are 32-bit)");
   }
   TEST_CASE("a leading '-' is refused, so no host can become an ssh option") {
-    CHECK(hostfile("-a slots=1") ==
-          "ERR 1:1: host '-a' is not a valid RFC 1123 name or IP literal: a label starts or ends with '-' at position 0");
+    CHECK(
+        hostfile("-a slots=1") ==
+        "ERR 1:1: host '-a' is not a valid RFC 1123 name or IP literal: a label starts or ends with '-' at position 0");
   }
   TEST_CASE("underscores only when allowed") {
     CHECK(hostfile("node_1 slots=2").rfind("ERR 1:5:", 0) == 0);
@@ -91,14 +108,17 @@ TEST_SUITE("hostfile") {
     CHECK(host_list("h1:4,h2") == "ERR 1:6: 'h2' has no slot count; expected host:slots");
     CHECK(host_list("h1:0") == "ERR 1:4: slots must be a positive integer, got '0'");
     CHECK(host_list("h1:4,H1:2") == "ERR 1:6: host 'H1' is already at column 1");
-    CHECK(host_list("fe80::1:4") == "ERR 1:1: IPv6 addresses cannot be written in host:slots lists");
+    CHECK(host_list("fe80::1:4") ==
+          "ERR 1:1: IPv6 addresses cannot be written in host:slots lists");
     CHECK(host_list("") == "ERR 1:1: empty item; expected host:slots");
   }
   TEST_CASE("include/exclude filters select devices per node") {
     const cluster pool{{"worker-0", 4}, {"worker-1", 4}};
-    CHECK(layout(hetlaunch::filter_devices(pool, "worker-0@worker-1:0,2")) == "worker-0:4[0,1,2,3] worker-1:2[0,2]");
+    CHECK(layout(hetlaunch::filter_devices(pool, "worker-0@worker-1:0,2")) ==
+          "worker-0:4[0,1,2,3] worker-1:2[0,2]");
     CHECK(layout(hetlaunch::filter_devices(pool, "worker-1:2,0@worker-1:2")) == "worker-1:2[0,2]");
-    CHECK(layout(hetlaunch::filter_devices(pool, "", "worker-1:0")) == "worker-0:4[0,1,2,3] worker-1:3[1,2,3]");
+    CHECK(layout(hetlaunch::filter_devices(pool, "", "worker-1:0")) ==
+          "worker-0:4[0,1,2,3] worker-1:3[1,2,3]");
     CHECK(layout(hetlaunch::filter_devices(pool, "", "worker-0")) == "worker-1:4[0,1,2,3]");
   }
   TEST_CASE("the upstream mistakes are errors or fixed") {
@@ -108,12 +128,18 @@ TEST_SUITE("hostfile") {
     // DeepSpeed accepts a device the host does not have.
     CHECK(layout(hetlaunch::filter_devices(pool, "worker-0:7")) ==
           "ERR 1:10: device 7 is not on host 'worker-0', which has devices 0,1,2,3");
-    CHECK(layout(hetlaunch::filter_devices(pool, "nope")) == "ERR 1:1: host 'nope' is not in the cluster");
-    CHECK(layout(hetlaunch::filter_devices(pool, "worker-0:")) == "ERR 1:10: device id must be a non-negative integer, got ''");
-    CHECK(layout(hetlaunch::filter_devices(pool, "worker-0:-1")) == "ERR 1:10: device id must be a non-negative integer, got '-1'");
-    CHECK(layout(hetlaunch::filter_devices(pool, "worker-0@")) == "ERR 1:10: empty node spec; expected host or host:0,1");
-    CHECK(layout(hetlaunch::filter_devices(pool, "a", "b")) == "ERR 1:1: include and exclude are mutually exclusive");
-    CHECK(layout(hetlaunch::filter_devices(pool, "", "worker-0@worker-1")) == "ERR 1:1: the filter leaves no devices");
+    CHECK(layout(hetlaunch::filter_devices(pool, "nope")) ==
+          "ERR 1:1: host 'nope' is not in the cluster");
+    CHECK(layout(hetlaunch::filter_devices(pool, "worker-0:")) ==
+          "ERR 1:10: device id must be a non-negative integer, got ''");
+    CHECK(layout(hetlaunch::filter_devices(pool, "worker-0:-1")) ==
+          "ERR 1:10: device id must be a non-negative integer, got '-1'");
+    CHECK(layout(hetlaunch::filter_devices(pool, "worker-0@")) ==
+          "ERR 1:10: empty node spec; expected host or host:0,1");
+    CHECK(layout(hetlaunch::filter_devices(pool, "a", "b")) ==
+          "ERR 1:1: include and exclude are mutually exclusive");
+    CHECK(layout(hetlaunch::filter_devices(pool, "", "worker-0@worker-1")) ==
+          "ERR 1:1: the filter leaves no devices");
   }
   TEST_CASE("a filtered node's workers see the node's devices, as under torchrun") {
     const cluster pool{{"worker-0", 4}, {"worker-1", 4}};
@@ -124,7 +150,8 @@ TEST_SUITE("hostfile") {
     for (const auto& v : hetlaunch::worker_env(picked, 0, 1, o))
       if (v.first == "CUDA_VISIBLE_DEVICES") visible = v.second;
     CHECK(visible == "1,3");
-    CHECK(hetlaunch::agent_env(picked, 0) == hetlaunch::environment{{"CUDA_VISIBLE_DEVICES", "1,3"}});
+    CHECK(hetlaunch::agent_env(picked, 0) ==
+          hetlaunch::environment{{"CUDA_VISIBLE_DEVICES", "1,3"}});
     CHECK(hetlaunch::agent_env(pool, 0).empty());
   }
 }

@@ -17,7 +17,9 @@ hetlaunch::jobset_options options(std::string name = "train") {
   o.launch.script = "train.py";
   return o;
 }
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 }  // namespace
 
 TEST_SUITE("jobset") {
@@ -53,17 +55,21 @@ TEST_SUITE("jobset") {
     CHECK(has(hetlaunch::jobset_manifest({{1, 1, {}}}, o), "- \"\\u0001\\u007f\"\n"));
   }
 
-  TEST_CASE("a string is plain YAML only when no YAML 1.1 or 1.2 reader takes it for anything else") {
+  TEST_CASE(
+      "a string is plain YAML only when no YAML 1.1 or 1.2 reader takes it for anything else") {
     using hetlaunch::detail::plain_yaml;
-    for (const char* s : {"train.py", "torchrun", "g0", "Indexed", "Never", "nvidia.com/gpu", "pkg.train", "e1x"})
+    for (const char* s :
+         {"train.py", "torchrun", "g0", "Indexed", "Never", "nvidia.com/gpu", "pkg.train", "e1x"})
       CHECK_MESSAGE(plain_yaml(s), s);
-    for (const char* s : {"1e-4", "0x2a", "1_000", "012", ".5", "1:30", "-0", "+1", "~", "null", "Null", "yes", "No",
-                          "ON", "off", "y", "N", "true", "FALSE", "64Gi", "500m", "8", ".inf", "=", "<<", "a b", "a:b",
-                          "", "--lr", "2001-12-14", "x#y"})
+    for (const char* s : {"1e-4", "0x2a", "1_000", "012",  ".5",   "1:30",       "-0",   "+1",
+                          "~",    "null", "Null",  "yes",  "No",   "ON",         "off",  "y",
+                          "N",    "true", "FALSE", "64Gi", "500m", "8",          ".inf", "=",
+                          "<<",   "a b",  "a:b",   "",     "--lr", "2001-12-14", "x#y"})
       CHECK_MESSAGE(!plain_yaml(s), s);
   }
 
-  TEST_CASE("C1 controls, separators and the byte order mark are escaped: YAML folds them into spaces") {
+  TEST_CASE(
+      "C1 controls, separators and the byte order mark are escaped: YAML folds them into spaces") {
     auto o = options();
     o.launch.script_args = {"a\u0085b", "c\u2028d", "\ufeffe", "caf\u00e9"};
     const std::string yaml = hetlaunch::jobset_manifest({{1, 1, {}}}, o);
@@ -78,12 +84,14 @@ TEST_SUITE("jobset") {
     o.launch.script_args = {"ok", "x\xff"};
     const auto r = hetlaunch::try_jobset_manifest({{1, 1, {}}}, o);
     CHECK(r.error().code == hetlaunch::errc::not_utf8);
-    CHECK(r.error().message() ==
-          "the script argument 'x\\xff' is not UTF-8 (byte 1 does not start a character): Kubernetes carries only UTF-8 text");
+    CHECK(
+        r.error().message() ==
+        "the script argument 'x\\xff' is not UTF-8 (byte 1 does not start a character): Kubernetes carries only UTF-8 text");
     auto env = options();
     env.env = {{"A", "\xc3"}};  // cut short
-    CHECK(hetlaunch::try_jobset_manifest({{1, 1, {}}}, env).error().message() ==
-          "the value of variable '\\xc3' is not UTF-8 (byte 0 does not start a character): Kubernetes carries only UTF-8 text");
+    CHECK(
+        hetlaunch::try_jobset_manifest({{1, 1, {}}}, env).error().message() ==
+        "the value of variable '\\xc3' is not UTF-8 (byte 0 does not start a character): Kubernetes carries only UTF-8 text");
     auto selector = options();
     CHECK(hetlaunch::validate_jobset({{1, 1, {{"k", "\xed\xa0\x80"}}}}, selector).front().code ==
           hetlaunch::errc::not_utf8);  // a surrogate
@@ -91,23 +99,29 @@ TEST_SUITE("jobset") {
 
   TEST_CASE("names Kubernetes would refuse, and groups without nodes or GPUs") {
     using hetlaunch::errc;
-    CHECK(hetlaunch::try_jobset_manifest({{1, 1, {}}}, options("Train")).error().code == errc::bad_name);
-    CHECK(hetlaunch::try_jobset_manifest({{1, 1, {}}}, options("-x")).error().code == errc::bad_name);
+    CHECK(hetlaunch::try_jobset_manifest({{1, 1, {}}}, options("Train")).error().code ==
+          errc::bad_name);
+    CHECK(hetlaunch::try_jobset_manifest({{1, 1, {}}}, options("-x")).error().code ==
+          errc::bad_name);
     CHECK(hetlaunch::try_jobset_manifest({{1, 1, {}}}, options("")).error().code == errc::bad_name);
-    const auto long_name = hetlaunch::try_jobset_manifest({{100, 1, {}}}, options(std::string(56, 'a')));
+    const auto long_name =
+        hetlaunch::try_jobset_manifest({{100, 1, {}}}, options(std::string(56, 'a')));
     CHECK(long_name.error().code == errc::name_too_long);
     CHECK(long_name.error().message() ==
-          hetlaunch::detail::concat("the name '", std::string(56, 'a'),
-                                    "' makes pod host names of 64 characters, more than 63 (NAME-gG-0-K): shorten it"));
-    CHECK(hetlaunch::try_jobset_manifest({{10, 1, {}}}, options(std::string(56, 'a'))));  // 63 exactly
+          hetlaunch::detail::concat(
+              "the name '", std::string(56, 'a'),
+              "' makes pod host names of 64 characters, more than 63 (NAME-gG-0-K): shorten it"));
+    CHECK(hetlaunch::try_jobset_manifest({{10, 1, {}}},
+                                         options(std::string(56, 'a'))));  // 63 exactly
     CHECK(hetlaunch::try_jobset_manifest({{0, 1, {}}}, options()).error().code == errc::bad_group);
     CHECK(hetlaunch::try_jobset_manifest({{1, 0, {}}}, options()).error().message() ==
           "group g0 must have at least 1 gpus, got 0");
     CHECK(hetlaunch::try_jobset_manifest({}, options()).error().code == errc::empty_cluster);
     // Bounded before anything is built: a billion pods is an error, not an allocation.
     const auto huge = hetlaunch::try_jobset_manifest({{1000000000, 1, {}}}, options("t"));
-    CHECK(huge.error().message() ==
-          "group g0 would have 1000000000 pods, more than 100000 (the completions Kubernetes allows an Indexed Job)");
+    CHECK(
+        huge.error().message() ==
+        "group g0 would have 1000000000 pods, more than 100000 (the completions Kubernetes allows an Indexed Job)");
     const std::vector<hetlaunch::node_group> many(11, hetlaunch::node_group{100000, 1, {}});
     CHECK(hetlaunch::try_jobset_manifest(many, options("t")).error().message() ==
           "the job would have 1100000 pods, more than 1048576");
@@ -119,9 +133,11 @@ TEST_SUITE("jobset") {
     CHECK(hetlaunch::try_jobset_manifest({{1, 1, {}}}, bad_env).error().code == errc::bad_env_name);
     auto no_script = options();
     no_script.launch.script.clear();
-    CHECK(hetlaunch::try_jobset_manifest({{1, 1, {}}}, no_script).error().code == errc::empty_script);
+    CHECK(hetlaunch::try_jobset_manifest({{1, 1, {}}}, no_script).error().code ==
+          errc::empty_script);
     auto overriding = options();
     overriding.launch.torchrun_args = {"--node_rank=3"};
-    CHECK(hetlaunch::try_jobset_manifest({{1, 1, {}}}, overriding).error().code == errc::overriding_torchrun_arg);
+    CHECK(hetlaunch::try_jobset_manifest({{1, 1, {}}}, overriding).error().code ==
+          errc::overriding_torchrun_arg);
   }
 }

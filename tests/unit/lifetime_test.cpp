@@ -39,7 +39,8 @@ TEST_SUITE("lifetime") {
   }
 
   TEST_CASE("first_error on a temporary cluster") {
-    const hetlaunch::diagnostic d = hetlaunch::first_error(hetlaunch::cluster{{heap_text("bad host"), 1}});
+    const hetlaunch::diagnostic d =
+        hetlaunch::first_error(hetlaunch::cluster{{heap_text("bad host"), 1}});
     CHECK(d.code == hetlaunch::errc::bad_host);
     CHECK(mentions(d.message(), "bad host"));
   }
@@ -52,13 +53,16 @@ TEST_SUITE("lifetime") {
     CHECK(mentions(plan.error()[0].message(), "a b"));
     CHECK(mentions(plan.error()[1].message(), "a b"));
     CHECK(mentions(plan.error()[2].message(), "-script"));
-    const auto problems = hetlaunch::validate_plan(hetlaunch::cluster{{heap_text("a b"), 2}}, options_with("t.py"));
+    const auto problems =
+        hetlaunch::validate_plan(hetlaunch::cluster{{heap_text("a b"), 2}}, options_with("t.py"));
     REQUIRE(problems.size() == 2);
     CHECK(mentions(problems[0].message(), "a b"));
   }
 
   TEST_CASE("the one-call functions on temporaries") {
-    const auto cluster_of = [] { return hetlaunch::cluster{{heap_text("gpu-a"), 2}, {heap_text("gpu-b"), 1}}; };
+    const auto cluster_of = [] {
+      return hetlaunch::cluster{{heap_text("gpu-a"), 2}, {heap_text("gpu-b"), 1}};
+    };
     const auto argv = hetlaunch::try_torchrun_argv(cluster_of(), 1, options_with(heap_text("-x")));
     CHECK(mentions(argv.error().message(), "-x"));
     const auto env = hetlaunch::try_worker_env(cluster_of(), 1, 5, options_with(""));
@@ -76,7 +80,8 @@ TEST_SUITE("lifetime") {
     CHECK(mentions(accelerate.error().message(), "no such address!"));
   }
 
-  TEST_CASE("a fixed topology converts to a cluster only explicitly, and its calls own their text") {
+  TEST_CASE(
+      "a fixed topology converts to a cluster only explicitly, and its calls own their text") {
     constexpr auto fixed = hetlaunch::make_cluster({{"gpu-a", 2}, {"gpu-b", 1}});
     const auto env = hetlaunch::try_worker_env(hetlaunch::cluster(fixed), 1, 99, options_with(""));
     CHECK(mentions(env.error().message(), "gpu-b"));
@@ -88,7 +93,8 @@ TEST_SUITE("lifetime") {
   TEST_CASE("a plan's diagnostics outlive the plan") {
     hetlaunch::result<hetlaunch::environment, hetlaunch::diagnostic> env = hetlaunch::environment{};
     {
-      const auto plan = hetlaunch::make_plan(hetlaunch::cluster{{heap_text("gpu-a"), 1}}, options_with(""));
+      const auto plan =
+          hetlaunch::make_plan(hetlaunch::cluster{{heap_text("gpu-a"), 1}}, options_with(""));
       env = plan->try_worker_env(0, 3);
     }
     CHECK(mentions(env.error().message(), "gpu-a"));
@@ -98,8 +104,11 @@ TEST_SUITE("lifetime") {
     std::vector<hetlaunch::diagnostic> ds;
     {
       const hetlaunch::cluster c{{heap_text("gpu-a"), 2}, {"b", 1}};
-      const hetlaunch::environment env = {{"WORLD_SIZE", heap_text("three")}, {"GROUP_RANK", "0"},
-                                          {"LOCAL_WORLD_SIZE", "4"}, {"RANK", "0"}, {"LOCAL_RANK", "0"}};
+      const hetlaunch::environment env = {{"WORLD_SIZE", heap_text("three")},
+                                          {"GROUP_RANK", "0"},
+                                          {"LOCAL_WORLD_SIZE", "4"},
+                                          {"RANK", "0"},
+                                          {"LOCAL_RANK", "0"}};
       ds = hetlaunch::check_worker_env(c, env);
     }
     REQUIRE(ds.size() == 2);
@@ -144,16 +153,21 @@ TEST_SUITE("lifetime") {
     CHECK(mentions(argv.error().message(), "BAD NAME"));
     const auto problems = hetlaunch::validate_ssh(hetlaunch::ssh_options(ssh));
     CHECK(mentions(problems.front().message(), "BAD NAME"));
-    const auto filtered = hetlaunch::filter_devices(hetlaunch::cluster{{"a", 2}}, heap_text("zz"), "");
+    const auto filtered =
+        hetlaunch::filter_devices(hetlaunch::cluster{{"a", 2}}, heap_text("zz"), "");
     CHECK(mentions(filtered.error().message, "zz"));
-    CHECK(hetlaunch::expand_tasks_per_node(heap_text("2(x")).error().code == hetlaunch::errc::bad_syntax);
-    CHECK(mentions(hetlaunch::parse_env_file(heap_text("no equals sign ")).error().message, "no equals sign"));
+    CHECK(hetlaunch::expand_tasks_per_node(heap_text("2(x")).error().code ==
+          hetlaunch::errc::bad_syntax);
+    CHECK(mentions(hetlaunch::parse_env_file(heap_text("no equals sign ")).error().message,
+                   "no equals sign"));
     CHECK(mentions(hetlaunch::try_compress_hostlist({heap_text("a,b")}).error().message, "a,b"));
     hetlaunch::jobset_options js;
     js.name = "t";
     js.image = heap_text("img\xff");
     js.launch.script = "t.py";
-    CHECK(mentions(hetlaunch::validate_jobset({{1, 1, {}}}, hetlaunch::jobset_options(js)).front().message(), "img"));
+    CHECK(mentions(
+        hetlaunch::validate_jobset({{1, 1, {}}}, hetlaunch::jobset_options(js)).front().message(),
+        "img"));
   }
 }
 
@@ -212,7 +226,8 @@ TEST_SUITE("one error vocabulary") {
     CHECK(mentions(dup.error().message, "allow_duplicate_hosts"));
     hetlaunch::validate_options allow;
     allow.allow_duplicate_hosts = true;
-    CHECK(hetlaunch::cluster_from_slurm(env("n1,N1"), std::size_t{1} << 20, std::size_t{1} << 27, allow));
+    CHECK(hetlaunch::cluster_from_slurm(env("n1,N1"), std::size_t{1} << 20, std::size_t{1} << 27,
+                                        allow));
     CHECK(hetlaunch::cluster_from_slurm(env("n_1,n_2")).error().code == hetlaunch::errc::bad_host);
   }
 }

@@ -60,31 +60,34 @@ TEST_SUITE("plan") {
     hetlaunch::launch_options o;
     o.master_port = 0;
     o.rendezvous_timeout = -5;
-    o.torchrun_args = {"--nproc_per_node=99", "--redirects", "3", "--node-rank", "5", "--nnode=1", "--rdzv=x", "--tee=3"};
+    o.torchrun_args = {"--nproc_per_node=99", "--redirects", "3",      "--node-rank", "5",
+                       "--nnode=1",           "--rdzv=x",    "--tee=3"};
     o.script = "--max_restarts=9";
     const auto plan = hetlaunch::make_plan(c, o);
     REQUIRE(!plan);
     std::vector<std::string> messages;
     for (const auto& d : plan.error()) messages.push_back(d.message());
-    CHECK(messages == strings{
-        "node 0 ('a'): nproc must be at least 1, got 0",
-        "node 1 ('A'): host is also node 0; two agents on one host must be allowed explicitly (allow_duplicate_hosts)",
-        "master_port must be 1..65535, got 0",
-        "rendezvous_timeout must be 0 (torchrun's default) or more seconds, got -5",
-        "the extra torchrun argument '--nproc_per_node=99' names an option hetlaunch computes (--nnodes, --node_rank, "
-        "--nproc_per_node, --master_addr, --master_port, --rdzv_*, --max_restarts, --role, --standalone); set it "
-        "through the launch options instead",
-        "the extra torchrun argument '--node-rank' names an option hetlaunch computes (--nnodes, --node_rank, "
-        "--nproc_per_node, --master_addr, --master_port, --rdzv_*, --max_restarts, --role, --standalone); set it "
-        "through the launch options instead",
-        "the extra torchrun argument '--nnode=1' names an option hetlaunch computes (--nnodes, --node_rank, "
-        "--nproc_per_node, --master_addr, --master_port, --rdzv_*, --max_restarts, --role, --standalone); set it "
-        "through the launch options instead",
-        "the extra torchrun argument '--rdzv=x' names an option hetlaunch computes (--nnodes, --node_rank, "
-        "--nproc_per_node, --master_addr, --master_port, --rdzv_*, --max_restarts, --role, --standalone); set it "
-        "through the launch options instead",
-        "the script '--max_restarts=9' starts with '-', so torchrun would read it as one of its own options",
-    });
+    CHECK(
+        messages ==
+        strings{
+            "node 0 ('a'): nproc must be at least 1, got 0",
+            "node 1 ('A'): host is also node 0; two agents on one host must be allowed explicitly (allow_duplicate_hosts)",
+            "master_port must be 1..65535, got 0",
+            "rendezvous_timeout must be 0 (torchrun's default) or more seconds, got -5",
+            "the extra torchrun argument '--nproc_per_node=99' names an option hetlaunch computes (--nnodes, --node_rank, "
+            "--nproc_per_node, --master_addr, --master_port, --rdzv_*, --max_restarts, --role, --standalone); set it "
+            "through the launch options instead",
+            "the extra torchrun argument '--node-rank' names an option hetlaunch computes (--nnodes, --node_rank, "
+            "--nproc_per_node, --master_addr, --master_port, --rdzv_*, --max_restarts, --role, --standalone); set it "
+            "through the launch options instead",
+            "the extra torchrun argument '--nnode=1' names an option hetlaunch computes (--nnodes, --node_rank, "
+            "--nproc_per_node, --master_addr, --master_port, --rdzv_*, --max_restarts, --role, --standalone); set it "
+            "through the launch options instead",
+            "the extra torchrun argument '--rdzv=x' names an option hetlaunch computes (--nnodes, --node_rank, "
+            "--nproc_per_node, --master_addr, --master_port, --rdzv_*, --max_restarts, --role, --standalone); set it "
+            "through the launch options instead",
+            "the script '--max_restarts=9' starts with '-', so torchrun would read it as one of its own options",
+        });
   }
 
   TEST_CASE("the one-call functions refuse overriding arguments too") {
@@ -92,8 +95,10 @@ TEST_SUITE("plan") {
     hetlaunch::launch_options o;
     o.script = "train.py";
     o.torchrun_args = {"--master-port", "1"};
-    CHECK(hetlaunch::try_torchrun_argv(c, 0, o).error().code == hetlaunch::errc::overriding_torchrun_arg);
-    o.torchrun_args = {"--redirects", "2", "--tee", "2", "--log-dir=/tmp/x", "--monitor_interval=1"};
+    CHECK(hetlaunch::try_torchrun_argv(c, 0, o).error().code ==
+          hetlaunch::errc::overriding_torchrun_arg);
+    o.torchrun_args = {"--redirects",         "2", "--tee", "2", "--log-dir=/tmp/x",
+                       "--monitor_interval=1"};
     CHECK(hetlaunch::try_torchrun_argv(c, 0, o));
   }
 
@@ -124,13 +129,15 @@ TEST_SUITE("plan") {
     std::vector<std::string> hosts;
     for (std::size_t i = 0; i < nodes; ++i) hosts.push_back(hetlaunch::detail::concat("n", i));
     std::vector<hetlaunch::node_spec> specs;
-    for (std::size_t i = 0; i < nodes; ++i) specs.push_back({hosts[i], 1 + static_cast<int>(i % 8)});
+    for (std::size_t i = 0; i < nodes; ++i)
+      specs.push_back({hosts[i], 1 + static_cast<int>(i % 8)});
     hetlaunch::launch_options o;
     o.script = "train.py";
     o.global_batch = 1000003;
     const auto plan = hetlaunch::make_plan(hetlaunch::cluster(specs), o);
     REQUIRE(plan);
-    std::size_t torchrun_args = 0, accelerate_args = 0, worker_vars = 0, direct_vars = 0, agent_vars = 0;
+    std::size_t torchrun_args = 0, accelerate_args = 0, worker_vars = 0, direct_vars = 0,
+                agent_vars = 0;
     long long batch = 0;
     for (std::size_t i = 0; i < nodes; ++i) {
       torchrun_args += plan->torchrun_argv(i).size();
@@ -162,7 +169,8 @@ TEST_SUITE("plan") {
     o.rdzv_id = "job";
     const auto plan = hetlaunch::make_plan(c, o);
     REQUIRE(plan);
-    for (std::size_t i = 0; i < 2; ++i) CHECK(plan->accelerate_argv(i) == hetlaunch::accelerate_argv(c, i, o));
+    for (std::size_t i = 0; i < 2; ++i)
+      CHECK(plan->accelerate_argv(i) == hetlaunch::accelerate_argv(c, i, o));
     CHECK(plan->try_accelerate_argv(2).error().code == hetlaunch::errc::node_out_of_range);
     o.script.clear();
     const auto without_script = hetlaunch::make_plan(c, o);
@@ -218,6 +226,7 @@ TEST_SUITE("refusals follow the output") {
     o.rdzv_id = "job-7";
     CHECK(hetlaunch::validate_launch(c, 1, o).empty());
     CHECK(hetlaunch::try_torchrun_argv(c, 1, o));
-    CHECK(hetlaunch::try_worker_env(c, 1, 0, o).error().code == hetlaunch::errc::ranks_decided_at_rendezvous);
+    CHECK(hetlaunch::try_worker_env(c, 1, 0, o).error().code ==
+          hetlaunch::errc::ranks_decided_at_rendezvous);
   }
 }

@@ -27,17 +27,22 @@ hetlaunch::restart_options allowing(int restarts, bool exclude = false, std::siz
 
 TEST_SUITE("gang restarts") {
   TEST_CASE("a job that succeeded, or was interrupted, is not restarted") {
-    CHECK(hetlaunch::decide_restart(allowing(3), 0, 3, {}, false).verdict == restart_verdict::succeeded);
-    CHECK(hetlaunch::decide_restart(allowing(3), 0, 3, {1}, true).verdict == restart_verdict::interrupted);
-    CHECK(hetlaunch::decide_restart(allowing(3), 0, 3, {}, true).verdict == restart_verdict::interrupted);
+    CHECK(hetlaunch::decide_restart(allowing(3), 0, 3, {}, false).verdict ==
+          restart_verdict::succeeded);
+    CHECK(hetlaunch::decide_restart(allowing(3), 0, 3, {1}, true).verdict ==
+          restart_verdict::interrupted);
+    CHECK(hetlaunch::decide_restart(allowing(3), 0, 3, {}, true).verdict ==
+          restart_verdict::interrupted);
   }
 
   TEST_CASE("N restarts allow N + 1 attempts") {
     const auto o = allowing(2);
     CHECK(hetlaunch::decide_restart(o, 0, 3, {2}, false).restart());
     CHECK(hetlaunch::decide_restart(o, 1, 3, {2}, false).restart());
-    CHECK(hetlaunch::decide_restart(o, 2, 3, {2}, false).verdict == restart_verdict::no_restart_left);
-    CHECK(hetlaunch::decide_restart(allowing(0), 0, 3, {2}, false).verdict == restart_verdict::no_restart_left);
+    CHECK(hetlaunch::decide_restart(o, 2, 3, {2}, false).verdict ==
+          restart_verdict::no_restart_left);
+    CHECK(hetlaunch::decide_restart(allowing(0), 0, 3, {2}, false).verdict ==
+          restart_verdict::no_restart_left);
   }
 
   TEST_CASE("without exclude_failed every node starts again") {
@@ -46,9 +51,11 @@ TEST_SUITE("gang restarts") {
     CHECK(d.nodes == nodes{0, 1, 2});
   }
 
-  TEST_CASE("with exclude_failed the failed and unreachable nodes are left out, the rest keep their order") {
+  TEST_CASE(
+      "with exclude_failed the failed and unreachable nodes are left out, the rest keep their order") {
     CHECK(hetlaunch::decide_restart(allowing(1, true), 0, 4, {2}, false).nodes == nodes{0, 1, 3});
-    CHECK(hetlaunch::decide_restart(allowing(1, true), 0, 4, {3, 0, 3}, false).nodes == nodes{1, 2});
+    CHECK(hetlaunch::decide_restart(allowing(1, true), 0, 4, {3, 0, 3}, false).nodes ==
+          nodes{1, 2});
   }
 
   TEST_CASE("min_nodes stops a shrink; no job shrinks to nothing") {
@@ -56,10 +63,12 @@ TEST_SUITE("gang restarts") {
     const auto d = hetlaunch::decide_restart(allowing(1, true, 4), 0, 4, {2}, false);
     CHECK(d.verdict == restart_verdict::too_few_nodes);
     CHECK(d.nodes.empty());
-    CHECK(hetlaunch::decide_restart(allowing(1, true, 0), 0, 1, {0}, false).verdict == restart_verdict::too_few_nodes);
+    CHECK(hetlaunch::decide_restart(allowing(1, true, 0), 0, 1, {0}, false).verdict ==
+          restart_verdict::too_few_nodes);
   }
 
-  TEST_CASE("property: for all small jobs and failures, the next attempt is every node not blamed") {
+  TEST_CASE(
+      "property: for all small jobs and failures, the next attempt is every node not blamed") {
     std::mt19937 rng(11);
     for (int round = 0; round < 2000; ++round) {
       const std::size_t n = 1 + rng() % 6;
@@ -68,17 +77,22 @@ TEST_SUITE("gang restarts") {
       const bool exclude = rng() % 2;
       const std::size_t min_nodes = rng() % (n + 1);
       const int restarts = static_cast<int>(rng() % 3), done = static_cast<int>(rng() % 3);
-      const auto d = hetlaunch::decide_restart(allowing(restarts, exclude, min_nodes), done, n, failed, false);
+      const auto d =
+          hetlaunch::decide_restart(allowing(restarts, exclude, min_nodes), done, n, failed, false);
       nodes expected;
       for (std::size_t i = 0; i < n; ++i) {
         bool blamed = false;
         for (std::size_t f : failed) blamed = blamed || (exclude && f == i);
         if (!blamed) expected.push_back(i);
       }
-      if (failed.empty()) CHECK(d.verdict == restart_verdict::succeeded);
-      else if (done >= restarts) CHECK(d.verdict == restart_verdict::no_restart_left);
-      else if (expected.size() < (min_nodes > 0 ? min_nodes : 1)) CHECK(d.verdict == restart_verdict::too_few_nodes);
-      else CHECK(d.nodes == expected);
+      if (failed.empty())
+        CHECK(d.verdict == restart_verdict::succeeded);
+      else if (done >= restarts)
+        CHECK(d.verdict == restart_verdict::no_restart_left);
+      else if (expected.size() < (min_nodes > 0 ? min_nodes : 1))
+        CHECK(d.verdict == restart_verdict::too_few_nodes);
+      else
+        CHECK(d.nodes == expected);
     }
   }
 
@@ -97,7 +111,8 @@ TEST_SUITE("gang restarts") {
     CHECK(smaller.rank_offset(2) == 5);
   }
 
-  TEST_CASE("a plan made again without the failed node splits the same global batch over the rest") {
+  TEST_CASE(
+      "a plan made again without the failed node splits the same global batch over the rest") {
     const hetlaunch::cluster c{{"a", 3}, {"b", 1, "default", "3"}, {"c", 2}};
     hetlaunch::launch_options o;
     o.script = "t.py";
@@ -110,7 +125,8 @@ TEST_SUITE("gang restarts") {
     REQUIRE(after);
     CHECK(after->topology().world_size() == 4);
     CHECK(after->node_batch_of(0).batch + after->node_batch_of(1).batch == 60);
-    // Every rank gets one sample first; the other 56 go half and half (weight 3 x 1 worker = 1 x 3).
+    // Every rank gets one sample first; the other 56 go half and half (weight 3 x 1 worker =
+    // 1 x 3).
     CHECK(after->node_batch_of(1).batch == 1 + 28);
   }
 }

@@ -40,7 +40,8 @@ TEST_SUITE("result") {
     const result<int> r = parse_error{1, 2, "bad"};
     CHECK_THROWS_WITH_AS(r.value(), "line 1, column 2: bad", hetlaunch::bad_result_access);
     const hetlaunch::cluster c{{"a", 1}};
-    CHECK_THROWS_WITH_AS(c.try_nproc(5).value(), "node index 5 is out of range: the cluster has 1 nodes",
+    CHECK_THROWS_WITH_AS(c.try_nproc(5).value(),
+                         "node index 5 is out of range: the cluster has 1 nodes",
                          hetlaunch::bad_result_access);
   }
 #endif
@@ -50,10 +51,11 @@ TEST_SUITE("result") {
 TEST_CASE("VERSION and version.hpp name the same version") {
 #ifdef HETLAUNCH_TEST_VERSION_FILE
   CHECK(std::string(HETLAUNCH_TEST_VERSION_FILE) ==
-        hetlaunch::detail::concat(HETLAUNCH_VERSION_MAJOR, ".", HETLAUNCH_VERSION_MINOR, ".", HETLAUNCH_VERSION_PATCH));
-  CHECK(HETLAUNCH_VERSION == HETLAUNCH_VERSION_MAJOR * 10000 + HETLAUNCH_VERSION_MINOR * 100 + HETLAUNCH_VERSION_PATCH);
+        hetlaunch::detail::concat(HETLAUNCH_VERSION_MAJOR, ".", HETLAUNCH_VERSION_MINOR, ".",
+                                  HETLAUNCH_VERSION_PATCH));
+  CHECK(HETLAUNCH_VERSION ==
+        HETLAUNCH_VERSION_MAJOR * 10000 + HETLAUNCH_VERSION_MINOR * 100 + HETLAUNCH_VERSION_PATCH);
 #else
   FAIL("the build did not pass HETLAUNCH_TEST_VERSION_FILE");
 #endif
 }
-

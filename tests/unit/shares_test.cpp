@@ -22,7 +22,8 @@ __extension__ typedef unsigned __int128 u128;
 
 // The rule as written, by another route: weights read digit by digit into millionths, every
 // node's exact share E * d_i / D as (quotient, remainder), the leftovers by sorting all nodes.
-std::vector<hetlaunch::node_batch> reference_split(const std::vector<int>& nproc, const std::vector<std::string>& weight,
+std::vector<hetlaunch::node_batch> reference_split(const std::vector<int>& nproc,
+                                                   const std::vector<std::string>& weight,
                                                    long long global_batch) {
   const std::size_t n = nproc.size();
   std::vector<u128> d(n);
@@ -57,7 +58,8 @@ std::vector<hetlaunch::node_batch> reference_split(const std::vector<int>& nproc
   std::sort(remainders.begin(), remainders.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   });
-  for (long long k = 0; k < global_batch - world - given; ++k) ++out[remainders[static_cast<std::size_t>(k)].second].batch;
+  for (long long k = 0; k < global_batch - world - given; ++k)
+    ++out[remainders[static_cast<std::size_t>(k)].second].batch;
   long long offset = 0;
   for (auto& b : out) {
     b.offset = static_cast<int>(offset);
@@ -71,7 +73,8 @@ struct topology {
   std::vector<std::string> weight;
   hetlaunch::cluster make() const {
     hetlaunch::cluster_builder b;
-    for (std::size_t i = 0; i < nproc.size(); ++i) b.add(std::string("n").append(std::to_string(i)), nproc[i], "default", weight[i]);
+    for (std::size_t i = 0; i < nproc.size(); ++i)
+      b.add(std::string("n").append(std::to_string(i)), nproc[i], "default", weight[i]);
     return b.finish();
   }
   int world() const {
@@ -81,7 +84,8 @@ struct topology {
   }
 };
 
-const char* const some_weights[] = {"1", "2", "3", "0.5", "2.5", "1.000001", "0.000001", "1000000", "7.123456", "1.5", "03"};
+const char* const some_weights[] = {"1",        "2",       "3",        "0.5", "2.5", "1.000001",
+                                    "0.000001", "1000000", "7.123456", "1.5", "03"};
 
 topology random_topology(std::mt19937& rng, std::size_t max_nodes) {
   topology t;
@@ -96,7 +100,8 @@ topology random_topology(std::mt19937& rng, std::size_t max_nodes) {
 }  // namespace
 
 TEST_SUITE("shares") {
-  TEST_CASE("the split follows the rule exactly, for random topologies, weights and global batches") {
+  TEST_CASE(
+      "the split follows the rule exactly, for random topologies, weights and global batches") {
     std::mt19937 rng(2026);
     for (int trial = 0; trial < 3000; ++trial) {
       const topology t = random_topology(rng, trial < 2000 ? 6 : 200);
@@ -126,7 +131,8 @@ TEST_SUITE("shares") {
     }
   }
 
-  TEST_CASE("equal nodes get equal shares, the lower index the one left over; a heavier node never gets less") {
+  TEST_CASE(
+      "equal nodes get equal shares, the lower index the one left over; a heavier node never gets less") {
     std::mt19937 rng(17);
     for (int trial = 0; trial < 1500; ++trial) {
       topology t = random_topology(rng, 8);
@@ -142,47 +148,63 @@ TEST_SUITE("shares") {
       // Monotone: raising one node's weight, the others fixed, never lowers its share.
       const std::size_t k = rng() % t.nproc.size();
       topology heavier = t;
-      heavier.weight[k] = std::to_string(std::min<std::int64_t>(
-          hetlaunch::check_weight(t.weight[k]).micros / 1000000 + 1 + static_cast<std::int64_t>(rng() % 5), 1000000));
+      heavier.weight[k] = std::to_string(
+          std::min<std::int64_t>(hetlaunch::check_weight(t.weight[k]).micros / 1000000 + 1 +
+                                     static_cast<std::int64_t>(rng() % 5),
+                                 1000000));
       const auto after = hetlaunch::split_batch(heavier.make(), global_batch).value();
       CHECK(after[k].batch >= split[k].batch);
     }
   }
 
-  TEST_CASE("the largest inputs: a world of INT_MAX workers, INT_MAX samples, weights at both ends") {
-    const hetlaunch::cluster c{{"a", 1, "default", "1000000"}, {"b", INT_MAX - 2, "default", "0.000001"}, {"c", 1}};
+  TEST_CASE(
+      "the largest inputs: a world of INT_MAX workers, INT_MAX samples, weights at both ends") {
+    const hetlaunch::cluster c{
+        {"a", 1, "default", "1000000"}, {"b", INT_MAX - 2, "default", "0.000001"}, {"c", 1}};
     const auto split = hetlaunch::split_batch(c, INT_MAX).value();
     CHECK(split == reference_split({1, INT_MAX - 2, 1}, {"1000000", "0.000001", "1"}, INT_MAX));
     const hetlaunch::cluster two{{"a", 1, "default", "1000000"}, {"b", 1, "default", "0.000001"}};
     const auto far = hetlaunch::split_batch(two, INT_MAX).value();
     CHECK(far == reference_split({1, 1}, {"1000000", "0.000001"}, INT_MAX));
-    CHECK(far[1].batch == 1);  // (2^31 - 3) / (10^12 + 1) of a sample: less than the other's remainder
-    const hetlaunch::cluster big{{"a", INT_MAX / 2, "default", "999999.999999"}, {"b", INT_MAX / 2 + 1, "default", "1000000"}};
+    CHECK(far[1].batch ==
+          1);  // (2^31 - 3) / (10^12 + 1) of a sample: less than the other's remainder
+    const hetlaunch::cluster big{{"a", INT_MAX / 2, "default", "999999.999999"},
+                                 {"b", INT_MAX / 2 + 1, "default", "1000000"}};
     CHECK(hetlaunch::split_batch(big, INT_MAX).value() ==
           reference_split({INT_MAX / 2, INT_MAX / 2 + 1}, {"999999.999999", "1000000"}, INT_MAX));
-    CHECK(hetlaunch::split_batch(big, INT_MAX - 1).error().code == hetlaunch::errc::global_batch_too_small);
+    CHECK(hetlaunch::split_batch(big, INT_MAX - 1).error().code ==
+          hetlaunch::errc::global_batch_too_small);
   }
 
-  TEST_CASE("usable in constant expressions on a fixed topology, with the run-time split's result") {
-    constexpr auto c = hetlaunch::make_cluster({{"a100", 8, "default", "3"}, {"t4", 4}, {"v100", 2, "default", "1.5"}});
+  TEST_CASE(
+      "usable in constant expressions on a fixed topology, with the run-time split's result") {
+    constexpr auto c = hetlaunch::make_cluster(
+        {{"a100", 8, "default", "3"}, {"t4", 4}, {"v100", 2, "default", "1.5"}});
     constexpr auto s = hetlaunch::split_batch(c, 1000);
     static_assert(!s.error, "a valid split");
     static_assert(s.node(0).batch + s.node(1).batch + s.node(2).batch == 1000, "all samples");
     static_assert(s.node(1).offset == s.node(0).batch, "offsets are prefix sums");
-    static_assert(hetlaunch::batch_of_rank(s.node(0), 8, 7).offset + hetlaunch::batch_of_rank(s.node(0), 8, 7).batch ==
+    static_assert(hetlaunch::batch_of_rank(s.node(0), 8, 7).offset +
+                          hetlaunch::batch_of_rank(s.node(0), 8, 7).batch ==
                       s.node(1).offset,
                   "ranks tile the node");
     const auto runtime = hetlaunch::split_batch(hetlaunch::cluster(c), 1000).value();
     for (std::size_t i = 0; i < 3; ++i) CHECK(runtime[i] == s.node(i));
-    constexpr auto bad = hetlaunch::split_batch(hetlaunch::make_cluster({{"a", 2}, {"b", 2, "default", "0"}}), 10);
-    static_assert(bad.error.code == hetlaunch::errc::bad_weight && bad.error.node == 1, "the node is named");
-    static_assert(hetlaunch::split_batch(c, 13).error.code == hetlaunch::errc::global_batch_too_small, "B < W");
-    static_assert(hetlaunch::first_error(hetlaunch::make_cluster({{"a", 2, "default", "1e3"}})).code ==
-                      hetlaunch::errc::bad_weight,
-                  "validation refuses a bad weight");
+    constexpr auto bad =
+        hetlaunch::split_batch(hetlaunch::make_cluster({{"a", 2}, {"b", 2, "default", "0"}}), 10);
+    static_assert(bad.error.code == hetlaunch::errc::bad_weight && bad.error.node == 1,
+                  "the node is named");
+    static_assert(
+        hetlaunch::split_batch(c, 13).error.code == hetlaunch::errc::global_batch_too_small,
+        "B < W");
+    static_assert(
+        hetlaunch::first_error(hetlaunch::make_cluster({{"a", 2, "default", "1e3"}})).code ==
+            hetlaunch::errc::bad_weight,
+        "validation refuses a bad weight");
   }
 
-  TEST_CASE("a weight is a positive decimal of at most 6 fractional digits, at most 1000000, read exactly") {
+  TEST_CASE(
+      "a weight is a positive decimal of at most 6 fractional digits, at most 1000000, read exactly") {
     using hetlaunch::weight_issue;
     const auto issue = [](const char* text) { return hetlaunch::check_weight(text).issue; };
     CHECK(hetlaunch::check_weight("1").micros == 1000000);
@@ -197,14 +219,16 @@ TEST_SUITE("shares") {
     CHECK(issue("-1") == weight_issue::negative);
     CHECK(issue("1.0000001") == weight_issue::too_many_digits);
     CHECK(hetlaunch::check_weight("1.0000001").position == 8);
-    for (const char* text : {"nan", "inf", "1e3", "+2", ".5", "1.", "1..2", "1,5", "0x10", " 1", "1 ", "１"})
+    for (const char* text :
+         {"nan", "inf", "1e3", "+2", ".5", "1.", "1..2", "1,5", "0x10", " 1", "1 ", "１"})
       CHECK_MESSAGE(issue(text) == weight_issue::not_a_decimal, text);
     CHECK(issue("") == weight_issue::empty);
     CHECK(hetlaunch::check_weight("12a").position == 2);
   }
 
   TEST_CASE("bad input names the node, or the line and column of a hostfile") {
-    const auto problems = hetlaunch::validate(hetlaunch::cluster{{"a", 2}, {"b", 2, "default", "-1"}});
+    const auto problems =
+        hetlaunch::validate(hetlaunch::cluster{{"a", 2}, {"b", 2, "default", "-1"}});
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].message() ==
           "node 1 ('b'): weight '-1' is not valid: it is negative; a weight must be above 0");
@@ -223,13 +247,16 @@ TEST_SUITE("shares") {
     o.global_batch = 3;
     const auto plan = hetlaunch::make_plan(hetlaunch::cluster{{"a", 2}, {"b", 2}}, o);
     REQUIRE(!plan);
-    CHECK(plan.error().front().message() ==
-          "the global batch 3 is smaller than the world size 4: every worker needs at least one sample a step");
+    CHECK(
+        plan.error().front().message() ==
+        "the global batch 3 is smaller than the world size 4: every worker needs at least one sample a step");
     o.global_batch = -5;
-    CHECK(hetlaunch::make_plan(hetlaunch::cluster{{"a", 2}}, o).error().front().code == hetlaunch::errc::bad_global_batch);
+    CHECK(hetlaunch::make_plan(hetlaunch::cluster{{"a", 2}}, o).error().front().code ==
+          hetlaunch::errc::bad_global_batch);
   }
 
-  TEST_CASE("a cluster keeps its weights through copies, filters and set_weight, at a few bytes a node") {
+  TEST_CASE(
+      "a cluster keeps its weights through copies, filters and set_weight, at a few bytes a node") {
     hetlaunch::cluster c{{"a", 2}, {"b", 4, "default", "2.5"}, {"c", 1}};
     CHECK(c.has_weights());
     c.set_weight(2, "0.5");
@@ -258,7 +285,8 @@ TEST_SUITE("shares") {
     CHECK(plan.node_batch_of(1) == hetlaunch::node_batch{5, 8});
     CHECK(plan.rank_batch_of(0, 2) == hetlaunch::rank_batch{2, 6});
     CHECK(plan.try_rank_batch(0, 3).error().code == hetlaunch::errc::local_rank_out_of_range);
-    const hetlaunch::environment agent{{"HETLAUNCH_GLOBAL_BATCH", "13"}, {"HETLAUNCH_NODE_BATCH", "5"},
+    const hetlaunch::environment agent{{"HETLAUNCH_GLOBAL_BATCH", "13"},
+                                       {"HETLAUNCH_NODE_BATCH", "5"},
                                        {"HETLAUNCH_NODE_BATCH_OFFSET", "8"}};
     CHECK(plan.agent_env(1) == agent);
     CHECK(hetlaunch::try_agent_env(c, 1, o).value() == agent);
@@ -271,7 +299,8 @@ TEST_SUITE("shares") {
     wrong.emplace_back("HETLAUNCH_NODE_BATCH_OFFSET", "7");
     const auto problems = hetlaunch::check_worker_env(plan, wrong);
     REQUIRE(problems.size() == 1);
-    CHECK(problems[0].message() == "node 1 ('b'): HETLAUNCH_NODE_BATCH_OFFSET is '7' but the plan gives 8");
+    CHECK(problems[0].message() ==
+          "node 1 ('b'): HETLAUNCH_NODE_BATCH_OFFSET is '7' but the plan gives 8");
     wrong.pop_back();
     CHECK(hetlaunch::check_worker_env(plan, wrong).at(0).code == hetlaunch::errc::env_missing);
     // Without a global batch: no variable, and the split is refused with a reason.
@@ -285,7 +314,9 @@ TEST_SUITE("shares") {
 
   TEST_CASE("a split of many nodes hands out every sample") {
     hetlaunch::cluster_builder b;
-    for (int i = 0; i < 200000; ++i) b.add(std::string("n").append(std::to_string(i)), 1 + i % 8, "default", i % 3 == 0 ? "2.5" : "1");
+    for (int i = 0; i < 200000; ++i)
+      b.add(std::string("n").append(std::to_string(i)), 1 + i % 8, "default",
+            i % 3 == 0 ? "2.5" : "1");
     const hetlaunch::cluster c = b.finish();
     const auto split = hetlaunch::split_batch(c, INT_MAX).value();
     long long sum = 0;

@@ -43,7 +43,8 @@ fake_env parse_recorded(const char* lines) {
     const std::size_t end = text.find('\n');
     const std::string_view line = text.substr(0, end);
     const std::size_t eq = line.find('=');
-    if (eq != std::string_view::npos) env.vars[std::string(line.substr(0, eq))] = std::string(line.substr(eq + 1));
+    if (eq != std::string_view::npos)
+      env.vars[std::string(line.substr(0, eq))] = std::string(line.substr(eq + 1));
     text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
   }
   return env;
@@ -58,10 +59,15 @@ std::string hosts_of(const hetlaunch::cluster& c) {
 
 // A heterogeneous job of two components, as Slurm 22.05 describes it in the batch script.
 fake_env hetjob_batch() {
-  return fake_env{{{"SLURM_HET_SIZE", "2"}, {"SLURM_JOB_NODELIST", "h1"}, {"SLURM_TASKS_PER_NODE", "2"},
-                   {"SLURM_NODEID", "0"}, {"SLURMD_NODENAME", "h1"},
-                   {"SLURM_JOB_NODELIST_HET_GROUP_0", "h1"}, {"SLURM_TASKS_PER_NODE_HET_GROUP_0", "2"},
-                   {"SLURM_JOB_NODELIST_HET_GROUP_1", "h[0,2]"}, {"SLURM_TASKS_PER_NODE_HET_GROUP_1", "1(x2)"}}};
+  return fake_env{{{"SLURM_HET_SIZE", "2"},
+                   {"SLURM_JOB_NODELIST", "h1"},
+                   {"SLURM_TASKS_PER_NODE", "2"},
+                   {"SLURM_NODEID", "0"},
+                   {"SLURMD_NODENAME", "h1"},
+                   {"SLURM_JOB_NODELIST_HET_GROUP_0", "h1"},
+                   {"SLURM_TASKS_PER_NODE_HET_GROUP_0", "2"},
+                   {"SLURM_JOB_NODELIST_HET_GROUP_1", "h[0,2]"},
+                   {"SLURM_TASKS_PER_NODE_HET_GROUP_1", "1(x2)"}}};
 }
 }  // namespace
 
@@ -84,7 +90,8 @@ TEST_SUITE("slurm") {
   TEST_CASE("several brackets: the last is innermost, the others right to left") {
     CHECK(expand("rack[1-2]-node[01-03]") ==
           "rack1-node01 rack1-node02 rack1-node03 rack2-node01 rack2-node02 rack2-node03");
-    CHECK(expand("a[1-2]b[1-2]c[1-2]") == "a1b1c1 a1b1c2 a2b1c1 a2b1c2 a1b2c1 a1b2c2 a2b2c1 a2b2c2");
+    CHECK(expand("a[1-2]b[1-2]c[1-2]") ==
+          "a1b1c1 a1b1c2 a2b1c1 a2b1c2 a1b2c1 a1b2c2 a2b2c1 a2b2c2");
     CHECK(expand("a[1-2][3-4]") == "a13 a14 a23 a24");
   }
   TEST_CASE("text after the last bracket (Slurm >= 23.11; 22.05 refuses it)") {
@@ -111,34 +118,54 @@ TEST_SUITE("slurm") {
     CHECK(expand("a1-3]") == "a1-3]");
   }
   TEST_CASE("Slurm's errors, with the column") {
-    CHECK(expand("a[3-1]") == "ERR line 1, column 3: invalid range '3-1': the low bound is above the high bound");
+    CHECK(expand("a[3-1]") ==
+          "ERR line 1, column 3: invalid range '3-1': the low bound is above the high bound");
     CHECK(expand("a[]") == "ERR line 1, column 3: empty range item");
     CHECK(expand("a[1,,3]") == "ERR line 1, column 5: empty range item");
     CHECK(expand("a[1,]") == "ERR line 1, column 5: empty range item");
-    CHECK(expand("a[-1]") == "ERR line 1, column 3: invalid range '-1': negative numbers are not allowed");
-    CHECK(expand("a[1--3]") == "ERR line 1, column 3: invalid range '1--3': negative numbers are not allowed");
+    CHECK(expand("a[-1]") ==
+          "ERR line 1, column 3: invalid range '-1': negative numbers are not allowed");
+    CHECK(expand("a[1--3]") ==
+          "ERR line 1, column 3: invalid range '1--3': negative numbers are not allowed");
     CHECK(expand("a[a-c]") == "ERR line 1, column 3: invalid range 'a-c': expected a number");
-    CHECK(expand("a[1-3a]") == "ERR line 1, column 3: invalid range '1-3a': unexpected text after the high bound (Slurm has no steps)");
-    CHECK(expand("node[1-10:2]") == "ERR line 1, column 6: invalid range '1-10:2': unexpected text after the high bound (Slurm has no steps)");
-    CHECK(expand("node[1-10/2]") == "ERR line 1, column 6: invalid range '1-10/2': unexpected text after the high bound (Slurm has no steps)");
-    CHECK(expand("a[0x1-3]") == "ERR line 1, column 3: invalid range '0x1-3': 'x' (box syntax) is for multi-dimensional clusters");
-    CHECK(expand("a[0-65536]") == "ERR line 1, column 3: too many hosts in range '0-65536' (Slurm's limit is 65536)");
-    CHECK(expand("ok,a[1-40000,40001-70000]b[1]") ==
-          "ERR line 1, column 5: a bracket before the last one of a name expands to more than 65536 hosts");
+    CHECK(
+        expand("a[1-3a]") ==
+        "ERR line 1, column 3: invalid range '1-3a': unexpected text after the high bound (Slurm has no steps)");
+    CHECK(
+        expand("node[1-10:2]") ==
+        "ERR line 1, column 6: invalid range '1-10:2': unexpected text after the high bound (Slurm has no steps)");
+    CHECK(
+        expand("node[1-10/2]") ==
+        "ERR line 1, column 6: invalid range '1-10/2': unexpected text after the high bound (Slurm has no steps)");
+    CHECK(
+        expand("a[0x1-3]") ==
+        "ERR line 1, column 3: invalid range '0x1-3': 'x' (box syntax) is for multi-dimensional clusters");
+    CHECK(expand("a[0-65536]") ==
+          "ERR line 1, column 3: too many hosts in range '0-65536' (Slurm's limit is 65536)");
+    CHECK(
+        expand("ok,a[1-40000,40001-70000]b[1]") ==
+        "ERR line 1, column 5: a bracket before the last one of a name expands to more than 65536 hosts");
   }
   TEST_CASE("errors where Slurm silently produces garbage") {
     // 22.05 turns these into "a]" and "a]1]"; 23.02 and later refuse them too.
     CHECK(expand("a[1-3") == "ERR line 1, column 2: '[' without a matching ']'");
     CHECK(expand("a]1[") == "ERR line 1, column 4: '[' without a matching ']'");
     // Slurm saturates at 2^64 - 1.
-    CHECK(expand("a[99999999999999999999]") == "ERR line 1, column 3: number '99999999999999999999' is larger than 2^64 - 1 (Slurm would silently change it)");
+    CHECK(
+        expand("a[99999999999999999999]") ==
+        "ERR line 1, column 3: number '99999999999999999999' is larger than 2^64 - 1 (Slurm would silently change it)");
     CHECK(expand("") == "ERR line 1, column 1: the host list is empty");
     CHECK(expand(" ,\t") == "ERR line 1, column 1: the host list is empty");
   }
   TEST_CASE("the host cap is checked before anything is allocated") {
-    CHECK(expand("n[0-999999999]") == "ERR line 1, column 3: too many hosts in range '0-999999999' (Slurm's limit is 65536)");
-    CHECK(expand("a[1-40000]b[1-40000]") == "ERR line 1, column 1: the host list names more than 1048576 hosts, the limit (max_hosts; hetlaunch's --max-hosts raises it)");
-    CHECK(expand("a[1-3],b[1-3]", 5) == "ERR line 1, column 8: the host list names more than 5 hosts, the limit (max_hosts; hetlaunch's --max-hosts raises it)");
+    CHECK(expand("n[0-999999999]") ==
+          "ERR line 1, column 3: too many hosts in range '0-999999999' (Slurm's limit is 65536)");
+    CHECK(
+        expand("a[1-40000]b[1-40000]") ==
+        "ERR line 1, column 1: the host list names more than 1048576 hosts, the limit (max_hosts; hetlaunch's --max-hosts raises it)");
+    CHECK(
+        expand("a[1-3],b[1-3]", 5) ==
+        "ERR line 1, column 8: the host list names more than 5 hosts, the limit (max_hosts; hetlaunch's --max-hosts raises it)");
     CHECK(expand("a[1-5]", 5) == "a1 a2 a3 a4 a5");
     CHECK(hetlaunch::expand_hostlist("a[0-65535]b[0-1]")->size() == 131072);
     // More than half the cap in plain names (the generating pass must not count them again).
@@ -147,8 +174,10 @@ TEST_SUITE("slurm") {
     CHECK(expand(names.c_str(), 4) == "plain0x plain1x plain2x");
   }
   TEST_CASE("compress_hostlist prints what scontrol show hostlist prints") {
-    CHECK(hetlaunch::compress_hostlist({"a1", "a2", "a3", "b08", "b09", "b10"}) == "a[1-3],b[08-10]");
-    CHECK(hetlaunch::compress_hostlist({"rack1-node01", "rack1-node02", "rack2-node01"}) == "rack1-node[01-02],rack2-node01");
+    CHECK(hetlaunch::compress_hostlist({"a1", "a2", "a3", "b08", "b09", "b10"}) ==
+          "a[1-3],b[08-10]");
+    CHECK(hetlaunch::compress_hostlist({"rack1-node01", "rack1-node02", "rack2-node01"}) ==
+          "rack1-node[01-02],rack2-node01");
     CHECK(hetlaunch::compress_hostlist({"node01-ib", "node02-ib"}) == "node01-ib,node02-ib");
     CHECK(hetlaunch::compress_hostlist({"tux2", "tux1", "tux2"}) == "tux[2,1-2]");
     CHECK(hetlaunch::compress_hostlist({"a9", "a10"}) == "a[9-10]");
@@ -161,13 +190,17 @@ TEST_SUITE("slurm") {
     CHECK(hetlaunch::try_compress_hostlist({"a1", "a2", "b"}).value() == "a[1-2],b");
     CHECK(hetlaunch::try_compress_hostlist({"n1", "a[1]"}).error().message ==
           "host 2 ('a[1]'): a host list would read it as the host 'a1'");
-    CHECK(hetlaunch::try_compress_hostlist({"a,b"}).error().message == "host 1 ('a,b'): a host list would read it as the hosts 'a,b'");
-    CHECK(hetlaunch::try_compress_hostlist({"x["}).error().message.rfind("host 1 ('x['): a host list cannot hold it (", 0) == 0);
-    CHECK(hetlaunch::try_compress_hostlist({"a", ""}).error().message == "host 2 (''): an empty name");
+    CHECK(hetlaunch::try_compress_hostlist({"a,b"}).error().message ==
+          "host 1 ('a,b'): a host list would read it as the hosts 'a,b'");
+    CHECK(hetlaunch::try_compress_hostlist({"x["}).error().message.rfind(
+              "host 1 ('x['): a host list cannot hold it (", 0) == 0);
+    CHECK(hetlaunch::try_compress_hostlist({"a", ""}).error().message ==
+          "host 2 (''): an empty name");
     CHECK(hetlaunch::try_compress_hostlist({"a b"}).error().code == hetlaunch::errc::bad_host);
   }
 
-  TEST_CASE("property: every accepted list of names reads back as itself; a refused name does not") {
+  TEST_CASE(
+      "property: every accepted list of names reads back as itself; a refused name does not") {
     // Every name of up to 3 characters over an alphabet of name characters and separators, and
     // pairs of them: accepted exactly when the name alone reads back as itself.
     const std::string alphabet = "a1-[],. ";
@@ -177,7 +210,8 @@ TEST_SUITE("slurm") {
       for (std::size_t k = 0; k < n; ++k) total *= alphabet.size();
       for (std::size_t code = 0; code < total; ++code) {
         std::string name;
-        for (std::size_t k = 0, c = code; k < n; ++k, c /= alphabet.size()) name += alphabet[c % alphabet.size()];
+        for (std::size_t k = 0, c = code; k < n; ++k, c /= alphabet.size())
+          name += alphabet[c % alphabet.size()];
         names.push_back(name);
       }
     }
@@ -185,7 +219,8 @@ TEST_SUITE("slurm") {
     for (const std::string& name : names) {
       const auto alone = hetlaunch::expand_hostlist(name);
       const bool round_trips = alone && alone->size() == 1 && alone->front() == name;
-      CHECK_MESSAGE(static_cast<bool>(hetlaunch::try_compress_hostlist({name})) == round_trips, name);
+      CHECK_MESSAGE(static_cast<bool>(hetlaunch::try_compress_hostlist({name})) == round_trips,
+                    name);
       if (round_trips) accepted.push_back(name);
     }
     for (std::size_t i = 0; i + 1 < accepted.size(); i += 7) {
@@ -209,10 +244,14 @@ TEST_SUITE("slurm") {
     CHECK(counts("-1") == "ERR line 1, column 1: expected a count, got '-'");
     CHECK(counts("2 ,1") == "ERR line 1, column 2: expected ',' or the end, got ' '");
     CHECK(counts("99999999999") == "ERR line 1, column 1: a count is larger than 2147483647");
-    CHECK(counts("1(x99999999999)") == "ERR line 1, column 1: the count list names 99999999999 nodes, more than 1048576, the limit (max_nodes)");
+    CHECK(
+        counts("1(x99999999999)") ==
+        "ERR line 1, column 1: the count list names 99999999999 nodes, more than 1048576, the limit (max_nodes)");
   }
   TEST_CASE("cluster_from_slurm: nodes from the node list, counts by documented precedence") {
-    fake_env env{{{"SLURM_JOB_NODELIST", "gpu[01-02],cpu7"}, {"SLURM_TASKS_PER_NODE", "8,4,2"}, {"SLURM_NODEID", "1"}}};
+    fake_env env{{{"SLURM_JOB_NODELIST", "gpu[01-02],cpu7"},
+                  {"SLURM_TASKS_PER_NODE", "8,4,2"},
+                  {"SLURM_NODEID", "1"}}};
     auto job = hetlaunch::cluster_from_slurm(env);
     REQUIRE(job);
     CHECK(job->nodes.node_count() == 3);
@@ -232,20 +271,26 @@ TEST_SUITE("slurm") {
     CHECK(hetlaunch::cluster_from_slurm(env)->counts_from == "SLURM_JOB_CPUS_PER_NODE");
   }
   TEST_CASE("cluster_from_slurm: missing or inconsistent variables are named") {
-    const auto error = [](fake_env env) { return hetlaunch::cluster_from_slurm(env).error().to_string(); };
+    const auto error = [](fake_env env) {
+      return hetlaunch::cluster_from_slurm(env).error().to_string();
+    };
     CHECK(error({}) == "SLURM_JOB_NODELIST is not set; is this running inside a Slurm job?");
-    CHECK(error({{{"SLURM_JOB_NODELIST", "a[1-2]"}}}) ==
-          "no worker counts: none of HETLAUNCH_TASKS_PER_NODE, SLURM_TASKS_PER_NODE, SLURM_GPUS_PER_NODE, SLURM_JOB_CPUS_PER_NODE is set");
+    CHECK(
+        error({{{"SLURM_JOB_NODELIST", "a[1-2]"}}}) ==
+        "no worker counts: none of HETLAUNCH_TASKS_PER_NODE, SLURM_TASKS_PER_NODE, SLURM_GPUS_PER_NODE, SLURM_JOB_CPUS_PER_NODE is set");
     CHECK(error({{{"SLURM_JOB_NODELIST", "a[1-3]"}, {"SLURM_TASKS_PER_NODE", "2(x2)"}}}) ==
           "SLURM_TASKS_PER_NODE gives 2 counts but SLURM_JOB_NODELIST names 3 hosts");
     CHECK(error({{{"SLURM_JOB_NODELIST", "a[1-3"}, {"SLURM_TASKS_PER_NODE", "2"}}}) ==
           "SLURM_JOB_NODELIST: line 1, column 2: '[' without a matching ']'");
     CHECK(error({{{"SLURM_NODELIST", "a[1-2]"}, {"SLURM_TASKS_PER_NODE", "2(x)"}}}) ==
           "SLURM_TASKS_PER_NODE: line 1, column 4: expected a repeat count, got ')'");
-    CHECK(error({{{"SLURM_JOB_NODELIST", "a[1-2]"}, {"SLURM_TASKS_PER_NODE", "2(x2)"}, {"SLURM_NODEID", "2"}}}) ==
+    CHECK(error({{{"SLURM_JOB_NODELIST", "a[1-2]"},
+                  {"SLURM_TASKS_PER_NODE", "2(x2)"},
+                  {"SLURM_NODEID", "2"}}}) ==
           "SLURM_NODEID=2 is out of range: SLURM_JOB_NODELIST names 2 hosts");
-    CHECK(error({{{"SLURM_JOB_NODELIST", "a[1-2]"}, {"SLURM_TASKS_PER_NODE", "2(x2)"}, {"SLURM_NODEID", "x"}}}) ==
-          "SLURM_NODEID='x' is not a node index");
+    CHECK(error({{{"SLURM_JOB_NODELIST", "a[1-2]"},
+                  {"SLURM_TASKS_PER_NODE", "2(x2)"},
+                  {"SLURM_NODEID", "x"}}}) == "SLURM_NODEID='x' is not a node index");
     CHECK(error({{{"SLURM_JOB_NODELIST", "a[1-2]"}, {"SLURM_GPUS_PER_NODE", "a100:4,v100:2"}}}) ==
           "SLURM_GPUS_PER_NODE='a100:4,v100:2' is not one count ([type:]N)");
   }
@@ -265,15 +310,17 @@ TEST_SUITE("slurm") {
       const std::string where(r.name);
       if (where.rfind("step1.", 0) == 0) {
         // --het-group=1: SLURM_NODEID counts the step's two nodes, h0 and h2.
-        CHECK(job->step_problem ==
-              "this step runs on 2 of the job's 3 nodes (SLURM_STEP_NUM_NODES=2, in a job of 2 components), but the plan "
-              "starts one torchrun on each of the job's 3 nodes, which would wait for the others: start one task on "
-              "every node: srun --nodes=1 --ntasks=1 : --nodes=2 --ntasks=2");
+        CHECK(
+            job->step_problem ==
+            "this step runs on 2 of the job's 3 nodes (SLURM_STEP_NUM_NODES=2, in a job of 2 components), but the plan "
+            "starts one torchrun on each of the job's 3 nodes, which would wait for the others: start one task on "
+            "every node: srun --nodes=1 --ntasks=1 : --nodes=2 --ntasks=2");
       } else if (where.rfind("stepall.", 0) == 0) {
         // --het-group=0,1 runs each component's own tasks: two on h1.
-        CHECK(job->step_problem ==
-              "this step runs '1,2,1' tasks on its nodes (SLURM_STEP_TASKS_PER_NODE), but the plan starts one torchrun "
-              "on each of the job's 3 nodes: start one task a node: srun --nodes=1 --ntasks=1 : --nodes=2 --ntasks=2");
+        CHECK(
+            job->step_problem ==
+            "this step runs '1,2,1' tasks on its nodes (SLURM_STEP_TASKS_PER_NODE), but the plan starts one torchrun "
+            "on each of the job's 3 nodes: start one task a node: srun --nodes=1 --ntasks=1 : --nodes=2 --ntasks=2");
       } else {
         CHECK(job->step_problem.empty());
       }
@@ -322,15 +369,19 @@ TEST_SUITE("slurm") {
   }
   TEST_CASE("cluster_from_slurm: a step on only some nodes or with several tasks a node") {
     // A plain job's step on one of its nodes: SLURM_NODEID counts the step's nodes.
-    fake_env env{{{"SLURM_JOB_NODELIST", "a[1-3]"}, {"SLURM_TASKS_PER_NODE", "4,2,1"}, {"SLURM_STEP_NUM_NODES", "1"},
-                  {"SLURM_NODEID", "0"}, {"SLURMD_NODENAME", "a3"}}};
+    fake_env env{{{"SLURM_JOB_NODELIST", "a[1-3]"},
+                  {"SLURM_TASKS_PER_NODE", "4,2,1"},
+                  {"SLURM_STEP_NUM_NODES", "1"},
+                  {"SLURM_NODEID", "0"},
+                  {"SLURMD_NODENAME", "a3"}}};
     auto job = hetlaunch::cluster_from_slurm(env);
     REQUIRE(job);
     CHECK(job->this_node == 2);
-    CHECK(job->step_problem ==
-          "this step runs on 1 of the job's 3 nodes (SLURM_STEP_NUM_NODES=1), but the plan starts one torchrun on each "
-          "of the job's 3 nodes, which would wait for the others: start one task on every node: "
-          "srun --ntasks-per-node=1 --ntasks=3");
+    CHECK(
+        job->step_problem ==
+        "this step runs on 1 of the job's 3 nodes (SLURM_STEP_NUM_NODES=1), but the plan starts one torchrun on each "
+        "of the job's 3 nodes, which would wait for the others: start one task on every node: "
+        "srun --ntasks-per-node=1 --ntasks=3");
     env.vars.erase("SLURMD_NODENAME");
     job = hetlaunch::cluster_from_slurm(env);
     REQUIRE(job);
@@ -349,20 +400,27 @@ TEST_SUITE("slurm") {
           "SLURM_STEP_TASKS_PER_NODE gives 99999999999999 counts but the step runs on 3 nodes");
   }
   TEST_CASE("cluster_from_slurm: what is wrong in a heterogeneous job is named") {
-    const auto error = [](fake_env env) { return hetlaunch::cluster_from_slurm(env).error().to_string(); };
+    const auto error = [](fake_env env) {
+      return hetlaunch::cluster_from_slurm(env).error().to_string();
+    };
     fake_env env = hetjob_batch();
     env.vars.erase("SLURM_JOB_NODELIST_HET_GROUP_1");
     CHECK(error(env) == "SLURM_HET_SIZE=2 but SLURM_JOB_NODELIST_HET_GROUP_1 is not set");
     env = hetjob_batch();
     env.vars["SLURM_TASKS_PER_NODE_HET_GROUP_1"] = "1";
-    CHECK(error(env) == "SLURM_TASKS_PER_NODE_HET_GROUP_1 gives 1 counts but SLURM_JOB_NODELIST_HET_GROUP_1 names 2 hosts");
+    CHECK(
+        error(env) ==
+        "SLURM_TASKS_PER_NODE_HET_GROUP_1 gives 1 counts but SLURM_JOB_NODELIST_HET_GROUP_1 names 2 hosts");
     env.vars.erase("SLURM_TASKS_PER_NODE_HET_GROUP_1");
-    CHECK(error(env) ==
-          "no worker counts for component 1: none of SLURM_TASKS_PER_NODE_HET_GROUP_1, SLURM_GPUS_PER_NODE_HET_GROUP_1, "
-          "SLURM_JOB_CPUS_PER_NODE_HET_GROUP_1 is set");
+    CHECK(
+        error(env) ==
+        "no worker counts for component 1: none of SLURM_TASKS_PER_NODE_HET_GROUP_1, SLURM_GPUS_PER_NODE_HET_GROUP_1, "
+        "SLURM_JOB_CPUS_PER_NODE_HET_GROUP_1 is set");
     env = hetjob_batch();
     env.vars["HETLAUNCH_TASKS_PER_NODE"] = "2";
-    CHECK(error(env) == "HETLAUNCH_TASKS_PER_NODE gives 1 counts but SLURM_JOB_NODELIST_HET_GROUP_0..1 names 3 hosts");
+    CHECK(
+        error(env) ==
+        "HETLAUNCH_TASKS_PER_NODE gives 1 counts but SLURM_JOB_NODELIST_HET_GROUP_0..1 names 3 hosts");
     for (const char* bad : {"0", "x", "-1", "99999999999999999999"}) {
       env = hetjob_batch();
       env.vars["SLURM_HET_SIZE"] = bad;
@@ -374,7 +432,8 @@ TEST_SUITE("slurm") {
     env.vars["SLURM_TASKS_PER_NODE_HET_GROUP_1"] = "1(x2000)";
     CHECK(hetlaunch::cluster_from_slurm(env, 2000).error().code == hetlaunch::errc::limit_exceeded);
     CHECK(hetlaunch::cluster_from_slurm(env, 2000).error().to_string().find(
-              "SLURM_JOB_NODELIST_HET_GROUP_1 (after the 1 hosts of the components before it): ") == 0);
+              "SLURM_JOB_NODELIST_HET_GROUP_1 (after the 1 hosts of the components before it): ") ==
+          0);
     CHECK(hetlaunch::cluster_from_slurm(env, 2001));
     env = hetjob_batch();
     env.vars["SLURM_JOB_NODELIST_HET_GROUP_1"] = "h1";

@@ -14,7 +14,8 @@
 using strings = std::vector<std::string>;
 
 namespace {
-hetlaunch::launch_plan plan_of(const hetlaunch::cluster& c, std::vector<std::string> script_args = {}) {
+hetlaunch::launch_plan plan_of(const hetlaunch::cluster& c,
+                               std::vector<std::string> script_args = {}) {
   hetlaunch::launch_options o;
   o.script = "train.py";
   o.script_args = std::move(script_args);
@@ -31,28 +32,33 @@ TEST_SUITE("ssh") {
     ssh.env = {{"NCCL_DEBUG", "INFO"}};
     const strings argv = hetlaunch::ssh_argv(plan, 1, ssh);
     REQUIRE(argv.size() == 6);
-    CHECK(strings(argv.begin(), argv.begin() + 5) == strings{"ssh", "-o", "BatchMode=yes", "--", "gpu-b"});
+    CHECK(strings(argv.begin(), argv.begin() + 5) ==
+          strings{"ssh", "-o", "BatchMode=yes", "--", "gpu-b"});
     const strings remote = hetlaunch::try_remote_argv(plan, 1, ssh).value();
     CHECK(argv[5] == "exec " + hetlaunch::shell_join(remote));
     // sh -c SCRIPT hetlaunch-node KILL_AFTER DIR COUNT VARS... TORCHRUN...
     CHECK(remote[0] == "sh");
     CHECK(remote[1] == "-c");
     CHECK(remote[3] == "hetlaunch-node");
-    CHECK(strings(remote.begin() + 4, remote.begin() + 8) == strings{"10", "/srv/job", "1", "NCCL_DEBUG=INFO"});
+    CHECK(strings(remote.begin() + 4, remote.begin() + 8) ==
+          strings{"10", "/srv/job", "1", "NCCL_DEBUG=INFO"});
     CHECK(strings(remote.begin() + 8, remote.end()) == plan.torchrun_argv(1));
   }
 
-  TEST_CASE("a node's device list travels as torchrun's CUDA_VISIBLE_DEVICES, before the user's variables") {
+  TEST_CASE(
+      "a node's device list travels as torchrun's CUDA_VISIBLE_DEVICES, before the user's variables") {
     hetlaunch::cluster c{{"gpu-a", 2}, {"gpu-b", 2}};
     c.set_devices(1, {4, 6});
     const auto plan = plan_of(c);
     hetlaunch::ssh_options ssh;
     ssh.env = {{"A", "1"}};
     const strings remote = hetlaunch::try_remote_argv(plan, 1, ssh).value();
-    CHECK(strings(remote.begin() + 6, remote.begin() + 9) == strings{"2", "CUDA_VISIBLE_DEVICES=4,6", "A=1"});
+    CHECK(strings(remote.begin() + 6, remote.begin() + 9) ==
+          strings{"2", "CUDA_VISIBLE_DEVICES=4,6", "A=1"});
   }
 
-  TEST_CASE("a mixed plan unsets TORCH_ELASTIC_WORKER_IDENTICAL on the node; an even one leaves it") {
+  TEST_CASE(
+      "a mixed plan unsets TORCH_ELASTIC_WORKER_IDENTICAL on the node; an even one leaves it") {
     const hetlaunch::ssh_options ssh;
     const auto mixed = hetlaunch::try_remote_argv(plan_of({{"a", 2}, {"b", 1}}), 0, ssh).value();
     const auto even = hetlaunch::try_remote_argv(plan_of({{"a", 2}, {"b", 2}}), 0, ssh).value();
@@ -61,20 +67,27 @@ TEST_SUITE("ssh") {
   }
 
   TEST_CASE("hostile script arguments are quoted, never interpreted, by the remote shell's parse") {
-    const strings hostile = {"it's", "$(touch /tmp/x)", "`id`", "a\nb", "\xff\xfe", "", "*", "-- --x", "\\'\"", "~"};
+    const strings hostile = {"it's", "$(touch /tmp/x)", "`id`",  "a\nb", "\xff\xfe", "",
+                             "*",    "-- --x",          "\\'\"", "~"};
     const auto plan = plan_of({{"a", 1}}, hostile);
     const strings remote = hetlaunch::try_remote_argv(plan, 0, {}).value();
-    CHECK(strings(remote.end() - static_cast<std::ptrdiff_t>(hostile.size()), remote.end()) == hostile);
+    CHECK(strings(remote.end() - static_cast<std::ptrdiff_t>(hostile.size()), remote.end()) ==
+          hostile);
     // Outside single quotes the remote shell sees only characters it never interprets, and
     // backslash-escaped quotes.
     const std::string line = hetlaunch::ssh_argv(plan, 0, {}).back();
-    const std::string plain = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-./,:=+@%";
+    const std::string plain =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-./,:=+@%";
     bool quoted = false;
     for (std::size_t i = 0; i < line.size(); ++i) {
-      if (quoted) quoted = line[i] != '\'';
-      else if (line[i] == '\'') quoted = true;
-      else if (line[i] == '\\') CHECK(line[++i] == '\'');
-      else CHECK(plain.find(line[i]) != std::string::npos);
+      if (quoted)
+        quoted = line[i] != '\'';
+      else if (line[i] == '\'')
+        quoted = true;
+      else if (line[i] == '\\')
+        CHECK(line[++i] == '\'');
+      else
+        CHECK(plain.find(line[i]) != std::string::npos);
     }
     CHECK(!quoted);
   }
@@ -82,7 +95,8 @@ TEST_SUITE("ssh") {
   TEST_CASE("refusals: node, script and the ssh options themselves") {
     const auto plan = plan_of({{"a", 1}});
     CHECK(hetlaunch::try_ssh_argv(plan, 1, {}).error().code == hetlaunch::errc::node_out_of_range);
-    const auto no_script = *hetlaunch::make_plan(hetlaunch::cluster{{"a", 1}}, hetlaunch::launch_options{});
+    const auto no_script =
+        *hetlaunch::make_plan(hetlaunch::cluster{{"a", 1}}, hetlaunch::launch_options{});
     CHECK(hetlaunch::try_ssh_argv(no_script, 0, {}).error().code == hetlaunch::errc::empty_script);
     hetlaunch::ssh_options bad;
     bad.program.clear();
@@ -92,7 +106,8 @@ TEST_SUITE("ssh") {
     REQUIRE(problems.size() == 4);
     CHECK(problems[0].code == hetlaunch::errc::empty_program);
     CHECK(problems[0].message() == "no ssh program given (it is empty)");
-    CHECK(problems[1].message() == "'1X' is not a variable name (letters, digits and '_', not starting with a digit)");
+    CHECK(problems[1].message() ==
+          "'1X' is not a variable name (letters, digits and '_', not starting with a digit)");
     CHECK(problems[2].code == hetlaunch::errc::bad_env_name);
     CHECK(problems[3].message() == "kill_after must be 1..3600 seconds, got 0");
     CHECK(hetlaunch::try_ssh_argv(plan, 0, bad).error().code == hetlaunch::errc::empty_program);
@@ -100,14 +115,24 @@ TEST_SUITE("ssh") {
 }
 
 TEST_SUITE("forwarded environment") {
-  TEST_CASE("NCCL_, GLOO_, TORCH_, UCX_, FI_ and PYTHONPATH, but never TORCH_ELASTIC_WORKER_IDENTICAL") {
-    const char* envp[] = {"NCCL_DEBUG=INFO", "HOME=/root", "TORCH_ELASTIC_WORKER_IDENTICAL=1", "TORCH_LOGS=+dynamo",
-                          "PYTHONPATH=/a:/b", "PYTHONPATHX=1", "FI_PROVIDER=efa", "GLOO_SOCKET_IFNAME=eth0",
-                          "UCX_TLS=rc", "NCCL", "NCCL_EMPTY=", nullptr};
-    const hetlaunch::environment expected = {{"NCCL_DEBUG", "INFO"},   {"TORCH_LOGS", "+dynamo"},
-                                             {"PYTHONPATH", "/a:/b"},  {"FI_PROVIDER", "efa"},
-                                             {"GLOO_SOCKET_IFNAME", "eth0"}, {"UCX_TLS", "rc"},
-                                             {"NCCL_EMPTY", ""}};
+  TEST_CASE(
+      "NCCL_, GLOO_, TORCH_, UCX_, FI_ and PYTHONPATH, but never TORCH_ELASTIC_WORKER_IDENTICAL") {
+    const char* envp[] = {"NCCL_DEBUG=INFO",
+                          "HOME=/root",
+                          "TORCH_ELASTIC_WORKER_IDENTICAL=1",
+                          "TORCH_LOGS=+dynamo",
+                          "PYTHONPATH=/a:/b",
+                          "PYTHONPATHX=1",
+                          "FI_PROVIDER=efa",
+                          "GLOO_SOCKET_IFNAME=eth0",
+                          "UCX_TLS=rc",
+                          "NCCL",
+                          "NCCL_EMPTY=",
+                          nullptr};
+    const hetlaunch::environment expected = {
+        {"NCCL_DEBUG", "INFO"}, {"TORCH_LOGS", "+dynamo"},      {"PYTHONPATH", "/a:/b"},
+        {"FI_PROVIDER", "efa"}, {"GLOO_SOCKET_IFNAME", "eth0"}, {"UCX_TLS", "rc"},
+        {"NCCL_EMPTY", ""}};
     CHECK(hetlaunch::forwarded_environment(envp) == expected);
     CHECK(hetlaunch::forwarded_environment(nullptr).empty());
   }
@@ -125,7 +150,8 @@ TEST_SUITE("forwarded environment") {
     CHECK(bad_name.error().code == hetlaunch::errc::bad_env_name);
     // A NUL anywhere, in a value, a name or a comment, is refused where it stands.
     const auto nul = hetlaunch::parse_env_file(std::string("A=1\nB=x\0y\n", 10));
-    CHECK(nul.error().to_string() == "line 2, column 4: a NUL byte, which no variable can hold (is this a text file?)");
+    CHECK(nul.error().to_string() ==
+          "line 2, column 4: a NUL byte, which no variable can hold (is this a text file?)");
     CHECK(nul.error().code == hetlaunch::errc::nul_byte);
     CHECK(hetlaunch::parse_env_file(std::string("# \0\n", 4)).error().column == 3);
   }
@@ -137,10 +163,12 @@ TEST_SUITE("forwarded environment") {
     const auto problems = hetlaunch::validate_ssh(ssh);
     REQUIRE(problems.size() == 2);
     CHECK(problems[0].code == hetlaunch::errc::nul_byte);
-    CHECK(problems[0].message() == "the value of variable 'x\\x00y' holds a NUL byte at position 1, which no argument or "
-                                   "variable can carry");
-    CHECK(problems[1].message() == "the directory '/w\\x00' holds a NUL byte at position 2, which no argument or "
-                                   "variable can carry");
+    CHECK(problems[0].message() ==
+          "the value of variable 'x\\x00y' holds a NUL byte at position 1, which no argument or "
+          "variable can carry");
+    CHECK(problems[1].message() ==
+          "the directory '/w\\x00' holds a NUL byte at position 2, which no argument or "
+          "variable can carry");
   }
 }
 
@@ -156,7 +184,9 @@ TEST_SUITE("slots=auto") {
     CHECK(c.nproc(1) == 0);
     CHECK(c.nproc(2) == 2);
     CHECK(hetlaunch::parse_host_list("a:auto,b:3", allow).value().nproc(0) == 0);
-    CHECK(!hetlaunch::parse_hostfile("a max_slots=auto\n", allow));  // only the slots may be asked for
-    CHECK(hetlaunch::validate(c).front().code == hetlaunch::errc::bad_nproc);  // planning needs the counts
+    CHECK(!hetlaunch::parse_hostfile("a max_slots=auto\n",
+                                     allow));  // only the slots may be asked for
+    CHECK(hetlaunch::validate(c).front().code ==
+          hetlaunch::errc::bad_nproc);  // planning needs the counts
   }
 }

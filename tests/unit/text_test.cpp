@@ -34,11 +34,14 @@ void for_all_texts(std::string_view alphabet, std::size_t length, Visit visit) {
 // The value of a text of digits by long arithmetic on its text: digits after leading zeros,
 // compared by length and then lexicographically.
 std::optional<unsigned long long> reference_count(std::string_view text, unsigned long long max) {
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string_view::npos)
+    return std::nullopt;
   std::size_t first = text.find_first_not_of('0');
-  const std::string digits = first == std::string_view::npos ? "0" : std::string(text.substr(first));
+  const std::string digits =
+      first == std::string_view::npos ? "0" : std::string(text.substr(first));
   const std::string limit = std::to_string(max);
-  if (digits.size() > limit.size() || (digits.size() == limit.size() && digits > limit)) return std::nullopt;
+  if (digits.size() > limit.size() || (digits.size() == limit.size() && digits > limit))
+    return std::nullopt;
   return std::stoull(digits);
 }
 
@@ -60,13 +63,16 @@ TEST_SUITE("text") {
     CHECK(!hetlaunch::parse_count(std::string(10000, '9'), ~0ull));
   }
 
-  TEST_CASE("a weight is the exact value of a decimal of at most 6 fractional digits up to 1000000") {
+  TEST_CASE(
+      "a weight is the exact value of a decimal of at most 6 fractional digits up to 1000000") {
     const auto reference = [](std::string_view text) -> std::int64_t {
       const std::size_t dot = text.find('.');
       const std::string_view whole = text.substr(0, dot);
-      const std::string_view fraction = dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
+      const std::string_view fraction =
+          dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
       const auto w = reference_count(whole, 1000000);
-      if (!w || (dot != std::string_view::npos && (fraction.empty() || fraction.size() > 6))) return 0;
+      if (!w || (dot != std::string_view::npos && (fraction.empty() || fraction.size() > 6)))
+        return 0;
       std::int64_t micros = static_cast<std::int64_t>(*w) * 1000000;
       if (!fraction.empty()) {
         const auto f = reference_count(fraction, 999999);
@@ -83,7 +89,8 @@ TEST_SUITE("text") {
     });
     CHECK(hetlaunch::check_weight("1000000.000000").micros == 1000000LL * 1000000);
     CHECK(hetlaunch::check_weight("1000000.000001").issue == hetlaunch::weight_issue::too_large);
-    CHECK(hetlaunch::check_weight(std::string(5000, '9')).issue == hetlaunch::weight_issue::too_large);
+    CHECK(hetlaunch::check_weight(std::string(5000, '9')).issue ==
+          hetlaunch::weight_issue::too_large);
     CHECK(hetlaunch::check_weight("1.1234567").issue == hetlaunch::weight_issue::too_many_digits);
     CHECK(hetlaunch::check_weight("1.1234567").position == 8);
     CHECK(hetlaunch::check_weight("1.1234567x").issue == hetlaunch::weight_issue::not_a_decimal);
@@ -96,7 +103,8 @@ TEST_SUITE("text") {
     CHECK(hetlaunch::detail::check_host("198.18.0.256").issue == host_issue::bad_ipv4);
     CHECK(hetlaunch::detail::check_host("198.18.0.256").position == 9);
     CHECK(hetlaunch::detail::check_host("198.18.00.1").position == 7);
-    CHECK(hetlaunch::detail::check_host("198.18.99999999999999999999999.1").issue == host_issue::bad_ipv4);
+    CHECK(hetlaunch::detail::check_host("198.18.99999999999999999999999.1").issue ==
+          host_issue::bad_ipv4);
     CHECK(hetlaunch::detail::check_host("198.18.99999999999999999999999.1").position == 7);
   }
 

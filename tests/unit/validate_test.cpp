@@ -15,7 +15,8 @@ using hetlaunch::make_cluster;
 
 namespace {
 
-constexpr auto valid = make_cluster({{"gpu-a", 8}, {"gpu-b.example.com", 4}, {"10.0.0.7", 2}, {"fe80::1", 1}});
+constexpr auto valid =
+    make_cluster({{"gpu-a", 8}, {"gpu-b.example.com", 4}, {"10.0.0.7", 2}, {"fe80::1", 1}});
 static_assert(!hetlaunch::first_error(valid), "a valid topology has no first error");
 HETLAUNCH_STATIC_VALIDATE(valid);
 
@@ -78,14 +79,17 @@ TEST_SUITE("validate") {
   }
 
   TEST_CASE("every problem is reported, in node order, with a message naming node and host") {
-    const cluster c{{"gpu-a", 8}, {"gpu-b", 0}, {"gpu a", 2}, {"GPU-A", 1}, {"-x", 1}, {"ok", 1, ""}};
-    CHECK(messages(c) == std::vector<std::string>{
-              "node 1 ('gpu-b'): nproc must be at least 1, got 0",
-              "node 2 ('gpu a'): host is not a valid RFC 1123 name or IP literal: character ' ' at position 3 is not allowed",
-              "node 3 ('GPU-A'): host is also node 0; two agents on one host must be allowed explicitly (allow_duplicate_hosts)",
-              "node 4 ('-x'): host is not a valid RFC 1123 name or IP literal: a label starts or ends with '-' at position 0",
-              "node 5 ('ok'): role is empty",
-          });
+    const cluster c{{"gpu-a", 8}, {"gpu-b", 0}, {"gpu a", 2},
+                    {"GPU-A", 1}, {"-x", 1},    {"ok", 1, ""}};
+    CHECK(
+        messages(c) ==
+        std::vector<std::string>{
+            "node 1 ('gpu-b'): nproc must be at least 1, got 0",
+            "node 2 ('gpu a'): host is not a valid RFC 1123 name or IP literal: character ' ' at position 3 is not allowed",
+            "node 3 ('GPU-A'): host is also node 0; two agents on one host must be allowed explicitly (allow_duplicate_hosts)",
+            "node 4 ('-x'): host is not a valid RFC 1123 name or IP literal: a label starts or ends with '-' at position 0",
+            "node 5 ('ok'): role is empty",
+        });
   }
 
   TEST_CASE("first_error is the first of validate") {
@@ -115,8 +119,9 @@ TEST_SUITE("validate") {
     const auto all = hetlaunch::validate(c);
     REQUIRE(all.size() == 1);
     CHECK(all[0].node == 2);
-    CHECK(all[0].message() ==
-          "node 2 ('c'): world size would be 2147483648, more than 2147483647 (torch.distributed ranks are 32-bit)");
+    CHECK(
+        all[0].message() ==
+        "node 2 ('c'): world size would be 2147483648, more than 2147483647 (torch.distributed ranks are 32-bit)");
   }
 
   TEST_CASE("an empty cluster is an error") {
@@ -125,38 +130,61 @@ TEST_SUITE("validate") {
 
   TEST_CASE("roles torchrun cannot carry are refused") {
     CHECK(messages(cluster{{"a", 1, "-r"}}) ==
-          std::vector<std::string>{"node 0 ('a'): role '-r' starts with '-', which torchrun would read as an option"});
+          std::vector<std::string>{
+              "node 0 ('a'): role '-r' starts with '-', which torchrun would read as an option"});
     CHECK(messages(cluster{{"a", 1, "my role"}}) ==
-          std::vector<std::string>{"node 0 ('a'): role 'my role' has a blank or control character at position 2"});
+          std::vector<std::string>{
+              "node 0 ('a'): role 'my role' has a blank or control character at position 2"});
   }
 
   TEST_CASE("messages escape bytes that would garble a terminal") {
-    CHECK(messages(cluster{{"a\nb", 1}}) ==
-          std::vector<std::string>{"node 0 ('a\\nb'): host is not a valid RFC 1123 name or IP literal: character '\\n' at position 1 is not allowed"});
+    CHECK(
+        messages(cluster{{"a\nb", 1}}) ==
+        std::vector<std::string>{
+            "node 0 ('a\\nb'): host is not a valid RFC 1123 name or IP literal: character '\\n' at position 1 is not allowed"});
   }
 
   TEST_CASE("host names: RFC 1123 names, IPv4 and IPv6 literals") {
-    for (const char* ok : {"a", "node-1", "1node", "a.b.c", "gpu-01.cluster.example.com", "10.0.0.1",
-                           "255.255.255.255", "0.0.0.0", "::1", "::", "fe80::1", "2001:db8::8a2e:370:7334",
-                           "1:2:3:4:5:6:7:8", "::ffff:10.0.0.1", "1::", "a-b-c", "0x1g"}) {
+    for (const char* ok :
+         {"a", "node-1", "1node", "a.b.c", "gpu-01.cluster.example.com", "10.0.0.1",
+          "255.255.255.255", "0.0.0.0", "::1", "::", "fe80::1", "2001:db8::8a2e:370:7334",
+          "1:2:3:4:5:6:7:8", "::ffff:10.0.0.1", "1::", "a-b-c", "0x1g"}) {
       CAPTURE(ok);
       CHECK(check(ok).issue == host_issue::none);
     }
-    struct bad_case { const char* host; host_issue issue; std::size_t position; };
-    for (const bad_case& b : {
-             bad_case{"", host_issue::empty, 0}, bad_case{"a b", host_issue::bad_character, 1},
-             bad_case{"a;b", host_issue::bad_character, 1}, bad_case{"$(id)", host_issue::bad_character, 0},
-             bad_case{"a`b`", host_issue::bad_character, 1}, bad_case{"n[1-2]", host_issue::bad_character, 1},
-             bad_case{"a_b", host_issue::bad_character, 1}, bad_case{"-a", host_issue::hyphen_at_label_edge, 0},
-             bad_case{"a-.b", host_issue::hyphen_at_label_edge, 1}, bad_case{"a..b", host_issue::empty_label, 2},
-             bad_case{".a", host_issue::empty_label, 0}, bad_case{"a.", host_issue::empty_label, 2},
-             bad_case{"123", host_issue::numeric_not_ipv4, 0}, bad_case{"1.2.3", host_issue::numeric_not_ipv4, 0},
-             bad_case{"0x7f.1", host_issue::numeric_not_ipv4, 0}, bad_case{"1.2.3.256", host_issue::bad_ipv4, 6},
-             bad_case{"01.2.3.4", host_issue::bad_ipv4, 0}, bad_case{"1:::2", host_issue::bad_ipv6, 3},
-             bad_case{"1:2:3:4:5:6:7:8:9", host_issue::bad_ipv6, 17}, bad_case{"fe80::1%eth0", host_issue::bad_character, 7},
-             bad_case{"[::1]", host_issue::bad_character, 0}, bad_case{"1::2::3", host_issue::bad_ipv6, 4},
-             bad_case{":1", host_issue::bad_ipv6, 0}, bad_case{"1:", host_issue::bad_ipv6, 2},
-             bad_case{"12345::", host_issue::bad_ipv6, 0}, bad_case{"n\xc3\xb6" "de", host_issue::bad_character, 1}}) {
+    struct bad_case {
+      const char* host;
+      host_issue issue;
+      std::size_t position;
+    };
+    for (const bad_case& b : {bad_case{"", host_issue::empty, 0},
+                              bad_case{"a b", host_issue::bad_character, 1},
+                              bad_case{"a;b", host_issue::bad_character, 1},
+                              bad_case{"$(id)", host_issue::bad_character, 0},
+                              bad_case{"a`b`", host_issue::bad_character, 1},
+                              bad_case{"n[1-2]", host_issue::bad_character, 1},
+                              bad_case{"a_b", host_issue::bad_character, 1},
+                              bad_case{"-a", host_issue::hyphen_at_label_edge, 0},
+                              bad_case{"a-.b", host_issue::hyphen_at_label_edge, 1},
+                              bad_case{"a..b", host_issue::empty_label, 2},
+                              bad_case{".a", host_issue::empty_label, 0},
+                              bad_case{"a.", host_issue::empty_label, 2},
+                              bad_case{"123", host_issue::numeric_not_ipv4, 0},
+                              bad_case{"1.2.3", host_issue::numeric_not_ipv4, 0},
+                              bad_case{"0x7f.1", host_issue::numeric_not_ipv4, 0},
+                              bad_case{"1.2.3.256", host_issue::bad_ipv4, 6},
+                              bad_case{"01.2.3.4", host_issue::bad_ipv4, 0},
+                              bad_case{"1:::2", host_issue::bad_ipv6, 3},
+                              bad_case{"1:2:3:4:5:6:7:8:9", host_issue::bad_ipv6, 17},
+                              bad_case{"fe80::1%eth0", host_issue::bad_character, 7},
+                              bad_case{"[::1]", host_issue::bad_character, 0},
+                              bad_case{"1::2::3", host_issue::bad_ipv6, 4},
+                              bad_case{":1", host_issue::bad_ipv6, 0},
+                              bad_case{"1:", host_issue::bad_ipv6, 2},
+                              bad_case{"12345::", host_issue::bad_ipv6, 0},
+                              bad_case{"n\xc3\xb6"
+                                       "de",
+                                       host_issue::bad_character, 1}}) {
       CAPTURE(b.host);
       const auto r = check(b.host);
       CHECK(r.issue == b.issue);
@@ -172,12 +200,15 @@ TEST_SUITE("validate") {
   }
 
   TEST_CASE("host problems read well") {
-    CHECK(messages(cluster{{"[::1]", 1}}).front() ==
-          "node 0 ('[::1]'): host is not a valid RFC 1123 name or IP literal: character '[' at position 0 is not allowed (write IPv6 addresses without brackets)");
-    CHECK(messages(cluster{{"123", 1}}).front() ==
-          "node 0 ('123'): host is not a valid RFC 1123 name or IP literal: an all-numeric name that is not a dotted quad (resolvers read it as an IPv4 address)");
-    CHECK(messages(cluster{{"a_b", 1}}).front() ==
-          "node 0 ('a_b'): host is not a valid RFC 1123 name or IP literal: character '_' at position 1 is not allowed (allow it with allow_underscore)");
+    CHECK(
+        messages(cluster{{"[::1]", 1}}).front() ==
+        "node 0 ('[::1]'): host is not a valid RFC 1123 name or IP literal: character '[' at position 0 is not allowed (write IPv6 addresses without brackets)");
+    CHECK(
+        messages(cluster{{"123", 1}}).front() ==
+        "node 0 ('123'): host is not a valid RFC 1123 name or IP literal: an all-numeric name that is not a dotted quad (resolvers read it as an IPv4 address)");
+    CHECK(
+        messages(cluster{{"a_b", 1}}).front() ==
+        "node 0 ('a_b'): host is not a valid RFC 1123 name or IP literal: character '_' at position 1 is not allowed (allow it with allow_underscore)");
     CHECK(messages(cluster{{"a_b", 1}}, hetlaunch::validate_options{false, true}).empty());
   }
 }

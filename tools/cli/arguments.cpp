@@ -11,13 +11,17 @@ namespace cli {
 namespace {
 
 // An integer from low to high: an optional '-', then digits as the library reads every count.
-long long to_integer(std::string_view flag, const std::string& text, long long low, long long high) {
+long long to_integer(std::string_view flag, const std::string& text, long long low,
+                     long long high) {
   const bool negative = !text.empty() && text[0] == '-';
   const std::optional<unsigned long long> magnitude =
       hetlaunch::parse_count(std::string_view(text).substr(negative ? 1 : 0), LLONG_MAX);
-  const long long value = !magnitude ? 0 : negative ? -static_cast<long long>(*magnitude) : static_cast<long long>(*magnitude);
+  const long long value = !magnitude ? 0
+                          : negative ? -static_cast<long long>(*magnitude)
+                                     : static_cast<long long>(*magnitude);
   if (!magnitude || value < low || value > high)
-    throw usage_error{concat(flag, " needs an integer from ", low, " to ", high, ", got ", quoted(text))};
+    throw usage_error{
+        concat(flag, " needs an integer from ", low, " to ", high, ", got ", quoted(text))};
   return value;
 }
 int to_int(std::string_view flag, const std::string& text, long long low, long long high) {
@@ -36,24 +40,31 @@ struct flag {
 
 const flag flags[] = {
     // input
-    {"--hostfile", nullptr, "FILE", input_flags, "DeepSpeed/Open MPI/MPICH hostfile (\"host slots=N\", \"host:N\")",
+    {"--hostfile", nullptr, "FILE", input_flags,
+     "DeepSpeed/Open MPI/MPICH hostfile (\"host slots=N\", \"host:N\")",
      [](options& o, const std::string& v) { o.hostfile = v; }},
-    {"--hosts", nullptr, "LIST", input_flags, "\"h1:4,h2:8\"", [](options& o, const std::string& v) { o.hosts = v; }},
-    {"--slurm", nullptr, nullptr, input_flags, "the Slurm job's environment (the node defaults to SLURM_NODEID)",
+    {"--hosts", nullptr, "LIST", input_flags, "\"h1:4,h2:8\"",
+     [](options& o, const std::string& v) { o.hosts = v; }},
+    {"--slurm", nullptr, nullptr, input_flags,
+     "the Slurm job's environment (the node defaults to SLURM_NODEID)",
      [](options& o, const std::string&) { o.slurm = true; }},
-    {"--include", nullptr, "FILTER", input_flags, "keep only these hosts or devices (DeepSpeed style: \"w0@w1:0,2\")",
+    {"--include", nullptr, "FILTER", input_flags,
+     "keep only these hosts or devices (DeepSpeed style: \"w0@w1:0,2\")",
      [](options& o, const std::string& v) { o.include = v; }},
     {"--exclude", nullptr, "FILTER", input_flags, "leave out these hosts or devices",
      [](options& o, const std::string& v) { o.exclude = v; }},
-    {"--weight", nullptr, "HOSTS=W", input_flags, "these hosts' weight (a host or a Slurm host list); repeatable, later wins",
+    {"--weight", nullptr, "HOSTS=W", input_flags,
+     "these hosts' weight (a host or a Slurm host list); repeatable, later wins",
      [](options& o, const std::string& v) { o.weights.push_back(v); }, true},
     {"--allow-duplicate-hosts", nullptr, nullptr, input_flags, "several agents on one host",
      [](options& o, const std::string&) { o.launch.validation.allow_duplicate_hosts = true; }},
-    {"--max-hosts", nullptr, "N", input_flags | limit_flags, "most names a Slurm host list may expand to (1048576)",
+    {"--max-hosts", nullptr, "N", input_flags | limit_flags,
+     "most names a Slurm host list may expand to (1048576)",
      [](options& o, const std::string& v) {
        o.max_hosts = static_cast<std::size_t>(to_integer("--max-hosts", v, 1, 0x7fffffff));
      }},
-    {"--max-bytes", nullptr, "N", input_flags | limit_flags, "most bytes those names may take (134217728)",
+    {"--max-bytes", nullptr, "N", input_flags | limit_flags,
+     "most bytes those names may take (134217728)",
      [](options& o, const std::string& v) {
        o.max_bytes = static_cast<std::size_t>(to_integer("--max-bytes", v, 1, 0x7fffffff));
      }},
@@ -61,30 +72,48 @@ const flag flags[] = {
     {"--master-addr", nullptr, "HOST", launch_flags, "default: the first node's host",
      [](options& o, const std::string& v) { o.launch.master_addr = v; }},
     {"--master-port", "--port", "PORT", launch_flags, "default: 29500",
-     [](options& o, const std::string& v) { o.launch.master_port = to_int("--master-port", v, 1, 65535); }},
-    {"--rdzv", nullptr, "static|c10d", launch_flags, "default: static (c10d decides ranks at rendezvous)",
      [](options& o, const std::string& v) {
-       if (v == "static") o.launch.backend = hetlaunch::rendezvous::static_tcp;
-       else if (v == "c10d") o.launch.backend = hetlaunch::rendezvous::c10d;
-       else throw usage_error{"--rdzv must be static or c10d, got " + quoted(v)};
+       o.launch.master_port = to_int("--master-port", v, 1, 65535);
+     }},
+    {"--rdzv", nullptr, "static|c10d", launch_flags,
+     "default: static (c10d decides ranks at rendezvous)",
+     [](options& o, const std::string& v) {
+       if (v == "static")
+         o.launch.backend = hetlaunch::rendezvous::static_tcp;
+       else if (v == "c10d")
+         o.launch.backend = hetlaunch::rendezvous::c10d;
+       else
+         throw usage_error{"--rdzv must be static or c10d, got " + quoted(v)};
      }},
     {"--rdzv-id", nullptr, "ID", launch_flags, "default: none (c10d needs one)",
      [](options& o, const std::string& v) { o.launch.rdzv_id = v; }},
     {"--rdzv-timeout", nullptr, "SECONDS", launch_flags, "how long agents wait for missing nodes",
-     [](options& o, const std::string& v) { o.launch.rendezvous_timeout = to_int("--rdzv-timeout", v, 1, 0x7fffffff); }},
+     [](options& o, const std::string& v) {
+       o.launch.rendezvous_timeout = to_int("--rdzv-timeout", v, 1, 0x7fffffff);
+     }},
     {"--max-restarts", nullptr, "N", launch_flags, "default: 0",
-     [](options& o, const std::string& v) { o.launch.max_restarts = to_int("--max-restarts", v, 0, 0x7fffffff); }},
-    {"--global-batch", nullptr, "B", launch_flags, "samples a step, split over the nodes by weight (default: 0, none)",
-     [](options& o, const std::string& v) { o.launch.global_batch = to_int("--global-batch", v, -0x7fffffff - 1, 0x7fffffff); }},
-    {"--dash-flags", nullptr, nullptr, launch_flags, "spell torchrun's options --nproc-per-node (torch >= 2.0)",
+     [](options& o, const std::string& v) {
+       o.launch.max_restarts = to_int("--max-restarts", v, 0, 0x7fffffff);
+     }},
+    {"--global-batch", nullptr, "B", launch_flags,
+     "samples a step, split over the nodes by weight (default: 0, none)",
+     [](options& o, const std::string& v) {
+       o.launch.global_batch = to_int("--global-batch", v, -0x7fffffff - 1, 0x7fffffff);
+     }},
+    {"--dash-flags", nullptr, nullptr, launch_flags,
+     "spell torchrun's options --nproc-per-node (torch >= 2.0)",
      [](options& o, const std::string&) { o.launch.flags = hetlaunch::flag_style::dash; }},
-    {"--torch", nullptr, "MAJOR.MINOR", launch_flags, "the nodes' torch (variable names); default 2.14, the newest known (a newer one gets its rules)",
+    {"--torch", nullptr, "MAJOR.MINOR", launch_flags,
+     "the nodes' torch (variable names); default 2.14, the newest known (a newer one gets its rules)",
      [](options& o, const std::string& v) {
        const std::size_t dot = v.find('.');
-       if (dot == std::string::npos) throw usage_error{"--torch needs MAJOR.MINOR, got " + quoted(v)};
-       o.launch.torch = {to_int("--torch", v.substr(0, dot), 1, 99), to_int("--torch", v.substr(dot + 1), 0, 99)};
+       if (dot == std::string::npos)
+         throw usage_error{"--torch needs MAJOR.MINOR, got " + quoted(v)};
+       o.launch.torch = {to_int("--torch", v.substr(0, dot), 1, 99),
+                         to_int("--torch", v.substr(dot + 1), 0, 99)};
      }},
-    {"--program", nullptr, "WORD", launch_flags, "the launcher, word by word, repeatable (default: torchrun)",
+    {"--program", nullptr, "WORD", launch_flags,
+     "the launcher, word by word, repeatable (default: torchrun)",
      [](options& o, const std::string& v) { o.program.push_back(v); }, true},
     {"--torchrun-arg", nullptr, "ARG", launch_flags, "an extra torchrun argument, repeatable",
      [](options& o, const std::string& v) { o.launch.torchrun_args.push_back(v); }, true},
@@ -95,21 +124,29 @@ const flag flags[] = {
      [](options& o, const std::string& v) {
        const auto mode = hetlaunch::numa_binding_from_name(v);
        if (!mode || *mode == hetlaunch::numa_binding::none)
-         throw usage_error{"--numa-binding must be node, socket, exclusive or core-complex, got " + quoted(v)};
+         throw usage_error{"--numa-binding must be node, socket, exclusive or core-complex, got " +
+                           quoted(v)};
        o.launch.binding = *mode;
      }},
-    {"--python", nullptr, "PATH", launch_flags, "the Python a bound worker runs (default: python3; torchrun's own without binding)",
+    {"--python", nullptr, "PATH", launch_flags,
+     "the Python a bound worker runs (default: python3; torchrun's own without binding)",
      [](options& o, const std::string& v) { o.launch.python = v; }},
-    {"--bind-program", nullptr, "PATH", launch_flags, "the hetlaunch the nodes run to bind workers (default: hetlaunch)",
+    {"--bind-program", nullptr, "PATH", launch_flags,
+     "the hetlaunch the nodes run to bind workers (default: hetlaunch)",
      [](options& o, const std::string& v) { o.launch.bind_program = v; }},
     // one command's or a few
-    {"--node", nullptr, "I", 0, "the node", [](options& o, const std::string& v) {
+    {"--node", nullptr, "I", 0, "the node",
+     [](options& o, const std::string& v) {
        o.node = static_cast<std::size_t>(to_integer("--node", v, 0, 0x7fffffff));
      }},
     {"--local-rank", nullptr, "L", 0, "the worker on that node",
-     [](options& o, const std::string& v) { o.local_rank = to_int("--local-rank", v, 0, 0x7fffffff); }},
-    {"--json", nullptr, nullptr, 0, "JSON for programs (--format json)", [](options& o, const std::string&) { o.format = "json"; }},
-    {"--null", nullptr, nullptr, 0, "end each item with a NUL byte instead of a newline (--format null)",
+     [](options& o, const std::string& v) {
+       o.local_rank = to_int("--local-rank", v, 0, 0x7fffffff);
+     }},
+    {"--json", nullptr, nullptr, 0, "JSON for programs (--format json)",
+     [](options& o, const std::string&) { o.format = "json"; }},
+    {"--null", nullptr, nullptr, 0,
+     "end each item with a NUL byte instead of a newline (--format null)",
      [](options& o, const std::string&) { o.format = "null"; }},
     {"--direct", nullptr, nullptr, 0, "the environment for starting the worker without torchrun",
      [](options& o, const std::string&) { o.direct = true; }},
@@ -117,69 +154,105 @@ const flag flags[] = {
      [](options& o, const std::string&) { o.agent_env = true; }},
     {"--any-host", nullptr, nullptr, 0, "start even when the node's IP address is not this host's",
      [](options& o, const std::string&) { o.any_host = true; }},
-    {"--format", nullptr, "FORMAT", 0, "the output's form: the command's own words, the default first (see its usage)",
+    {"--format", nullptr, "FORMAT", 0,
+     "the output's form: the command's own words, the default first (see its usage)",
      [](options& o, const std::string& v) { o.format = v; }},
-    {"--ssh", nullptr, "PROGRAM", 0, "the ssh client (default: ssh)", [](options& o, const std::string& v) { o.ssh = v; }},
+    {"--ssh", nullptr, "PROGRAM", 0, "the ssh client (default: ssh)",
+     [](options& o, const std::string& v) { o.ssh = v; }},
     {"--ssh-arg", nullptr, "ARG", 0, "an argument for ssh, before the host; repeatable",
      [](options& o, const std::string& v) { o.ssh_args.push_back(v); }, true},
-    {"--fanout", nullptr, "N", 0, "most nodes connecting at once (default: 64); a node counts until it starts",
+    {"--fanout", nullptr, "N", 0,
+     "most nodes connecting at once (default: 64); a node counts until it starts",
      [](options& o, const std::string& v) { o.fanout = to_int("--fanout", v, 1, 4096); }},
-    {"--env", nullptr, "NAME[=VALUE]", 0, "set NAME on every node: this value, or the local one; repeatable",
+    {"--env", nullptr, "NAME[=VALUE]", 0,
+     "set NAME on every node: this value, or the local one; repeatable",
      [](options& o, const std::string& v) { o.env.push_back(v); }, true},
     {"--env-file", nullptr, "FILE", 0, "NAME=VALUE lines to set on every node (# comments)",
      [](options& o, const std::string& v) { o.env_file = v; }},
-    {"--chdir", nullptr, "DIR", 0, "the directory to run in on every node (default: this one's path)",
+    {"--chdir", nullptr, "DIR", 0,
+     "the directory to run in on every node (default: this one's path)",
      [](options& o, const std::string& v) { o.chdir = v; }},
     {"--dry-run", nullptr, nullptr, 0, "print each node's ssh command instead of running it",
      [](options& o, const std::string&) { o.dry_run = true; }},
-    {"--gpu-count-command", nullptr, "CMD", 0, "prints a host's GPU count (default: counts `nvidia-smi -L` lines)",
+    {"--gpu-count-command", nullptr, "CMD", 0,
+     "prints a host's GPU count (default: counts `nvidia-smi -L` lines)",
      [](options& o, const std::string& v) { o.gpu_count_command = v; }},
-    {"--discover-timeout", nullptr, "SECONDS", 0, "how long a slots=auto host has to print its GPU count (default: 60)",
-     [](options& o, const std::string& v) { o.discover_timeout = to_int("--discover-timeout", v, 1, 86400); }},
+    {"--discover-timeout", nullptr, "SECONDS", 0,
+     "how long a slots=auto host has to print its GPU count (default: 60)",
+     [](options& o, const std::string& v) {
+       o.discover_timeout = to_int("--discover-timeout", v, 1, 86400);
+     }},
     {"--quiet-nodes", nullptr, nullptr, 0, "show only node 0's output and every node's errors",
      [](options& o, const std::string&) { o.quiet_nodes = true; }},
-    {"--sysfs", nullptr, "ROOT", 0, "read the CPU topology from this recorded /sys tree instead of /sys",
+    {"--sysfs", nullptr, "ROOT", 0,
+     "read the CPU topology from this recorded /sys tree instead of /sys",
      [](options& o, const std::string& v) { o.sysfs = v; }},
-    {"--gpu-pci-command", nullptr, "CMD", 0, "prints \"INDEX, PCI ADDRESS\" a GPU (default: nvidia-smi --query-gpu=index,pci.bus_id)",
+    {"--gpu-pci-command", nullptr, "CMD", 0,
+     "prints \"INDEX, PCI ADDRESS\" a GPU (default: nvidia-smi --query-gpu=index,pci.bus_id)",
      [](options& o, const std::string& v) { o.gpu_pci_command = v; }},
-    {"--devices", nullptr, "LIST", 0, "the visible GPUs, as CUDA_VISIBLE_DEVICES (default: it, or every GPU)",
+    {"--devices", nullptr, "LIST", 0,
+     "the visible GPUs, as CUDA_VISIBLE_DEVICES (default: it, or every GPU)",
      [](options& o, const std::string& v) { o.devices = v; }},
     {"--nproc", nullptr, "N", 0, "local ranks (default: one a visible GPU)",
      [](options& o, const std::string& v) { o.nproc = to_int("--nproc", v, 1, 4096); }},
-    {"--allowed-cpus", nullptr, "LIST", 0, "the CPUs the workers may use (default: this process's, or all of --sysfs)",
+    {"--allowed-cpus", nullptr, "LIST", 0,
+     "the CPUs the workers may use (default: this process's, or all of --sysfs)",
      [](options& o, const std::string& v) { o.allowed_cpus = v; }},
-    {"--name", nullptr, "NAME", 0, "the JobSet's name (a DNS label)", [](options& o, const std::string& v) { o.name = v; }},
-    {"--namespace", nullptr, "NS", 0, "its namespace (default: kubectl's)", [](options& o, const std::string& v) { o.namespace_ = v; }},
+    {"--name", nullptr, "NAME", 0, "the JobSet's name (a DNS label)",
+     [](options& o, const std::string& v) { o.name = v; }},
+    {"--namespace", nullptr, "NS", 0, "its namespace (default: kubectl's)",
+     [](options& o, const std::string& v) { o.namespace_ = v; }},
     {"--image", nullptr, "IMAGE", 0, "the container image (it needs torchrun, not hetlaunch)",
      [](options& o, const std::string& v) { o.image = v; }},
-    {"--group", nullptr, "NODES:GPUS[:WEIGHT]", 0, "NODES nodes of GPUS GPUs each, in node order; WEIGHT: each node's weight; repeatable",
+    {"--group", nullptr, "NODES:GPUS[:WEIGHT]", 0,
+     "NODES nodes of GPUS GPUs each, in node order; WEIGHT: each node's weight; repeatable",
      [](options& o, const std::string& v) { o.groups.push_back(v); }, true},
-    {"--node-selector", nullptr, "G:KEY=VALUE", 0, "a nodeSelector for group G's pods (0 is the first); repeatable",
+    {"--node-selector", nullptr, "G:KEY=VALUE", 0,
+     "a nodeSelector for group G's pods (0 is the first); repeatable",
      [](options& o, const std::string& v) { o.node_selectors.push_back(v); }, true},
-    {"--cpu", nullptr, "CPU", 0, "each pod's CPU request (\"8\", \"500m\")", [](options& o, const std::string& v) { o.cpu = v; }},
-    {"--memory", nullptr, "MEMORY", 0, "each pod's memory request (\"64Gi\")", [](options& o, const std::string& v) { o.memory = v; }},
-    {"--jobset-max-restarts", nullptr, "N", 0, "how often JobSet recreates every Job after a failure (default: 0)",
-     [](options& o, const std::string& v) { o.jobset_max_restarts = static_cast<int>(to_integer("--jobset-max-restarts", v, 0, 1000000)); }},
+    {"--cpu", nullptr, "CPU", 0, "each pod's CPU request (\"8\", \"500m\")",
+     [](options& o, const std::string& v) { o.cpu = v; }},
+    {"--memory", nullptr, "MEMORY", 0, "each pod's memory request (\"64Gi\")",
+     [](options& o, const std::string& v) { o.memory = v; }},
+    {"--jobset-max-restarts", nullptr, "N", 0,
+     "how often JobSet recreates every Job after a failure (default: 0)",
+     [](options& o, const std::string& v) {
+       o.jobset_max_restarts = static_cast<int>(to_integer("--jobset-max-restarts", v, 0, 1000000));
+     }},
     {"--jobset-restart-strategy", nullptr, "STRATEGY", 0,
      "Recreate (every Job at once, JobSet's default) or BlockingRecreate (once the old pods are gone)",
      [](options& o, const std::string& v) {
-       if (v == "Recreate") o.restart_strategy = hetlaunch::jobset_restart_strategy::recreate;
-       else if (v == "BlockingRecreate") o.restart_strategy = hetlaunch::jobset_restart_strategy::blocking_recreate;
-       else throw usage_error{"--jobset-restart-strategy must be Recreate or BlockingRecreate, got " + quoted(v)};
+       if (v == "Recreate")
+         o.restart_strategy = hetlaunch::jobset_restart_strategy::recreate;
+       else if (v == "BlockingRecreate")
+         o.restart_strategy = hetlaunch::jobset_restart_strategy::blocking_recreate;
+       else
+         throw usage_error{"--jobset-restart-strategy must be Recreate or BlockingRecreate, got " +
+                           quoted(v)};
      }},
-    {"--partition", nullptr, "P", 0, "every component's partition", [](options& o, const std::string& v) { o.partition = v; }},
-    {"--time", nullptr, "T", 0, "every component's time limit (\"1:00:00\")", [](options& o, const std::string& v) { o.time = v; }},
-    {"--sbatch-arg", nullptr, "ARG", 0, "an #SBATCH option of the job (\"--job-name=x\"); repeatable",
+    {"--partition", nullptr, "P", 0, "every component's partition",
+     [](options& o, const std::string& v) { o.partition = v; }},
+    {"--time", nullptr, "T", 0, "every component's time limit (\"1:00:00\")",
+     [](options& o, const std::string& v) { o.time = v; }},
+    {"--sbatch-arg", nullptr, "ARG", 0,
+     "an #SBATCH option of the job (\"--job-name=x\"); repeatable",
      [](options& o, const std::string& v) { o.sbatch_args.push_back(v); }, true},
-    {"--hetlaunch", nullptr, "PATH", 0, "the hetlaunch the nodes run (default: hetlaunch, from PATH)",
+    {"--hetlaunch", nullptr, "PATH", 0,
+     "the hetlaunch the nodes run (default: hetlaunch, from PATH)",
      [](options& o, const std::string& v) { o.hetlaunch_program = v; }},
-    {"--restarts", nullptr, "N", 0, "after a failure, start the whole job again, at most N times (default: 0)",
+    {"--restarts", nullptr, "N", 0,
+     "after a failure, start the whole job again, at most N times (default: 0)",
      [](options& o, const std::string& v) { o.restarts = to_int("--restarts", v, 0, 1000000); }},
-    {"--exclude-failed", nullptr, nullptr, 0, "each restart leaves out the failed nodes (run: the first to fail, hosts not reached; sbatch: nodes Slurm lost)",
+    {"--exclude-failed", nullptr, nullptr, 0,
+     "each restart leaves out the failed nodes (run: the first to fail, hosts not reached; sbatch: nodes Slurm lost)",
      [](options& o, const std::string&) { o.exclude_failed = true; }},
-    {"--min-nodes", nullptr, "M", 0, "fail instead of restarting on fewer than M nodes (default: 1)",
-     [](options& o, const std::string& v) { o.min_nodes = to_int("--min-nodes", v, 1, 0x7fffffff); }},
-    {"--kill-after", nullptr, "SECONDS", 0, "after a failure or a signal, how long the other nodes get to stop (10)",
+    {"--min-nodes", nullptr, "M", 0,
+     "fail instead of restarting on fewer than M nodes (default: 1)",
+     [](options& o, const std::string& v) {
+       o.min_nodes = to_int("--min-nodes", v, 1, 0x7fffffff);
+     }},
+    {"--kill-after", nullptr, "SECONDS", 0,
+     "after a failure or a signal, how long the other nodes get to stop (10)",
      [](options& o, const std::string& v) { o.kill_after = to_int("--kill-after", v, 1, 3600); }},
 };
 
@@ -199,8 +272,10 @@ bool accepts(const command& c, const flag& f) {
 std::string flag_line(const flag& f) {
   std::string left = f.alias ? concat(f.alias, ", ", f.name) : std::string(f.name);
   if (f.value) left += concat(" ", f.value);
-  if (left.size() < 27) left.append(27 - left.size(), ' ');
-  else left += concat("\n", std::string(29, ' '));
+  if (left.size() < 27)
+    left.append(27 - left.size(), ' ');
+  else
+    left += concat("\n", std::string(29, ' '));
   return concat("  ", left, f.help, "\n");
 }
 
@@ -250,13 +325,17 @@ options parse_args(int argc, char** argv) {
       const std::string name = a.substr(0, eq);
       const flag* f = find_flag(name);
       if (!f) throw usage_error{"unknown option " + quoted(name)};
-      if (!cmd) throw usage_error{concat(name, " needs a command before it: hetlaunch COMMAND ", name)};
+      if (!cmd)
+        throw usage_error{concat(name, " needs a command before it: hetlaunch COMMAND ", name)};
       if (!accepts(*cmd, *f)) throw usage_error{concat(cmd->name, " does not take ", name)};
       std::string value;
       if (f->value) {
-        if (eq != std::string::npos) value = a.substr(eq + 1);
-        else if (i + 1 < argc) value = argv[++i];
-        else throw usage_error{concat(name, " needs a value (", f->value, ")")};
+        if (eq != std::string::npos)
+          value = a.substr(eq + 1);
+        else if (i + 1 < argc)
+          value = argv[++i];
+        else
+          throw usage_error{concat(name, " needs a value (", f->value, ")")};
       } else if (eq != std::string::npos) {
         throw usage_error{concat(name, " takes no value")};
       }
@@ -269,7 +348,8 @@ options parse_args(int argc, char** argv) {
       continue;
     }
     if (!cmd) throw usage_error{"unknown command " + quoted(a)};
-    if (cmd->script == script_use::none) throw usage_error{concat(cmd->name, " takes no script or operand, got ", quoted(a))};
+    if (cmd->script == script_use::none)
+      throw usage_error{concat(cmd->name, " takes no script or operand, got ", quoted(a))};
     // A script: it and everything after it belong to the script. Operands: each stands alone.
     if (cmd->script != script_use::operands) scripting = true;
     o.positional.push_back(a);
@@ -317,17 +397,23 @@ std::string usage_line(const command& c) {
   std::vector<std::string> words = {"hetlaunch", c.name};
   if (c.node == node_use::required) words.push_back("--node I");
   for (const char* name : c.required) words.push_back(usage_word(*find_flag(name), false));
-  if (c.groups & input_flags) words.push_back("[INPUT]");
+  if (c.groups & input_flags)
+    words.push_back("[INPUT]");
   else if (c.groups & limit_flags)
     for (const flag& f : flags)
       if (f.group & limit_flags) words.push_back(usage_word(f, true));
   if (c.groups & launch_flags) words.push_back("[LAUNCH OPTIONS]");
   for (const char* name : c.flags)
-    if (!is_required(c, name) && !(c.node == node_use::required && std::string_view(name) == "--node"))
-      words.push_back(usage_word(*find_flag(name), true, std::string_view(name) == "--format" ? c.formats : nullptr));
-  if (c.script == script_use::required) words.push_back("[--] SCRIPT [ARGS...]");
-  else if (c.script == script_use::optional) words.push_back("[--] [SCRIPT [ARGS...]]");
-  else if (c.script == script_use::operands && *c.operands) words.push_back(c.operands);
+    if (!is_required(c, name) &&
+        !(c.node == node_use::required && std::string_view(name) == "--node"))
+      words.push_back(usage_word(*find_flag(name), true,
+                                 std::string_view(name) == "--format" ? c.formats : nullptr));
+  if (c.script == script_use::required)
+    words.push_back("[--] SCRIPT [ARGS...]");
+  else if (c.script == script_use::optional)
+    words.push_back("[--] [SCRIPT [ARGS...]]");
+  else if (c.script == script_use::operands && *c.operands)
+    words.push_back(c.operands);
   // Lines of at most 100 columns after "usage: ", continued under the command.
   std::string out, line;
   for (const std::string& w : words) {
@@ -355,8 +441,8 @@ void check_required(const command& c, const options& o) {
     for (const std::string& g : o.given) given = given || g == name;
     if (given) continue;
     const flag& f = *find_flag(name);
-    throw usage_error{concat(c.name, " needs ", f.repeatable ? "at least one " : "", f.name, f.value ? " " : "",
-                             f.value ? f.value : "")};
+    throw usage_error{concat(c.name, " needs ", f.repeatable ? "at least one " : "", f.name,
+                             f.value ? " " : "", f.value ? f.value : "")};
   }
   if (o.format.empty()) return;
   // --format, or --json / --null, must name one of the command's own formats.
@@ -379,13 +465,15 @@ std::string command_help(const command& c) {
   std::string own;
   for (const char* name : c.flags) own += flag_line(*find_flag(name));
   if (!own.empty()) out += concat("\noptions:\n", own);
-  if (c.groups & input_flags) out += "\nINPUT: --hostfile, --hosts, --slurm, --include/--exclude (see `hetlaunch --help`)\n";
+  if (c.groups & input_flags)
+    out += "\nINPUT: --hostfile, --hosts, --slurm, --include/--exclude (see `hetlaunch --help`)\n";
   else if (c.groups & limit_flags) {
     out += "\noptions:\n";
     for (const flag& f : flags)
       if (f.group & limit_flags) out += flag_line(f);
   }
-  if (c.groups & launch_flags) out += "LAUNCH OPTIONS: --master-addr, --master-port, --rdzv, ... (see `hetlaunch --help`)\n";
+  if (c.groups & launch_flags)
+    out += "LAUNCH OPTIONS: --master-addr, --master-port, --rdzv, ... (see `hetlaunch --help`)\n";
   return out;
 }
 

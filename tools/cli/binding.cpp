@@ -16,7 +16,6 @@
 namespace cli {
 namespace {
 
-
 // The most a sysfs file or the GPU listing may hold: sysfs files are one page, and
 // nvidia-smi's listing is a line a GPU.
 constexpr std::size_t max_file_bytes = 1 << 16;
@@ -40,7 +39,8 @@ std::optional<std::string> read_sysfs(const std::string& root, const std::string
 
 // The node's GPUs: --gpu-pci-command's output, or nvidia-smi's.
 std::optional<std::vector<hetlaunch::gpu_device>> node_gpus(const options& o, std::string& error) {
-  const std::string command = o.gpu_pci_command.value_or("nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader");
+  const std::string command =
+      o.gpu_pci_command.value_or("nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader");
   std::fflush(nullptr);
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
   if (!pipe) {
@@ -50,16 +50,20 @@ std::optional<std::vector<hetlaunch::gpu_device>> node_gpus(const options& o, st
   std::string text;
   char buffer[4096];
   std::size_t got = 0;
-  while (text.size() <= max_file_bytes && (got = std::fread(buffer, 1, sizeof buffer, pipe.get())) > 0) text.append(buffer, got);
+  while (text.size() <= max_file_bytes &&
+         (got = std::fread(buffer, 1, sizeof buffer, pipe.get())) > 0)
+    text.append(buffer, got);
   const int status = pclose(pipe.release());  // a command still writing gets SIGPIPE
   if (text.size() > max_file_bytes) {
     error = concat(quoted(command), " printed more than ", max_file_bytes, " bytes");
     return std::nullopt;
   }
   if (status != 0) {
-    error = concat(quoted(command), " failed (",
-                   WIFEXITED(status) ? concat("exit status ", WEXITSTATUS(status)) : std::string("killed by a signal"),
-                   o.gpu_pci_command ? ")" : "; on a machine without nvidia-smi, give --gpu-pci-command)");
+    error = concat(
+        quoted(command), " failed (",
+        WIFEXITED(status) ? concat("exit status ", WEXITSTATUS(status))
+                          : std::string("killed by a signal"),
+        o.gpu_pci_command ? ")" : "; on a machine without nvidia-smi, give --gpu-pci-command)");
     return std::nullopt;
   }
   auto gpus = hetlaunch::parse_gpu_pci_list(text);
@@ -78,7 +82,8 @@ std::optional<hetlaunch::cpu_list> own_affinity(std::string& error) {
     if (sched_getaffinity(0, size, set) == 0) {
       hetlaunch::cpu_list out;
       for (int cpu = 0; cpu < cpus && cpu <= static_cast<int>(hetlaunch::max_cpu_number); ++cpu)
-        if (CPU_ISSET_S(static_cast<std::size_t>(cpu), size, set)) out.push_back(static_cast<unsigned>(cpu));
+        if (CPU_ISSET_S(static_cast<std::size_t>(cpu), size, set))
+          out.push_back(static_cast<unsigned>(cpu));
       CPU_FREE(set);
       return out;
     }
@@ -98,7 +103,8 @@ bool set_affinity(const hetlaunch::cpu_list& cpus, std::string& error) {
   const int r = sched_setaffinity(0, size, set);
   CPU_FREE(set);
   if (r == 0) return true;
-  error = concat("cannot set the CPU affinity to ", hetlaunch::format_cpulist(cpus), ": ", std::strerror(errno));
+  error = concat("cannot set the CPU affinity to ", hetlaunch::format_cpulist(cpus), ": ",
+                 std::strerror(errno));
   return false;
 }
 
@@ -109,8 +115,8 @@ struct node_binding {
   hetlaunch::cpu_list allowed;
 };
 
-std::optional<node_binding> read_node(const options& o, std::optional<std::string_view> devices, bool tree_allowed,
-                                      std::string& error) {
+std::optional<node_binding> read_node(const options& o, std::optional<std::string_view> devices,
+                                      bool tree_allowed, std::string& error) {
   auto gpus = node_gpus(o, error);
   if (!gpus) return std::nullopt;
   auto visible = hetlaunch::visible_gpus(*gpus, devices);
@@ -119,10 +125,13 @@ std::optional<node_binding> read_node(const options& o, std::optional<std::strin
     return std::nullopt;
   }
   const std::string root = o.sysfs.value_or("/sys");
-  node_binding b{hetlaunch::cpu_topology::read([&](const std::string& path) { return read_sysfs(root, path); }, *visible),
-                 *std::move(visible), {}};
+  node_binding b{hetlaunch::cpu_topology::read(
+                     [&](const std::string& path) { return read_sysfs(root, path); }, *visible),
+                 *std::move(visible),
+                 {}};
   if (b.topology.all_cpus().empty() && !b.topology.possible_numa_nodes()) {
-    error = concat("no CPU topology under ", quoted(root), ": ", b.topology.possible_numa_nodes().error().message());
+    error = concat("no CPU topology under ", quoted(root), ": ",
+                   b.topology.possible_numa_nodes().error().message());
     return std::nullopt;
   }
   if (o.allowed_cpus) {
@@ -148,25 +157,28 @@ std::optional<std::string_view> env_value(const char* name) {
 }  // namespace
 
 int cpus_command(options& o) {
-  std::optional<std::string_view> devices = o.devices ? std::optional<std::string_view>(*o.devices)
-                                                      : env_value("CUDA_VISIBLE_DEVICES");
+  std::optional<std::string_view> devices =
+      o.devices ? std::optional<std::string_view>(*o.devices) : env_value("CUDA_VISIBLE_DEVICES");
   std::string error;
   auto node = read_node(o, devices, o.sysfs.has_value(), error);
   if (!node) return fail(concat("cpus: ", error));
   const int nproc = o.nproc.value_or(static_cast<int>(node->visible.size()));
-  auto ranks = hetlaunch::local_rank_bindings(node->topology, o.launch.binding, node->visible, nproc, node->allowed);
+  auto ranks = hetlaunch::local_rank_bindings(node->topology, o.launch.binding, node->visible,
+                                              nproc, node->allowed);
   if (!ranks) return fail(concat("cpus: ", ranks.error().message()));
   const std::string mode(hetlaunch::numa_binding_name(o.launch.binding));
   if (o.format == "json") {
     std::string out = concat("{\"mode\": ", json_string(mode), ", \"ranks\": [");
     for (const auto& r : *ranks)
-      out += concat(&r == &ranks->front() ? "" : ", ", "{\"local_rank\": ", r.local_rank, ", \"gpu\": ", r.gpu,
-                    ", \"pci\": ", json_string(r.pci), ", \"numa_node\": ", r.numa_node,
+      out += concat(&r == &ranks->front() ? "" : ", ", "{\"local_rank\": ", r.local_rank,
+                    ", \"gpu\": ", r.gpu, ", \"pci\": ", json_string(r.pci),
+                    ", \"numa_node\": ", r.numa_node,
                     ", \"cpus\": ", json_string(hetlaunch::format_cpulist(r.cpus)), "}");
     std::printf("%s]}\n", out.c_str());
     return 0;
   }
-  std::printf("numa binding %s, %d local rank%s, CPUs of %s\n", mode.c_str(), nproc, nproc == 1 ? "" : "s",
+  std::printf("numa binding %s, %d local rank%s, CPUs of %s\n", mode.c_str(), nproc,
+              nproc == 1 ? "" : "s",
               o.sysfs ? concat("the tree ", *o.sysfs).c_str() : "this machine");
   std::printf("%-10s  %-3s  %-12s  %-9s  %s\n", "local rank", "gpu", "pci", "numa node", "cpus");
   for (const auto& r : *ranks)
@@ -181,13 +193,16 @@ int bind_command(options& o) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   const auto group = env_value("GROUP_RANK");
-  const std::string who = concat("bind: ", group ? concat("node ", *group, " ") : std::string(), "(", host, ")");
+  const std::string who =
+      concat("bind: ", group ? concat("node ", *group, " ") : std::string(), "(", host, ")");
   const auto local_rank_text = env_value("LOCAL_RANK");
   const std::optional<unsigned long long> local_rank_read =
       local_rank_text ? hetlaunch::parse_count(*local_rank_text, 0x7fffffff) : std::nullopt;
   if (!local_rank_read)
-    return fail(concat(who, ": LOCAL_RANK is ", local_rank_text ? quoted(*local_rank_text) : std::string("not set"),
-                       "; `hetlaunch bind` runs as a worker, started by torchrun or `hetlaunch exec`"));
+    return fail(
+        concat(who, ": LOCAL_RANK is ",
+               local_rank_text ? quoted(*local_rank_text) : std::string("not set"),
+               "; `hetlaunch bind` runs as a worker, started by torchrun or `hetlaunch exec`"));
   const int local_rank = static_cast<int>(*local_rank_read);
   std::string error;
   auto node = read_node(o, env_value("CUDA_VISIBLE_DEVICES"), false, error);
@@ -195,7 +210,8 @@ int bind_command(options& o) {
   auto rank = hetlaunch::local_rank_binding(node->topology, o.launch.binding, node->visible,
                                             local_rank, node->allowed);
   if (!rank) return fail(concat(who, ": ", rank.error().message()));
-  if (!set_affinity(rank->cpus, error)) return fail(concat(who, " local rank ", local_rank, ": ", error));
+  if (!set_affinity(rank->cpus, error))
+    return fail(concat(who, " local rank ", local_rank, ": ", error));
   // nvidia-smi's indices are in PCI bus order; CUDA's default order is fastest first.
   setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
   std::vector<char*> args;

@@ -17,7 +17,8 @@ namespace cli {
 
 constexpr int exit_invalid = 1;  // invalid input: nothing was started
 constexpr int exit_usage = 2;    // the command line itself is wrong
-constexpr int exit_failed = 1;   // a job that failed without a status of its own (a node never started)
+constexpr int exit_failed =
+    1;  // a job that failed without a status of its own (a node never started)
 
 // Message text: text and integers joined, and text quoted as the library's messages quote it.
 template <class... Pieces>
@@ -27,7 +28,9 @@ std::string concat(const Pieces&... pieces) {
   return out.str();
 }
 inline std::string quoted(std::string_view text) { return hetlaunch::quote(text); }
-inline std::string quoted(std::string_view text, std::size_t limit) { return hetlaunch::quote(text, limit); }
+inline std::string quoted(std::string_view text, std::size_t limit) {
+  return hetlaunch::quote(text, limit);
+}
 
 struct usage_error {
   std::string message;
@@ -80,13 +83,15 @@ struct options {
   std::string partition, time;
   std::vector<std::string> sbatch_args;
   std::string hetlaunch_program = "hetlaunch";
-  std::vector<std::string> launch_args;  // the launch options as given, for the nodes' `hetlaunch exec`
+  std::vector<std::string>
+      launch_args;  // the launch options as given, for the nodes' `hetlaunch exec`
   // cpus and bind
-  std::optional<std::string> sysfs;            // a recorded sysfs tree instead of /sys
-  std::optional<std::string> gpu_pci_command;  // prints "INDEX, PCI ADDRESS" lines instead of nvidia-smi
-  std::optional<std::string> devices;          // the visible GPUs (CUDA_VISIBLE_DEVICES's form)
-  std::optional<int> nproc;                    // local ranks (default: one a visible GPU)
-  std::optional<std::string> allowed_cpus;     // the CPUs the workers may use
+  std::optional<std::string> sysfs;  // a recorded sysfs tree instead of /sys
+  std::optional<std::string>
+      gpu_pci_command;                 // prints "INDEX, PCI ADDRESS" lines instead of nvidia-smi
+  std::optional<std::string> devices;  // the visible GPUs (CUDA_VISIBLE_DEVICES's form)
+  std::optional<int> nproc;            // local ranks (default: one a visible GPU)
+  std::optional<std::string> allowed_cpus;  // the CPUs the workers may use
 };
 
 // Which flags a command takes: whole groups, and single flags by name.
@@ -107,8 +112,10 @@ struct command {
   script_use script;
   node_use node;
   int (*run)(options&);
-  std::vector<const char*> required = {};  // flags of `flags` that must be given (checked before run)
-  const char* formats = "";  // what --format takes, the default first ("sh|json|null"); "" without --format
+  std::vector<const char*> required =
+      {};  // flags of `flags` that must be given (checked before run)
+  const char* formats =
+      "";  // what --format takes, the default first ("sh|json|null"); "" without --format
 };
 
 const std::vector<command>& commands();
@@ -122,7 +129,7 @@ struct flag_view {
   const char* alias;  // or nullptr
   const char* value;  // the value's name, or nullptr for a switch
   const char* help;
-  unsigned group;     // flag_group bits, or 0
+  unsigned group;  // flag_group bits, or 0
 };
 std::vector<flag_view> flag_list();
 bool command_accepts(const command& c, const char* flag_name);
@@ -139,10 +146,10 @@ std::string command_help(const command& c);
 struct input {
   hetlaunch::cluster nodes;
   std::optional<std::size_t> this_node;  // from SLURM_NODEID, in the filtered cluster
-  std::string excluded;                  // why SLURM_NODEID's node has no place in the filtered cluster
-  std::string step_problem;              // why this Slurm step cannot start one torchrun a node
-  std::string source;                    // for messages: the file, "--hosts", ...
-  bool validated = false;                // the parser validated the topology with these options
+  std::string excluded;      // why SLURM_NODEID's node has no place in the filtered cluster
+  std::string step_problem;  // why this Slurm step cannot start one torchrun a node
+  std::string source;        // for messages: the file, "--hosts", ...
+  bool validated = false;    // the parser validated the topology with these options
 };
 std::optional<std::string> read_file(const std::string& path, std::string& error);
 // This process's environment, as NAME=VALUE pairs in order.
@@ -157,7 +164,8 @@ bool apply_weights(const options& o, hetlaunch::cluster& nodes, std::string& err
 // One plan for the command; on problems, prints every one and returns nothing.
 std::optional<hetlaunch::launch_plan> plan_of(const input& in, const options& o);
 // A plan of other nodes with the same options (a restart's); its problems printed, naming `who`.
-std::optional<hetlaunch::launch_plan> plan_again(const hetlaunch::cluster& nodes, const hetlaunch::launch_options& launch,
+std::optional<hetlaunch::launch_plan> plan_again(const hetlaunch::cluster& nodes,
+                                                 const hetlaunch::launch_options& launch,
                                                  const std::string& who);
 std::size_t chosen_node(const options& o, const input& in);
 // The script and its arguments, from the positional arguments, into the launch options.

@@ -16,7 +16,6 @@
 namespace cli {
 namespace {
 
-
 // Whether an IP literal is an address of this host (any loopback address counts). Names are not
 // resolved: only IP literals are checked.
 std::optional<bool> address_is_local(std::string_view host, std::string& local_addresses) {
@@ -56,7 +55,8 @@ struct planned {
   input in;
   hetlaunch::launch_plan plan;
 };
-std::optional<planned> read_and_plan(options& o, int& status, const char* stand_in_script = nullptr) {
+std::optional<planned> read_and_plan(options& o, int& status,
+                                     const char* stand_in_script = nullptr) {
   std::optional<input> in = read_input(o, status);
   if (!in) return std::nullopt;
   take_script(o);
@@ -82,7 +82,9 @@ std::optional<std::size_t> node_of(const options& o, const planned& p, int& stat
   return chosen_node(o, p.in);
 }
 
-int node_failed(const input& in, const hetlaunch::diagnostic& d) { return fail(concat(in.source, ": ", d.message())); }
+int node_failed(const input& in, const hetlaunch::diagnostic& d) {
+  return fail(concat(in.source, ": ", d.message()));
+}
 
 int plan_command(options& o) {
   int status = 0;
@@ -99,13 +101,15 @@ int check_command(options& o) {
   take_script(o);
   // One validation: a parsed topology was validated as it was read, and a filter keeps it valid.
   const std::vector<hetlaunch::diagnostic> problems =
-      in->validated ? hetlaunch::launch_option_problems(in->nodes, o.launch) : hetlaunch::validate_plan(in->nodes, o.launch);
+      in->validated ? hetlaunch::launch_option_problems(in->nodes, o.launch)
+                    : hetlaunch::validate_plan(in->nodes, o.launch);
   print_problems(in->source, problems);
   if (!problems.empty()) return exit_invalid;
   if (o.node && *o.node >= in->nodes.node_count())
-    return fail(concat(in->source, ": node index ", *o.node, " is out of range: the cluster has ", in->nodes.node_count(),
-                       " nodes"));
-  std::printf("%s: valid: %zu nodes, world size %d\n", in->source.c_str(), in->nodes.node_count(), in->nodes.world_size());
+    return fail(concat(in->source, ": node index ", *o.node, " is out of range: the cluster has ",
+                       in->nodes.node_count(), " nodes"));
+  std::printf("%s: valid: %zu nodes, world size %d\n", in->source.c_str(), in->nodes.node_count(),
+              in->nodes.world_size());
   return 0;
 }
 
@@ -113,8 +117,10 @@ int check_env_command(options& o) {
   int status = 0;
   auto p = read_and_plan(o, status);
   if (!p) return status;
-  const auto problems = hetlaunch::check_worker_env(p->plan, [](const char* name) { return std::getenv(name); });
-  for (const auto& d : problems) std::fprintf(stderr, "hetlaunch: check-env: %s\n", d.message().c_str());
+  const auto problems =
+      hetlaunch::check_worker_env(p->plan, [](const char* name) { return std::getenv(name); });
+  for (const auto& d : problems)
+    std::fprintf(stderr, "hetlaunch: check-env: %s\n", d.message().c_str());
   return problems.empty() ? 0 : exit_invalid;
 }
 
@@ -124,8 +130,10 @@ int env_command(options& o) {
   if (!p) return status;
   const auto node = node_of(o, *p, status);
   if (!node) return status;
-  if (o.direct && o.agent_env) throw usage_error{"--agent-env describes torchrun's environment; --direct has no torchrun"};
-  const hetlaunch::environment agent = o.agent_env ? process_environment() : hetlaunch::environment();
+  if (o.direct && o.agent_env)
+    throw usage_error{"--agent-env describes torchrun's environment; --direct has no torchrun"};
+  const hetlaunch::environment agent =
+      o.agent_env ? process_environment() : hetlaunch::environment();
   const auto r = o.direct      ? p->plan.try_direct_worker_env(*node, *o.local_rank)
                  : o.agent_env ? p->plan.try_worker_env_from_agent(*node, *o.local_rank, agent)
                                : p->plan.try_worker_env(*node, *o.local_rank);
@@ -133,13 +141,16 @@ int env_command(options& o) {
   if (o.format == "json") {
     std::printf("{");
     for (std::size_t i = 0; i < r->size(); ++i)
-      std::printf("%s%s: %s", i ? ", " : "", json_string((*r)[i].first).c_str(), json_string((*r)[i].second).c_str());
+      std::printf("%s%s: %s", i ? ", " : "", json_string((*r)[i].first).c_str(),
+                  json_string((*r)[i].second).c_str());
     std::printf("}\n");
     return 0;
   }
   for (const auto& v : *r) {
-    if (o.format == "null") std::printf("%s=%s%c", v.first.c_str(), v.second.c_str(), '\0');
-    else std::printf("export %s=%s\n", v.first.c_str(), hetlaunch::shell_quote(v.second).c_str());
+    if (o.format == "null")
+      std::printf("%s=%s%c", v.first.c_str(), v.second.c_str(), '\0');
+    else
+      std::printf("export %s=%s\n", v.first.c_str(), hetlaunch::shell_quote(v.second).c_str());
   }
   // What torchrun decides only when it starts the worker, said rather than left out.
   if (o.format == "sh" && !o.direct)
@@ -159,7 +170,8 @@ int accelerate_command(options& o) {
   if (!r) return node_failed(p->in, r.error());
   // accelerate passes its environment on to every worker: the node's devices and work share.
   std::string prefix;
-  for (const auto& v : p->plan.agent_env(*node)) prefix += v.first + "=" + hetlaunch::shell_quote(v.second) + " ";
+  for (const auto& v : p->plan.agent_env(*node))
+    prefix += v.first + "=" + hetlaunch::shell_quote(v.second) + " ";
   std::printf("%s%s\n", prefix.c_str(), hetlaunch::shell_join(*r).c_str());
   return 0;
 }
@@ -185,7 +197,8 @@ int exec_command(options& o) {
   if (!p) return status;
   // One torchrun a node: a step on only some nodes would wait for the others' rendezvous until it
   // times out, and several tasks on a node would start several torchruns as one node.
-  if (o.slurm && !o.node && !p->in.step_problem.empty()) return fail(concat("--slurm: ", p->in.step_problem));
+  if (o.slurm && !o.node && !p->in.step_problem.empty())
+    return fail(concat("--slurm: ", p->in.step_problem));
   const auto node = node_of(o, *p, status);
   if (!node) return status;
   const auto argv = p->plan.try_torchrun_argv(*node);
@@ -202,8 +215,10 @@ int exec_command(options& o) {
   // torch 2.5+ computes ranks as if every node ran this node's count when this is set.
   const char* identical = std::getenv("TORCH_ELASTIC_WORKER_IDENTICAL");
   if (identical && std::string_view(identical) == "1" && p->plan.counts_differ()) {
-    std::fprintf(stderr, "hetlaunch: unsetting TORCH_ELASTIC_WORKER_IDENTICAL=1: the nodes of this plan run different "
-                         "numbers of workers, which it would make torchrun ignore\n");
+    std::fprintf(
+        stderr,
+        "hetlaunch: unsetting TORCH_ELASTIC_WORKER_IDENTICAL=1: the nodes of this plan run different "
+        "numbers of workers, which it would make torchrun ignore\n");
     unsetenv("TORCH_ELASTIC_WORKER_IDENTICAL");
   }
   // torchrun replaces this process; its environment carries the node's devices.
@@ -211,7 +226,8 @@ int exec_command(options& o) {
   std::vector<char*> args;
   for (const auto& a : *argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  if (std::fflush(stdout) != 0) return fail(concat("cannot write the output: ", std::strerror(errno)));
+  if (std::fflush(stdout) != 0)
+    return fail(concat("cannot write the output: ", std::strerror(errno)));
   execvp(args[0], args.data());
   return fail(concat("cannot run ", quoted((*argv)[0]), ": ", std::strerror(errno)));
 }
@@ -239,7 +255,8 @@ int compress_command(options& o) {
 
 const std::vector<command>& commands() {
   static const std::vector<command> table = {
-      {"run", "",
+      {"run",
+       "",
        "starts every node's torchrun over ssh and returns the job's status",
        "Validates everything, then starts every node's torchrun over ssh (at most --fanout connections\n"
        "open at once while starting), prints each output line as `[NODE HOST] line`, and exits 0 only\n"
@@ -257,19 +274,27 @@ const std::vector<command>& commands() {
        "its torchrun or ssh gave it (255: ssh could not connect), which can be 2, 126 or 127 too:\n"
        "hetlaunch's own lines on stderr name the node and what happened.\n",
        input_flags | launch_flags,
-       {"--ssh", "--ssh-arg", "--fanout", "--env", "--env-file", "--chdir", "--dry-run", "--quiet-nodes",
-        "--kill-after", "--gpu-count-command", "--discover-timeout", "--restarts", "--exclude-failed", "--min-nodes"},
-       script_use::required, node_use::none, run_command},
-      {"discover", "",
+       {"--ssh", "--ssh-arg", "--fanout", "--env", "--env-file", "--chdir", "--dry-run",
+        "--quiet-nodes", "--kill-after", "--gpu-count-command", "--discover-timeout", "--restarts",
+        "--exclude-failed", "--min-nodes"},
+       script_use::required,
+       node_use::none,
+       run_command},
+      {"discover",
+       "",
        "asks each slots=auto host for its GPU count and prints the hostfile",
        "Asks every host written with slots=auto (host:auto) for its GPU count over ssh, all at once,\n"
        "and prints the resolved hostfile. The count is the number of `GPU n:` lines of `nvidia-smi -L`,\n"
        "or what --gpu-count-command prints. A host whose command fails, prints no count, prints more\n"
        "than 64 KiB or does not finish within --discover-timeout seconds is an error that names it\n"
        "and shows what it printed. SIGINT, SIGTERM or SIGHUP stops every ssh it started.\n",
-       input_flags, {"--ssh", "--ssh-arg", "--fanout", "--gpu-count-command", "--discover-timeout"}, script_use::none, node_use::none,
+       input_flags,
+       {"--ssh", "--ssh-arg", "--fanout", "--gpu-count-command", "--discover-timeout"},
+       script_use::none,
+       node_use::none,
        discover_command},
-      {"jobset", "",
+      {"jobset",
+       "",
        "a Kubernetes JobSet that runs the mixed job",
        "Prints a JobSet (jobset.x-k8s.io/v1alpha2) manifest, YAML (--json: JSON), for kubectl apply -f -:\n"
        "one replicatedJob per --group, each an Indexed Job of NODES pods asking for GPUS nvidia.com/gpu.\n"
@@ -279,10 +304,15 @@ const std::vector<command>& commands() {
        "With --numa-binding the image needs hetlaunch too, at --bind-program's path, and nvidia-smi.\n"
        "Needs the JobSet controller in the cluster; see docs/kubernetes.md.\n",
        launch_flags,
-       {"--name", "--namespace", "--image", "--group", "--node-selector", "--cpu", "--memory", "--env",
-        "--jobset-max-restarts", "--jobset-restart-strategy", "--format", "--json"},
-       script_use::required, node_use::none, jobset_command, {"--name", "--image", "--group"}, "yaml|json"},
-      {"sbatch", "",
+       {"--name", "--namespace", "--image", "--group", "--node-selector", "--cpu", "--memory",
+        "--env", "--jobset-max-restarts", "--jobset-restart-strategy", "--format", "--json"},
+       script_use::required,
+       node_use::none,
+       jobset_command,
+       {"--name", "--image", "--group"},
+       "yaml|json"},
+      {"sbatch",
+       "",
        "a Slurm batch script: a hetjob component per node group",
        "Prints a batch script for `sbatch`: one heterogeneous-job component per --group (NODES nodes\n"
        "of GPUS GPUs each, in node order), a task a GPU, so that Slurm reports each component's\n"
@@ -295,59 +325,118 @@ const std::vector<command>& commands() {
        "--exclude-failed (one --group only: Slurm cancels a heterogeneous job on a node failure) adds\n"
        "--no-kill, so a lost node does not end the job: the step runs again on the nodes the job still\n"
        "has, the plan made again over them; --min-nodes M stops it below M nodes.\n",
-       launch_flags, {"--group", "--partition", "--time", "--sbatch-arg", "--hetlaunch", "--restarts", "--exclude-failed",
-                      "--min-nodes"}, script_use::required,
-       node_use::none, sbatch_command, {"--group"}},
-      {"plan", "",
+       launch_flags,
+       {"--group", "--partition", "--time", "--sbatch-arg", "--hetlaunch", "--restarts",
+        "--exclude-failed", "--min-nodes"},
+       script_use::required,
+       node_use::none,
+       sbatch_command,
+       {"--group"}},
+      {"plan",
+       "",
        "the rank table and every node's torchrun command",
        "Prints the rank table (node, host, nproc, role, offset, global ranks; with weights or\n"
        "--global-batch also each node's weight, batch and batch offset) and every node's torchrun\n"
        "command, shell-quoted. SCRIPT defaults to train.py. --json: the same for programs.\n",
-       input_flags | launch_flags, {"--format", "--json"}, script_use::optional, node_use::none, plan_command, {},
+       input_flags | launch_flags,
+       {"--format", "--json"},
+       script_use::optional,
+       node_use::none,
+       plan_command,
+       {},
        "text|json"},
-      {"argv", "",
+      {"argv",
+       "",
        "node I's torchrun argv, one argument a line",
        "Prints node I's torchrun argv, one argument a line, or NUL-terminated with --null.\n",
-       input_flags | launch_flags, {"--node", "--format", "--null"}, script_use::required, node_use::required, argv_command,
-       {}, "lines|null"},
-      {"exec", "",
+       input_flags | launch_flags,
+       {"--node", "--format", "--null"},
+       script_use::required,
+       node_use::required,
+       argv_command,
+       {},
+       "lines|null"},
+      {"exec",
+       "",
        "runs node I's torchrun in place of itself (no shell)",
        "Replaces itself with node I's torchrun (execvp, no shell in between). With --slurm the\n"
        "node defaults to SLURM_NODEID. Nothing is started when the input is invalid, nor when node\n"
        "I's host is an IP address that this host does not have (--any-host skips that check).\n"
        "TORCH_ELASTIC_WORKER_IDENTICAL=1 is removed, with a message, when the nodes differ.\n",
-       input_flags | launch_flags, {"--node", "--any-host"}, script_use::required, node_use::required, exec_command},
-      {"env", "",
+       input_flags | launch_flags,
+       {"--node", "--any-host"},
+       script_use::required,
+       node_use::required,
+       exec_command},
+      {"env",
+       "",
        "the environment torchrun gives one worker",
        "Prints the environment torchrun gives that worker (static rendezvous). --direct: the\n"
        "environment for starting the worker without torchrun (no agent store). --agent-env: as\n"
        "torchrun gives it when started with this environment (it passes on its own\n"
        "TORCH_NCCL_ASYNC_ERROR_HANDLING and OMP_NUM_THREADS). The sh format ends with a comment on\n"
        "TORCHELASTIC_ERROR_FILE, which torchrun decides when the worker starts.\n",
-       input_flags | launch_flags, {"--node", "--local-rank", "--format", "--json", "--null", "--direct", "--agent-env"}, script_use::optional,
-       node_use::required, env_command, {"--local-rank"}, "sh|json|null"},
-      {"check", "", "validates the input and prints every problem",
+       input_flags | launch_flags,
+       {"--node", "--local-rank", "--format", "--json", "--null", "--direct", "--agent-env"},
+       script_use::optional,
+       node_use::required,
+       env_command,
+       {"--local-rank"},
+       "sh|json|null"},
+      {"check",
+       "",
+       "validates the input and prints every problem",
        "Validates the input and the launch options and prints every problem.\n"
        "Exit status 0: valid; 1: invalid; 2: usage error.\n",
-       input_flags | launch_flags, {"--node"}, script_use::optional, node_use::optional, check_command},
-      {"check-env", "", "compares this process's environment (a worker's) with the plan",
+       input_flags | launch_flags,
+       {"--node"},
+       script_use::optional,
+       node_use::optional,
+       check_command},
+      {"check-env",
+       "",
+       "compares this process's environment (a worker's) with the plan",
        "Run inside a worker: compares its RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK and\n"
        "LOCAL_RANK with the plan and prints every disagreement; with --global-batch also\n"
        "HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET. Exit status 1 on any.\n",
-       input_flags | launch_flags, {}, script_use::optional, node_use::none, check_env_command},
-      {"expand", "EXPR", "expands a Slurm host list, one host a line",
+       input_flags | launch_flags,
+       {},
+       script_use::optional,
+       node_use::none,
+       check_env_command},
+      {"expand",
+       "EXPR",
+       "expands a Slurm host list, one host a line",
        "Expands a Slurm host list (\"gpu[01-04],cpu7\"), one host a line. At most --max-hosts names\n"
        "(default 1048576) of --max-bytes bytes in all (default 134217728).\n",
-       limit_flags, {}, script_use::operands, node_use::none, expand_command},
-      {"compress", "HOST...", "compresses hosts into a Slurm host list",
-       "Prints the hosts as a Slurm host list, as `scontrol show hostlist` does.\n", 0, {}, script_use::operands,
-       node_use::none, compress_command},
-      {"accelerate", "", "machine I's `accelerate launch` command",
+       limit_flags,
+       {},
+       script_use::operands,
+       node_use::none,
+       expand_command},
+      {"compress",
+       "HOST...",
+       "compresses hosts into a Slurm host list",
+       "Prints the hosts as a Slurm host list, as `scontrol show hostlist` does.\n",
+       0,
+       {},
+       script_use::operands,
+       node_use::none,
+       compress_command},
+      {"accelerate",
+       "",
+       "machine I's `accelerate launch` command",
        "Prints machine I's `accelerate launch` command: --num_processes is the machine's own\n"
        "count times the machine count, which makes accelerate start the right number there. The\n"
        "machine's CUDA_VISIBLE_DEVICES and work share (--global-batch) come first, as assignments.\n",
-       input_flags | launch_flags, {"--node"}, script_use::required, node_use::required, accelerate_command},
-      {"cpus", "", "each local rank's GPU, NUMA node and CPUs by --numa-binding",
+       input_flags | launch_flags,
+       {"--node"},
+       script_use::required,
+       node_use::required,
+       accelerate_command},
+      {"cpus",
+       "",
+       "each local rank's GPU, NUMA node and CPUs by --numa-binding",
        "Prints, for this machine (or the recorded tree --sysfs ROOT), each local rank's GPU, the GPU's\n"
        "NUMA node and the CPUs --numa-binding MODE gives it, by the rules of torch 2.14's\n"
        "torch/numa/binding.py: node (every CPU of the GPU's NUMA node), socket (of every NUMA node of\n"
@@ -357,9 +446,17 @@ const std::vector<command>& commands() {
        "the GPUs' PCI addresses come from nvidia-smi or --gpu-pci-command. The CPUs are always within\n"
        "those allowed: this process's affinity, every CPU of a --sysfs tree, or --allowed-cpus.\n"
        "--json: {\"mode\", \"ranks\": [{\"local_rank\", \"gpu\", \"pci\", \"numa_node\", \"cpus\"}]}.\n",
-       0, {"--numa-binding", "--nproc", "--devices", "--sysfs", "--gpu-pci-command", "--allowed-cpus", "--format", "--json"},
-       script_use::none, node_use::none, cpus_command, {"--numa-binding"}, "text|json"},
-      {"bind", "", "runs a worker on the CPUs of its GPU (what torchrun starts with --numa-binding)",
+       0,
+       {"--numa-binding", "--nproc", "--devices", "--sysfs", "--gpu-pci-command", "--allowed-cpus",
+        "--format", "--json"},
+       script_use::none,
+       node_use::none,
+       cpus_command,
+       {"--numa-binding"},
+       "text|json"},
+      {"bind",
+       "",
+       "runs a worker on the CPUs of its GPU (what torchrun starts with --numa-binding)",
        "Runs as a worker: finds its GPU (the LOCAL_RANK-th of CUDA_VISIBLE_DEVICES, else of every\n"
        "GPU), sets its own CPU affinity to what --numa-binding MODE gives that GPU within its current\n"
        "affinity (as `hetlaunch cpus` prints it), sets CUDA_DEVICE_ORDER=PCI_BUS_ID unless set, and\n"
@@ -367,18 +464,34 @@ const std::vector<command>& commands() {
        "the node (GROUP_RANK), host and local rank. A plan with --numa-binding makes torchrun start\n"
        "every worker this way (torchrun --no-python ... hetlaunch bind --numa-binding MODE -- python3\n"
        "-u SCRIPT ...), on every torch.\n",
-       0, {"--numa-binding", "--sysfs", "--gpu-pci-command"}, script_use::required, node_use::none, bind_command,
+       0,
+       {"--numa-binding", "--sysfs", "--gpu-pci-command"},
+       script_use::required,
+       node_use::none,
+       bind_command,
        {"--numa-binding"}},
-      {"completion", "bash|zsh", "a shell completion script for hetlaunch",
+      {"completion",
+       "bash|zsh",
+       "a shell completion script for hetlaunch",
        "Prints a completion script for bash or zsh, made from hetlaunch's own command and flag\n"
        "tables: commands, each command's options, files after --hostfile and --env-file, the words\n"
        "of --rdzv and --format. Try it with `source <(hetlaunch completion bash)`; installs put it in\n"
        "share/bash-completion/completions/hetlaunch and share/zsh/site-functions/_hetlaunch.\n",
-       0, {}, script_use::operands, node_use::none, completion_command},
-      {"manual", "", "the manual page, hetlaunch(1), in roff",
+       0,
+       {},
+       script_use::operands,
+       node_use::none,
+       completion_command},
+      {"manual",
+       "",
+       "the manual page, hetlaunch(1), in roff",
        "Prints the manual page in roff, made from the same tables as the help: read it with\n"
        "`hetlaunch manual | man -l -`; installs put it in share/man/man1/hetlaunch.1.\n",
-       0, {}, script_use::none, node_use::none, manual_command},
+       0,
+       {},
+       script_use::none,
+       node_use::none,
+       manual_command},
   };
   return table;
 }

@@ -37,7 +37,8 @@ std::optional<int> gpu_count(const std::string& output, bool custom) {
     const std::string_view line(output.data() + start, end - start);
     // "GPU 0: NVIDIA A100 ...", as nvidia-smi -L lists them.
     const std::size_t index_end = line.find_first_not_of("0123456789", 4);
-    if (line.substr(0, 4) == "GPU " && index_end != 4 && index_end != std::string_view::npos && line[index_end] == ':')
+    if (line.substr(0, 4) == "GPU " && index_end != 4 && index_end != std::string_view::npos &&
+        line[index_end] == ':')
       ++count;
     start = end + 1;
   }
@@ -51,7 +52,6 @@ std::vector<std::string> ssh_prefix(const options& o) {
   argv.emplace_back("--");
   return argv;
 }
-
 
 // The most a host's GPU-count command may print on either stream: `nvidia-smi -L` prints a short
 // line a GPU (or a MIG device), so this is far more than any host needs, and a command that
@@ -114,8 +114,10 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
     std::vector<std::pair<std::size_t, bool>> owner{{0, false}};
     double wake = now() + 1.0;
     for (const std::size_t k : active) {
-      if (children[k].out >= 0) fds.push_back({children[k].out, POLLIN, 0}), owner.push_back({k, true});
-      if (children[k].err >= 0) fds.push_back({children[k].err, POLLIN, 0}), owner.push_back({k, false});
+      if (children[k].out >= 0)
+        fds.push_back({children[k].out, POLLIN, 0}), owner.push_back({k, true});
+      if (children[k].err >= 0)
+        fds.push_back({children[k].err, POLLIN, 0}), owner.push_back({k, false});
       wake = std::min(wake, started_at[k] + o.discover_timeout);
     }
     progress.show(concat("hetlaunch: discover: ", done, " of ", asked.size(), " hosts answered"));
@@ -140,9 +142,11 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
         drain(c.out, c.out_line, kept_lines(c.out_all, max_count_output));
       else if (!owner[f].second && c.err == fds[f].fd)
         drain(c.err, c.err_line, kept_lines(c.err_all, max_count_output));
-      if (c.out_all.size() + c.out_line.size() > max_count_output || c.err_all.size() + c.err_line.size() > max_count_output)
+      if (c.out_all.size() + c.out_line.size() > max_count_output ||
+          c.err_all.size() + c.err_line.size() > max_count_output)
         if (problems[k].empty() && !c.reaped)
-          give_up(k, concat("printed more than ", max_count_output, " bytes (a GPU count is a short line): stopped"));
+          give_up(k, concat("printed more than ", max_count_output,
+                            " bytes (a GPU count is a short line): stopped"));
     }
     table.reap([&](std::size_t k, int status) {
       children[k].reaped = true;
@@ -152,7 +156,8 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
       const std::size_t k = active[a];
       child& c = children[k];
       if (problems[k].empty() && now() - started_at[k] > o.discover_timeout)
-        give_up(k, concat("did not finish within ", o.discover_timeout, " s (--discover-timeout): stopped"));
+        give_up(k, concat("did not finish within ", o.discover_timeout,
+                          " s (--discover-timeout): stopped"));
       if (!c.reaped || c.out >= 0 || c.err >= 0 || c.pid < 0) continue;
       active[a] = active.back();
       active.pop_back();
@@ -163,14 +168,17 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
       const bool exited_ok = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0;
       const std::optional<int> n = exited_ok ? gpu_count(c.out_all, custom) : std::nullopt;
       const std::string first_error = c.err_all.substr(0, c.err_all.find('\n'));
-      if (n) counts[asked[k]] = *n;
+      if (n)
+        counts[asked[k]] = *n;
       else if (exited_ok)
         problems[k] = concat("host ", quoted(host), ": ", quoted(command), " printed no GPU count",
-                             custom ? " (expected one positive integer)" : " (no 'GPU n:' lines)", ": it printed ",
+                             custom ? " (expected one positive integer)" : " (no 'GPU n:' lines)",
+                             ": it printed ",
                              c.out_all.empty() ? std::string("nothing") : quoted(c.out_all, 200));
       else
-        problems[k] = concat("host ", quoted(host), ": ", quoted(command), " failed (", describe_status(c.status),
-                             first_error.empty() ? std::string(")") : concat("): ", quoted(first_error, 200)));
+        problems[k] = concat(
+            "host ", quoted(host), ": ", quoted(command), " failed (", describe_status(c.status),
+            first_error.empty() ? std::string(")") : concat("): ", quoted(first_error, 200)));
     }
   }
   for (const std::string& p : problems)

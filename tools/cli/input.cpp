@@ -3,7 +3,6 @@
 // example, filtered by --include/--exclude, and the one plan a command makes of it.
 #include "cli.hpp"
 
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -38,7 +37,8 @@ std::optional<std::string> read_file(const std::string& path, std::string& error
   if (fstat(fd, &st) != 0) return fail_with(concat("cannot read: ", std::strerror(errno)));
   if (S_ISDIR(st.st_mode)) return fail_with("cannot read: it is a directory");
   const auto too_large = [&] {
-    return fail_with(concat("is larger than ", max_hostfile_bytes, " bytes, the limit of a hostfile"));
+    return fail_with(
+        concat("is larger than ", max_hostfile_bytes, " bytes, the limit of a hostfile"));
   };
   std::string text;
   if (S_ISREG(st.st_mode)) {
@@ -83,7 +83,8 @@ std::string lower(std::string_view text) {
 // named must be a node, and W a valid weight; otherwise false with a message.
 bool apply_weights(const options& o, hetlaunch::cluster& nodes, std::string& error) {
   std::unordered_map<std::string, std::vector<std::size_t>> by_host;
-  for (std::size_t i = 0; i < nodes.node_count(); ++i) by_host[lower(nodes.node(i).host)].push_back(i);
+  for (std::size_t i = 0; i < nodes.node_count(); ++i)
+    by_host[lower(nodes.node(i).host)].push_back(i);
   for (const std::string& flag : o.weights) {
     const std::size_t eq = flag.rfind('=');
     if (eq == std::string::npos || eq == 0) {
@@ -92,11 +93,12 @@ bool apply_weights(const options& o, hetlaunch::cluster& nodes, std::string& err
     }
     const std::string_view weight = std::string_view(flag).substr(eq + 1);
     if (const hetlaunch::weight_check wc = hetlaunch::check_weight(weight); !wc) {
-      error = concat("--weight ", quoted(flag), ": weight ", quoted(weight), " is not valid: ",
-                     hetlaunch::describe(wc.issue));
+      error = concat("--weight ", quoted(flag), ": weight ", quoted(weight),
+                     " is not valid: ", hetlaunch::describe(wc.issue));
       return false;
     }
-    const auto hosts = hetlaunch::expand_hostlist(std::string_view(flag).substr(0, eq), o.max_hosts, o.max_bytes);
+    const auto hosts =
+        hetlaunch::expand_hostlist(std::string_view(flag).substr(0, eq), o.max_hosts, o.max_bytes);
     if (!hosts) {
       error = concat("--weight ", quoted(flag), ": ", hosts.error().to_string());
       return false;
@@ -104,7 +106,8 @@ bool apply_weights(const options& o, hetlaunch::cluster& nodes, std::string& err
     for (const std::string& host : *hosts) {
       const auto it = by_host.find(lower(host));
       if (it == by_host.end()) {
-        error = concat("--weight ", quoted(flag), ": host ", quoted(host), " is not a node of the plan");
+        error = concat("--weight ", quoted(flag), ": host ", quoted(host),
+                       " is not a node of the plan");
         return false;
       }
       for (const std::size_t i : it->second) nodes.set_weight(i, weight);
@@ -116,7 +119,8 @@ bool apply_weights(const options& o, hetlaunch::cluster& nodes, std::string& err
 // Reads the cluster from the chosen input; an error names where (file:line:column) and why.
 std::optional<input> read_input(const options& o, int& status, auto_resolver resolve) {
   input in;
-  const int sources = (o.hostfile.has_value() ? 1 : 0) + (o.hosts.has_value() ? 1 : 0) + (o.slurm ? 1 : 0);
+  const int sources =
+      (o.hostfile.has_value() ? 1 : 0) + (o.hosts.has_value() ? 1 : 0) + (o.slurm ? 1 : 0);
   if (sources > 1) throw usage_error{"give one of --hostfile, --hosts and --slurm"};
   const auto parse_failed = [&](const std::string& where, const hetlaunch::parse_error& e) {
     status = fail(e.line ? concat(where, ":", e.line, ":", e.column, ": ", e.message)
@@ -185,8 +189,8 @@ std::optional<input> read_input(const options& o, int& status, auto_resolver res
         in.this_node = static_cast<std::size_t>(it - kept.begin());
       } else {
         in.excluded = concat("this is the job's node ", job_node, " (SLURM_NODEID), host ",
-                                                quoted(in.nodes.node(job_node).host), ", which ",
-                                                filter, " leaves out: there is nothing to start here");
+                             quoted(in.nodes.node(job_node).host), ", which ", filter,
+                             " leaves out: there is nothing to start here");
         in.this_node.reset();
       }
     }
@@ -202,7 +206,8 @@ std::optional<input> read_input(const options& o, int& status, auto_resolver res
   return in;
 }
 
-std::optional<hetlaunch::launch_plan> plan_again(const hetlaunch::cluster& nodes, const hetlaunch::launch_options& launch,
+std::optional<hetlaunch::launch_plan> plan_again(const hetlaunch::cluster& nodes,
+                                                 const hetlaunch::launch_options& launch,
                                                  const std::string& who) {
   auto plan = hetlaunch::make_plan(nodes, launch);
   if (plan) return std::move(*plan);
@@ -215,14 +220,16 @@ std::optional<hetlaunch::launch_plan> plan_of(const input& in, const options& o)
   // torchrun's own restarts under the static rendezvous restart one node's workers, not the job
   // (docs/multi-host.md): said wherever a torchrun command is made or started.
   const bool makes_commands = o.command == "plan" || o.command == "argv" || o.command == "exec" ||
-                              o.command == "run" || o.command == "check" || o.command == "accelerate";
-  if (plan && makes_commands && o.launch.max_restarts > 0 && o.launch.backend == hetlaunch::rendezvous::static_tcp &&
-      plan->topology().node_count() > 1)
-    std::fprintf(stderr,
-                 "hetlaunch: warning: --max-restarts %d: with the static rendezvous torchrun restarts only the failed "
-                 "node's workers; the other nodes learn of it when a collective fails or times out, and on torch 2.x the "
-                 "restarted group often fails to form. `hetlaunch run --restarts N` restarts the whole job.\n",
-                 o.launch.max_restarts);
+                              o.command == "run" || o.command == "check" ||
+                              o.command == "accelerate";
+  if (plan && makes_commands && o.launch.max_restarts > 0 &&
+      o.launch.backend == hetlaunch::rendezvous::static_tcp && plan->topology().node_count() > 1)
+    std::fprintf(
+        stderr,
+        "hetlaunch: warning: --max-restarts %d: with the static rendezvous torchrun restarts only the failed "
+        "node's workers; the other nodes learn of it when a collective fails or times out, and on torch 2.x the "
+        "restarted group often fails to form. `hetlaunch run --restarts N` restarts the whole job.\n",
+        o.launch.max_restarts);
   return plan;
 }
 
@@ -244,8 +251,9 @@ std::optional<hetlaunch::environment> env_flags(const options& o, int& status) {
     const std::size_t eq = e.find('=');
     const std::string name = e.substr(0, eq);
     if (!hetlaunch::is_environment_name(name)) {
-      status = fail(concat("--env ", quoted(e), ": ", quoted(name),
-                           " is not a variable name (letters, digits and '_', not starting with a digit)"));
+      status = fail(
+          concat("--env ", quoted(e), ": ", quoted(name),
+                 " is not a variable name (letters, digits and '_', not starting with a digit)"));
       return std::nullopt;
     }
     if (eq != std::string::npos) {
@@ -254,7 +262,8 @@ std::optional<hetlaunch::environment> env_flags(const options& o, int& status) {
     }
     const char* local = std::getenv(name.c_str());
     if (!local) {
-      status = fail(concat("--env ", name, ": ", name, " is not set here (give --env ", name, "=VALUE)"));
+      status = fail(
+          concat("--env ", name, ": ", name, " is not set here (give --env ", name, "=VALUE)"));
       return std::nullopt;
     }
     env.emplace_back(name, local);

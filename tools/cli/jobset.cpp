@@ -8,17 +8,18 @@
 namespace cli {
 namespace {
 
-
 constexpr long long max_group_count = 1 << 30;
 
 int positive(const std::string& whole, std::string_view text, const char* what) {
-  const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
+  const bool digits =
+      !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
   const std::optional<unsigned long long> n = hetlaunch::parse_count(text, max_group_count);
   if (!digits || (n && *n < 1))
-    throw usage_error{concat("--group ", quoted(whole), ": ", what, " ", quoted(text), " is not a positive integer")};
+    throw usage_error{concat("--group ", quoted(whole), ": ", what, " ", quoted(text),
+                             " is not a positive integer")};
   if (!n)
-    throw usage_error{concat("--group ", quoted(whole), ": ", what, " ", quoted(text), " is more than ", max_group_count,
-                             ", the most one group can have")};
+    throw usage_error{concat("--group ", quoted(whole), ": ", what, " ", quoted(text),
+                             " is more than ", max_group_count, ", the most one group can have")};
   return static_cast<int>(*n);
 }
 
@@ -28,11 +29,14 @@ std::vector<hetlaunch::node_group> node_groups(const options& o) {
   std::vector<hetlaunch::node_group> groups;
   for (const std::string& g : o.groups) {
     const std::size_t colon = g.find(':');
-    if (colon == std::string::npos) throw usage_error{concat("--group ", quoted(g), " is not NODES:GPUS[:WEIGHT]")};
+    if (colon == std::string::npos)
+      throw usage_error{concat("--group ", quoted(g), " is not NODES:GPUS[:WEIGHT]")};
     const std::size_t second = g.find(':', colon + 1);
-    const std::string_view gpus = std::string_view(g).substr(colon + 1, second == std::string::npos ? std::string::npos
-                                                                                                 : second - colon - 1);
-    groups.push_back({positive(g, std::string_view(g).substr(0, colon), "NODES"), positive(g, gpus, "GPUS"), {},
+    const std::string_view gpus = std::string_view(g).substr(
+        colon + 1, second == std::string::npos ? std::string::npos : second - colon - 1);
+    groups.push_back({positive(g, std::string_view(g).substr(0, colon), "NODES"),
+                      positive(g, gpus, "GPUS"),
+                      {},
                       second == std::string::npos ? std::string("1") : g.substr(second + 1)});
   }
   return groups;
@@ -41,8 +45,8 @@ std::vector<hetlaunch::node_group> node_groups(const options& o) {
 int group_weight_problem(const options& o, const std::vector<hetlaunch::node_group>& groups) {
   for (std::size_t k = 0; k < groups.size(); ++k)
     if (const hetlaunch::weight_check wc = hetlaunch::check_weight(groups[k].weight); !wc)
-      return fail(concat("--group ", quoted(o.groups[k]), ": weight ", quoted(groups[k].weight), " is not valid: ",
-                         hetlaunch::describe(wc.issue)));
+      return fail(concat("--group ", quoted(o.groups[k]), ": weight ", quoted(groups[k].weight),
+                         " is not valid: ", hetlaunch::describe(wc.issue)));
   return 0;
 }
 
@@ -53,11 +57,14 @@ int jobset_command(options& o) {
     const std::size_t colon = s.find(':'), eq = s.find('=');
     if (colon == std::string::npos || eq == std::string::npos || eq < colon)
       throw usage_error{concat("--node-selector ", quoted(s), " is not GROUP:KEY=VALUE")};
-    const std::optional<unsigned long long> g = hetlaunch::parse_count(std::string_view(s).substr(0, colon), 1 << 30);
+    const std::optional<unsigned long long> g =
+        hetlaunch::parse_count(std::string_view(s).substr(0, colon), 1 << 30);
     if (!g || *g >= groups.size())
-      throw usage_error{concat("--node-selector ", quoted(s), ": there is no group ", quoted(s.substr(0, colon)),
+      throw usage_error{concat("--node-selector ", quoted(s), ": there is no group ",
+                               quoted(s.substr(0, colon)),
                                " (groups count from 0 in --group order)")};
-    groups[static_cast<std::size_t>(*g)].node_selector.emplace_back(s.substr(colon + 1, eq - colon - 1), s.substr(eq + 1));
+    groups[static_cast<std::size_t>(*g)].node_selector.emplace_back(
+        s.substr(colon + 1, eq - colon - 1), s.substr(eq + 1));
   }
   hetlaunch::jobset_options js;
   js.name = o.name;

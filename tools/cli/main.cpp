@@ -9,7 +9,8 @@ int main(int argc, char** argv) {
   try {
     cli::options o = cli::parse_args(argc, argv);
     if (o.version && o.command.empty()) {
-      std::printf("hetlaunch %d.%d.%d\n", HETLAUNCH_VERSION_MAJOR, HETLAUNCH_VERSION_MINOR, HETLAUNCH_VERSION_PATCH);
+      std::printf("hetlaunch %d.%d.%d\n", HETLAUNCH_VERSION_MAJOR, HETLAUNCH_VERSION_MINOR,
+                  HETLAUNCH_VERSION_PATCH);
       return cli::finish_output(0);
     }
     const cli::command* c = cli::find_command(o.command);
@@ -24,7 +25,8 @@ int main(int argc, char** argv) {
     cli::check_required(*c, o);
     o.format = cli::output_format(*c, o);
     if (c->script == cli::script_use::required && o.positional.empty())
-      throw cli::usage_error{std::string("a training script is needed: hetlaunch ") + c->name + " ... [--] SCRIPT [ARGS...]"};
+      throw cli::usage_error{std::string("a training script is needed: hetlaunch ") + c->name +
+                             " ... [--] SCRIPT [ARGS...]"};
     if (c->node == cli::node_use::required && !o.node && !o.slurm)
       throw cli::usage_error{"--node I is needed"};
     return cli::finish_output(c->run(o));

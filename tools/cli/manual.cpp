@@ -9,7 +9,6 @@
 namespace cli {
 namespace {
 
-
 // Text for roff: backslashes and hyphens escaped, and a line that starts with '.' or '\'' (which
 // roff would read as a request) made plain.
 std::string roff(std::string_view text) {
@@ -18,9 +17,12 @@ std::string roff(std::string_view text) {
   for (const char c : text) {
     if (line_start && (c == '.' || c == '\'')) out += "\\&";
     line_start = c == '\n';
-    if (c == '\\') out += "\\e";
-    else if (c == '-') out += "\\-";
-    else out += c;
+    if (c == '\\')
+      out += "\\e";
+    else if (c == '-')
+      out += "\\-";
+    else
+      out += c;
   }
   return out;
 }
@@ -36,7 +38,8 @@ std::string flag_item(const flag_view& f) {
 // What a flag's value completes to: files, directories, the words of "a|b|c", or nothing.
 std::string value_completion(const flag_view& f) {
   const std::string_view value = f.value;
-  if (value == "FILE" || value == "PATH" || value == "PROGRAM") return "COMPREPLY=($(compgen -f -- \"$cur\"))";
+  if (value == "FILE" || value == "PATH" || value == "PROGRAM")
+    return "COMPREPLY=($(compgen -f -- \"$cur\"))";
   if (value == "DIR") return "COMPREPLY=($(compgen -d -- \"$cur\"))";
   if (value.find('|') != std::string_view::npos && value.find('[') == std::string_view::npos) {
     std::string words(value);
@@ -70,52 +73,61 @@ std::string bash_completion() {
           std::string words(c.formats);
           for (char& ch : words)
             if (ch == '|') ch = ' ';
-          out += concat("        ", c.name, ") COMPREPLY=($(compgen -W \"", words, "\" -- \"$cur\")) ;;\n");
+          out += concat("        ", c.name, ") COMPREPLY=($(compgen -W \"", words,
+                        "\" -- \"$cur\")) ;;\n");
         }
       out += "        *) COMPREPLY=() ;;\n      esac; return ;;\n";
       continue;
     }
-    out += concat("    ", f.name, f.alias ? concat("|", f.alias) : std::string(), ") ", value_completion(f), "; return ;;\n");
+    out += concat("    ", f.name, f.alias ? concat("|", f.alias) : std::string(), ") ",
+                  value_completion(f), "; return ;;\n");
   }
   out += "  esac\n  local options\n  case $command in\n";
   for (const command& c : commands()) {
     out += concat("    ", c.name, ") options=\"--help");
     for (const flag_view& f : flags)
-      if (command_accepts(c, f.name)) out += concat(" ", f.name, f.alias ? concat(" ", f.alias) : std::string());
+      if (command_accepts(c, f.name))
+        out += concat(" ", f.name, f.alias ? concat(" ", f.alias) : std::string());
     out += "\" ;;\n";
   }
-  out += "    *) options=\"--help\" ;;\n  esac\n"
-         "  if [[ $cur == -* ]]; then\n"
-         "    COMPREPLY=($(compgen -W \"$options\" -- \"$cur\"))\n"
-         "  else\n"
-         "    COMPREPLY=($(compgen -f -- \"$cur\"))\n"
-         "  fi\n"
-         "}\n"
-         "complete -o filenames -F _hetlaunch hetlaunch\n";
+  out +=
+      "    *) options=\"--help\" ;;\n  esac\n"
+      "  if [[ $cur == -* ]]; then\n"
+      "    COMPREPLY=($(compgen -W \"$options\" -- \"$cur\"))\n"
+      "  else\n"
+      "    COMPREPLY=($(compgen -f -- \"$cur\"))\n"
+      "  fi\n"
+      "}\n"
+      "complete -o filenames -F _hetlaunch hetlaunch\n";
   return out;
 }
 
 std::string zsh_completion() {
   // zsh runs the bash function through its bash completion layer.
-  return concat("#compdef hetlaunch\n# zsh completion for hetlaunch; written by `hetlaunch completion zsh`.\n"
-                "autoload -U +X bashcompinit && bashcompinit\n",
-                bash_completion());
+  return concat(
+      "#compdef hetlaunch\n# zsh completion for hetlaunch; written by `hetlaunch completion zsh`.\n"
+      "autoload -U +X bashcompinit && bashcompinit\n",
+      bash_completion());
 }
 
 std::string manual_page() {
   const std::vector<flag_view> flags = flag_list();
-  std::string out = concat(".TH HETLAUNCH 1 \"\" \"hetlaunch ", HETLAUNCH_VERSION_MAJOR, ".", HETLAUNCH_VERSION_MINOR, ".",
-                           HETLAUNCH_VERSION_PATCH, "\" \"User Commands\"\n");
-  out += ".SH NAME\nhetlaunch \\- plan and launch torchrun jobs whose nodes run different numbers of workers\n";
-  out += ".SH SYNOPSIS\n.B hetlaunch\n.I COMMAND\n[\\fIOPTIONS\\fR] [\\fB\\-\\-\\fR] [\\fISCRIPT\\fR "
-         "[\\fIARGS\\fR...]]\n.br\n.B hetlaunch\n\\fB\\-\\-help\\fR | \\fB\\-\\-version\\fR\n";
-  out += ".SH DESCRIPTION\n"
-         "hetlaunch computes the world size and every node's rank offset of a torchrun job whose nodes run "
-         "different numbers of workers, validates the topology and the launch options, and builds every "
-         "node's exact torchrun command and worker environment. It reads hostfiles, host lists and Slurm "
-         "jobs, starts the nodes over ssh (\\fBrun\\fR), writes Slurm batch scripts and Kubernetes JobSets, "
-         "and splits each step's global batch over GPUs of different speeds (work shares).\n"
-         ".PP\nWithout an input option, commands plan a built\\-in example cluster of 8 + 4 + 2 workers.\n";
+  std::string out =
+      concat(".TH HETLAUNCH 1 \"\" \"hetlaunch ", HETLAUNCH_VERSION_MAJOR, ".",
+             HETLAUNCH_VERSION_MINOR, ".", HETLAUNCH_VERSION_PATCH, "\" \"User Commands\"\n");
+  out +=
+      ".SH NAME\nhetlaunch \\- plan and launch torchrun jobs whose nodes run different numbers of workers\n";
+  out +=
+      ".SH SYNOPSIS\n.B hetlaunch\n.I COMMAND\n[\\fIOPTIONS\\fR] [\\fB\\-\\-\\fR] [\\fISCRIPT\\fR "
+      "[\\fIARGS\\fR...]]\n.br\n.B hetlaunch\n\\fB\\-\\-help\\fR | \\fB\\-\\-version\\fR\n";
+  out +=
+      ".SH DESCRIPTION\n"
+      "hetlaunch computes the world size and every node's rank offset of a torchrun job whose nodes run "
+      "different numbers of workers, validates the topology and the launch options, and builds every "
+      "node's exact torchrun command and worker environment. It reads hostfiles, host lists and Slurm "
+      "jobs, starts the nodes over ssh (\\fBrun\\fR), writes Slurm batch scripts and Kubernetes JobSets, "
+      "and splits each step's global batch over GPUs of different speeds (work shares).\n"
+      ".PP\nWithout an input option, commands plan a built\\-in example cluster of 8 + 4 + 2 workers.\n";
   out += ".SH COMMANDS\n";
   // The usage line after "hetlaunch NAME", which the page sets in bold itself.
   const auto usage_words = [](const command& c) {
@@ -124,8 +136,8 @@ std::string manual_page() {
     return line.size() > prefix ? line.substr(prefix + 1) : std::string();
   };
   for (const command& c : commands()) {
-    out += concat(".SS ", c.name, "\n.nf\n\\fBhetlaunch ", c.name, "\\fR ", roff(usage_words(c)), "\n.fi\n.PP\n",
-                  roff(c.description));
+    out += concat(".SS ", c.name, "\n.nf\n\\fBhetlaunch ", c.name, "\\fR ", roff(usage_words(c)),
+                  "\n.fi\n.PP\n", roff(c.description));
     std::string own;
     for (const char* name : c.flags)
       for (const flag_view& f : flags)
@@ -137,25 +149,31 @@ std::string manual_page() {
     for (const flag_view& f : flags)
       if (f.group & group) out += flag_item(f);
   };
-  section("INPUT OPTIONS", input_flags,
-          "The nodes of the job: one of \\fB\\-\\-hostfile\\fR, \\fB\\-\\-hosts\\fR and \\fB\\-\\-slurm\\fR, "
-          "filtered by \\fB\\-\\-include\\fR or \\fB\\-\\-exclude\\fR.");
-  section("LAUNCH OPTIONS", launch_flags, "What torchrun needs besides the nodes, and the work shares.");
-  out += ".SH EXIT STATUS\n.TP\n0\nsuccess\n.TP\n1\ninvalid input, or a job that failed\n.TP\n2\na usage error\n"
-         ".TP\n128+N\n\\fBrun\\fR or \\fBdiscover\\fR stopped by signal N\n"
-         ".PP\n\\fBrun\\fR otherwise exits with the status of the node that failed first (see \\fBhetlaunch run "
-         "\\-\\-help\\fR).\n";
-  out += ".SH ENVIRONMENT\n"
-         ".TP\n\\fBSLURM_*\\fR\nread by \\fB\\-\\-slurm\\fR: the job's nodes, their task counts and this node\n"
-         ".TP\n\\fBHETLAUNCH_TASKS_PER_NODE\\fR\nevery node's worker count in a Slurm job, instead of Slurm's\n"
-         ".TP\n\\fBHETLAUNCH_GLOBAL_BATCH\\fR, \\fBHETLAUNCH_NODE_BATCH\\fR, \\fBHETLAUNCH_NODE_BATCH_OFFSET\\fR\n"
-         "set for every worker with \\fB\\-\\-global\\-batch\\fR: the job's samples a step, and the node's "
-         "part of them and where it starts; checked by \\fBcheck\\-env\\fR\n";
-  out += ".SH EXAMPLES\n.nf\nhetlaunch plan \\-\\-hostfile hosts.txt\n"
-         "hetlaunch run \\-\\-hostfile hosts.txt \\-\\-global\\-batch 1024 \\-\\- train.py\n"
-         "hetlaunch sbatch \\-\\-group 2:8 \\-\\-group 1:4 \\-\\- train.py | sbatch\n.fi\n";
-  out += ".SH SEE ALSO\n\\fBtorchrun\\fR(1), \\fBsbatch\\fR(1), \\fBsrun\\fR(1), \\fBssh\\fR(1); the README and "
-         "docs/ of the hetlaunch source\n";
+  section(
+      "INPUT OPTIONS", input_flags,
+      "The nodes of the job: one of \\fB\\-\\-hostfile\\fR, \\fB\\-\\-hosts\\fR and \\fB\\-\\-slurm\\fR, "
+      "filtered by \\fB\\-\\-include\\fR or \\fB\\-\\-exclude\\fR.");
+  section("LAUNCH OPTIONS", launch_flags,
+          "What torchrun needs besides the nodes, and the work shares.");
+  out +=
+      ".SH EXIT STATUS\n.TP\n0\nsuccess\n.TP\n1\ninvalid input, or a job that failed\n.TP\n2\na usage error\n"
+      ".TP\n128+N\n\\fBrun\\fR or \\fBdiscover\\fR stopped by signal N\n"
+      ".PP\n\\fBrun\\fR otherwise exits with the status of the node that failed first (see \\fBhetlaunch run "
+      "\\-\\-help\\fR).\n";
+  out +=
+      ".SH ENVIRONMENT\n"
+      ".TP\n\\fBSLURM_*\\fR\nread by \\fB\\-\\-slurm\\fR: the job's nodes, their task counts and this node\n"
+      ".TP\n\\fBHETLAUNCH_TASKS_PER_NODE\\fR\nevery node's worker count in a Slurm job, instead of Slurm's\n"
+      ".TP\n\\fBHETLAUNCH_GLOBAL_BATCH\\fR, \\fBHETLAUNCH_NODE_BATCH\\fR, \\fBHETLAUNCH_NODE_BATCH_OFFSET\\fR\n"
+      "set for every worker with \\fB\\-\\-global\\-batch\\fR: the job's samples a step, and the node's "
+      "part of them and where it starts; checked by \\fBcheck\\-env\\fR\n";
+  out +=
+      ".SH EXAMPLES\n.nf\nhetlaunch plan \\-\\-hostfile hosts.txt\n"
+      "hetlaunch run \\-\\-hostfile hosts.txt \\-\\-global\\-batch 1024 \\-\\- train.py\n"
+      "hetlaunch sbatch \\-\\-group 2:8 \\-\\-group 1:4 \\-\\- train.py | sbatch\n.fi\n";
+  out +=
+      ".SH SEE ALSO\n\\fBtorchrun\\fR(1), \\fBsbatch\\fR(1), \\fBsrun\\fR(1), \\fBssh\\fR(1); the README and "
+      "docs/ of the hetlaunch source\n";
   return out;
 }
 
@@ -170,7 +188,8 @@ int manual_command(options&) {
 int completion_command(options& o) {
   if (o.positional.size() != 1) throw usage_error{"completion takes one shell: bash or zsh"};
   const std::string& shell = o.positional[0];
-  if (shell != "bash" && shell != "zsh") throw usage_error{concat("completion: no script for ", quoted(shell), "; bash or zsh")};
+  if (shell != "bash" && shell != "zsh")
+    throw usage_error{concat("completion: no script for ", quoted(shell), "; bash or zsh")};
   const std::string script = shell == "bash" ? bash_completion() : zsh_completion();
   std::fwrite(script.data(), 1, script.size(), stdout);
   return 0;

@@ -44,9 +44,11 @@ void install_signal_handlers() {
   signal(SIGPIPE, SIG_IGN);  // a node that went away must not take this process with it
 }
 
-std::optional<child> spawn(const std::vector<std::string>& argv, bool with_input, std::string& error) {
+std::optional<child> spawn(const std::vector<std::string>& argv, bool with_input,
+                           std::string& error) {
   int in[2] = {-1, -1}, out[2], err[2];
-  if ((with_input && pipe2(in, O_CLOEXEC) != 0) || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+  if ((with_input && pipe2(in, O_CLOEXEC) != 0) || pipe2(out, O_CLOEXEC) != 0 ||
+      pipe2(err, O_CLOEXEC) != 0) {
     error = concat("cannot make a pipe: ", std::strerror(errno));
     return std::nullopt;
   }
@@ -63,7 +65,8 @@ std::optional<child> spawn(const std::vector<std::string>& argv, bool with_input
     // nodes in order, and not every ssh at once.
     setpgid(0, 0);
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) signal(sig, SIG_DFL);
-    if (with_input) dup2(in[0], 0);
+    if (with_input)
+      dup2(in[0], 0);
     else {
       const int null = open("/dev/null", O_RDONLY);
       dup2(null, 0);
@@ -71,7 +74,8 @@ std::optional<child> spawn(const std::vector<std::string>& argv, bool with_input
     dup2(out[1], 1);
     dup2(err[1], 2);
     execvp(args[0], args.data());
-    const std::string message = concat("hetlaunch: cannot run ", quoted(argv[0]), ": ", std::strerror(errno), "\n");
+    const std::string message =
+        concat("hetlaunch: cannot run ", quoted(argv[0]), ": ", std::strerror(errno), "\n");
     ssize_t ignored = write(2, message.data(), message.size());
     (void)ignored;
     _exit(127);
@@ -114,10 +118,13 @@ void stop_child(child& c) {
 
 // "exit status 1", "killed by signal 9".
 std::string describe_status(int status) {
-  if (WIFSIGNALED(status)) return concat("killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")");
+  if (WIFSIGNALED(status))
+    return concat("killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")");
   return concat("exit status ", WEXITSTATUS(status));
 }
-int exit_code(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status); }
+int exit_code(int status) {
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
 
 line_sink kept_lines(std::string& into, std::size_t limit) {
   line_sink sink;
@@ -143,8 +150,10 @@ bool drain(int& fd, std::string& pending, const line_sink& sink) {
     if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
     if (got <= 0) {
       if (!pending.empty()) {
-        if (keep) *keep += pending;
-        else if (sink.shown) emit(sink.stream, *sink.prefix, pending);
+        if (keep)
+          *keep += pending;
+        else if (sink.shown)
+          emit(sink.stream, *sink.prefix, pending);
         pending.clear();
       }
       close_fd(fd);
@@ -159,9 +168,12 @@ bool drain(int& fd, std::string& pending, const line_sink& sink) {
       const std::size_t end = too_long ? start + max_line : nl;
       const std::string_view line(pending.data() + start, end - start);
       if (sink.watch) sink.watch(*sink.watched, line);
-      if (sink.started && !*sink.started && line == hetlaunch::node_started_line) *sink.started = true;
-      else if (keep) (*keep += line) += '\n';
-      else if (sink.shown) emit(sink.stream, *sink.prefix, line);
+      if (sink.started && !*sink.started && line == hetlaunch::node_started_line)
+        *sink.started = true;
+      else if (keep)
+        (*keep += line) += '\n';
+      else if (sink.shown)
+        emit(sink.stream, *sink.prefix, line);
       start = too_long ? end : end + 1;
     }
     pending.erase(0, start);

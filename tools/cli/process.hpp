@@ -34,16 +34,17 @@ struct child {
   pid_t pid = -1;
   int in = -1, out = -1, err = -1;
   std::string out_line, err_line, out_all, err_all;
-  bool started = false;      // the remote command's first line was seen
-  int worker_failures = 0;   // torchrun's "failed (exitcode: N) local_rank: L" lines
-  int failed_exitcode = 0;   // the last of those exit codes
+  bool started = false;     // the remote command's first line was seen
+  int worker_failures = 0;  // torchrun's "failed (exitcode: N) local_rank: L" lines
+  int failed_exitcode = 0;  // the last of those exit codes
   bool reaped = false;
   int status = 0;
 };
 
 // Starts argv in a process group of its own (a Ctrl-C reaches this process, which stops the
 // children in order). Its output pipes are non-blocking.
-std::optional<child> spawn(const std::vector<std::string>& argv, bool with_input, std::string& error);
+std::optional<child> spawn(const std::vector<std::string>& argv, bool with_input,
+                           std::string& error);
 void close_fd(int& fd);
 // SIGKILL to the child's process group, waits for it, and closes its output unread.
 void stop_child(child& c);

@@ -37,16 +37,18 @@ namespace {
 // would stop only after minutes. The line is the earliest sign, so it counts as the failure.
 void note_worker_failure(child& c, std::string_view line) {
   const std::size_t at = line.find("failed (exitcode: ");
-  if (at == std::string_view::npos || line.find(" local_rank: ", at) == std::string_view::npos) return;
+  if (at == std::string_view::npos || line.find(" local_rank: ", at) == std::string_view::npos)
+    return;
   // "-9" is a worker killed by signal 9, as torchrun writes it.
   const std::string_view rest = line.substr(at + 18);
   const bool negative = !rest.empty() && rest[0] == '-';
-  const std::optional<unsigned long long> code =
-      hetlaunch::parse_count(rest.substr(negative ? 1 : 0, rest.find(')') - (negative ? 1 : 0)), 1 << 30);
+  const std::optional<unsigned long long> code = hetlaunch::parse_count(
+      rest.substr(negative ? 1 : 0, rest.find(')') - (negative ? 1 : 0)), 1 << 30);
   ++c.worker_failures;
-  c.failed_exitcode = code ? static_cast<int>(negative ? -static_cast<long long>(*code) : static_cast<long long>(*code)) : 0;
+  c.failed_exitcode = code ? static_cast<int>(negative ? -static_cast<long long>(*code)
+                                                       : static_cast<long long>(*code))
+                           : 0;
 }
-
 
 // The variables every node gets: the forwarded defaults, then --env-file, then --env.
 std::optional<hetlaunch::environment> node_environment(const options& o, int& status) {
@@ -60,7 +62,8 @@ std::optional<hetlaunch::environment> node_environment(const options& o, int& st
     }
     auto parsed = hetlaunch::parse_env_file(*text);
     if (!parsed) {
-      status = fail(concat(*o.env_file, ":", parsed.error().line, ":", parsed.error().column, ": ", parsed.error().message));
+      status = fail(concat(*o.env_file, ":", parsed.error().line, ":", parsed.error().column, ": ",
+                           parsed.error().message));
       return std::nullopt;
     }
     env.insert(env.end(), parsed->begin(), parsed->end());
@@ -79,13 +82,15 @@ struct attempt_result {
   std::string failure;              // what happened to the node that failed first
 };
 
-attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan, const hetlaunch::ssh_options& ssh) {
+attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
+                           const hetlaunch::ssh_options& ssh) {
   const auto command_of = [&](std::size_t i) { return hetlaunch::ssh_argv(*plan, i, ssh); };
   install_signal_handlers();
   const std::size_t n = plan->topology().node_count();
   std::vector<child> nodes(n);
   std::vector<std::string> prefixes(n);
-  for (std::size_t i = 0; i < n; ++i) prefixes[i] = concat("[", i, " ", plan->topology().node(i).host, "] ");
+  for (std::size_t i = 0; i < n; ++i)
+    prefixes[i] = concat("[", i, " ", plan->topology().node(i).host, "] ");
   std::size_t next = 0;
   bool stopping = false;
   int stop_signal = 0;
@@ -110,9 +115,12 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
   const auto read_node = [&](std::size_t i, bool out) {
     child& c = nodes[i];
     const bool was_started = c.started;
-    line_sink sink = shown_lines(out ? stdout : stderr, prefixes[i], !out || !o.quiet_nodes || i == 0);
-    if (out) sink.started = &c.started;
-    else sink.watched = &c, sink.watch = note_worker_failure;
+    line_sink sink =
+        shown_lines(out ? stdout : stderr, prefixes[i], !out || !o.quiet_nodes || i == 0);
+    if (out)
+      sink.started = &c.started;
+    else
+      sink.watched = &c, sink.watch = note_worker_failure;
     const bool open = drain(out ? c.out : c.err, out ? c.out_line : c.err_line, sink);
     if (!was_started && c.started) --connecting, ++started;
     if (!open) dirty = true;
@@ -145,12 +153,15 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
       owner.assign(1, {0, false});
       for (std::size_t i = 0; i < next; ++i) {
         if (nodes[i].out >= 0) fds.push_back({nodes[i].out, POLLIN, 0}), owner.push_back({i, true});
-        if (nodes[i].err >= 0) fds.push_back({nodes[i].err, POLLIN, 0}), owner.push_back({i, false});
+        if (nodes[i].err >= 0)
+          fds.push_back({nodes[i].err, POLLIN, 0}), owner.push_back({i, false});
       }
       dirty = false;
     }
-    if (started < n && !stopping) progress.show(concat("hetlaunch: run: ", started, " of ", n, " nodes started"));
-    else progress.clear();
+    if (started < n && !stopping)
+      progress.show(concat("hetlaunch: run: ", started, " of ", n, " nodes started"));
+    else
+      progress.clear();
     poll(fds.data(), fds.size(), 100);
     if (fds[0].revents) {
       unsigned char sigs[64];
@@ -164,7 +175,8 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
         if (!stop_signal) {
           stop_signal = sigs[k];
           progress.clear();
-          std::fprintf(stderr, "hetlaunch: %s: stopping every node (again to stop at once)\n", strsignal(stop_signal));
+          std::fprintf(stderr, "hetlaunch: %s: stopping every node (again to stop at once)\n",
+                       strsignal(stop_signal));
         }
         stop(o.kill_after + 5.0);
       }
@@ -180,8 +192,11 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
         first_failure = i;
         failed_by_worker = true;
         progress.clear();
-        std::fprintf(stderr, "hetlaunch: node %zu: a worker failed (exit code %d) and torchrun has no restart left: "
-                             "stopping every node\n", i, c.failed_exitcode);
+        std::fprintf(
+            stderr,
+            "hetlaunch: node %zu: a worker failed (exit code %d) and torchrun has no restart left: "
+            "stopping every node\n",
+            i, c.failed_exitcode);
         stop(o.kill_after + 5.0);
       }
     }
@@ -236,7 +251,8 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
     else if (!c.started)
       what = concat("ssh ended before the node started (", describe_status(c.status), ")");
     else if (failed_by_worker && first_failure && i == *first_failure)
-      what = concat("a worker failed (exit code ", c.failed_exitcode, "); torchrun ", describe_status(c.status));
+      what = concat("a worker failed (exit code ", c.failed_exitcode, "); torchrun ",
+                    describe_status(c.status));
     else if (first_failure && i != *first_failure)
       what = concat("stopped (", describe_status(c.status), ")");
     else if (stop_signal && !first_failure)
@@ -246,10 +262,14 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
     std::fprintf(stderr, "hetlaunch: %s: %s\n", who.c_str(), what.c_str());
     if (first_failure && i == *first_failure) first_failure_text = what;
   }
-  if (stop_signal) result = 128 + stop_signal;
-  else if (failed_by_worker) result = 1;  // torchrun's own status when a worker fails
-  else if (first_failure) result = exit_code(nodes[*first_failure].status);
-  if (result == 0 && (first_failure || next < n)) result = exit_failed;  // a node that never started
+  if (stop_signal)
+    result = 128 + stop_signal;
+  else if (failed_by_worker)
+    result = 1;  // torchrun's own status when a worker fails
+  else if (first_failure)
+    result = exit_code(nodes[*first_failure].status);
+  if (result == 0 && (first_failure || next < n))
+    result = exit_failed;  // a node that never started
   attempt_result r;
   r.status = result;
   r.interrupted = stop_signal != 0;
@@ -269,7 +289,8 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
 
 int run_command(options& o) {
   if (!o.restarts && (o.exclude_failed || o.min_nodes))
-    throw usage_error{concat(o.exclude_failed ? "--exclude-failed" : "--min-nodes", " needs --restarts N")};
+    throw usage_error{
+        concat(o.exclude_failed ? "--exclude-failed" : "--min-nodes", " needs --restarts N")};
   int status = 0;
   std::optional<input> in = read_input(o, status, resolve_auto);
   if (!in) return status;
@@ -280,7 +301,8 @@ int run_command(options& o) {
   ssh.program = {o.ssh};
   ssh.args = o.ssh_args;
   ssh.kill_after = o.kill_after;
-  if (o.chdir) ssh.chdir = *o.chdir;
+  if (o.chdir)
+    ssh.chdir = *o.chdir;
   else {
     char cwd[PATH_MAX];
     if (getcwd(cwd, sizeof cwd)) ssh.chdir = cwd;
@@ -298,7 +320,8 @@ int run_command(options& o) {
   if (o.dry_run) {
     for (std::size_t i = 0; i < n; ++i) {
       const auto host = plan->topology().node(i).host;
-      const std::string text = concat("# node ", i, " on ", host, "\n", hetlaunch::shell_join(command_of(i)), "\n");
+      const std::string text =
+          concat("# node ", i, " on ", host, "\n", hetlaunch::shell_join(command_of(i)), "\n");
       std::fwrite(text.data(), 1, text.size(), stdout);
     }
     return 0;
@@ -309,13 +332,15 @@ int run_command(options& o) {
   restarts.exclude_failed = o.exclude_failed;
   restarts.min_nodes = static_cast<std::size_t>(o.min_nodes.value_or(1));
   if (restarts.min_nodes > n) {
-    return fail(concat("--min-nodes ", restarts.min_nodes, " is more than the plan's ", n, " nodes"));
+    return fail(
+        concat("--min-nodes ", restarts.min_nodes, " is more than the plan's ", n, " nodes"));
   }
   const hetlaunch::launch_options launch = plan->options();
   for (int attempt = 0;; ++attempt) {
     hetlaunch::ssh_options this_attempt = ssh;
     // Every worker learns which attempt it is (torchrun passes its environment on).
-    if (o.restarts) this_attempt.env.emplace_back("HETLAUNCH_RESTART_COUNT", std::to_string(attempt));
+    if (o.restarts)
+      this_attempt.env.emplace_back("HETLAUNCH_RESTART_COUNT", std::to_string(attempt));
     const attempt_result r = run_attempt(o, &*plan, this_attempt);
     const std::size_t nodes_now = plan->topology().node_count();
     const hetlaunch::restart_decision d =
@@ -324,11 +349,14 @@ int run_command(options& o) {
         d.verdict == hetlaunch::restart_verdict::interrupted)
       return r.status;
     const std::size_t culprit = r.failed.front();
-    const std::string blamed = concat("node ", culprit, " (", quoted(plan->topology().node(culprit).host), ") failed: ",
-                                      r.failure.empty() ? std::string("could not be reached") : r.failure);
+    const std::string blamed =
+        concat("node ", culprit, " (", quoted(plan->topology().node(culprit).host),
+               ") failed: ", r.failure.empty() ? std::string("could not be reached") : r.failure);
     if (d.verdict == hetlaunch::restart_verdict::no_restart_left) {
-      std::fprintf(stderr, "hetlaunch: %s; no restart left (--restarts %d): the job failed after %d attempt%s\n",
-                   blamed.c_str(), restarts.restarts, attempt + 1, attempt == 0 ? "" : "s");
+      std::fprintf(
+          stderr,
+          "hetlaunch: %s; no restart left (--restarts %d): the job failed after %d attempt%s\n",
+          blamed.c_str(), restarts.restarts, attempt + 1, attempt == 0 ? "" : "s");
       return r.status;
     }
     if (d.verdict == hetlaunch::restart_verdict::too_few_nodes) {
@@ -336,8 +364,11 @@ int run_command(options& o) {
       std::size_t remaining = nodes_now;
       for (std::size_t i : r.failed)
         if (!blamed_node[i]) blamed_node[i] = true, --remaining;
-      std::fprintf(stderr, "hetlaunch: %s; without it the job would have %zu node%s, fewer than --min-nodes %zu: "
-                           "not restarting\n", blamed.c_str(), remaining, remaining == 1 ? "" : "s", restarts.min_nodes);
+      std::fprintf(
+          stderr,
+          "hetlaunch: %s; without it the job would have %zu node%s, fewer than --min-nodes %zu: "
+          "not restarting\n",
+          blamed.c_str(), remaining, remaining == 1 ? "" : "s", restarts.min_nodes);
       return r.status;
     }
     std::string left_out;
@@ -345,21 +376,27 @@ int run_command(options& o) {
       std::vector<bool> kept(nodes_now, false);
       for (std::size_t i : d.nodes) kept[i] = true;
       for (std::size_t i = 0; i < nodes_now; ++i)
-        if (!kept[i]) left_out += concat(left_out.empty() ? "" : ", ", i, " (", quoted(plan->topology().node(i).host), ")");
-      std::optional<hetlaunch::launch_plan> again =
-          plan_again(hetlaunch::keep_nodes(plan->topology(), d.nodes), launch, "run: the plan of the restart");
+        if (!kept[i])
+          left_out += concat(left_out.empty() ? "" : ", ", i, " (",
+                             quoted(plan->topology().node(i).host), ")");
+      std::optional<hetlaunch::launch_plan> again = plan_again(
+          hetlaunch::keep_nodes(plan->topology(), d.nodes), launch, "run: the plan of the restart");
       if (!again) {
-        std::fprintf(stderr, "hetlaunch: %s; the plan without node %s is not valid (above): not restarting\n",
-                     blamed.c_str(), left_out.c_str());
+        std::fprintf(
+            stderr,
+            "hetlaunch: %s; the plan without node %s is not valid (above): not restarting\n",
+            blamed.c_str(), left_out.c_str());
         return r.status;
       }
       plan = std::move(again);
     }
-    std::fprintf(stderr, "hetlaunch: %s; restart %d of %d: attempt %d starts on %zu node%s%s, world size %d\n",
-                 blamed.c_str(), attempt + 1, restarts.restarts, attempt + 2, plan->topology().node_count(),
-                 plan->topology().node_count() == 1 ? "" : "s",
-                 left_out.empty() ? "" : concat(" (without node ", left_out, ")").c_str(),
-                 plan->topology().world_size());
+    std::fprintf(
+        stderr,
+        "hetlaunch: %s; restart %d of %d: attempt %d starts on %zu node%s%s, world size %d\n",
+        blamed.c_str(), attempt + 1, restarts.restarts, attempt + 2, plan->topology().node_count(),
+        plan->topology().node_count() == 1 ? "" : "s",
+        left_out.empty() ? "" : concat(" (without node ", left_out, ")").c_str(),
+        plan->topology().world_size());
   }
 }
 }  // namespace cli

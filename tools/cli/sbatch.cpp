@@ -11,7 +11,6 @@
 namespace cli {
 namespace {
 
-
 // One #SBATCH line a word, written so that sbatch reads back exactly that word. sbatch splits an
 // #SBATCH line at blanks, removes quotes, takes a backslash as an escape, ends the line at an
 // unquoted '#' and stops at an unmatched quote (src/sbatch/opt.c, _get_argument); a word that
@@ -19,10 +18,12 @@ namespace {
 // in it. A line break cannot be written at all, and neither can a NUL.
 std::string directive(const std::string& word) {
   if (word.find_first_of(std::string("\n\r\0", 3)) != std::string::npos)
-    throw usage_error{concat("an #SBATCH option cannot hold a line break or a NUL byte: ", quoted(word))};
+    throw usage_error{
+        concat("an #SBATCH option cannot hold a line break or a NUL byte: ", quoted(word))};
   bool plain = !word.empty() && word[0] != ':';  // sbatch refuses a word that starts with ':'
   for (const char c : word)
-    plain = plain && !(c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '"' || c == '\'' || c == '\\' || c == '#');
+    plain = plain && !(c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '"' || c == '\'' ||
+                       c == '\\' || c == '#');
   if (plain) return concat("#SBATCH ", word, "\n");
   std::string out = "#SBATCH \"";
   for (const char c : word) {
@@ -35,26 +36,37 @@ std::string directive(const std::string& word) {
 // After a failed step with --exclude-failed: the nodes the job still has (Slurm takes a lost node
 // out of a --no-kill job; the step's variables keep the first list), the plan made again over
 // them when they are fewer, and the variables `hetlaunch exec --slurm` reads set to them.
-std::string exclude_failed_block(const options& o, const hetlaunch::node_group& g, const std::string& program,
-                                 const std::string& tail) {
+std::string exclude_failed_block(const options& o, const hetlaunch::node_group& g,
+                                 const std::string& program, const std::string& tail) {
   const int min_nodes = o.min_nodes.value_or(1);
   return concat(
       "  # The nodes the job still has: Slurm takes a lost node out of a --no-kill job.\n"
       "  nodes=$(scontrol show job \"$SLURM_JOB_ID\" | sed -n 's/^ *NodeList=//p')\n"
       "  count=$(scontrol show hostnames \"$nodes\" | wc -l)\n"
-      "  if [ \"$count\" -lt ", min_nodes, " ]; then\n"
+      "  if [ \"$count\" -lt ",
+      min_nodes,
+      " ]; then\n"
       "    echo \"hetlaunch: the step failed (exit status $status); the job has $count node(s) left ($nodes), fewer than "
-      "--min-nodes ", min_nodes, "\" >&2\n"
+      "--min-nodes ",
+      min_nodes,
+      "\" >&2\n"
       "    exit \"$status\"\n  fi\n"
       "  if [ \"$count\" -ne \"$SLURM_JOB_NUM_NODES\" ]; then\n"
-      "    echo \"hetlaunch: the step failed (exit status $status) and the job lost nodes: restart $attempt of ", *o.restarts,
+      "    echo \"hetlaunch: the step failed (exit status $status) and the job lost nodes: restart $attempt of ",
+      *o.restarts,
       " on the $count nodes left ($nodes), plan made again\" >&2\n"
       "    export SLURM_JOB_NODELIST=\"$nodes\" SLURM_NODELIST=\"$nodes\" SLURM_JOB_NUM_NODES=\"$count\" "
       "SLURM_NNODES=\"$count\"\n"
-      "    export HETLAUNCH_TASKS_PER_NODE=\"", g.gpus, "(x$count)\"\n"
-      "    ", program, " plan ", tail, "\n"
+      "    export HETLAUNCH_TASKS_PER_NODE=\"",
+      g.gpus,
+      "(x$count)\"\n"
+      "    ",
+      program, " plan ", tail,
+      "\n"
       "  else\n"
-      "    echo \"hetlaunch: the step failed (exit status $status): restart $attempt of ", *o.restarts, "\" >&2\n"
+      "    echo \"hetlaunch: the step failed (exit status $status): restart $attempt of ",
+      *o.restarts,
+      "\" >&2\n"
       "  fi\n");
 }
 
@@ -69,23 +81,28 @@ int sbatch_command(options& o) {
     world += static_cast<long long>(groups[c].nodes) * groups[c].gpus;
     // torch's ranks are 32-bit; each term is below 2^60, so the sums cannot wrap before this.
     if (world > INT_MAX)
-      return fail(concat("sbatch: the groups up to ", quoted(o.groups[c]), " hold more than ", INT_MAX,
-                         " workers, more than torch's ranks can count"));
+      return fail(concat("sbatch: the groups up to ", quoted(o.groups[c]), " hold more than ",
+                         INT_MAX, " workers, more than torch's ranks can count"));
   }
   if (!o.restarts && (o.exclude_failed || o.min_nodes))
-    throw usage_error{concat(o.exclude_failed ? "--exclude-failed" : "--min-nodes", " needs --restarts N")};
-  if (o.min_nodes && !o.exclude_failed) throw usage_error{"--min-nodes needs --exclude-failed (the job shrinks only then)"};
+    throw usage_error{
+        concat(o.exclude_failed ? "--exclude-failed" : "--min-nodes", " needs --restarts N")};
+  if (o.min_nodes && !o.exclude_failed)
+    throw usage_error{"--min-nodes needs --exclude-failed (the job shrinks only then)"};
   // Slurm cancels a heterogeneous job when one of its nodes fails, --no-kill or not (and requeues
   // it): only a job of one component can go on without a lost node.
   if (o.exclude_failed && groups.size() > 1)
-    return fail("sbatch: --exclude-failed needs a single --group: Slurm cancels a heterogeneous job when one of its "
-                "nodes fails, even with --no-kill (it requeues the whole job instead); give the nodes one group, or "
-                "leave --exclude-failed out");
+    return fail(
+        "sbatch: --exclude-failed needs a single --group: Slurm cancels a heterogeneous job when one of its "
+        "nodes fails, even with --no-kill (it requeues the whole job instead); give the nodes one group, or "
+        "leave --exclude-failed out");
   if (o.min_nodes && *o.min_nodes > nodes)
-    return fail(concat("sbatch: --min-nodes ", *o.min_nodes, " is more than the job's ", nodes, " nodes"));
+    return fail(
+        concat("sbatch: --min-nodes ", *o.min_nodes, " is more than the job's ", nodes, " nodes"));
   for (const std::string& a : o.sbatch_args)
     if (a.size() < 2 || a[0] != '-')
-      throw usage_error{concat("--sbatch-arg ", quoted(a), " is not an sbatch option (\"--job-name=x\", \"-A acct\" as two)")};
+      throw usage_error{concat("--sbatch-arg ", quoted(a),
+                               " is not an sbatch option (\"--job-name=x\", \"-A acct\" as two)")};
   take_script(o);
   // The launch options, checked now rather than in the job: one node a component stands for the
   // job (what they are checked against does not depend on the node count).
@@ -99,7 +116,8 @@ int sbatch_command(options& o) {
   }
   if (o.launch.global_batch != 0 && o.launch.global_batch < world) {
     hetlaunch::diagnostic d{};
-    d.code = o.launch.global_batch < 0 ? hetlaunch::errc::bad_global_batch : hetlaunch::errc::global_batch_too_small;
+    d.code = o.launch.global_batch < 0 ? hetlaunch::errc::bad_global_batch
+                                       : hetlaunch::errc::global_batch_too_small;
     d.value = o.launch.global_batch;
     d.limit = world;
     print_problems("sbatch", {d});
@@ -111,34 +129,45 @@ int sbatch_command(options& o) {
   std::vector<std::string> options{"--slurm"};
   options.insert(options.end(), o.launch_args.begin(), o.launch_args.end());
   // The workers' binder is the hetlaunch the nodes run, unless told otherwise.
-  const bool bind_program_given = std::find(o.given.begin(), o.given.end(), "--bind-program") != o.given.end();
+  const bool bind_program_given =
+      std::find(o.given.begin(), o.given.end(), "--bind-program") != o.given.end();
   if (o.launch.binding != hetlaunch::numa_binding::none && !bind_program_given)
     options.insert(options.end(), {"--bind-program", o.hetlaunch_program});
   // A group's weight names its component's nodes, which the job knows only when it runs.
   std::string weights;
   for (std::size_t c = 0; c < groups.size(); ++c)
     if (groups[c].weight != "1")
-      weights += concat(" --weight \"$", groups.size() == 1 ? std::string("SLURM_JOB_NODELIST") : concat("SLURM_JOB_NODELIST_HET_GROUP_", c),
+      weights += concat(" --weight \"$",
+                        groups.size() == 1 ? std::string("SLURM_JOB_NODELIST")
+                                           : concat("SLURM_JOB_NODELIST_HET_GROUP_", c),
                         "\"=", hetlaunch::shell_quote(groups[c].weight));
   script.insert(script.begin(), "--");
-  const std::string tail = hetlaunch::shell_join(options) + weights + " " + hetlaunch::shell_join(script);
+  const std::string tail =
+      hetlaunch::shell_join(options) + weights + " " + hetlaunch::shell_join(script);
   const std::string program = hetlaunch::shell_quote(o.hetlaunch_program);
 
   std::string out = "#!/bin/bash\n";
-  const auto count = [](long long n, const char* one, const char* many) { return concat(n, " ", n == 1 ? one : many); };
-  out += groups.size() == 1
-             ? concat("# hetlaunch: a job of ", count(nodes, "node", "nodes"), " and ", count(world, "worker", "workers"), ":\n")
-             : concat("# hetlaunch: a heterogeneous job of ", count(nodes, "node", "nodes"), " and ",
-                      count(world, "worker", "workers"), ", one component a node group:\n");
+  const auto count = [](long long n, const char* one, const char* many) {
+    return concat(n, " ", n == 1 ? one : many);
+  };
+  out +=
+      groups.size() == 1
+          ? concat("# hetlaunch: a job of ", count(nodes, "node", "nodes"), " and ",
+                   count(world, "worker", "workers"), ":\n")
+          : concat("# hetlaunch: a heterogeneous job of ", count(nodes, "node", "nodes"), " and ",
+                   count(world, "worker", "workers"), ", one component a node group:\n");
   long long first = 0, rank = 0;
   for (std::size_t c = 0; c < groups.size(); ++c) {
     const hetlaunch::node_group& g = groups[c];
     const long long workers = static_cast<long long>(g.nodes) * g.gpus;
     const long long last_rank = rank + workers - 1;
-    out += concat("#   component ", c, ": ", count(g.nodes, "node", "nodes"), " of ", count(g.gpus, "GPU", "GPUs"),
+    out += concat("#   component ", c, ": ", count(g.nodes, "node", "nodes"), " of ",
+                  count(g.gpus, "GPU", "GPUs"),
                   g.weight == "1" ? std::string() : concat(" weighing ", g.weight),
-                  g.nodes > 1 ? concat(" (nodes ", first, "-", first + g.nodes - 1) : concat(" (node ", first),
-                  last_rank > rank ? concat(", ranks ", rank, "-", last_rank, ")\n") : concat(", rank ", rank, ")\n"));
+                  g.nodes > 1 ? concat(" (nodes ", first, "-", first + g.nodes - 1)
+                              : concat(" (node ", first),
+                  last_rank > rank ? concat(", ranks ", rank, "-", last_rank, ")\n")
+                                   : concat(", rank ", rank, ")\n"));
     first += g.nodes;
     rank += workers;
   }
@@ -148,7 +177,8 @@ int sbatch_command(options& o) {
       for (const std::string& a : o.sbatch_args) out += directive(a);
     if (!o.partition.empty()) out += directive("--partition=" + o.partition);
     if (!o.time.empty()) out += directive("--time=" + o.time);
-    // A task a GPU: Slurm then reports each component's layout in SLURM_TASKS_PER_NODE_HET_GROUP_<n>.
+    // A task a GPU: Slurm then reports each component's layout in
+    // SLURM_TASKS_PER_NODE_HET_GROUP_<n>.
     out += directive(concat("--nodes=", groups[c].nodes));
     out += directive(concat("--ntasks-per-node=", groups[c].gpus));
     out += directive(concat("--gpus-per-node=", groups[c].gpus));
@@ -160,36 +190,41 @@ int sbatch_command(options& o) {
   if (groups.size() == 1) out += "export HETLAUNCH_TASKS_PER_NODE=\"$SLURM_TASKS_PER_NODE\"\n\n";
   out += "# The plan in the job log before anything starts; an inconsistent job stops here.\n";
   out += concat(program, " plan ", tail, "\n\n");
-  out += "# One task a node in every component, each seeing all of its node's GPUs; each runs its\n"
-         "# node's torchrun (SLURM_NODEID counts the nodes in component order).\n";
+  out +=
+      "# One task a node in every component, each seeing all of its node's GPUs; each runs its\n"
+      "# node's torchrun (SLURM_NODEID counts the nodes in component order).\n";
   // With --restarts the step runs again in this allocation after a failure; a node that fails
   // ends the whole step at once (--kill-on-bad-exit), so the next attempt need not wait for the
   // others' collectives to time out.
   const bool restarting = o.restarts.has_value();
   const std::string indent = restarting ? "  " : "";
   if (restarting)
-    out += concat("# The step runs again on a failure, at most ", *o.restarts,
-                  " times (--restarts); every worker gets\n# HETLAUNCH_RESTART_COUNT, the attempt's number from 0.\n",
-                  "attempt=0\nwhile :; do\n  export HETLAUNCH_RESTART_COUNT=$attempt\n  status=0\n");
+    out += concat(
+        "# The step runs again on a failure, at most ", *o.restarts,
+        " times (--restarts); every worker gets\n# HETLAUNCH_RESTART_COUNT, the attempt's number from 0.\n",
+        "attempt=0\nwhile :; do\n  export HETLAUNCH_RESTART_COUNT=$attempt\n  status=0\n");
   out += indent + (restarting ? "srun --kill-on-bad-exit=1" : "srun");
   for (std::size_t c = 0; c < groups.size(); ++c) {
     if (c > 0) out += concat(" : \\\n    ", indent);
     // With --exclude-failed the job's node count can shrink between attempts.
-    const std::string step_nodes = o.exclude_failed ? std::string("\"$SLURM_JOB_NUM_NODES\"") : concat(groups[c].nodes);
-    out += concat(" --nodes=", step_nodes, " --ntasks=", step_nodes, " --ntasks-per-node=1 --gpus-per-node=", groups[c].gpus);
+    const std::string step_nodes =
+        o.exclude_failed ? std::string("\"$SLURM_JOB_NUM_NODES\"") : concat(groups[c].nodes);
+    out += concat(" --nodes=", step_nodes, " --ntasks=", step_nodes,
+                  " --ntasks-per-node=1 --gpus-per-node=", groups[c].gpus);
   }
   out += concat(" \\\n  ", indent, program, " exec ", tail, restarting ? " || status=$?\n" : "\n");
   if (restarting)
-    out += concat("  [ \"$status\" -eq 0 ] && exit 0\n",
-                  "  if [ \"$attempt\" -ge ", *o.restarts, " ]; then\n",
-                  "    echo \"hetlaunch: the step failed (exit status $status); no restart left (--restarts ", *o.restarts,
-                  ")\" >&2\n",
-                  "    exit \"$status\"\n  fi\n",
-                  "  attempt=$((attempt + 1))\n",
-                  o.exclude_failed ? exclude_failed_block(o, groups[0], program, tail) :
-                  concat("  echo \"hetlaunch: the step failed (exit status $status): restart $attempt of ", *o.restarts,
-                         "\" >&2\n"),
-                  "done\n");
+    out += concat(
+        "  [ \"$status\" -eq 0 ] && exit 0\n", "  if [ \"$attempt\" -ge ", *o.restarts,
+        " ]; then\n",
+        "    echo \"hetlaunch: the step failed (exit status $status); no restart left (--restarts ",
+        *o.restarts, ")\" >&2\n", "    exit \"$status\"\n  fi\n", "  attempt=$((attempt + 1))\n",
+        o.exclude_failed
+            ? exclude_failed_block(o, groups[0], program, tail)
+            : concat(
+                  "  echo \"hetlaunch: the step failed (exit status $status): restart $attempt of ",
+                  *o.restarts, "\" >&2\n"),
+        "done\n");
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }

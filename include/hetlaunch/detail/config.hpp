@@ -17,7 +17,8 @@
 #endif
 #endif
 
-#if HETLAUNCH_USE_EXCEPTIONS && !(defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND))
+#if HETLAUNCH_USE_EXCEPTIONS && \
+    !(defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND))
 #error "hetlaunch: HETLAUNCH_USE_EXCEPTIONS is 1 but exceptions are disabled in this build"
 #endif
 
@@ -25,9 +26,9 @@
 // out-of-range node index passed to an unchecked accessor), or when result<T>::value() is called
 // on an error without exceptions. It must not return. The default prints the message and aborts.
 #ifndef HETLAUNCH_ON_FAILURE
-#define HETLAUNCH_ON_FAILURE(message)               \
-  (std::fputs("hetlaunch: ", stderr), std::fputs((message), stderr), \
-   std::fputc('\n', stderr), std::abort())
+#define HETLAUNCH_ON_FAILURE(message)                                                          \
+  (std::fputs("hetlaunch: ", stderr), std::fputs((message), stderr), std::fputc('\n', stderr), \
+   std::abort())
 #endif
 
 namespace hetlaunch {

@@ -29,8 +29,10 @@ constexpr digit_run read_digits(std::string_view text, std::size_t start,
   for (; run.end < text.size() && is_digit(text[run.end]); ++run.end) {
     const auto d = static_cast<unsigned>(text[run.end] - '0');
     if (run.too_large) continue;
-    if (d > limit || run.value > (limit - d) / 10) run.too_large = true;
-    else run.value = run.value * 10 + d;
+    if (d > limit || run.value > (limit - d) / 10)
+      run.too_large = true;
+    else
+      run.value = run.value * 10 + d;
   }
   return run;
 }

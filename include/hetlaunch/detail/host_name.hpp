@@ -26,7 +26,6 @@ enum class host_issue : unsigned char {
   bad_ipv6,              // "1:::2", "fe80::1%eth0", "[::1]"
 };
 
-
 namespace detail {
 
 struct host_check {
@@ -34,7 +33,9 @@ struct host_check {
   std::size_t position = 0;
 };
 
-constexpr bool is_alpha(char c) noexcept { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+constexpr bool is_alpha(char c) noexcept {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
 constexpr bool is_hex(char c) noexcept {
   return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// hetlaunch: torchrun's rank math over any node source: prefix sums, role ranks, the node of a rank.
+// hetlaunch: torchrun's rank math over any node source: prefix sums, role ranks, the node of a
+// rank.
 #ifndef HETLAUNCH_DETAIL_RANK_MATH_HPP
 #define HETLAUNCH_DETAIL_RANK_MATH_HPP
 

@@ -16,9 +16,13 @@ namespace detail {
 // The functions that build text are templates (most with an unused parameter) so that they are
 // compiled only where a message is made, not by every program that includes cluster.hpp.
 
-inline void append_piece(std::string& out, std::string_view text) { out.append(text.data(), text.size()); }
-template <class Int, std::enable_if_t<std::is_integral<Int>::value && !std::is_same<Int, char>::value &&
-                                          !std::is_same<Int, bool>::value, int> = 0>
+inline void append_piece(std::string& out, std::string_view text) {
+  out.append(text.data(), text.size());
+}
+template <class Int,
+          std::enable_if_t<std::is_integral<Int>::value && !std::is_same<Int, char>::value &&
+                               !std::is_same<Int, bool>::value,
+                           int> = 0>
 void append_piece(std::string& out, Int value) {
   out += std::to_string(value);
 }
@@ -64,14 +68,22 @@ std::size_t utf8_sequence_length(std::string_view text, std::size_t i) noexcept 
   if (c < 0x80) return 1;
   std::size_t n = 0;
   unsigned char lo = 0x80, hi = 0xbf;  // the range of the second byte
-  if (c >= 0xc2 && c <= 0xdf) n = 2;
-  else if (c == 0xe0) n = 3, lo = 0xa0;
-  else if (c == 0xed) n = 3, hi = 0x9f;
-  else if (c >= 0xe1 && c <= 0xef) n = 3;
-  else if (c == 0xf0) n = 4, lo = 0x90;
-  else if (c == 0xf4) n = 4, hi = 0x8f;
-  else if (c >= 0xf1 && c <= 0xf3) n = 4;
-  else return 0;
+  if (c >= 0xc2 && c <= 0xdf)
+    n = 2;
+  else if (c == 0xe0)
+    n = 3, lo = 0xa0;
+  else if (c == 0xed)
+    n = 3, hi = 0x9f;
+  else if (c >= 0xe1 && c <= 0xef)
+    n = 3;
+  else if (c == 0xf0)
+    n = 4, lo = 0x90;
+  else if (c == 0xf4)
+    n = 4, hi = 0x8f;
+  else if (c >= 0xf1 && c <= 0xf3)
+    n = 4;
+  else
+    return 0;
   if (text.size() - i < n) return 0;
   if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
   for (std::size_t k = 2; k < n; ++k)
@@ -82,7 +94,9 @@ std::size_t utf8_sequence_length(std::string_view text, std::size_t i) noexcept 
 // The code point of a well-formed sequence of `n` bytes at text[i].
 template <class Unused = void>
 unsigned utf8_code_point(std::string_view text, std::size_t i, std::size_t n) noexcept {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned>(static_cast<unsigned char>(text[i + k])); };
+  const auto byte = [&](std::size_t k) {
+    return static_cast<unsigned>(static_cast<unsigned char>(text[i + k]));
+  };
   if (n == 1) return byte(0);
   unsigned cp = byte(0) & (0x7fu >> n);
   for (std::size_t k = 1; k < n; ++k) cp = (cp << 6) | (byte(k) & 0x3fu);
@@ -105,7 +119,7 @@ constexpr std::size_t quote_limit = 80;  // bytes of input shown before a long t
 // its first bytes (a bounded_string that was cut).
 template <class Unused = void>
 void append_quoted(std::string& out, std::string_view text, std::size_t limit = quote_limit,
-                          std::size_t full_size = std::string_view::npos) {
+                   std::size_t full_size = std::string_view::npos) {
   if (full_size == std::string_view::npos || full_size < text.size()) full_size = text.size();
   static constexpr char hex[] = "0123456789abcdef";
   out += '\'';
@@ -125,12 +139,21 @@ void append_quoted(std::string& out, std::string_view text, std::size_t limit = 
       i += n;
       continue;
     }
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\\' || c == '\'') { out += '\\'; out += static_cast<char>(c); }
-    else if (c < 0x20 || c >= 0x7f) { out += "\\x"; out += hex[c >> 4]; out += hex[c & 15]; }
-    else out += static_cast<char>(c);
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\\' || c == '\'') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c >= 0x7f) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else
+      out += static_cast<char>(c);
     ++i;
   }
   out += '\'';

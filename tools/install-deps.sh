@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs, from Debian 12's archive, everything the test suite needs. Run as root or with sudo.
 set -eu
-packages="cmake ninja-build g++ clang libclang-rt-14-dev meson pkg-config doctest-dev git python3"
+packages="cmake ninja-build g++ clang clang-format libclang-rt-14-dev meson pkg-config doctest-dev git python3"
 packages="$packages python3-torch slurm-client iproute2 util-linux openssh-server openssh-client python3-yaml python3-jsonschema"
 packages="$packages slurmctld slurmd munge mmdebstrap groff-base man-db zsh"
 if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi

@@ -25,7 +25,9 @@
 #include "cpu_binding.hpp"
 #include "ssh.hpp"
 #include "jobset.hpp"
+#include "device_filter.hpp"
 #include "hostfile.hpp"
+#include "slurm_hostlist.hpp"
 #include "slurm.hpp"
 
 #endif  // HETLAUNCH_HETLAUNCH_HPP

@@ -184,8 +184,9 @@ inline void unpredictable_torchrun_args(const launch_options& o, std::vector<dia
 
 // A negative global batch, or one below the world size (when the topology has one: a topology
 // whose counts are invalid has its own problems).
-template <class Topology>
-void batch_problems(const Topology& c, const launch_options& o, std::vector<diagnostic>& out) {
+// The global batch against `world` workers (-1: a topology too broken to count them).
+inline void global_batch_problems(const launch_options& o, long long world,
+                                  std::vector<diagnostic>& out) {
   if (o.global_batch == 0) return;
   diagnostic d =
       launch_problem(o.global_batch < 0 ? errc::bad_global_batch : errc::global_batch_too_small);
@@ -195,29 +196,34 @@ void batch_problems(const Topology& c, const launch_options& o, std::vector<diag
     out.push_back(d);
     return;
   }
-  long long world = 0;
-  for (std::size_t i = 0; i < c.node_count() && world <= INT_MAX; ++i) {
-    if (c.node(i).nproc < 1) return;
-    world += c.node(i).nproc;
-  }
-  if (world > INT_MAX || o.global_batch >= world) return;
+  if (world < 0 || o.global_batch >= world) return;
   d.limit = world;
   out.push_back(d);
 }
 
+template <class Topology>
+void batch_problems(const Topology& c, const launch_options& o, std::vector<diagnostic>& out) {
+  if (o.global_batch == 0) return;
+  long long world = 0;
+  for (std::size_t i = 0; i < c.node_count() && world >= 0; ++i) {
+    world = c.node(i).nproc < 1 ? -1 : world + c.node(i).nproc;
+    if (world > INT_MAX) world = -1;
+  }
+  global_batch_problems(o, world, out);
+}
+
 // Problems of the options that every output depends on: the rendezvous address and port, the
 // run id with c10d, the restart limit. The topology gives the master address when none is set.
-template <class Topology>
-void environment_problems(const Topology& c, const launch_options& o,
-                          std::vector<diagnostic>& out) {
+// `addr` is checked only when `check_addr`.
+inline void environment_problems_at(const launch_options& o, std::string_view addr, bool check_addr,
+                                    std::vector<diagnostic>& out) {
   if (o.master_port < 1 || o.master_port > 65535) {
     diagnostic d = launch_problem(errc::bad_port);
     d.value = o.master_port;
     d.variable = "master_port";
     out.push_back(d);
   }
-  const std::string_view addr = master_host(c, o);
-  if (c.node_count() && check_host(addr, /*allow_underscore=*/true).issue != host_issue::none) {
+  if (check_addr && check_host(addr, /*allow_underscore=*/true).issue != host_issue::none) {
     diagnostic d = launch_problem(errc::bad_master_addr);
     d.variable = "master_addr";
     d.text = addr;
@@ -230,6 +236,11 @@ void environment_problems(const Topology& c, const launch_options& o,
     d.value = o.max_restarts;
     out.push_back(d);
   }
+}
+template <class Topology>
+void environment_problems(const Topology& c, const launch_options& o,
+                          std::vector<diagnostic>& out) {
+  environment_problems_at(o, master_host(c, o), c.node_count() != 0, out);
 }
 
 // Problems of what only a command line carries. `torchrun` false: accelerate's command, which
@@ -302,6 +313,20 @@ std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node,
 }
 
 }  // namespace detail
+
+/// The launch options' problems before the nodes are known, as a batch script's are: those of
+/// validate_plan that do not depend on the hosts, with `world_size` workers for the global batch
+/// (port, master_addr when it is set, rdzv_id with c10d, max_restarts, global_batch, program,
+/// rendezvous_timeout, flag style, extra torchrun arguments that name a computed option, the
+/// binding, a script that starts with '-').
+[[nodiscard]] inline std::vector<diagnostic> launch_option_problems(const launch_options& options,
+                                                                    int world_size) {
+  std::vector<diagnostic> out;
+  detail::environment_problems_at(options, options.master_addr, !options.master_addr.empty(), out);
+  detail::global_batch_problems(options, world_size, out);
+  detail::command_problems(options, true, out);
+  return out;
+}
 
 /// Every problem that stops torchrun_argv(c, node, options), in order: the topology's (validate),
 /// the node index, master_port, master_addr, rdzv_id (c10d), max_restarts, program,

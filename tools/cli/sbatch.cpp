@@ -104,23 +104,10 @@ int sbatch_command(options& o) {
       throw usage_error{concat("--sbatch-arg ", quoted(a),
                                " is not an sbatch option (\"--job-name=x\", \"-A acct\" as two)")};
   take_script(o);
-  // The launch options, checked now rather than in the job: one node a component stands for the
-  // job (what they are checked against does not depend on the node count).
-  hetlaunch::cluster_builder shape;
-  for (std::size_t c = 0; c < groups.size(); ++c) shape.add(concat("component", c), groups[c].gpus);
-  hetlaunch::launch_options checked = o.launch;
-  checked.global_batch = 0;  // checked below against the whole job's world size
-  if (auto plan = hetlaunch::make_plan(shape.finish(), checked); !plan) {
-    print_problems("sbatch", plan.error());
-    return exit_invalid;
-  }
-  if (o.launch.global_batch != 0 && o.launch.global_batch < world) {
-    hetlaunch::diagnostic d{};
-    d.code = o.launch.global_batch < 0 ? hetlaunch::errc::bad_global_batch
-                                       : hetlaunch::errc::global_batch_too_small;
-    d.value = o.launch.global_batch;
-    d.limit = world;
-    print_problems("sbatch", {d});
+  // The launch options, checked now rather than in the job, against the job's world size.
+  if (const auto problems = hetlaunch::launch_option_problems(o.launch, static_cast<int>(world));
+      !problems.empty()) {
+    print_problems("sbatch", problems);
     return exit_invalid;
   }
   std::vector<std::string> script{o.launch.script};

@@ -17,6 +17,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
+from worker_records import rank_problems, read_records  # noqa: E402
+
 HERE = pathlib.Path(__file__).resolve().parent
 DATA = HERE / "data"
 GOLDEN = HERE / "golden"
@@ -380,12 +383,9 @@ def exec_e2e(binary, worker, work):
         except subprocess.TimeoutExpired:
             os.killpg(a.pid, 9)
             failures += 1
-    for rank in range(6):
-        record = work / f"worker-{rank}.env"
-        values = dict(line.split("=", 1) for line in record.read_text().splitlines()) if record.exists() else {}
-        if values.get("SUM") != "21" or values.get("RANK") != str(rank) or values.get("WORLD_SIZE") != "6":
-            failures += 1
-            print(f"FAIL exec e2e: worker {rank} recorded {values}")
+    for problem in rank_problems(read_records(work), [3, 1, 2]):
+        failures += 1
+        print(f"FAIL exec e2e: {problem}")
     if failures:
         for node in range(3):
             print((work / f"agent-{node}.log").read_text())

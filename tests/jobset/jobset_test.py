@@ -37,6 +37,7 @@ import yaml
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
 import netns  # noqa: E402
+from worker_records import rank_problems, read_environ, read_records  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 GOLDEN = HERE / "golden"
@@ -291,21 +292,10 @@ def simulate_pods(binary, worker):
                 codes.append(None)
         if codes != [0] * len(procs):
             problems.append(f"pods exited {codes}")
-        records = {}
-        for path in work.glob("worker-*.env"):
-            values = dict(line.split("=", 1) for line in path.read_text().splitlines())
-            records[int(values["RANK"])] = values
+        problems += rank_problems(read_records(work), NPROC,
+                                  lambda rank, node: {"MASTER_ADDR": "sim-g0-0-0.sim", "MASTER_PORT": "29801"})
         for rank in range(7):
-            node = 0 if rank < 4 else 1 if rank < 6 else 2
-            expected = {"SUM": "28", "WORLD_SIZE": "7", "GROUP_RANK": str(node), "LOCAL_WORLD_SIZE": str(NPROC[node]),
-                        "LOCAL_RANK": str(rank - [0, 4, 6][node]), "MASTER_ADDR": "sim-g0-0-0.sim",
-                        "MASTER_PORT": "29801"}
-            got = records.get(rank, {})
-            if any(got.get(key) != value for key, value in expected.items()):
-                problems.append(f"rank {rank} recorded {got}")
-            environ = work / f"worker-{rank}.environ"
-            attempt = dict(v.split(b"=", 1) for v in environ.read_bytes().split(b"\0") if b"=" in v) \
-                if environ.exists() else {}
+            attempt = read_environ(work / f"worker-{rank}.environ")
             if attempt.get(b"HETLAUNCH_RESTART_COUNT") != RESTART_ATTEMPT.encode():
                 problems.append(f"rank {rank} got HETLAUNCH_RESTART_COUNT={attempt.get(b'HETLAUNCH_RESTART_COUNT')}, "
                                 f"not the pod's restart-attempt annotation {RESTART_ATTEMPT}")

@@ -21,6 +21,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
 import netns  # noqa: E402
+from worker_records import read_records  # noqa: E402
 
 PREFIX = f"hl{os.getpid()}"
 HOSTS = [f"{PREFIX}-h{i}" for i in range(3)]
@@ -83,14 +84,6 @@ class job:
                        for i in range(3) if (self.work / f"agent-{i}.log").exists())
 
 
-def records(work):
-    out = {}
-    for path in work.glob("worker-*.env"):
-        values = dict(line.split("=", 1) for line in path.read_text().splitlines())
-        out[int(values["RANK"])] = values
-    return out
-
-
 def checks(work):
     return "".join(p.read_text() for p in sorted(work.glob("check-*.txt")))
 
@@ -106,7 +99,7 @@ def expect_complete(j, work, world, restarts="0", timeout=180):
     problems = []
     if codes != [0, 0, 0]:
         problems.append(f"agents exited {codes}")
-    got = records(work)
+    got = read_records(work)
     for rank in range(world):
         r = got.get(rank, {})
         if r.get("SUM") != str(world * (world + 1) // 2) or r.get("WORLD_SIZE") != str(world) or \
@@ -121,7 +114,7 @@ def case_ipv4_static(b, w, work):
     """3 hosts with 4, 2 and 1 workers on IPv4: the job completes with the right sum."""
     hf = hostfile(work, V4)
     problems = expect_complete(job(b, w, work, hf, [0, 1, 2], ["--master-port", "29601"]), work, 7)
-    masters = {r.get("MASTER_ADDR") for r in records(work).values()}
+    masters = {r.get("MASTER_ADDR") for r in read_records(work).values()}
     return problems + ([] if masters == {V4[0]} else [f"MASTER_ADDR {masters}"])
 
 
@@ -129,7 +122,7 @@ def case_ipv6_static(b, w, work):
     """The same on IPv6 with the static rendezvous (MASTER_ADDR without brackets)."""
     hf = hostfile(work, V6)
     problems = expect_complete(job(b, w, work, hf, [0, 1, 2], ["--master-port", "29602"]), work, 7)
-    masters = {r.get("MASTER_ADDR") for r in records(work).values()}
+    masters = {r.get("MASTER_ADDR") for r in read_records(work).values()}
     return problems + ([] if masters == {V6[0]} else [f"MASTER_ADDR {masters}"])
 
 

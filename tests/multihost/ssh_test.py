@@ -33,6 +33,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
 import netns  # noqa: E402
+from worker_records import rank_problems, read_records  # noqa: E402
 
 PREFIX = f"hs{os.getpid()}"
 HOSTS = [f"{PREFIX}-h{i}" for i in range(3)]
@@ -212,17 +213,8 @@ def case_job(b, w, work, c):
         "--env", "GLOO_SOCKET_IFNAME=eth0", "--", w, str(work), b, "check-env", "--hosts", plan,
         "--weight", f"{V4[0]}=2.5", "--global-batch", "23"]))
     problems = [] if code == 0 else [f"run exited {code}:\n{err[-3000:]}"]
-    records = {}
-    for path in work.glob("worker-*.env"):
-        values = dict(line.split("=", 1) for line in path.read_text().splitlines())
-        records[int(values["RANK"])] = values
-    for rank in range(7):
-        node = 0 if rank < 4 else 1 if rank < 6 else 2
-        r = records.get(rank, {})
-        expected = {"SUM": "28", "WORLD_SIZE": "7", "GROUP_RANK": str(node), "LOCAL_WORLD_SIZE": str(NPROC[node]),
-                    "MASTER_ADDR": V4[0], "MASTER_PORT": "29701"}
-        if any(r.get(k) != v for k, v in expected.items()):
-            problems.append(f"rank {rank} recorded {r}")
+    problems += rank_problems(read_records(work), NPROC,
+                              lambda rank, node: {"MASTER_ADDR": V4[0], "MASTER_PORT": "29701"})
     for line in (out + err).splitlines():
         if not re.match(r"\[[0-2] 198\.18\.1\.[1-3]\] |hetlaunch: ", line):
             problems.append(f"a line without its node: {line!r}")
@@ -400,11 +392,7 @@ if count == "0":
 
 def attempt_records(work, attempt):
     """{rank: {name: value}} of the workers of one attempt."""
-    records = {}
-    for path in work.glob(f"attempt-{attempt}-rank-*.env"):
-        values = dict(line.split("=", 1) for line in path.read_text().splitlines())
-        records[int(values["RANK"])] = values
-    return records
+    return read_records(work, f"attempt-{attempt}-rank-*.env")
 
 
 def first_attempt_running(work, proc, timeout=120):

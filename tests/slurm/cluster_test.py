@@ -40,6 +40,9 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import real_cluster  # noqa: E402
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
+from worker_records import rank_problems, read_records  # noqa: E402
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HOSTS = real_cluster.NAMES
 
@@ -112,23 +115,10 @@ class suite:
 
     def check_workers(self, d, nodes, log):
         """nodes: [(host, nproc, gpus)] in node order; every worker's record against them."""
-        world = sum(n for _, n, _ in nodes)
-        records = {}
-        for path in d.glob("worker-*.env"):
-            values = dict(line.split("=", 1) for line in path.read_text().splitlines())
-            records[int(values["RANK"])] = values
-        expect(sorted(records) == list(range(world)), f"workers recorded {sorted(records)}, expected ranks 0..{world - 1}\n{log}")
-        rank = 0
-        for node, (host, nproc, gpus) in enumerate(nodes):
-            for local in range(nproc):
-                got = records[rank]
-                want = {"RANK": str(rank), "LOCAL_RANK": str(local), "WORLD_SIZE": str(world), "GROUP_RANK": str(node),
-                        "LOCAL_WORLD_SIZE": str(nproc), "HOST": host,
-                        "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in range(gpus)),
-                        "MASTER_ADDR": nodes[0][0], "SUM": str(world * (world + 1) // 2)}
-                for k, v in want.items():
-                    expect(got.get(k) == v, f"rank {rank}: {k}={got.get(k)!r}, expected {v!r}")
-                rank += 1
+        problems = rank_problems(read_records(d), [n for _, n, _ in nodes], lambda rank, node: {
+            "HOST": nodes[node][0], "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in range(nodes[node][2])),
+            "MASTER_ADDR": nodes[0][0]})
+        expect(not problems, "\n".join(problems) + f"\n{log}")
         checks = "".join(p.read_text() for p in d.glob("check-*.txt"))
         expect("mismatch" not in checks.lower(), checks)
 

@@ -148,7 +148,9 @@ template <class Getenv>
                                                    validate_options validation = {}) {
   const auto var = [&](const char* name) -> const char* { return get(name); };
   slurm_job job;
-  std::vector<std::string> hosts;
+  // The lists are read and counted first, and expanded once, straight into the cluster.
+  std::vector<detail::parsed_hostlist> lists;
+  std::size_t host_count = 0;
   std::vector<int> counts;
   std::string list_name = "SLURM_JOB_NODELIST";
   const char* copied = var("HETLAUNCH_TASKS_PER_NODE");
@@ -178,28 +180,27 @@ template <class Getenv>
         return parse_error{
             0, 0, detail::concat(het_size_name, "=", components, " but ", name, " is not set"),
             errc::env_missing};
-      auto part = expand_hostlist(list, max_hosts - hosts.size(), max_bytes - bytes);
+      auto part = detail::parse_hostlist(list, max_hosts - host_count, max_bytes - bytes);
       // The limits count every component: what is left of them is what this one ran into.
       if (!part)
         return parse_error{
             0, 0,
             detail::concat(name,
-                           hosts.empty() ? std::string()
-                                         : detail::concat(" (after the ", hosts.size(),
-                                                          " hosts of the components before it)"),
+                           host_count == 0 ? std::string()
+                                           : detail::concat(" (after the ", host_count,
+                                                            " hosts of the components before it)"),
                            ": ", part.error().to_string()),
             part.error().code};
       if (copied == nullptr) {
-        auto from = detail::counts_of(var, n, true, part->size(), name, counts);
+        auto from = detail::counts_of(var, n, true, part->hosts, name, counts);
         if (!from) return from.error();
         if (n == 0) job.counts_from = *from;
       }
-      job.component_first.push_back(hosts.size());
-      for (std::string& h : *part) {
-        bytes += h.size();
-        hosts.push_back(std::move(h));
-      }
-      if (hosts.size() == max_hosts && n + 1 < static_cast<std::size_t>(components))
+      job.component_first.push_back(host_count);
+      host_count += part->hosts;
+      bytes += part->bytes;
+      lists.push_back(std::move(*part));
+      if (host_count == max_hosts && n + 1 < static_cast<std::size_t>(components))
         return parse_error{0, 0,
                            detail::concat("the job's components name more than ", max_hosts,
                                           " hosts, the limit (max_hosts)"),
@@ -215,27 +216,31 @@ template <class Getenv>
     if (list == nullptr)
       return parse_error{0, 0, "SLURM_JOB_NODELIST is not set; is this running inside a Slurm job?",
                          errc::env_missing};
-    auto all = expand_hostlist(list, max_hosts, max_bytes);
+    auto all = detail::parse_hostlist(list, max_hosts, max_bytes);
     if (!all)
       return parse_error{0, 0, detail::concat(list_name, ": ", all.error().to_string()),
                          all.error().code};
-    hosts = std::move(*all);
+    host_count = all->hosts;
+    lists.push_back(std::move(*all));
   }
   if (copied != nullptr) {
     job.counts_from = "HETLAUNCH_TASKS_PER_NODE";
-    if (auto r =
-            detail::append_host_counts(job.counts_from, copied, hosts.size(), list_name, counts);
+    if (auto r = detail::append_host_counts(job.counts_from, copied, host_count, list_name, counts);
         !r)
       return r.error();
   } else if (job.component_first.empty()) {
-    auto from = detail::counts_of(var, 0, false, hosts.size(), list_name, counts);
+    auto from = detail::counts_of(var, 0, false, host_count, list_name, counts);
     if (!from) return from.error();
     job.counts_from = *from;
   }
-  std::vector<node_spec> specs;
-  specs.reserve(hosts.size());
-  for (std::size_t i = 0; i < hosts.size(); ++i) specs.push_back({hosts[i], counts[i]});
-  job.nodes = cluster(specs);
+  cluster_builder nodes;
+  std::size_t host_bytes = 0;
+  for (const detail::parsed_hostlist& l : lists) host_bytes += l.bytes;
+  nodes.reserve(host_count, host_bytes);
+  for (const detail::parsed_hostlist& l : lists)
+    l.each([&](std::string_view host) { nodes.add(host, counts[nodes.node_count()]); });
+  lists.clear();
+  job.nodes = nodes.finish();
   // Slurm's node names need not be valid host names for torchrun, and counts can add up past
   // what torch's 32-bit ranks hold: the same checks as every other input.
   if (const diagnostic d = first_error(job.nodes, validation))
@@ -257,13 +262,13 @@ template <class Getenv>
   // The srun options of a step with one task on every node, which the messages suggest.
   const auto one_task_a_node = [&] {
     if (job.component_first.empty())
-      return detail::concat("srun --ntasks-per-node=1 --ntasks=", hosts.size());
+      return detail::concat("srun --ntasks-per-node=1 --ntasks=", host_count);
     std::string out = "srun";
     // Every component's own sizes, up to a message's worth.
     constexpr std::size_t shown = 8;
     for (std::size_t n = 0; n < job.component_first.size() && n < shown; ++n) {
       const std::size_t end =
-          n + 1 < job.component_first.size() ? job.component_first[n + 1] : hosts.size();
+          n + 1 < job.component_first.size() ? job.component_first[n + 1] : host_count;
       const std::size_t size = end - job.component_first[n];
       out += detail::concat(n > 0 ? " :" : "", " --nodes=", size, " --ntasks=", size);
     }
@@ -273,12 +278,12 @@ template <class Getenv>
     return out;
   };
   const auto plan_side = [&] {
-    return detail::concat("the plan starts one torchrun on each of the job's ", hosts.size(),
+    return detail::concat("the plan starts one torchrun on each of the job's ", host_count,
                           " nodes");
   };
-  if (step_nodes && *step_nodes != hosts.size()) {
+  if (step_nodes && *step_nodes != host_count) {
     job.step_problem = detail::concat(
-        "this step runs on ", *step_nodes, " of the job's ", hosts.size(),
+        "this step runs on ", *step_nodes, " of the job's ", host_count,
         " nodes (SLURM_STEP_NUM_NODES=", *step_nodes,
         job.component_first.empty()
             ? std::string(")")
@@ -291,10 +296,10 @@ template <class Getenv>
       return parse_error{0, 0,
                          detail::concat("SLURM_STEP_TASKS_PER_NODE: ", parsed.error().to_string()),
                          parsed.error().code};
-    if (parsed->total != hosts.size())
+    if (parsed->total != host_count)
       return parse_error{0, 0,
                          detail::concat("SLURM_STEP_TASKS_PER_NODE gives ", parsed->total,
-                                        " counts but the step runs on ", hosts.size(), " nodes"),
+                                        " counts but the step runs on ", host_count, " nodes"),
                          errc::count_mismatch};
     const bool one_each = std::all_of(parsed->items.begin(), parsed->items.end(),
                                       [](const detail::count_item& it) { return it.count == 1; });
@@ -310,17 +315,16 @@ template <class Getenv>
       return parse_error{
           0, 0, detail::concat("SLURM_NODEID=", detail::quoted(id), " is not a node index"),
           errc::env_not_a_number};
-    if (step_nodes && *step_nodes != hosts.size()) {
+    if (step_nodes && *step_nodes != host_count) {
       // SLURM_NODEID counts this step's nodes, not the job's: find this host by name instead.
-      if (node_name != nullptr) {
-        const auto it = std::find(hosts.begin(), hosts.end(), std::string_view(node_name));
-        if (it != hosts.end()) job.this_node = static_cast<std::size_t>(it - hosts.begin());
-      }
+      if (node_name != nullptr)
+        for (std::size_t i = 0; i < host_count && !job.this_node; ++i)
+          if (job.nodes.node(i).host == std::string_view(node_name)) job.this_node = i;
     } else {
-      if (static_cast<std::size_t>(n) >= hosts.size())
+      if (static_cast<std::size_t>(n) >= host_count)
         return parse_error{0, 0,
                            detail::concat("SLURM_NODEID=", n, " is out of range: ", list_name,
-                                          " names ", hosts.size(), " hosts"),
+                                          " names ", host_count, " hosts"),
                            errc::node_out_of_range};
       job.this_node = static_cast<std::size_t>(n);
     }

@@ -273,7 +273,8 @@ struct hostlist_parser {
   // Writes a name's hosts in Slurm's order: the last bracket varies fastest, then the first,
   // the second, ... and the last but one slowest (brackets before the last are expanded right
   // to left, each an outer loop of those to its left).
-  static void emit(const slurm_name& name, std::vector<std::string>& out) {
+  template <class Visit>
+  static void emit(const slurm_name& name, Visit&& visit) {
     const std::size_t k = name.brackets.size();
     std::vector<std::size_t> order;  // brackets from fastest to slowest
     order.push_back(k - 1);
@@ -289,7 +290,7 @@ struct hostlist_parser {
         append_number(host, value[j], name.brackets[j].ranges[item[j]].width);
       }
       host.append(name.text[k].data(), name.text[k].size());
-      out.push_back(host);
+      visit(std::string_view(host));
       // Advance the odometer.
       std::size_t digit = 0;
       for (; digit < k; ++digit) {
@@ -354,13 +355,33 @@ struct hostlist_parser {
 /// saturates), an empty list. More than `max_hosts` names, or names of more than `max_bytes`
 /// bytes in all, is an error found before anything is allocated. Time and memory are linear in
 /// the input plus the output; nothing recurses.
-[[nodiscard]] inline result<std::vector<std::string>> expand_hostlist(
-    std::string_view expr, std::size_t max_hosts = std::size_t{1} << 20,
-    std::size_t max_bytes = std::size_t{1} << 27) {
-  detail::hostlist_parser p{expr, max_hosts, max_bytes};
-  std::vector<detail::slurm_name> names;  // tokens with brackets, in order; plain ones are views
+namespace detail {
+// A host list read and counted but not yet expanded: its names are visited one by one, each a
+// view that lasts until the next, so a caller stores each host once, where it keeps it.
+struct parsed_hostlist {
+  std::vector<slurm_name> names;  // tokens with brackets, in order; plain ones are views
   std::vector<std::pair<std::string_view, std::size_t>>
       tokens;  // (token, index into names or npos)
+  std::size_t hosts = 0;
+  std::size_t bytes = 0;
+
+  template <class Visit>
+  void each(Visit&& visit) const {
+    for (const auto& t : tokens) {
+      if (t.second == std::string_view::npos)
+        visit(t.first);
+      else
+        hostlist_parser::emit(names[t.second], visit);
+    }
+  }
+};
+
+inline result<parsed_hostlist> parse_hostlist(std::string_view expr, std::size_t max_hosts,
+                                              std::size_t max_bytes) {
+  parsed_hostlist out;
+  std::vector<slurm_name>& names = out.names;
+  std::vector<std::pair<std::string_view, std::size_t>>& tokens = out.tokens;
+  hostlist_parser p{expr, max_hosts, max_bytes};
   p.each_token([&](std::string_view tok, std::size_t offset) {
     const std::size_t open = tok.rfind('[');
     if (open == std::string_view::npos) {
@@ -376,14 +397,20 @@ struct hostlist_parser {
   });
   if (p.failed) return p.error;
   if (p.hosts == 0) return parse_error{1, 1, "the host list is empty", errc::empty_cluster};
+  out.hosts = static_cast<std::size_t>(p.hosts);
+  out.bytes = static_cast<std::size_t>(p.bytes);
+  return out;
+}
+}  // namespace detail
+
+[[nodiscard]] inline result<std::vector<std::string>> expand_hostlist(
+    std::string_view expr, std::size_t max_hosts = std::size_t{1} << 20,
+    std::size_t max_bytes = std::size_t{1} << 27) {
+  auto parsed = detail::parse_hostlist(expr, max_hosts, max_bytes);
+  if (!parsed) return parsed.error();
   std::vector<std::string> hosts;
-  hosts.reserve(static_cast<std::size_t>(p.hosts));
-  for (const auto& t : tokens) {
-    if (t.second == std::string_view::npos)
-      hosts.emplace_back(t.first);
-    else
-      detail::hostlist_parser::emit(names[t.second], hosts);
-  }
+  hosts.reserve(parsed->hosts);
+  parsed->each([&](std::string_view host) { hosts.emplace_back(host); });
   return hosts;
 }
 

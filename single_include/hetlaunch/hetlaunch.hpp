@@ -6612,7 +6612,8 @@ struct hostlist_parser {
   // Writes a name's hosts in Slurm's order: the last bracket varies fastest, then the first,
   // the second, ... and the last but one slowest (brackets before the last are expanded right
   // to left, each an outer loop of those to its left).
-  static void emit(const slurm_name& name, std::vector<std::string>& out) {
+  template <class Visit>
+  static void emit(const slurm_name& name, Visit&& visit) {
     const std::size_t k = name.brackets.size();
     std::vector<std::size_t> order;  // brackets from fastest to slowest
     order.push_back(k - 1);
@@ -6628,7 +6629,7 @@ struct hostlist_parser {
         append_number(host, value[j], name.brackets[j].ranges[item[j]].width);
       }
       host.append(name.text[k].data(), name.text[k].size());
-      out.push_back(host);
+      visit(std::string_view(host));
       // Advance the odometer.
       std::size_t digit = 0;
       for (; digit < k; ++digit) {
@@ -6693,13 +6694,33 @@ struct hostlist_parser {
 /// saturates), an empty list. More than `max_hosts` names, or names of more than `max_bytes`
 /// bytes in all, is an error found before anything is allocated. Time and memory are linear in
 /// the input plus the output; nothing recurses.
-[[nodiscard]] inline result<std::vector<std::string>> expand_hostlist(
-    std::string_view expr, std::size_t max_hosts = std::size_t{1} << 20,
-    std::size_t max_bytes = std::size_t{1} << 27) {
-  detail::hostlist_parser p{expr, max_hosts, max_bytes};
-  std::vector<detail::slurm_name> names;  // tokens with brackets, in order; plain ones are views
+namespace detail {
+// A host list read and counted but not yet expanded: its names are visited one by one, each a
+// view that lasts until the next, so a caller stores each host once, where it keeps it.
+struct parsed_hostlist {
+  std::vector<slurm_name> names;  // tokens with brackets, in order; plain ones are views
   std::vector<std::pair<std::string_view, std::size_t>>
       tokens;  // (token, index into names or npos)
+  std::size_t hosts = 0;
+  std::size_t bytes = 0;
+
+  template <class Visit>
+  void each(Visit&& visit) const {
+    for (const auto& t : tokens) {
+      if (t.second == std::string_view::npos)
+        visit(t.first);
+      else
+        hostlist_parser::emit(names[t.second], visit);
+    }
+  }
+};
+
+inline result<parsed_hostlist> parse_hostlist(std::string_view expr, std::size_t max_hosts,
+                                              std::size_t max_bytes) {
+  parsed_hostlist out;
+  std::vector<slurm_name>& names = out.names;
+  std::vector<std::pair<std::string_view, std::size_t>>& tokens = out.tokens;
+  hostlist_parser p{expr, max_hosts, max_bytes};
   p.each_token([&](std::string_view tok, std::size_t offset) {
     const std::size_t open = tok.rfind('[');
     if (open == std::string_view::npos) {
@@ -6715,14 +6736,20 @@ struct hostlist_parser {
   });
   if (p.failed) return p.error;
   if (p.hosts == 0) return parse_error{1, 1, "the host list is empty", errc::empty_cluster};
+  out.hosts = static_cast<std::size_t>(p.hosts);
+  out.bytes = static_cast<std::size_t>(p.bytes);
+  return out;
+}
+}  // namespace detail
+
+[[nodiscard]] inline result<std::vector<std::string>> expand_hostlist(
+    std::string_view expr, std::size_t max_hosts = std::size_t{1} << 20,
+    std::size_t max_bytes = std::size_t{1} << 27) {
+  auto parsed = detail::parse_hostlist(expr, max_hosts, max_bytes);
+  if (!parsed) return parsed.error();
   std::vector<std::string> hosts;
-  hosts.reserve(static_cast<std::size_t>(p.hosts));
-  for (const auto& t : tokens) {
-    if (t.second == std::string_view::npos)
-      hosts.emplace_back(t.first);
-    else
-      detail::hostlist_parser::emit(names[t.second], hosts);
-  }
+  hosts.reserve(parsed->hosts);
+  parsed->each([&](std::string_view host) { hosts.emplace_back(host); });
   return hosts;
 }
 
@@ -7081,7 +7108,9 @@ template <class Getenv>
                                                    validate_options validation = {}) {
   const auto var = [&](const char* name) -> const char* { return get(name); };
   slurm_job job;
-  std::vector<std::string> hosts;
+  // The lists are read and counted first, and expanded once, straight into the cluster.
+  std::vector<detail::parsed_hostlist> lists;
+  std::size_t host_count = 0;
   std::vector<int> counts;
   std::string list_name = "SLURM_JOB_NODELIST";
   const char* copied = var("HETLAUNCH_TASKS_PER_NODE");
@@ -7111,28 +7140,27 @@ template <class Getenv>
         return parse_error{
             0, 0, detail::concat(het_size_name, "=", components, " but ", name, " is not set"),
             errc::env_missing};
-      auto part = expand_hostlist(list, max_hosts - hosts.size(), max_bytes - bytes);
+      auto part = detail::parse_hostlist(list, max_hosts - host_count, max_bytes - bytes);
       // The limits count every component: what is left of them is what this one ran into.
       if (!part)
         return parse_error{
             0, 0,
             detail::concat(name,
-                           hosts.empty() ? std::string()
-                                         : detail::concat(" (after the ", hosts.size(),
-                                                          " hosts of the components before it)"),
+                           host_count == 0 ? std::string()
+                                           : detail::concat(" (after the ", host_count,
+                                                            " hosts of the components before it)"),
                            ": ", part.error().to_string()),
             part.error().code};
       if (copied == nullptr) {
-        auto from = detail::counts_of(var, n, true, part->size(), name, counts);
+        auto from = detail::counts_of(var, n, true, part->hosts, name, counts);
         if (!from) return from.error();
         if (n == 0) job.counts_from = *from;
       }
-      job.component_first.push_back(hosts.size());
-      for (std::string& h : *part) {
-        bytes += h.size();
-        hosts.push_back(std::move(h));
-      }
-      if (hosts.size() == max_hosts && n + 1 < static_cast<std::size_t>(components))
+      job.component_first.push_back(host_count);
+      host_count += part->hosts;
+      bytes += part->bytes;
+      lists.push_back(std::move(*part));
+      if (host_count == max_hosts && n + 1 < static_cast<std::size_t>(components))
         return parse_error{0, 0,
                            detail::concat("the job's components name more than ", max_hosts,
                                           " hosts, the limit (max_hosts)"),
@@ -7148,27 +7176,31 @@ template <class Getenv>
     if (list == nullptr)
       return parse_error{0, 0, "SLURM_JOB_NODELIST is not set; is this running inside a Slurm job?",
                          errc::env_missing};
-    auto all = expand_hostlist(list, max_hosts, max_bytes);
+    auto all = detail::parse_hostlist(list, max_hosts, max_bytes);
     if (!all)
       return parse_error{0, 0, detail::concat(list_name, ": ", all.error().to_string()),
                          all.error().code};
-    hosts = std::move(*all);
+    host_count = all->hosts;
+    lists.push_back(std::move(*all));
   }
   if (copied != nullptr) {
     job.counts_from = "HETLAUNCH_TASKS_PER_NODE";
-    if (auto r =
-            detail::append_host_counts(job.counts_from, copied, hosts.size(), list_name, counts);
+    if (auto r = detail::append_host_counts(job.counts_from, copied, host_count, list_name, counts);
         !r)
       return r.error();
   } else if (job.component_first.empty()) {
-    auto from = detail::counts_of(var, 0, false, hosts.size(), list_name, counts);
+    auto from = detail::counts_of(var, 0, false, host_count, list_name, counts);
     if (!from) return from.error();
     job.counts_from = *from;
   }
-  std::vector<node_spec> specs;
-  specs.reserve(hosts.size());
-  for (std::size_t i = 0; i < hosts.size(); ++i) specs.push_back({hosts[i], counts[i]});
-  job.nodes = cluster(specs);
+  cluster_builder nodes;
+  std::size_t host_bytes = 0;
+  for (const detail::parsed_hostlist& l : lists) host_bytes += l.bytes;
+  nodes.reserve(host_count, host_bytes);
+  for (const detail::parsed_hostlist& l : lists)
+    l.each([&](std::string_view host) { nodes.add(host, counts[nodes.node_count()]); });
+  lists.clear();
+  job.nodes = nodes.finish();
   // Slurm's node names need not be valid host names for torchrun, and counts can add up past
   // what torch's 32-bit ranks hold: the same checks as every other input.
   if (const diagnostic d = first_error(job.nodes, validation))
@@ -7190,13 +7222,13 @@ template <class Getenv>
   // The srun options of a step with one task on every node, which the messages suggest.
   const auto one_task_a_node = [&] {
     if (job.component_first.empty())
-      return detail::concat("srun --ntasks-per-node=1 --ntasks=", hosts.size());
+      return detail::concat("srun --ntasks-per-node=1 --ntasks=", host_count);
     std::string out = "srun";
     // Every component's own sizes, up to a message's worth.
     constexpr std::size_t shown = 8;
     for (std::size_t n = 0; n < job.component_first.size() && n < shown; ++n) {
       const std::size_t end =
-          n + 1 < job.component_first.size() ? job.component_first[n + 1] : hosts.size();
+          n + 1 < job.component_first.size() ? job.component_first[n + 1] : host_count;
       const std::size_t size = end - job.component_first[n];
       out += detail::concat(n > 0 ? " :" : "", " --nodes=", size, " --ntasks=", size);
     }
@@ -7206,12 +7238,12 @@ template <class Getenv>
     return out;
   };
   const auto plan_side = [&] {
-    return detail::concat("the plan starts one torchrun on each of the job's ", hosts.size(),
+    return detail::concat("the plan starts one torchrun on each of the job's ", host_count,
                           " nodes");
   };
-  if (step_nodes && *step_nodes != hosts.size()) {
+  if (step_nodes && *step_nodes != host_count) {
     job.step_problem = detail::concat(
-        "this step runs on ", *step_nodes, " of the job's ", hosts.size(),
+        "this step runs on ", *step_nodes, " of the job's ", host_count,
         " nodes (SLURM_STEP_NUM_NODES=", *step_nodes,
         job.component_first.empty()
             ? std::string(")")
@@ -7224,10 +7256,10 @@ template <class Getenv>
       return parse_error{0, 0,
                          detail::concat("SLURM_STEP_TASKS_PER_NODE: ", parsed.error().to_string()),
                          parsed.error().code};
-    if (parsed->total != hosts.size())
+    if (parsed->total != host_count)
       return parse_error{0, 0,
                          detail::concat("SLURM_STEP_TASKS_PER_NODE gives ", parsed->total,
-                                        " counts but the step runs on ", hosts.size(), " nodes"),
+                                        " counts but the step runs on ", host_count, " nodes"),
                          errc::count_mismatch};
     const bool one_each = std::all_of(parsed->items.begin(), parsed->items.end(),
                                       [](const detail::count_item& it) { return it.count == 1; });
@@ -7243,17 +7275,16 @@ template <class Getenv>
       return parse_error{
           0, 0, detail::concat("SLURM_NODEID=", detail::quoted(id), " is not a node index"),
           errc::env_not_a_number};
-    if (step_nodes && *step_nodes != hosts.size()) {
+    if (step_nodes && *step_nodes != host_count) {
       // SLURM_NODEID counts this step's nodes, not the job's: find this host by name instead.
-      if (node_name != nullptr) {
-        const auto it = std::find(hosts.begin(), hosts.end(), std::string_view(node_name));
-        if (it != hosts.end()) job.this_node = static_cast<std::size_t>(it - hosts.begin());
-      }
+      if (node_name != nullptr)
+        for (std::size_t i = 0; i < host_count && !job.this_node; ++i)
+          if (job.nodes.node(i).host == std::string_view(node_name)) job.this_node = i;
     } else {
-      if (static_cast<std::size_t>(n) >= hosts.size())
+      if (static_cast<std::size_t>(n) >= host_count)
         return parse_error{0, 0,
                            detail::concat("SLURM_NODEID=", n, " is out of range: ", list_name,
-                                          " names ", hosts.size(), " hosts"),
+                                          " names ", host_count, " hosts"),
                            errc::node_out_of_range};
       job.this_node = static_cast<std::size_t>(n);
     }

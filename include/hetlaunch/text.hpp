@@ -3,6 +3,7 @@
 #ifndef HETLAUNCH_TEXT_HPP
 #define HETLAUNCH_TEXT_HPP
 
+#include <climits>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -37,9 +38,19 @@ namespace hetlaunch {
 ///   static_assert(*hetlaunch::parse_count("0042", 100) == 42);
 [[nodiscard]] constexpr std::optional<unsigned long long> parse_count(
     std::string_view text, unsigned long long max) noexcept {
-  const detail::digit_run run = detail::read_digits(text, 0, max);
-  if (text.empty() || run.end != text.size() || run.too_large) return std::nullopt;
-  return run.value;
+  unsigned long long value = 0;
+  if (!detail::parse_unsigned(text, max, value)) return std::nullopt;
+  return value;
+}
+
+/// Reads an integer from `low` to `high`: an optional '-', then a count as parse_count reads it.
+///   static_assert(*hetlaunch::parse_integer("-9", -128, 127) == -9);
+[[nodiscard]] constexpr std::optional<long long> parse_integer(std::string_view text, long long low,
+                                                               long long high) noexcept {
+  long long value = 0;
+  if (!detail::parse_signed(text, LLONG_MAX, value) || value < low || value > high)
+    return std::nullopt;
+  return value;
 }
 
 /// A name a POSIX shell can set as a variable: letters, digits and '_', not starting with a digit.

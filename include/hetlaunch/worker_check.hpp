@@ -38,14 +38,12 @@ std::vector<diagnostic> compare_worker_env(const cluster& c, Getenv&& get) {
       return false;
     }
     const std::string_view s(text);
-    const bool negative = !s.empty() && s[0] == '-';
-    if (!detail::parse_decimal(s.substr(negative ? 1 : 0), LLONG_MAX, value)) {
+    if (!detail::parse_signed(s, LLONG_MAX, value)) {
       d.code = errc::env_not_a_number;
       d.text = s;
       out.push_back(d);
       return false;
     }
-    if (negative) value = -value;
     return true;
   };
   long long world = 0, group = 0, local_world = 0, rank = 0, local = 0;

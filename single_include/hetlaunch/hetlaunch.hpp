@@ -321,11 +321,25 @@ constexpr digit_run read_digits(std::string_view text, std::size_t start,
 }
 
 // A whole text that is a decimal number of at most `max`; `value` is left alone otherwise.
+constexpr bool parse_unsigned(std::string_view text, unsigned long long max,
+                              unsigned long long& value) noexcept {
+  const digit_run run = read_digits(text, 0, max);
+  if (text.empty() || run.end != text.size() || run.too_large) return false;
+  value = run.value;
+  return true;
+}
 constexpr bool parse_decimal(std::string_view text, long long max, long long& value) noexcept {
-  if (text.empty() || max < 0) return false;
-  const digit_run run = read_digits(text, 0, static_cast<unsigned long long>(max));
-  if (run.end != text.size() || run.too_large) return false;
-  value = static_cast<long long>(run.value);
+  unsigned long long v = 0;
+  if (max < 0 || !parse_unsigned(text, static_cast<unsigned long long>(max), v)) return false;
+  value = static_cast<long long>(v);
+  return true;
+}
+// An optional '-', then a decimal number of at most `max_magnitude` (at most LLONG_MAX).
+constexpr bool parse_signed(std::string_view text, long long max_magnitude,
+                            long long& value) noexcept {
+  const bool negative = !text.empty() && text[0] == '-';
+  if (!parse_decimal(text.substr(negative ? 1 : 0), max_magnitude, value)) return false;
+  if (negative) value = -value;
   return true;
 }
 
@@ -1475,9 +1489,19 @@ namespace hetlaunch {
 ///   static_assert(*hetlaunch::parse_count("0042", 100) == 42);
 [[nodiscard]] constexpr std::optional<unsigned long long> parse_count(
     std::string_view text, unsigned long long max) noexcept {
-  const detail::digit_run run = detail::read_digits(text, 0, max);
-  if (text.empty() || run.end != text.size() || run.too_large) return std::nullopt;
-  return run.value;
+  unsigned long long value = 0;
+  if (!detail::parse_unsigned(text, max, value)) return std::nullopt;
+  return value;
+}
+
+/// Reads an integer from `low` to `high`: an optional '-', then a count as parse_count reads it.
+///   static_assert(*hetlaunch::parse_integer("-9", -128, 127) == -9);
+[[nodiscard]] constexpr std::optional<long long> parse_integer(std::string_view text, long long low,
+                                                               long long high) noexcept {
+  long long value = 0;
+  if (!detail::parse_signed(text, LLONG_MAX, value) || value < low || value > high)
+    return std::nullopt;
+  return value;
 }
 
 /// A name a POSIX shell can set as a variable: letters, digits and '_', not starting with a digit.
@@ -3770,14 +3794,12 @@ std::vector<diagnostic> compare_worker_env(const cluster& c, Getenv&& get) {
       return false;
     }
     const std::string_view s(text);
-    const bool negative = !s.empty() && s[0] == '-';
-    if (!detail::parse_decimal(s.substr(negative ? 1 : 0), LLONG_MAX, value)) {
+    if (!detail::parse_signed(s, LLONG_MAX, value)) {
       d.code = errc::env_not_a_number;
       d.text = s;
       out.push_back(d);
       return false;
     }
-    if (negative) value = -value;
     return true;
   };
   long long world = 0, group = 0, local_world = 0, rank = 0, local = 0;

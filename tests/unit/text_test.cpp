@@ -8,6 +8,7 @@
 #include <hetlaunch/text.hpp>
 #include <hetlaunch/weight.hpp>
 
+#include <climits>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -95,6 +96,27 @@ TEST_SUITE("text") {
     CHECK(hetlaunch::check_weight("1.1234567").position == 8);
     CHECK(hetlaunch::check_weight("1.1234567x").issue == hetlaunch::weight_issue::not_a_decimal);
     CHECK(hetlaunch::check_weight("1.1234567x").position == 9);
+  }
+
+  TEST_CASE("parse_integer is parse_count with an optional '-', within its range") {
+    static_assert(*hetlaunch::parse_integer("-9", -128, 127) == -9);
+    for (long long bound : {0LL, 1LL, 9LL, 10LL, 100LL})
+      for_all_texts("01-9 +", 4, [&](std::string_view text) {
+        CAPTURE(text);
+        CAPTURE(bound);
+        const bool negative = !text.empty() && text[0] == '-';
+        const auto magnitude = reference_count(text.substr(negative ? 1 : 0), ~0ull);
+        std::optional<long long> want;
+        if (magnitude && *magnitude <= static_cast<unsigned long long>(bound))
+          want =
+              negative ? -static_cast<long long>(*magnitude) : static_cast<long long>(*magnitude);
+        CHECK(hetlaunch::parse_integer(text, -bound, bound) == want);
+      });
+    CHECK(*hetlaunch::parse_integer("-9223372036854775807", LLONG_MIN, 0) == -LLONG_MAX);
+    CHECK(!hetlaunch::parse_integer("-9223372036854775808", LLONG_MIN, 0));
+    CHECK(!hetlaunch::parse_integer("--1", LLONG_MIN, LLONG_MAX));
+    CHECK(!hetlaunch::parse_integer("-", LLONG_MIN, LLONG_MAX));
+    CHECK(!hetlaunch::parse_integer("5", 6, 9));
   }
 
   TEST_CASE("an IPv4 part is 0 to 255 without leading zeros, however many digits follow") {

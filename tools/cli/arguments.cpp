@@ -3,7 +3,6 @@
 // text, which is made from the flag and command tables.
 #include "cli.hpp"
 
-#include <climits>
 #include <optional>
 #include <string_view>
 
@@ -13,16 +12,11 @@ namespace {
 // An integer from low to high: an optional '-', then digits as the library reads every count.
 long long to_integer(std::string_view flag, const std::string& text, long long low,
                      long long high) {
-  const bool negative = !text.empty() && text[0] == '-';
-  const std::optional<unsigned long long> magnitude =
-      hetlaunch::parse_count(std::string_view(text).substr(negative ? 1 : 0), LLONG_MAX);
-  const long long value = !magnitude ? 0
-                          : negative ? -static_cast<long long>(*magnitude)
-                                     : static_cast<long long>(*magnitude);
-  if (!magnitude || value < low || value > high)
+  const std::optional<long long> value = hetlaunch::parse_integer(text, low, high);
+  if (!value)
     throw usage_error{
         concat(flag, " needs an integer from ", low, " to ", high, ", got ", quoted(text))};
-  return value;
+  return *value;
 }
 int to_int(std::string_view flag, const std::string& text, long long low, long long high) {
   return static_cast<int>(to_integer(flag, text, low, high));

@@ -41,13 +41,10 @@ void note_worker_failure(child& c, std::string_view line) {
     return;
   // "-9" is a worker killed by signal 9, as torchrun writes it.
   const std::string_view rest = line.substr(at + 18);
-  const bool negative = !rest.empty() && rest[0] == '-';
-  const std::optional<unsigned long long> code = hetlaunch::parse_count(
-      rest.substr(negative ? 1 : 0, rest.find(')') - (negative ? 1 : 0)), 1 << 30);
+  const std::optional<long long> code =
+      hetlaunch::parse_integer(rest.substr(0, rest.find(')')), -(1 << 30), 1 << 30);
   ++c.worker_failures;
-  c.failed_exitcode = code ? static_cast<int>(negative ? -static_cast<long long>(*code)
-                                                       : static_cast<long long>(*code))
-                           : 0;
+  c.failed_exitcode = static_cast<int>(code.value_or(0));
 }
 
 // The variables every node gets: the forwarded defaults, then --env-file, then --env.

@@ -38,11 +38,25 @@ constexpr digit_run read_digits(std::string_view text, std::size_t start,
 }
 
 // A whole text that is a decimal number of at most `max`; `value` is left alone otherwise.
+constexpr bool parse_unsigned(std::string_view text, unsigned long long max,
+                              unsigned long long& value) noexcept {
+  const digit_run run = read_digits(text, 0, max);
+  if (text.empty() || run.end != text.size() || run.too_large) return false;
+  value = run.value;
+  return true;
+}
 constexpr bool parse_decimal(std::string_view text, long long max, long long& value) noexcept {
-  if (text.empty() || max < 0) return false;
-  const digit_run run = read_digits(text, 0, static_cast<unsigned long long>(max));
-  if (run.end != text.size() || run.too_large) return false;
-  value = static_cast<long long>(run.value);
+  unsigned long long v = 0;
+  if (max < 0 || !parse_unsigned(text, static_cast<unsigned long long>(max), v)) return false;
+  value = static_cast<long long>(v);
+  return true;
+}
+// An optional '-', then a decimal number of at most `max_magnitude` (at most LLONG_MAX).
+constexpr bool parse_signed(std::string_view text, long long max_magnitude,
+                            long long& value) noexcept {
+  const bool negative = !text.empty() && text[0] == '-';
+  if (!parse_decimal(text.substr(negative ? 1 : 0), max_magnitude, value)) return false;
+  if (negative) value = -value;
   return true;
 }
 

@@ -24,9 +24,11 @@ count() {  # adds a stage's numbers; a stage that could not run at all counts as
   [ "$f" -eq 0 ] || broken+=("$stage")
 }
 
+times=()
 for preset in "${presets[@]}"; do
   echo "==== $preset"
   log=$(mktemp)
+  start=$SECONDS
   case "$preset" in
     meson|meson-noexcept)
       opts=()
@@ -38,9 +40,12 @@ for preset in "${presets[@]}"; do
   esac 2>&1 | tee "$log"
   count "$preset" "$log"
   rm -f "$log"
+  times+=("$preset $((SECONDS - start)) s")
 done
 
 echo
+echo "wall time of each stage (build and tests):"
+printf '  %s\n' "${times[@]}"
 [ ${#broken[@]} -eq 0 ] || echo "failing stages: ${broken[*]}"
 echo "tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -60,13 +60,13 @@ tree two_sockets() {
   return t;
 }
 
-const std::vector<hetlaunch::gpu_device> gpus = {
+const std::vector<hetlaunch::gpu_device> tree_gpus = {
     {0, "0000:41:00.0"}, {1, "0000:42:00.0"}, {2, "0000:01:00.0"}};
 const cpu_list every_cpu = *hetlaunch::parse_cpulist("0-15");
 
 std::string cpus_of(const tree& t, numa_binding mode, int rank, const cpu_list& allowed = every_cpu,
-                    const std::vector<hetlaunch::gpu_device>& visible = gpus) {
-  const auto topology = hetlaunch::cpu_topology::read(t, gpus);
+                    const std::vector<hetlaunch::gpu_device>& visible = tree_gpus) {
+  const auto topology = hetlaunch::cpu_topology::read(t, tree_gpus);
   const auto r = hetlaunch::local_rank_binding(topology, mode, visible, rank, allowed);
   return r ? hetlaunch::format_cpulist(r->cpus) : "error: " + r.error().message();
 }
@@ -74,15 +74,15 @@ std::string cpus_of(const tree& t, numa_binding mode, int rank, const cpu_list& 
 
 TEST_SUITE("CPU binding") {
   TEST_CASE("the visible devices pick and order the GPUs") {
-    CHECK(hetlaunch::visible_gpus(gpus, std::nullopt).value() == gpus);
-    const auto two = hetlaunch::visible_gpus(gpus, std::string_view("2,0")).value();
+    CHECK(hetlaunch::visible_gpus(tree_gpus, std::nullopt).value() == tree_gpus);
+    const auto two = hetlaunch::visible_gpus(tree_gpus, std::string_view("2,0")).value();
     REQUIRE(two.size() == 2);
     CHECK(two[0].index == 2);
     CHECK(two[1].index == 0);
-    CHECK(hetlaunch::visible_gpus(gpus, std::string_view("")).value().empty());
-    CHECK(hetlaunch::visible_gpus(gpus, std::string_view("0,0")).error().message() ==
+    CHECK(hetlaunch::visible_gpus(tree_gpus, std::string_view("")).value().empty());
+    CHECK(hetlaunch::visible_gpus(tree_gpus, std::string_view("0,0")).error().message() ==
           "the visible devices '0,0' name GPU 0 twice");
-    CHECK(hetlaunch::visible_gpus(gpus, std::string_view("3")).error().message() ==
+    CHECK(hetlaunch::visible_gpus(tree_gpus, std::string_view("3")).error().message() ==
           "the visible devices '3' name GPU 3, which the node does not have (it has 0,1,2)");
   }
 
@@ -113,7 +113,7 @@ TEST_SUITE("CPU binding") {
     CHECK(cpus_of(t, numa_binding::exclusive, 1) == "6-7,14-15");
     CHECK(cpus_of(t, numa_binding::exclusive, 2) == "0-3,8-11");
     // GPU 1 first: it takes the first half.
-    const std::vector<hetlaunch::gpu_device> reversed = {gpus[1], gpus[0]};
+    const std::vector<hetlaunch::gpu_device> reversed = {tree_gpus[1], tree_gpus[0]};
     CHECK(cpus_of(t, numa_binding::exclusive, 0, every_cpu, reversed) == "4-5,12-13");
     CHECK(cpus_of(t, numa_binding::exclusive, 1, every_cpu, reversed) == "6-7,14-15");
     // Three allowed cores for two GPUs: the lower one takes the extra core; siblings stay together.
@@ -146,8 +146,8 @@ TEST_SUITE("CPU binding") {
     tree t = two_sockets();
     t.files["bus/pci/devices/0000:41:00.0/numa_node"] = "-1\n";
     CHECK(cpus_of(t, numa_binding::node, 0) == "0-3,8-11");
-    const auto topology = hetlaunch::cpu_topology::read(t, gpus);
-    CHECK(hetlaunch::local_rank_binding(topology, numa_binding::node, gpus, 0, every_cpu)
+    const auto topology = hetlaunch::cpu_topology::read(t, tree_gpus);
+    CHECK(hetlaunch::local_rank_binding(topology, numa_binding::node, tree_gpus, 0, every_cpu)
               ->numa_node == 0);
   }
 
@@ -179,15 +179,15 @@ TEST_SUITE("CPU binding") {
 
   TEST_CASE("local_rank_bindings covers ranks 0 to nproc - 1 and stops at the first error") {
     const tree t = two_sockets();
-    const auto topology = hetlaunch::cpu_topology::read(t, gpus);
+    const auto topology = hetlaunch::cpu_topology::read(t, tree_gpus);
     const auto all =
-        hetlaunch::local_rank_bindings(topology, numa_binding::exclusive, gpus, 3, every_cpu)
+        hetlaunch::local_rank_bindings(topology, numa_binding::exclusive, tree_gpus, 3, every_cpu)
             .value();
     REQUIRE(all.size() == 3);
     CHECK(all[2].gpu == 2);
     CHECK(all[2].pci == "0000:01:00.0");
     CHECK(all[2].numa_node == 0);
-    CHECK(!hetlaunch::local_rank_bindings(topology, numa_binding::node, gpus, 4, every_cpu));
+    CHECK(!hetlaunch::local_rank_bindings(topology, numa_binding::node, tree_gpus, 4, every_cpu));
   }
 
   TEST_CASE("a plan with a binding starts every worker through `hetlaunch bind`, on every torch") {

@@ -68,7 +68,7 @@ std::vector<hetlaunch::node_batch> reference_split(const std::vector<int>& nproc
   return out;
 }
 
-struct topology {
+struct weighted_topology {
   std::vector<int> nproc;
   std::vector<std::string> weight;
   hetlaunch::cluster make() const {
@@ -87,8 +87,8 @@ struct topology {
 const char* const some_weights[] = {"1",        "2",       "3",        "0.5", "2.5", "1.000001",
                                     "0.000001", "1000000", "7.123456", "1.5", "03"};
 
-topology random_topology(std::mt19937& rng, std::size_t max_nodes) {
-  topology t;
+weighted_topology random_topology(std::mt19937& rng, std::size_t max_nodes) {
+  weighted_topology t;
   const std::size_t n = 1 + rng() % max_nodes;
   for (std::size_t i = 0; i < n; ++i) {
     t.nproc.push_back(1 + static_cast<int>(rng() % 8));
@@ -104,7 +104,7 @@ TEST_SUITE("shares") {
       "the split follows the rule exactly, for random topologies, weights and global batches") {
     std::mt19937 rng(2026);
     for (int trial = 0; trial < 3000; ++trial) {
-      const topology t = random_topology(rng, trial < 2000 ? 6 : 200);
+      const weighted_topology t = random_topology(rng, trial < 2000 ? 6 : 200);
       const int world = t.world();
       const int global_batch = trial % 10 == 0 ? INT_MAX : world + static_cast<int>(rng() % 500);
       const auto split = hetlaunch::split_batch(t.make(), global_batch);
@@ -135,7 +135,7 @@ TEST_SUITE("shares") {
       "equal nodes get equal shares, the lower index the one left over; a heavier node never gets less") {
     std::mt19937 rng(17);
     for (int trial = 0; trial < 1500; ++trial) {
-      topology t = random_topology(rng, 8);
+      weighted_topology t = random_topology(rng, 8);
       const int global_batch = t.world() + static_cast<int>(rng() % 300);
       const auto split = hetlaunch::split_batch(t.make(), global_batch).value();
       for (std::size_t i = 0; i < t.nproc.size(); ++i)
@@ -147,7 +147,7 @@ TEST_SUITE("shares") {
           }
       // Monotone: raising one node's weight, the others fixed, never lowers its share.
       const std::size_t k = rng() % t.nproc.size();
-      topology heavier = t;
+      weighted_topology heavier = t;
       heavier.weight[k] = std::to_string(
           std::min<std::int64_t>(hetlaunch::check_weight(t.weight[k]).micros / 1000000 + 1 +
                                      static_cast<std::int64_t>(rng() % 5),

@@ -36,31 +36,31 @@ const flag flags[] = {
     // input
     {"--hostfile", nullptr, "FILE", input_flags,
      "DeepSpeed/Open MPI/MPICH hostfile (\"host slots=N\", \"host:N\")",
-     [](options& o, const std::string& v) { o.hostfile = v; }},
+     [](options& o, const std::string& v) { o.input.hostfile = v; }},
     {"--hosts", nullptr, "LIST", input_flags, "\"h1:4,h2:8\"",
-     [](options& o, const std::string& v) { o.hosts = v; }},
+     [](options& o, const std::string& v) { o.input.hosts = v; }},
     {"--slurm", nullptr, nullptr, input_flags,
      "the Slurm job's environment (the node defaults to SLURM_NODEID)",
-     [](options& o, const std::string&) { o.slurm = true; }},
+     [](options& o, const std::string&) { o.input.slurm = true; }},
     {"--include", nullptr, "FILTER", input_flags,
      "keep only these hosts or devices (DeepSpeed style: \"w0@w1:0,2\")",
-     [](options& o, const std::string& v) { o.include = v; }},
+     [](options& o, const std::string& v) { o.input.include = v; }},
     {"--exclude", nullptr, "FILTER", input_flags, "leave out these hosts or devices",
-     [](options& o, const std::string& v) { o.exclude = v; }},
+     [](options& o, const std::string& v) { o.input.exclude = v; }},
     {"--weight", nullptr, "HOSTS=W", input_flags,
      "these hosts' weight (a host or a Slurm host list); repeatable, later wins",
-     [](options& o, const std::string& v) { o.weights.push_back(v); }, true},
+     [](options& o, const std::string& v) { o.input.weights.push_back(v); }, true},
     {"--allow-duplicate-hosts", nullptr, nullptr, input_flags, "several agents on one host",
      [](options& o, const std::string&) { o.launch.validation.allow_duplicate_hosts = true; }},
     {"--max-hosts", nullptr, "N", input_flags | limit_flags,
      "most names a Slurm host list may expand to (1048576)",
      [](options& o, const std::string& v) {
-       o.max_hosts = static_cast<std::size_t>(to_integer("--max-hosts", v, 1, 0x7fffffff));
+       o.input.max_hosts = static_cast<std::size_t>(to_integer("--max-hosts", v, 1, 0x7fffffff));
      }},
     {"--max-bytes", nullptr, "N", input_flags | limit_flags,
      "most bytes those names may take (134217728)",
      [](options& o, const std::string& v) {
-       o.max_bytes = static_cast<std::size_t>(to_integer("--max-bytes", v, 1, 0x7fffffff));
+       o.input.max_bytes = static_cast<std::size_t>(to_integer("--max-bytes", v, 1, 0x7fffffff));
      }},
     // launch
     {"--master-addr", nullptr, "HOST", launch_flags, "default: the first node's host",
@@ -152,102 +152,106 @@ const flag flags[] = {
      "the output's form: the command's own words, the default first (see its usage)",
      [](options& o, const std::string& v) { o.format = v; }},
     {"--ssh", nullptr, "PROGRAM", 0, "the ssh client (default: ssh)",
-     [](options& o, const std::string& v) { o.ssh = v; }},
+     [](options& o, const std::string& v) { o.remote.ssh = v; }},
     {"--ssh-arg", nullptr, "ARG", 0, "an argument for ssh, before the host; repeatable",
-     [](options& o, const std::string& v) { o.ssh_args.push_back(v); }, true},
+     [](options& o, const std::string& v) { o.remote.ssh_args.push_back(v); }, true},
     {"--fanout", nullptr, "N", 0,
      "most nodes connecting at once (default: 64); a node counts until it starts",
-     [](options& o, const std::string& v) { o.fanout = to_int("--fanout", v, 1, 4096); }},
+     [](options& o, const std::string& v) { o.remote.fanout = to_int("--fanout", v, 1, 4096); }},
     {"--env", nullptr, "NAME[=VALUE]", 0,
      "set NAME on every node: this value, or the local one; repeatable",
      [](options& o, const std::string& v) { o.env.push_back(v); }, true},
     {"--env-file", nullptr, "FILE", 0, "NAME=VALUE lines to set on every node (# comments)",
-     [](options& o, const std::string& v) { o.env_file = v; }},
+     [](options& o, const std::string& v) { o.remote.env_file = v; }},
     {"--chdir", nullptr, "DIR", 0,
      "the directory to run in on every node (default: this one's path)",
-     [](options& o, const std::string& v) { o.chdir = v; }},
+     [](options& o, const std::string& v) { o.remote.chdir = v; }},
     {"--dry-run", nullptr, nullptr, 0, "print each node's ssh command instead of running it",
-     [](options& o, const std::string&) { o.dry_run = true; }},
+     [](options& o, const std::string&) { o.remote.dry_run = true; }},
     {"--gpu-count-command", nullptr, "CMD", 0,
      "prints a host's GPU count (default: counts `nvidia-smi -L` lines)",
-     [](options& o, const std::string& v) { o.gpu_count_command = v; }},
+     [](options& o, const std::string& v) { o.remote.gpu_count_command = v; }},
     {"--discover-timeout", nullptr, "SECONDS", 0,
      "how long a slots=auto host has to print its GPU count (default: 60)",
      [](options& o, const std::string& v) {
-       o.discover_timeout = to_int("--discover-timeout", v, 1, 86400);
+       o.remote.discover_timeout = to_int("--discover-timeout", v, 1, 86400);
      }},
     {"--quiet-nodes", nullptr, nullptr, 0, "show only node 0's output and every node's errors",
-     [](options& o, const std::string&) { o.quiet_nodes = true; }},
+     [](options& o, const std::string&) { o.remote.quiet_nodes = true; }},
     {"--sysfs", nullptr, "ROOT", 0,
      "read the CPU topology from this recorded /sys tree instead of /sys",
-     [](options& o, const std::string& v) { o.sysfs = v; }},
+     [](options& o, const std::string& v) { o.binding.sysfs = v; }},
     {"--gpu-pci-command", nullptr, "CMD", 0,
      "prints \"INDEX, PCI ADDRESS\" a GPU (default: nvidia-smi --query-gpu=index,pci.bus_id)",
-     [](options& o, const std::string& v) { o.gpu_pci_command = v; }},
+     [](options& o, const std::string& v) { o.binding.gpu_pci_command = v; }},
     {"--devices", nullptr, "LIST", 0,
      "the visible GPUs, as CUDA_VISIBLE_DEVICES (default: it, or every GPU)",
-     [](options& o, const std::string& v) { o.devices = v; }},
+     [](options& o, const std::string& v) { o.binding.devices = v; }},
     {"--nproc", nullptr, "N", 0, "local ranks (default: one a visible GPU)",
-     [](options& o, const std::string& v) { o.nproc = to_int("--nproc", v, 1, 4096); }},
+     [](options& o, const std::string& v) { o.binding.nproc = to_int("--nproc", v, 1, 4096); }},
     {"--allowed-cpus", nullptr, "LIST", 0,
      "the CPUs the workers may use (default: this process's, or all of --sysfs)",
-     [](options& o, const std::string& v) { o.allowed_cpus = v; }},
+     [](options& o, const std::string& v) { o.binding.allowed_cpus = v; }},
     {"--name", nullptr, "NAME", 0, "the JobSet's name (a DNS label)",
-     [](options& o, const std::string& v) { o.name = v; }},
+     [](options& o, const std::string& v) { o.jobset.name = v; }},
     {"--namespace", nullptr, "NS", 0, "its namespace (default: kubectl's)",
-     [](options& o, const std::string& v) { o.namespace_ = v; }},
+     [](options& o, const std::string& v) { o.jobset.namespace_ = v; }},
     {"--image", nullptr, "IMAGE", 0, "the container image (it needs torchrun, not hetlaunch)",
-     [](options& o, const std::string& v) { o.image = v; }},
+     [](options& o, const std::string& v) { o.jobset.image = v; }},
     {"--group", nullptr, "NODES:GPUS[:WEIGHT]", 0,
      "NODES nodes of GPUS GPUs each, in node order; WEIGHT: each node's weight; repeatable",
      [](options& o, const std::string& v) { o.groups.push_back(v); }, true},
     {"--node-selector", nullptr, "G:KEY=VALUE", 0,
      "a nodeSelector for group G's pods (0 is the first); repeatable",
-     [](options& o, const std::string& v) { o.node_selectors.push_back(v); }, true},
+     [](options& o, const std::string& v) { o.jobset.node_selectors.push_back(v); }, true},
     {"--cpu", nullptr, "CPU", 0, "each pod's CPU request (\"8\", \"500m\")",
-     [](options& o, const std::string& v) { o.cpu = v; }},
+     [](options& o, const std::string& v) { o.jobset.cpu = v; }},
     {"--memory", nullptr, "MEMORY", 0, "each pod's memory request (\"64Gi\")",
-     [](options& o, const std::string& v) { o.memory = v; }},
+     [](options& o, const std::string& v) { o.jobset.memory = v; }},
     {"--jobset-max-restarts", nullptr, "N", 0,
      "how often JobSet recreates every Job after a failure (default: 0)",
      [](options& o, const std::string& v) {
-       o.jobset_max_restarts = static_cast<int>(to_integer("--jobset-max-restarts", v, 0, 1000000));
+       o.jobset.max_restarts = static_cast<int>(to_integer("--jobset-max-restarts", v, 0, 1000000));
      }},
     {"--jobset-restart-strategy", nullptr, "STRATEGY", 0,
      "Recreate (every Job at once, JobSet's default) or BlockingRecreate (once the old pods are gone)",
      [](options& o, const std::string& v) {
        if (v == "Recreate")
-         o.restart_strategy = hetlaunch::jobset_restart_strategy::recreate;
+         o.jobset.restart_strategy = hetlaunch::jobset_restart_strategy::recreate;
        else if (v == "BlockingRecreate")
-         o.restart_strategy = hetlaunch::jobset_restart_strategy::blocking_recreate;
+         o.jobset.restart_strategy = hetlaunch::jobset_restart_strategy::blocking_recreate;
        else
          throw usage_error{"--jobset-restart-strategy must be Recreate or BlockingRecreate, got " +
                            quoted(v)};
      }},
     {"--partition", nullptr, "P", 0, "every component's partition",
-     [](options& o, const std::string& v) { o.partition = v; }},
+     [](options& o, const std::string& v) { o.sbatch.partition = v; }},
     {"--time", nullptr, "T", 0, "every component's time limit (\"1:00:00\")",
-     [](options& o, const std::string& v) { o.time = v; }},
+     [](options& o, const std::string& v) { o.sbatch.time = v; }},
     {"--sbatch-arg", nullptr, "ARG", 0,
      "an #SBATCH option of the job (\"--job-name=x\"); repeatable",
-     [](options& o, const std::string& v) { o.sbatch_args.push_back(v); }, true},
+     [](options& o, const std::string& v) { o.sbatch.directives.push_back(v); }, true},
     {"--hetlaunch", nullptr, "PATH", 0,
      "the hetlaunch the nodes run (default: hetlaunch, from PATH)",
-     [](options& o, const std::string& v) { o.hetlaunch_program = v; }},
+     [](options& o, const std::string& v) { o.sbatch.hetlaunch_program = v; }},
     {"--restarts", nullptr, "N", 0,
      "after a failure, start the whole job again, at most N times (default: 0)",
-     [](options& o, const std::string& v) { o.restarts = to_int("--restarts", v, 0, 1000000); }},
+     [](options& o, const std::string& v) {
+       o.restart.restarts = to_int("--restarts", v, 0, 1000000);
+     }},
     {"--exclude-failed", nullptr, nullptr, 0,
      "each restart leaves out the failed nodes (run: the first to fail, hosts not reached; sbatch: nodes Slurm lost)",
-     [](options& o, const std::string&) { o.exclude_failed = true; }},
+     [](options& o, const std::string&) { o.restart.exclude_failed = true; }},
     {"--min-nodes", nullptr, "M", 0,
      "fail instead of restarting on fewer than M nodes (default: 1)",
      [](options& o, const std::string& v) {
-       o.min_nodes = to_int("--min-nodes", v, 1, 0x7fffffff);
+       o.restart.min_nodes = to_int("--min-nodes", v, 1, 0x7fffffff);
      }},
     {"--kill-after", nullptr, "SECONDS", 0,
      "after a failure or a signal, how long the other nodes get to stop (10)",
-     [](options& o, const std::string& v) { o.kill_after = to_int("--kill-after", v, 1, 3600); }},
+     [](options& o, const std::string& v) {
+       o.remote.kill_after = to_int("--kill-after", v, 1, 3600);
+     }},
 };
 
 const flag* find_flag(std::string_view name) {

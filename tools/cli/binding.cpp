@@ -39,8 +39,8 @@ std::optional<std::string> read_sysfs(const std::string& root, const std::string
 
 // The node's GPUs: --gpu-pci-command's output, or nvidia-smi's.
 std::optional<std::vector<hetlaunch::gpu_device>> node_gpus(const options& o, std::string& error) {
-  const std::string command =
-      o.gpu_pci_command.value_or("nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader");
+  const std::string command = o.binding.gpu_pci_command.value_or(
+      "nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader");
   std::fflush(nullptr);
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
   if (!pipe) {
@@ -59,11 +59,12 @@ std::optional<std::vector<hetlaunch::gpu_device>> node_gpus(const options& o, st
     return std::nullopt;
   }
   if (status != 0) {
-    error = concat(
-        quoted(command), " failed (",
-        WIFEXITED(status) ? concat("exit status ", WEXITSTATUS(status))
-                          : std::string("killed by a signal"),
-        o.gpu_pci_command ? ")" : "; on a machine without nvidia-smi, give --gpu-pci-command)");
+    error = concat(quoted(command), " failed (",
+                   WIFEXITED(status) ? concat("exit status ", WEXITSTATUS(status))
+                                     : std::string("killed by a signal"),
+                   o.binding.gpu_pci_command
+                       ? ")"
+                       : "; on a machine without nvidia-smi, give --gpu-pci-command)");
     return std::nullopt;
   }
   auto gpus = hetlaunch::parse_gpu_pci_list(text);
@@ -124,7 +125,7 @@ std::optional<node_binding> read_node(const options& o, std::optional<std::strin
     error = visible.error().message();
     return std::nullopt;
   }
-  const std::string root = o.sysfs.value_or("/sys");
+  const std::string root = o.binding.sysfs.value_or("/sys");
   node_binding b{hetlaunch::cpu_topology::read(
                      [&](const std::string& path) { return read_sysfs(root, path); }, *visible),
                  *std::move(visible),
@@ -134,8 +135,8 @@ std::optional<node_binding> read_node(const options& o, std::optional<std::strin
                    b.topology.possible_numa_nodes().error().message());
     return std::nullopt;
   }
-  if (o.allowed_cpus) {
-    auto allowed = hetlaunch::parse_cpulist(*o.allowed_cpus);
+  if (o.binding.allowed_cpus) {
+    auto allowed = hetlaunch::parse_cpulist(*o.binding.allowed_cpus);
     if (!allowed) throw usage_error{concat("--allowed-cpus: ", allowed.error().message())};
     b.allowed = *std::move(allowed);
   } else if (tree_allowed) {
@@ -158,11 +159,12 @@ std::optional<std::string_view> env_value(const char* name) {
 
 int cpus_command(options& o) {
   std::optional<std::string_view> devices =
-      o.devices ? std::optional<std::string_view>(*o.devices) : env_value("CUDA_VISIBLE_DEVICES");
+      o.binding.devices ? std::optional<std::string_view>(*o.binding.devices)
+                        : env_value("CUDA_VISIBLE_DEVICES");
   std::string error;
-  auto node = read_node(o, devices, o.sysfs.has_value(), error);
+  auto node = read_node(o, devices, o.binding.sysfs.has_value(), error);
   if (!node) return fail(concat("cpus: ", error));
-  const int nproc = o.nproc.value_or(static_cast<int>(node->visible.size()));
+  const int nproc = o.binding.nproc.value_or(static_cast<int>(node->visible.size()));
   auto ranks = hetlaunch::local_rank_bindings(node->topology, o.launch.binding, node->visible,
                                               nproc, node->allowed);
   if (!ranks) return fail(concat("cpus: ", ranks.error().message()));
@@ -179,7 +181,7 @@ int cpus_command(options& o) {
   }
   std::printf("numa binding %s, %d local rank%s, CPUs of %s\n", mode.c_str(), nproc,
               nproc == 1 ? "" : "s",
-              o.sysfs ? concat("the tree ", *o.sysfs).c_str() : "this machine");
+              o.binding.sysfs ? concat("the tree ", *o.binding.sysfs).c_str() : "this machine");
   std::printf("%-10s  %-3s  %-12s  %-9s  %s\n", "local rank", "gpu", "pci", "numa node", "cpus");
   for (const auto& r : *ranks)
     std::printf("%-10d  %-3u  %-12s  %-9d  %s\n", r.local_rank, r.gpu, r.pci.c_str(), r.numa_node,

@@ -36,62 +36,90 @@ struct usage_error {
   std::string message;
 };
 
-// Every flag's value, after parsing.
-struct options {
-  std::string command;
-  std::vector<std::string> given;  // every flag given, by its full name, in order
+// The flags of one concern, each struct read by the commands named above it.
+
+// Where the nodes come from (every command that reads a cluster): the input flags and limits.
+struct input_args {
   std::optional<std::string> hostfile;
   std::optional<std::string> hosts;
   bool slurm = false;
   std::string include, exclude;
   std::vector<std::string> weights;  // --weight HOSTS=W, in order
+  std::size_t max_hosts = std::size_t{1} << 20;
+  std::size_t max_bytes = std::size_t{1} << 27;
+};
+
+// run and discover: reaching the nodes over ssh, and stopping them.
+struct remote_args {
+  std::string ssh = "ssh";
+  std::vector<std::string> ssh_args;
+  int fanout = 64;
+  std::optional<std::string> env_file;
+  std::optional<std::string> chdir;
+  bool dry_run = false;
+  bool quiet_nodes = false;
+  int kill_after = 10;
+  std::optional<std::string> gpu_count_command;
+  int discover_timeout = 60;  // seconds a host has to answer its GPU count
+};
+
+// run and sbatch: starting the whole job again after a failure.
+struct restart_args {
+  std::optional<int> restarts;  // --restarts N
+  bool exclude_failed = false;
+  std::optional<int> min_nodes;  // --min-nodes M
+};
+
+// jobset: the Kubernetes side of the manifest.
+struct jobset_args {
+  std::string name, namespace_, image, cpu, memory;
+  std::vector<std::string> node_selectors;  // GROUP:KEY=VALUE
+  int max_restarts = 0;                     // --jobset-max-restarts
+  hetlaunch::jobset_restart_strategy restart_strategy = hetlaunch::jobset_restart_strategy::unset;
+};
+
+// sbatch: the Slurm side of the batch script.
+struct sbatch_args {
+  std::string partition, time;
+  std::vector<std::string> directives;  // --sbatch-arg: #SBATCH lines of the job
+  std::string hetlaunch_program = "hetlaunch";
+};
+
+// cpus and bind: the machine whose CPUs are read, and the workers to bind.
+struct binding_args {
+  std::optional<std::string> sysfs;            // a recorded sysfs tree instead of /sys
+  std::optional<std::string> gpu_pci_command;  // prints "INDEX, PCI ADDRESS" lines, not nvidia-smi
+  std::optional<std::string> devices;          // the visible GPUs (CUDA_VISIBLE_DEVICES's form)
+  std::optional<int> nproc;                    // local ranks (default: one a visible GPU)
+  std::optional<std::string> allowed_cpus;     // the CPUs the workers may use
+};
+
+// Every flag's value, after parsing: what every command reads, then one struct a concern.
+struct options {
+  std::string command;
+  std::vector<std::string> given;  // every flag given, by its full name, in order
+  bool help = false;
+  bool version = false;
+  std::string format;  // --format (--json, --null); empty: the command's first format
+  hetlaunch::launch_options launch;
+  std::vector<std::string> launch_args;  // the launch options as given, for `hetlaunch exec`
+  std::vector<std::string> program;
+  std::vector<std::string> positional;  // the script and its arguments, or a command's operands
+  // the node and worker a command is about (env, argv, exec, check)
   std::optional<std::size_t> node;
   std::optional<int> local_rank;
   bool direct = false;
   bool agent_env = false;
   bool any_host = false;
-  std::string format;  // --format (--json, --null); empty: the command's first format
-  std::size_t max_hosts = std::size_t{1} << 20;
-  std::size_t max_bytes = std::size_t{1} << 27;
-  hetlaunch::launch_options launch;
-  std::vector<std::string> program;
-  std::vector<std::string> positional;  // the script and its arguments, or a command's operands
-  bool help = false;
-  bool version = false;
-  // run and discover
-  std::string ssh = "ssh";
-  std::vector<std::string> ssh_args;
-  int fanout = 64;
-  std::vector<std::string> env;  // NAME or NAME=VALUE, in order
-  std::optional<std::string> env_file;
-  std::optional<std::string> chdir;
-  bool dry_run = false;
-  std::optional<std::string> gpu_count_command;
-  int discover_timeout = 60;  // seconds a host has to answer its GPU count
-  bool quiet_nodes = false;
-  int kill_after = 10;
-  std::optional<int> restarts;   // run --restarts N
-  bool exclude_failed = false;   // run --exclude-failed
-  std::optional<int> min_nodes;  // run --min-nodes M
-  // jobset
-  std::string name, namespace_, image, cpu, memory;
-  std::vector<std::string> groups;          // NODES:GPUS
-  std::vector<std::string> node_selectors;  // GROUP:KEY=VALUE
-  int jobset_max_restarts = 0;
-  hetlaunch::jobset_restart_strategy restart_strategy = hetlaunch::jobset_restart_strategy::unset;
-  // sbatch
-  std::string partition, time;
-  std::vector<std::string> sbatch_args;
-  std::string hetlaunch_program = "hetlaunch";
-  std::vector<std::string>
-      launch_args;  // the launch options as given, for the nodes' `hetlaunch exec`
-  // cpus and bind
-  std::optional<std::string> sysfs;  // a recorded sysfs tree instead of /sys
-  std::optional<std::string>
-      gpu_pci_command;                 // prints "INDEX, PCI ADDRESS" lines instead of nvidia-smi
-  std::optional<std::string> devices;  // the visible GPUs (CUDA_VISIBLE_DEVICES's form)
-  std::optional<int> nproc;            // local ranks (default: one a visible GPU)
-  std::optional<std::string> allowed_cpus;  // the CPUs the workers may use
+  // shared by two commands each
+  std::vector<std::string> env;     // run, jobset: NAME or NAME=VALUE, in order
+  std::vector<std::string> groups;  // jobset, sbatch: NODES:GPUS[:WEIGHT]
+  input_args input;
+  remote_args remote;
+  restart_args restart;
+  jobset_args jobset;
+  sbatch_args sbatch;
+  binding_args binding;
 };
 
 // Which flags a command takes: whole groups, and single flags by name.

@@ -197,7 +197,7 @@ int exec_command(options& o) {
   if (!p) return status;
   // One torchrun a node: a step on only some nodes would wait for the others' rendezvous until it
   // times out, and several tasks on a node would start several torchruns as one node.
-  if (o.slurm && !o.node && !p->in.step_problem.empty())
+  if (o.input.slurm && !o.node && !p->in.step_problem.empty())
     return fail(concat("--slurm: ", p->in.step_problem));
   const auto node = node_of(o, *p, status);
   if (!node) return status;
@@ -234,7 +234,7 @@ int exec_command(options& o) {
 
 int expand_command(options& o) {
   if (o.positional.size() != 1) throw usage_error{"expand takes one host list"};
-  const auto r = hetlaunch::expand_hostlist(o.positional[0], o.max_hosts, o.max_bytes);
+  const auto r = hetlaunch::expand_hostlist(o.positional[0], o.input.max_hosts, o.input.max_bytes);
   if (!r) return fail(concat("expand: ", r.error().to_string()));
   for (const auto& h : *r) {
     std::fwrite(h.data(), 1, h.size(), stdout);

@@ -47,8 +47,8 @@ std::optional<int> gpu_count(const std::string& output, bool custom) {
 }
 
 std::vector<std::string> ssh_prefix(const options& o) {
-  std::vector<std::string> argv = {o.ssh};
-  argv.insert(argv.end(), o.ssh_args.begin(), o.ssh_args.end());
+  std::vector<std::string> argv = {o.remote.ssh};
+  argv.insert(argv.end(), o.remote.ssh_args.begin(), o.remote.ssh_args.end());
   argv.emplace_back("--");
   return argv;
 }
@@ -71,8 +71,8 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
   const progress_scope clear_progress;
   // Before the first child: a Ctrl-C now must stop the children, not leave them behind.
   install_signal_handlers();
-  const bool custom = o.gpu_count_command.has_value();
-  const std::string command = custom ? *o.gpu_count_command : "nvidia-smi -L";
+  const bool custom = o.remote.gpu_count_command.has_value();
+  const std::string command = custom ? *o.remote.gpu_count_command : "nvidia-smi -L";
   std::vector<child> children(asked.size());
   std::vector<double> started_at(asked.size());
   std::vector<int> counts(nodes.node_count());
@@ -92,7 +92,7 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
     problems[k] = concat("host ", quoted(host_of(k)), ": ", quoted(command), " ", why);
   };
   while (done < asked.size()) {
-    while (next < asked.size() && active.size() < static_cast<std::size_t>(o.fanout)) {
+    while (next < asked.size() && active.size() < static_cast<std::size_t>(o.remote.fanout)) {
       std::vector<std::string> argv = ssh_prefix(o);
       argv.emplace_back(nodes.node(asked[next]).host);
       argv.push_back(command);
@@ -118,7 +118,7 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
         fds.push_back({children[k].out, POLLIN, 0}), owner.push_back({k, true});
       if (children[k].err >= 0)
         fds.push_back({children[k].err, POLLIN, 0}), owner.push_back({k, false});
-      wake = std::min(wake, started_at[k] + o.discover_timeout);
+      wake = std::min(wake, started_at[k] + o.remote.discover_timeout);
     }
     progress.show(concat("hetlaunch: discover: ", done, " of ", asked.size(), " hosts answered"));
     const double wait_ms = std::max(0.0, (wake - now()) * 1000.0) + 1.0;
@@ -155,8 +155,8 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
     for (std::size_t a = active.size(); a-- > 0;) {
       const std::size_t k = active[a];
       child& c = children[k];
-      if (problems[k].empty() && now() - started_at[k] > o.discover_timeout)
-        give_up(k, concat("did not finish within ", o.discover_timeout,
+      if (problems[k].empty() && now() - started_at[k] > o.remote.discover_timeout)
+        give_up(k, concat("did not finish within ", o.remote.discover_timeout,
                           " s (--discover-timeout): stopped"));
       if (!c.reaped || c.out >= 0 || c.err >= 0 || c.pid < 0) continue;
       active[a] = active.back();

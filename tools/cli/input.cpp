@@ -85,7 +85,7 @@ bool apply_weights(const options& o, hetlaunch::cluster& nodes, std::string& err
   std::unordered_map<std::string, std::vector<std::size_t>> by_host;
   for (std::size_t i = 0; i < nodes.node_count(); ++i)
     by_host[lower(nodes.node(i).host)].push_back(i);
-  for (const std::string& flag : o.weights) {
+  for (const std::string& flag : o.input.weights) {
     const std::size_t eq = flag.rfind('=');
     if (eq == std::string::npos || eq == 0) {
       error = concat("--weight ", quoted(flag), " is not HOSTS=W (\"gpu[1-4]=2.5\")");
@@ -97,8 +97,8 @@ bool apply_weights(const options& o, hetlaunch::cluster& nodes, std::string& err
                      " is not valid: ", hetlaunch::describe(wc.issue));
       return false;
     }
-    const auto hosts =
-        hetlaunch::expand_hostlist(std::string_view(flag).substr(0, eq), o.max_hosts, o.max_bytes);
+    const auto hosts = hetlaunch::expand_hostlist(std::string_view(flag).substr(0, eq),
+                                                  o.input.max_hosts, o.input.max_bytes);
     if (!hosts) {
       error = concat("--weight ", quoted(flag), ": ", hosts.error().to_string());
       return false;
@@ -119,8 +119,8 @@ bool apply_weights(const options& o, hetlaunch::cluster& nodes, std::string& err
 // Reads the cluster from the chosen input; an error names where (file:line:column) and why.
 std::optional<input> read_input(const options& o, int& status, auto_resolver resolve) {
   input in;
-  const int sources =
-      (o.hostfile.has_value() ? 1 : 0) + (o.hosts.has_value() ? 1 : 0) + (o.slurm ? 1 : 0);
+  const int sources = (o.input.hostfile.has_value() ? 1 : 0) + (o.input.hosts.has_value() ? 1 : 0) +
+                      (o.input.slurm ? 1 : 0);
   if (sources > 1) throw usage_error{"give one of --hostfile, --hosts and --slurm"};
   const auto parse_failed = [&](const std::string& where, const hetlaunch::parse_error& e) {
     status = fail(e.line ? concat(where, ":", e.line, ":", e.column, ": ", e.message)
@@ -130,25 +130,25 @@ std::optional<input> read_input(const options& o, int& status, auto_resolver res
   hetlaunch::hostfile_options parsing;
   parsing.allow_duplicate_hosts = o.launch.validation.allow_duplicate_hosts;
   parsing.allow_auto_slots = resolve != nullptr;
-  if (o.hostfile.has_value()) {
+  if (o.input.hostfile.has_value()) {
     std::string error;
-    std::optional<std::string> text = read_file(*o.hostfile, error);
+    std::optional<std::string> text = read_file(*o.input.hostfile, error);
     if (!text) {
       status = fail(error);
       return std::nullopt;
     }
     auto r = hetlaunch::parse_hostfile(*text, parsing);
-    if (!r) return parse_failed(*o.hostfile, r.error());
+    if (!r) return parse_failed(*o.input.hostfile, r.error());
     in.nodes = std::move(*r);
-    in.source = *o.hostfile;
+    in.source = *o.input.hostfile;
     in.validated = !o.launch.validation.allow_underscore;
-  } else if (o.hosts.has_value()) {
-    auto r = hetlaunch::parse_host_list(*o.hosts, parsing);
+  } else if (o.input.hosts.has_value()) {
+    auto r = hetlaunch::parse_host_list(*o.input.hosts, parsing);
     if (!r) return parse_failed("--hosts", r.error());
     in.nodes = std::move(*r);
     in.source = "--hosts";
     in.validated = !o.launch.validation.allow_underscore;
-  } else if (o.slurm) {
+  } else if (o.input.slurm) {
     // One pass over the environment: a hetjob of C components is read with O(C) look-ups, and
     // getenv would scan the whole environment (which grows with C) for each.
     const hetlaunch::environment process = process_environment();
@@ -159,7 +159,7 @@ std::optional<input> read_input(const options& o, int& status, auto_resolver res
           const auto it = variables.find(name);
           return it == variables.end() ? nullptr : it->second;
         },
-        o.max_hosts, o.max_bytes, o.launch.validation);
+        o.input.max_hosts, o.input.max_bytes, o.launch.validation);
     if (!job) return parse_failed("--slurm", job.error());
     in.nodes = std::move(job->nodes);
     in.this_node = job->this_node;
@@ -176,9 +176,9 @@ std::optional<input> read_input(const options& o, int& status, auto_resolver res
       return std::nullopt;
     }
   }
-  if (!o.include.empty() || !o.exclude.empty()) {
-    const char* filter = o.include.empty() ? "--exclude" : "--include";
-    auto r = hetlaunch::filter_devices_mapped(in.nodes, o.include, o.exclude);
+  if (!o.input.include.empty() || !o.input.exclude.empty()) {
+    const char* filter = o.input.include.empty() ? "--exclude" : "--include";
+    auto r = hetlaunch::filter_devices_mapped(in.nodes, o.input.include, o.input.exclude);
     if (!r) return parse_failed(filter, r.error());
     // SLURM_NODEID counts the job's nodes; this process's node is found again among those kept.
     if (in.this_node) {
@@ -196,7 +196,7 @@ std::optional<input> read_input(const options& o, int& status, auto_resolver res
     }
     in.nodes = std::move(r->nodes);
   }
-  if (!o.weights.empty()) {
+  if (!o.input.weights.empty()) {
     std::string error;
     if (!apply_weights(o, in.nodes, error)) {
       status = fail(error);
@@ -242,7 +242,8 @@ void take_script(options& o) {
 std::size_t chosen_node(const options& o, const input& in) {
   if (o.node) return *o.node;
   if (in.this_node) return *in.this_node;
-  throw usage_error{o.slurm ? "--node is needed (SLURM_NODEID is not set)" : "--node I is needed"};
+  throw usage_error{o.input.slurm ? "--node is needed (SLURM_NODEID is not set)"
+                                  : "--node I is needed"};
 }
 
 std::optional<hetlaunch::environment> env_flags(const options& o, int& status) {

@@ -53,7 +53,7 @@ int group_weight_problem(const options& o, const std::vector<hetlaunch::node_gro
 int jobset_command(options& o) {
   std::vector<hetlaunch::node_group> groups = node_groups(o);
   if (const int status = group_weight_problem(o, groups)) return status;
-  for (const std::string& s : o.node_selectors) {
+  for (const std::string& s : o.jobset.node_selectors) {
     const std::size_t colon = s.find(':'), eq = s.find('=');
     if (colon == std::string::npos || eq == std::string::npos || eq < colon)
       throw usage_error{concat("--node-selector ", quoted(s), " is not GROUP:KEY=VALUE")};
@@ -67,13 +67,13 @@ int jobset_command(options& o) {
         s.substr(colon + 1, eq - colon - 1), s.substr(eq + 1));
   }
   hetlaunch::jobset_options js;
-  js.name = o.name;
-  js.namespace_ = o.namespace_;
-  js.image = o.image;
-  js.cpu = o.cpu;
-  js.memory = o.memory;
-  js.jobset_max_restarts = o.jobset_max_restarts;
-  js.restart_strategy = o.restart_strategy;
+  js.name = o.jobset.name;
+  js.namespace_ = o.jobset.namespace_;
+  js.image = o.jobset.image;
+  js.cpu = o.jobset.cpu;
+  js.memory = o.jobset.memory;
+  js.jobset_max_restarts = o.jobset.max_restarts;
+  js.restart_strategy = o.jobset.restart_strategy;
   take_script(o);
   js.launch = o.launch;
   int status = 0;

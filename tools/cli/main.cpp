@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
     if (c->script == cli::script_use::required && o.positional.empty())
       throw cli::usage_error{std::string("a training script is needed: hetlaunch ") + c->name +
                              " ... [--] SCRIPT [ARGS...]"};
-    if (c->node == cli::node_use::required && !o.node && !o.slurm)
+    if (c->node == cli::node_use::required && !o.node && !o.input.slurm)
       throw cli::usage_error{"--node I is needed"};
     return cli::finish_output(c->run(o));
   } catch (const cli::usage_error& e) {

@@ -50,17 +50,17 @@ void note_worker_failure(child& c, std::string_view line) {
 // The variables every node gets: the forwarded defaults, then --env-file, then --env.
 std::optional<hetlaunch::environment> node_environment(const options& o, int& status) {
   hetlaunch::environment env = hetlaunch::forwarded_environment(environ);
-  if (o.env_file) {
+  if (o.remote.env_file) {
     std::string error;
-    const std::optional<std::string> text = read_file(*o.env_file, error);
+    const std::optional<std::string> text = read_file(*o.remote.env_file, error);
     if (!text) {
       status = fail(error);
       return std::nullopt;
     }
     auto parsed = hetlaunch::parse_env_file(*text);
     if (!parsed) {
-      status = fail(concat(*o.env_file, ":", parsed.error().line, ":", parsed.error().column, ": ",
-                           parsed.error().message));
+      status = fail(concat(*o.remote.env_file, ":", parsed.error().line, ":", parsed.error().column,
+                           ": ", parsed.error().message));
       return std::nullopt;
     }
     env.insert(env.end(), parsed->begin(), parsed->end());
@@ -101,7 +101,7 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
     }
     for (child& c : nodes) close_fd(c.in);
   };
-  const auto fanout = static_cast<std::size_t>(o.fanout);
+  const auto fanout = static_cast<std::size_t>(o.remote.fanout);
   // Every step costs O(what happened), not O(nodes): the poll list is rebuilt only when a stream
   // opens or closes, and ended children are found by their pid.
   std::size_t connecting = 0, running = 0, started = 0;
@@ -113,7 +113,7 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
     child& c = nodes[i];
     const bool was_started = c.started;
     line_sink sink =
-        shown_lines(out ? stdout : stderr, prefixes[i], !out || !o.quiet_nodes || i == 0);
+        shown_lines(out ? stdout : stderr, prefixes[i], !out || !o.remote.quiet_nodes || i == 0);
     if (out)
       sink.started = &c.started;
     else
@@ -135,7 +135,7 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
         nodes[next].reaped = true;
         nodes[next].status = 127 << 8;
         ++next;
-        stop(o.kill_after + 5.0);
+        stop(o.remote.kill_after + 5.0);
         break;
       }
       table.add(c->pid, next);
@@ -175,7 +175,7 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
           std::fprintf(stderr, "hetlaunch: %s: stopping every node (again to stop at once)\n",
                        strsignal(stop_signal));
         }
-        stop(o.kill_after + 5.0);
+        stop(o.remote.kill_after + 5.0);
       }
     }
     for (std::size_t f = 1; f < fds.size(); ++f) {
@@ -194,7 +194,7 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
             "hetlaunch: node %zu: a worker failed (exit code %d) and torchrun has no restart left: "
             "stopping every node\n",
             i, c.failed_exitcode);
-        stop(o.kill_after + 5.0);
+        stop(o.remote.kill_after + 5.0);
       }
     }
     table.reap([&](std::size_t i, int child_status) {
@@ -212,7 +212,7 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
       // ssh's status: a banner and exit 0 (ForceCommand, a login shell that exits) is a failure.
       if ((c.status != 0 || !c.started) && !stopping) {
         first_failure = i;
-        stop(o.kill_after + 5.0);
+        stop(o.remote.kill_after + 5.0);
       }
     });
     if (stopping && now() > deadline) {
@@ -285,9 +285,9 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
 }  // namespace
 
 int run_command(options& o) {
-  if (!o.restarts && (o.exclude_failed || o.min_nodes))
-    throw usage_error{
-        concat(o.exclude_failed ? "--exclude-failed" : "--min-nodes", " needs --restarts N")};
+  if (!o.restart.restarts && (o.restart.exclude_failed || o.restart.min_nodes))
+    throw usage_error{concat(o.restart.exclude_failed ? "--exclude-failed" : "--min-nodes",
+                             " needs --restarts N")};
   int status = 0;
   std::optional<input> in = read_input(o, status, resolve_auto);
   if (!in) return status;
@@ -295,11 +295,11 @@ int run_command(options& o) {
   std::optional<hetlaunch::launch_plan> plan = plan_of(*in, o);
   if (!plan) return exit_invalid;
   hetlaunch::ssh_options ssh;
-  ssh.program = {o.ssh};
-  ssh.args = o.ssh_args;
-  ssh.kill_after = o.kill_after;
-  if (o.chdir)
-    ssh.chdir = *o.chdir;
+  ssh.program = {o.remote.ssh};
+  ssh.args = o.remote.ssh_args;
+  ssh.kill_after = o.remote.kill_after;
+  if (o.remote.chdir)
+    ssh.chdir = *o.remote.chdir;
   else {
     char cwd[PATH_MAX];
     if (getcwd(cwd, sizeof cwd)) ssh.chdir = cwd;
@@ -314,7 +314,7 @@ int run_command(options& o) {
     return exit_invalid;
   }
   const auto command_of = [&](std::size_t i) { return hetlaunch::ssh_argv(*plan, i, ssh); };
-  if (o.dry_run) {
+  if (o.remote.dry_run) {
     for (std::size_t i = 0; i < n; ++i) {
       const auto host = plan->topology().node(i).host;
       const std::string text =
@@ -325,9 +325,9 @@ int run_command(options& o) {
   }
 
   hetlaunch::restart_options restarts;
-  restarts.restarts = o.restarts.value_or(0);
-  restarts.exclude_failed = o.exclude_failed;
-  restarts.min_nodes = static_cast<std::size_t>(o.min_nodes.value_or(1));
+  restarts.restarts = o.restart.restarts.value_or(0);
+  restarts.exclude_failed = o.restart.exclude_failed;
+  restarts.min_nodes = static_cast<std::size_t>(o.restart.min_nodes.value_or(1));
   if (restarts.min_nodes > n) {
     return fail(
         concat("--min-nodes ", restarts.min_nodes, " is more than the plan's ", n, " nodes"));
@@ -336,13 +336,13 @@ int run_command(options& o) {
   for (int attempt = 0;; ++attempt) {
     hetlaunch::ssh_options this_attempt = ssh;
     // Every worker learns which attempt it is (torchrun passes its environment on).
-    if (o.restarts)
+    if (o.restart.restarts)
       this_attempt.env.emplace_back("HETLAUNCH_RESTART_COUNT", std::to_string(attempt));
     const attempt_result r = run_attempt(o, &*plan, this_attempt);
     const std::size_t nodes_now = plan->topology().node_count();
     const hetlaunch::restart_decision d =
         hetlaunch::decide_restart(restarts, attempt, nodes_now, r.failed, r.interrupted);
-    if (!o.restarts || d.verdict == hetlaunch::restart_verdict::succeeded ||
+    if (!o.restart.restarts || d.verdict == hetlaunch::restart_verdict::succeeded ||
         d.verdict == hetlaunch::restart_verdict::interrupted)
       return r.status;
     const std::size_t culprit = r.failed.front();

@@ -38,7 +38,7 @@ std::string directive(const std::string& word) {
 // them when they are fewer, and the variables `hetlaunch exec --slurm` reads set to them.
 std::string exclude_failed_block(const options& o, const hetlaunch::node_group& g,
                                  const std::string& program, const std::string& tail) {
-  const int min_nodes = o.min_nodes.value_or(1);
+  const int min_nodes = o.restart.min_nodes.value_or(1);
   return concat(
       "  # The nodes the job still has: Slurm takes a lost node out of a --no-kill job.\n"
       "  nodes=$(scontrol show job \"$SLURM_JOB_ID\" | sed -n 's/^ *NodeList=//p')\n"
@@ -53,7 +53,7 @@ std::string exclude_failed_block(const options& o, const hetlaunch::node_group& 
       "    exit \"$status\"\n  fi\n"
       "  if [ \"$count\" -ne \"$SLURM_JOB_NUM_NODES\" ]; then\n"
       "    echo \"hetlaunch: the step failed (exit status $status) and the job lost nodes: restart $attempt of ",
-      *o.restarts,
+      *o.restart.restarts,
       " on the $count nodes left ($nodes), plan made again\" >&2\n"
       "    export SLURM_JOB_NODELIST=\"$nodes\" SLURM_NODELIST=\"$nodes\" SLURM_JOB_NUM_NODES=\"$count\" "
       "SLURM_NNODES=\"$count\"\n"
@@ -65,7 +65,7 @@ std::string exclude_failed_block(const options& o, const hetlaunch::node_group& 
       "\n"
       "  else\n"
       "    echo \"hetlaunch: the step failed (exit status $status): restart $attempt of ",
-      *o.restarts,
+      *o.restart.restarts,
       "\" >&2\n"
       "  fi\n");
 }
@@ -84,22 +84,22 @@ int sbatch_command(options& o) {
       return fail(concat("sbatch: the groups up to ", quoted(o.groups[c]), " hold more than ",
                          INT_MAX, " workers, more than torch's ranks can count"));
   }
-  if (!o.restarts && (o.exclude_failed || o.min_nodes))
-    throw usage_error{
-        concat(o.exclude_failed ? "--exclude-failed" : "--min-nodes", " needs --restarts N")};
-  if (o.min_nodes && !o.exclude_failed)
+  if (!o.restart.restarts && (o.restart.exclude_failed || o.restart.min_nodes))
+    throw usage_error{concat(o.restart.exclude_failed ? "--exclude-failed" : "--min-nodes",
+                             " needs --restarts N")};
+  if (o.restart.min_nodes && !o.restart.exclude_failed)
     throw usage_error{"--min-nodes needs --exclude-failed (the job shrinks only then)"};
   // Slurm cancels a heterogeneous job when one of its nodes fails, --no-kill or not (and requeues
   // it): only a job of one component can go on without a lost node.
-  if (o.exclude_failed && groups.size() > 1)
+  if (o.restart.exclude_failed && groups.size() > 1)
     return fail(
         "sbatch: --exclude-failed needs a single --group: Slurm cancels a heterogeneous job when one of its "
         "nodes fails, even with --no-kill (it requeues the whole job instead); give the nodes one group, or "
         "leave --exclude-failed out");
-  if (o.min_nodes && *o.min_nodes > nodes)
-    return fail(
-        concat("sbatch: --min-nodes ", *o.min_nodes, " is more than the job's ", nodes, " nodes"));
-  for (const std::string& a : o.sbatch_args)
+  if (o.restart.min_nodes && *o.restart.min_nodes > nodes)
+    return fail(concat("sbatch: --min-nodes ", *o.restart.min_nodes, " is more than the job's ",
+                       nodes, " nodes"));
+  for (const std::string& a : o.sbatch.directives)
     if (a.size() < 2 || a[0] != '-')
       throw usage_error{concat("--sbatch-arg ", quoted(a),
                                " is not an sbatch option (\"--job-name=x\", \"-A acct\" as two)")};
@@ -119,7 +119,7 @@ int sbatch_command(options& o) {
   const bool bind_program_given =
       std::find(o.given.begin(), o.given.end(), "--bind-program") != o.given.end();
   if (o.launch.binding != hetlaunch::numa_binding::none && !bind_program_given)
-    options.insert(options.end(), {"--bind-program", o.hetlaunch_program});
+    options.insert(options.end(), {"--bind-program", o.sbatch.hetlaunch_program});
   // A group's weight names its component's nodes, which the job knows only when it runs.
   std::string weights;
   for (std::size_t c = 0; c < groups.size(); ++c)
@@ -131,7 +131,7 @@ int sbatch_command(options& o) {
   script.insert(script.begin(), "--");
   const std::string tail =
       hetlaunch::shell_join(options) + weights + " " + hetlaunch::shell_join(script);
-  const std::string program = hetlaunch::shell_quote(o.hetlaunch_program);
+  const std::string program = hetlaunch::shell_quote(o.sbatch.hetlaunch_program);
 
   std::string out = "#!/bin/bash\n";
   const auto count = [](long long n, const char* one, const char* many) {
@@ -161,15 +161,16 @@ int sbatch_command(options& o) {
   for (std::size_t c = 0; c < groups.size(); ++c) {
     if (c > 0) out += "#SBATCH hetjob\n";
     if (c == 0)
-      for (const std::string& a : o.sbatch_args) out += directive(a);
-    if (!o.partition.empty()) out += directive("--partition=" + o.partition);
-    if (!o.time.empty()) out += directive("--time=" + o.time);
+      for (const std::string& a : o.sbatch.directives) out += directive(a);
+    if (!o.sbatch.partition.empty()) out += directive("--partition=" + o.sbatch.partition);
+    if (!o.sbatch.time.empty()) out += directive("--time=" + o.sbatch.time);
     // A task a GPU: Slurm then reports each component's layout in
     // SLURM_TASKS_PER_NODE_HET_GROUP_<n>.
     out += directive(concat("--nodes=", groups[c].nodes));
     out += directive(concat("--ntasks-per-node=", groups[c].gpus));
     out += directive(concat("--gpus-per-node=", groups[c].gpus));
-    if (o.exclude_failed) out += directive("--no-kill");  // a lost node does not end the job
+    if (o.restart.exclude_failed)
+      out += directive("--no-kill");  // a lost node does not end the job
   }
   out += "set -eu\n\n";
   // Without hetjob components the job's layout is in SLURM_TASKS_PER_NODE, which srun replaces
@@ -183,34 +184,36 @@ int sbatch_command(options& o) {
   // With --restarts the step runs again in this allocation after a failure; a node that fails
   // ends the whole step at once (--kill-on-bad-exit), so the next attempt need not wait for the
   // others' collectives to time out.
-  const bool restarting = o.restarts.has_value();
+  const bool restarting = o.restart.restarts.has_value();
   const std::string indent = restarting ? "  " : "";
   if (restarting)
     out += concat(
-        "# The step runs again on a failure, at most ", *o.restarts,
+        "# The step runs again on a failure, at most ", *o.restart.restarts,
         " times (--restarts); every worker gets\n# HETLAUNCH_RESTART_COUNT, the attempt's number from 0.\n",
         "attempt=0\nwhile :; do\n  export HETLAUNCH_RESTART_COUNT=$attempt\n  status=0\n");
   out += indent + (restarting ? "srun --kill-on-bad-exit=1" : "srun");
   for (std::size_t c = 0; c < groups.size(); ++c) {
     if (c > 0) out += concat(" : \\\n    ", indent);
     // With --exclude-failed the job's node count can shrink between attempts.
-    const std::string step_nodes =
-        o.exclude_failed ? std::string("\"$SLURM_JOB_NUM_NODES\"") : concat(groups[c].nodes);
+    const std::string step_nodes = o.restart.exclude_failed
+                                       ? std::string("\"$SLURM_JOB_NUM_NODES\"")
+                                       : concat(groups[c].nodes);
     out += concat(" --nodes=", step_nodes, " --ntasks=", step_nodes,
                   " --ntasks-per-node=1 --gpus-per-node=", groups[c].gpus);
   }
   out += concat(" \\\n  ", indent, program, " exec ", tail, restarting ? " || status=$?\n" : "\n");
   if (restarting)
     out += concat(
-        "  [ \"$status\" -eq 0 ] && exit 0\n", "  if [ \"$attempt\" -ge ", *o.restarts,
+        "  [ \"$status\" -eq 0 ] && exit 0\n", "  if [ \"$attempt\" -ge ", *o.restart.restarts,
         " ]; then\n",
         "    echo \"hetlaunch: the step failed (exit status $status); no restart left (--restarts ",
-        *o.restarts, ")\" >&2\n", "    exit \"$status\"\n  fi\n", "  attempt=$((attempt + 1))\n",
-        o.exclude_failed
+        *o.restart.restarts, ")\" >&2\n", "    exit \"$status\"\n  fi\n",
+        "  attempt=$((attempt + 1))\n",
+        o.restart.exclude_failed
             ? exclude_failed_block(o, groups[0], program, tail)
             : concat(
                   "  echo \"hetlaunch: the step failed (exit status $status): restart $attempt of ",
-                  *o.restarts, "\" >&2\n"),
+                  *o.restart.restarts, "\" >&2\n"),
         "done\n");
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;

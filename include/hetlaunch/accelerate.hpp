@@ -15,16 +15,36 @@
 namespace hetlaunch {
 
 namespace detail {
+// The texts of accelerate's problems; the codes it shares with the core keep the core's.
+inline std::string accelerate_message(const diagnostic& d) {
+  switch (d.code) {
+    case errc::too_few_processes:
+      return concat("accelerate launch --multi_gpu needs at least 2 processes; this job has ",
+                    d.value);
+    case errc::binding_not_carried:
+      return "accelerate's command cannot carry --numa-binding (accelerate starts the workers itself); leave it out, "
+             "or use accelerate's own --enable_cpu_affinity";
+    default:
+      return core_message(d);
+  }
+}
+
+inline diagnostic accelerate_problem(errc code) {
+  diagnostic d = launch_problem(code);
+  d.describe = &accelerate_message;
+  return d;
+}
+
 // Machine `node`'s command from options already checked: only the machine's own process count
 // can still refuse, so this costs the command's size.
 inline result<std::vector<std::string>, diagnostic> build_accelerate_argv(const cluster& c,
                                                                           std::size_t node,
                                                                           const launch_options& o) {
-  if (o.binding != numa_binding::none) return launch_problem(errc::binding_not_carried);
+  if (o.binding != numa_binding::none) return accelerate_problem(errc::binding_not_carried);
   const long long total =
       static_cast<long long>(c.nproc(node)) * static_cast<long long>(c.node_count());
   if (total < 2) {
-    diagnostic d = launch_problem(errc::too_few_processes);
+    diagnostic d = accelerate_problem(errc::too_few_processes);
     d.value = total;
     return d;
   }

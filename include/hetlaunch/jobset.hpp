@@ -74,6 +74,35 @@ inline std::size_t dns_label_problem(std::string_view s) {
   return s.empty() ? 0 : s.size();
 }
 
+// The texts of the JobSet's problems; the codes it shares with the core keep the core's.
+inline std::string jobset_message(const diagnostic& d) {
+  const std::string text = quoted(d.text);
+  switch (d.code) {
+    case errc::bad_name:
+      return concat("the ", d.variable, " ", text,
+                    " is not a DNS label (lower-case letters, digits and '-', "
+                    "starting with a letter and not ending with '-'): position ",
+                    d.position);
+    case errc::name_too_long:
+      return concat("the ", d.variable, " ", text, " makes pod host names of ", d.value,
+                    " characters, more than ", d.limit, " (NAME-gG-0-K): shorten it");
+    case errc::empty_image:
+      return "no container image given";
+    case errc::bad_group:
+      return concat("group ", d.text, " must have at least ", d.limit, " ", d.variable, ", got ",
+                    d.value);
+    case errc::too_many_pods:
+      return concat(
+          d.text, " would have ", d.value, " pods, more than ", d.limit,
+          d.text == "the job" ? "" : " (the completions Kubernetes allows an Indexed Job)");
+    case errc::not_utf8:
+      return concat("the ", d.variable, " ", text, " is not UTF-8 (byte ", d.position,
+                    " does not start a character): Kubernetes carries only UTF-8 text");
+    default:
+      return core_message(d);
+  }
+}
+
 inline diagnostic jobset_problem(errc code, std::string_view variable, std::string_view text,
                                  long long value = 0, long long limit = 0) {
   diagnostic d{};
@@ -82,6 +111,15 @@ inline diagnostic jobset_problem(errc code, std::string_view variable, std::stri
   d.text = text;
   d.value = value;
   d.limit = limit;
+  d.describe = &jobset_message;
+  return d;
+}
+
+// A problem at a character of `text`: its offset is the diagnostic's position.
+inline diagnostic jobset_problem_at(errc code, std::string_view variable, std::string_view text,
+                                    std::size_t position) {
+  diagnostic d = jobset_problem(code, variable, text);
+  d.position = position;
   return d;
 }
 
@@ -111,8 +149,7 @@ inline std::string jobset_pod_host(const jobset_options& o, std::size_t g, std::
   std::vector<diagnostic> out;
   const std::size_t bad = detail::dns_label_problem(o.name);
   if (o.name.empty() || bad < o.name.size())
-    out.push_back(
-        detail::jobset_problem(errc::bad_name, "name", o.name, static_cast<long long>(bad)));
+    out.push_back(detail::jobset_problem_at(errc::bad_name, "name", o.name, bad));
   long long longest = 0;
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const long long last = groups[g].nodes > 0 ? groups[g].nodes - 1 : 0;
@@ -123,9 +160,8 @@ inline std::string jobset_pod_host(const jobset_options& o, std::size_t g, std::
   if (!o.name.empty() && bad == o.name.size() && longest > 63)
     out.push_back(detail::jobset_problem(errc::name_too_long, "name", o.name, longest, 63));
   if (!o.namespace_.empty() && detail::dns_label_problem(o.namespace_) < o.namespace_.size())
-    out.push_back(
-        detail::jobset_problem(errc::bad_name, "namespace", o.namespace_,
-                               static_cast<long long>(detail::dns_label_problem(o.namespace_))));
+    out.push_back(detail::jobset_problem_at(errc::bad_name, "namespace", o.namespace_,
+                                            detail::dns_label_problem(o.namespace_)));
   if (o.image.empty()) out.push_back(detail::jobset_problem(errc::empty_image, "image", ""));
   if (groups.empty()) out.push_back(detail::jobset_problem(errc::empty_cluster, "groups", ""));
   long long pods = 0;
@@ -156,9 +192,7 @@ inline std::string jobset_pod_host(const jobset_options& o, std::size_t g, std::
   // them into U+FFFD without a word (JSON). Every text of the manifest, each named.
   const auto utf8 = [&out](std::string_view what, std::string_view text) {
     const std::size_t at = detail::first_non_utf8(text);
-    if (at < text.size())
-      out.push_back(
-          detail::jobset_problem(errc::not_utf8, what, text, 0, static_cast<long long>(at)));
+    if (at < text.size()) out.push_back(detail::jobset_problem_at(errc::not_utf8, what, text, at));
   };
   utf8("image", o.image);
   utf8("cpu request", o.cpu);

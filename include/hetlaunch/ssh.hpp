@@ -83,10 +83,24 @@ wait "$watcher" 2>/dev/null
 exit "$status")sh";
 }
 
+// The texts of the ssh options' problems; the codes it shares with the core keep the core's.
+inline std::string ssh_message(const diagnostic& d) {
+  switch (d.code) {
+    case errc::nul_byte:
+      return concat("the ", d.variable, " ", quoted(d.text), " holds a NUL byte at position ",
+                    d.position, ", which no argument or variable can carry");
+    case errc::bad_kill_after:
+      return concat("kill_after must be 1..3600 seconds, got ", d.value);
+    default:
+      return core_message(d);
+  }
+}
+
 inline diagnostic ssh_problem(errc code, std::string_view text) {
   diagnostic d{};
   d.code = code;
   d.text = text;
+  d.describe = &ssh_message;
   return d;
 }
 
@@ -108,7 +122,7 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
     if (at == std::string_view::npos) return;
     diagnostic d = detail::ssh_problem(errc::nul_byte, text);
     d.variable = what;
-    d.limit = static_cast<long long>(at);
+    d.position = at;
     out.push_back(d);
   };
   for (const auto& v : ssh.env) {

@@ -104,7 +104,7 @@ std::vector<diagnostic> compare_worker_env(const cluster& c, Getenv&& get) {
     d.code = errc::rank_mismatch;
     d.variable = "RANK";
     d.value = rank;
-    d.position = static_cast<std::size_t>(local);
+    d.local_rank = static_cast<int>(local);
     d.limit = c.global_rank(node, static_cast<int>(local));
     out.push_back(d);
   }

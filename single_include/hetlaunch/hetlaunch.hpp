@@ -1248,6 +1248,9 @@ std::string describe_host_issue(std::string_view host, host_issue issue, std::si
   }
   return "unknown";
 }
+
+template <class Diagnostic>
+std::string core_message(const Diagnostic& d);
 }  // namespace detail
 
 /// One problem, naming the node it concerns. A literal type, so constexpr validation can return
@@ -1263,7 +1266,7 @@ struct diagnostic {
   bounded_string<128> role;    // that node's role
   long long value = 0;         // the offending number: nproc, a rank, an index, the world size
   std::size_t other_node = 0;  // duplicate_host: the earlier node with the same host
-  std::size_t position = 0;    // bad_host / bad_role: offset of the offending character
+  std::size_t position = 0;    // offset of the offending character in `host`, `role` or `text`
   host_issue issue = host_issue::none;  // bad_host: what is wrong with the name
   long long limit = 0;        // *_out_of_range: the exclusive bound; world_size_overflow: INT_MAX;
                               // *_mismatch: the planned value
@@ -1271,6 +1274,11 @@ struct diagnostic {
                               // options: the option. Always a string literal of the library.
   bounded_string<128> text;   // the offending text (an address, a variable's value, a weight)
   weight_issue weight = weight_issue::none;  // bad_weight: what is wrong with the weight in `text`
+  int local_rank = 0;                        // rank_mismatch: the worker whose RANK is wrong
+
+  /// Renders the problems of a subsystem (JobSet, ssh, accelerate), whose texts live beside the
+  /// code that finds them; null for the core's problems, which message() renders itself.
+  std::string (*describe)(const diagnostic&) = nullptr;
 
   constexpr explicit operator bool() const noexcept { return code != errc::ok; }
 
@@ -1278,171 +1286,156 @@ struct diagnostic {
   /// it is compiled where it is used.)
   template <class Unused = void>
   [[nodiscard]] std::string message() const {
-    using detail::concat;
-    const std::string who = concat("node ", node, " (", detail::quoted(host), "): ");
-    switch (code) {
-      case errc::ok:
-        return "no problem";
-      case errc::empty_cluster:
-        return "the cluster has no nodes";
-      case errc::bad_nproc:
-        return concat(who, "nproc must be at least 1, got ", value);
-      case errc::world_size_overflow:
-        return concat(who, "world size would be ", value, ", more than ", limit,
-                      " (torch.distributed ranks are 32-bit)");
-      case errc::bad_host:
-        return concat(who, "host is not a valid RFC 1123 name or IP literal: ",
-                      detail::describe_host_issue(host, issue, position));
-      case errc::duplicate_host:
-        return concat(
-            who, "host is also node ", other_node,
-            "; two agents on one host must be allowed explicitly (allow_duplicate_hosts)");
-      case errc::empty_role:
-        return concat(who, "role is empty");
-      case errc::bad_role:
-        if (!role.empty() && role[0] == '-')
-          return concat(who, "role ", detail::quoted(role),
-                        " starts with '-', which torchrun would read as an option");
-        return concat(who, "role ", detail::quoted(role),
-                      " has a blank or control character at position ", position);
-      case errc::node_out_of_range:
-        return concat("node index ", value, " is out of range: the cluster has ", limit, " nodes");
-      case errc::local_rank_out_of_range:
-        return concat(who, "local rank ", value, " is out of range: the node runs ", limit,
-                      " workers");
-      case errc::global_rank_out_of_range:
-        return concat("global rank ", value, " is out of range: the world size is ", limit);
-      case errc::bad_port:
-        return concat("master_port must be 1..65535, got ", value);
-      case errc::bad_master_addr:
-        return concat("master_addr ", detail::quoted(text),
-                      " is not a valid host name or IP literal");
-      case errc::missing_rdzv_id:
-        return "the c10d rendezvous needs an rdzv_id shared by every node of the job";
-      case errc::empty_script:
-        return "no training script given";
-      case errc::empty_program:
-        return variable.empty() ? "no launcher program given (program is empty)"
-                                : concat("no ", variable, " given (it is empty)");
-      case errc::bad_max_restarts:
-        return concat("max_restarts must be 0 or more, got ", value);
-      case errc::ranks_decided_at_rendezvous:
-        return "with the c10d rendezvous torchrun orders the nodes by host name and process id when "
-               "they meet, so RANK, GROUP_RANK, ROLE_RANK and MASTER_ADDR cannot be known in advance; "
-               "use the static rendezvous to fix them";
-      case errc::dash_flags_need_torch_2:
-        return concat(
-            "dash flag spellings (--nproc-per-node) need torch 2.0 or later; the options name torch ",
-            value / 100, ".", value % 100,
-            " (use flag_style::underscore, which every torch accepts)");
-      case errc::too_few_processes:
-        return concat("accelerate launch --multi_gpu needs at least 2 processes; this job has ",
-                      value);
-      case errc::env_missing:
-        return concat(variable,
-                      " is not set; was this process started by torchrun (or with worker_env)?");
-      case errc::env_not_a_number:
-        return concat(variable, "=", detail::quoted(text), " is not an integer");
-      case errc::world_size_mismatch:
-        return concat("WORLD_SIZE is ", value, " but the plan's world size is ", limit);
-      case errc::group_rank_out_of_range:
-        return concat("GROUP_RANK ", value, " is not a node of the plan, which has ", limit,
-                      " nodes");
-      case errc::local_world_size_mismatch:
-        return concat(who, "started with LOCAL_WORLD_SIZE ", value,
-                      " (--nproc_per_node), but the plan gives it ", limit, " workers");
-      case errc::rank_mismatch:
-        return concat(who, "RANK is ", value, " but the plan gives LOCAL_RANK ", position,
-                      " the global rank ", limit);
-      case errc::identical_workers_on_heterogeneous:
-        return "TORCH_ELASTIC_WORKER_IDENTICAL=1 makes torchrun assume every node runs this node's worker "
-               "count, which breaks RANK and WORLD_SIZE when nodes differ; unset it";
-      case errc::bad_rendezvous_timeout:
-        return concat("rendezvous_timeout must be 0 (torchrun's default) or more seconds, got ",
-                      value);
-      case errc::overriding_torchrun_arg:
-        return concat(
-            "the extra torchrun argument ", detail::quoted(text),
-            " names an option hetlaunch computes (--nnodes, --node_rank, --nproc_per_node, --master_addr, "
-            "--master_port, --rdzv_*, --max_restarts, --role, --standalone); set it through the launch "
-            "options instead");
-      case errc::script_looks_like_option:
-        return concat("the script ", detail::quoted(text),
-                      " starts with '-', so torchrun would read it as one of its own options");
-      // The codes of text inputs, which parse_error carries with its own message; a diagnostic
-      // holding one says what it is and shows the text.
-      case errc::bad_syntax:
-        return concat(detail::quoted(text), " is not in the expected format");
-      case errc::limit_exceeded:
-        return concat("more than ", limit, " (the limit)");
-      case errc::count_mismatch:
-        return concat(value, " counts for ", limit, " hosts");
-      case errc::unknown_host:
-        return concat("host ", detail::quoted(text), " is not in the cluster");
-      case errc::no_devices:
-        return "nothing is left to run on";
-      case errc::bad_env_name:
-        return concat(
-            detail::quoted(text),
-            " is not a variable name (letters, digits and '_', not starting with a digit)");
-      case errc::not_utf8:
-        return concat("the ", variable, " ", detail::quoted(text), " is not UTF-8 (byte ", limit,
-                      " does not start a character): Kubernetes carries only UTF-8 text");
-      case errc::nul_byte:
-        return concat("the ", variable, " ", detail::quoted(text), " holds a NUL byte at position ",
-                      limit, ", which no argument or variable can carry");
-      case errc::bad_weight:
-        return concat(who, "weight ", detail::quoted(text),
-                      " is not valid: ", hetlaunch::describe(weight));
-      case errc::global_batch_too_small:
-        return concat("the global batch ", value, " is smaller than the world size ", limit,
-                      ": every worker needs at least one sample a step");
-      case errc::bad_global_batch:
-        if (value == 0)
-          return "the plan has no global batch (global_batch is 0), so it has no work shares";
-        return concat(
-            "the global batch must be 0 (no work shares) or at least the world size, got ", value);
-      case errc::batch_mismatch:
-        return concat(host.empty() ? std::string() : who, variable, " is ", detail::quoted(text),
-                      " but the plan gives ", limit);
-      case errc::bad_kill_after:
-        return concat("kill_after must be 1..3600 seconds, got ", value);
-      case errc::bad_name:
-        return concat("the ", variable, " ", detail::quoted(text),
-                      " is not a DNS label (lower-case letters, digits and '-', "
-                      "starting with a letter and not ending with '-'): position ",
-                      value);
-      case errc::name_too_long:
-        return concat("the ", variable, " ", detail::quoted(text), " makes pod host names of ",
-                      value, " characters, more than ", limit, " (NAME-gG-0-K): shorten it");
-      case errc::empty_image:
-        return "no container image given";
-      case errc::bad_group:
-        return concat("group ", text, " must have at least ", limit, " ", variable, ", got ",
-                      value);
-      case errc::too_many_pods:
-        return concat(
-            text, " would have ", value, " pods, more than ", limit,
-            text == "the job" ? "" : " (the completions Kubernetes allows an Indexed Job)");
-      case errc::virtual_local_rank:
-        return concat(
-            "the extra torchrun argument ", detail::quoted(text),
-            " (torch 2.14) gives every worker LOCAL_RANK=0 and only its own device in "
-            "CUDA_VISIBLE_DEVICES, which the plan, its environments and the workers' checks do not "
-            "describe; leave it out: each worker's LOCAL_RANK picks its device");
-      case errc::binding_entrypoint:
-        return concat(
-            "the extra torchrun argument ", detail::quoted(text),
-            " changes how torchrun starts each worker, "
-            "which --numa-binding does through `hetlaunch bind`; leave it out, or bind with torchrun's own "
-            "--numa-binding (torch 2.9 and later) instead of hetlaunch's");
-      case errc::binding_not_carried:
-        return "accelerate's command cannot carry --numa-binding (accelerate starts the workers itself); leave it out, "
-               "or use accelerate's own --enable_cpu_affinity";
-    }
-    return "unknown problem";
+    return describe ? describe(*this) : detail::core_message(*this);
   }
 };
+
+namespace detail {
+/// The text of a problem of the core: the topology, the launch options, the workers'
+/// environments and the text inputs. A subsystem's `describe` falls back to it for the codes it
+/// shares (an empty program, a variable name).
+template <class Diagnostic>
+std::string core_message(const Diagnostic& d) {
+  const auto& host = d.host;
+  const auto& role = d.role;
+  const auto& text = d.text;
+  const long long value = d.value, limit = d.limit;
+  const std::size_t position = d.position;
+  const std::string_view variable = d.variable;
+  const std::string who = concat("node ", d.node, " (", quoted(host), "): ");
+  switch (d.code) {
+    case errc::ok:
+      return "no problem";
+    case errc::empty_cluster:
+      return "the cluster has no nodes";
+    case errc::bad_nproc:
+      return concat(who, "nproc must be at least 1, got ", value);
+    case errc::world_size_overflow:
+      return concat(who, "world size would be ", value, ", more than ", limit,
+                    " (torch.distributed ranks are 32-bit)");
+    case errc::bad_host:
+      return concat(who, "host is not a valid RFC 1123 name or IP literal: ",
+                    detail::describe_host_issue(host, d.issue, position));
+    case errc::duplicate_host:
+      return concat(who, "host is also node ", d.other_node,
+                    "; two agents on one host must be allowed explicitly (allow_duplicate_hosts)");
+    case errc::empty_role:
+      return concat(who, "role is empty");
+    case errc::bad_role:
+      if (!role.empty() && role[0] == '-')
+        return concat(who, "role ", detail::quoted(role),
+                      " starts with '-', which torchrun would read as an option");
+      return concat(who, "role ", detail::quoted(role),
+                    " has a blank or control character at position ", position);
+    case errc::node_out_of_range:
+      return concat("node index ", value, " is out of range: the cluster has ", limit, " nodes");
+    case errc::local_rank_out_of_range:
+      return concat(who, "local rank ", value, " is out of range: the node runs ", limit,
+                    " workers");
+    case errc::global_rank_out_of_range:
+      return concat("global rank ", value, " is out of range: the world size is ", limit);
+    case errc::bad_port:
+      return concat("master_port must be 1..65535, got ", value);
+    case errc::bad_master_addr:
+      return concat("master_addr ", detail::quoted(text),
+                    " is not a valid host name or IP literal");
+    case errc::missing_rdzv_id:
+      return "the c10d rendezvous needs an rdzv_id shared by every node of the job";
+    case errc::empty_script:
+      return "no training script given";
+    case errc::empty_program:
+      return variable.empty() ? "no launcher program given (program is empty)"
+                              : concat("no ", variable, " given (it is empty)");
+    case errc::bad_max_restarts:
+      return concat("max_restarts must be 0 or more, got ", value);
+    case errc::ranks_decided_at_rendezvous:
+      return "with the c10d rendezvous torchrun orders the nodes by host name and process id when "
+             "they meet, so RANK, GROUP_RANK, ROLE_RANK and MASTER_ADDR cannot be known in advance; "
+             "use the static rendezvous to fix them";
+    case errc::dash_flags_need_torch_2:
+      return concat(
+          "dash flag spellings (--nproc-per-node) need torch 2.0 or later; the options name torch ",
+          value / 100, ".", value % 100,
+          " (use flag_style::underscore, which every torch accepts)");
+    case errc::env_missing:
+      return concat(variable,
+                    " is not set; was this process started by torchrun (or with worker_env)?");
+    case errc::env_not_a_number:
+      return concat(variable, "=", detail::quoted(text), " is not an integer");
+    case errc::world_size_mismatch:
+      return concat("WORLD_SIZE is ", value, " but the plan's world size is ", limit);
+    case errc::group_rank_out_of_range:
+      return concat("GROUP_RANK ", value, " is not a node of the plan, which has ", limit,
+                    " nodes");
+    case errc::local_world_size_mismatch:
+      return concat(who, "started with LOCAL_WORLD_SIZE ", value,
+                    " (--nproc_per_node), but the plan gives it ", limit, " workers");
+    case errc::rank_mismatch:
+      return concat(who, "RANK is ", value, " but the plan gives LOCAL_RANK ", d.local_rank,
+                    " the global rank ", limit);
+    case errc::identical_workers_on_heterogeneous:
+      return "TORCH_ELASTIC_WORKER_IDENTICAL=1 makes torchrun assume every node runs this node's worker "
+             "count, which breaks RANK and WORLD_SIZE when nodes differ; unset it";
+    case errc::bad_rendezvous_timeout:
+      return concat("rendezvous_timeout must be 0 (torchrun's default) or more seconds, got ",
+                    value);
+    case errc::overriding_torchrun_arg:
+      return concat(
+          "the extra torchrun argument ", detail::quoted(text),
+          " names an option hetlaunch computes (--nnodes, --node_rank, --nproc_per_node, --master_addr, "
+          "--master_port, --rdzv_*, --max_restarts, --role, --standalone); set it through the launch "
+          "options instead");
+    case errc::script_looks_like_option:
+      return concat("the script ", detail::quoted(text),
+                    " starts with '-', so torchrun would read it as one of its own options");
+    // The codes of text inputs, which parse_error carries with its own message; a diagnostic
+    // holding one says what it is and shows the text.
+    case errc::bad_syntax:
+      return concat(detail::quoted(text), " is not in the expected format");
+    case errc::limit_exceeded:
+      return concat("more than ", limit, " (the limit)");
+    case errc::count_mismatch:
+      return concat(value, " counts for ", limit, " hosts");
+    case errc::unknown_host:
+      return concat("host ", detail::quoted(text), " is not in the cluster");
+    case errc::no_devices:
+      return "nothing is left to run on";
+    case errc::bad_env_name:
+      return concat(detail::quoted(text),
+                    " is not a variable name (letters, digits and '_', not starting with a digit)");
+    case errc::bad_weight:
+      return concat(who, "weight ", detail::quoted(text),
+                    " is not valid: ", hetlaunch::describe(d.weight));
+    case errc::global_batch_too_small:
+      return concat("the global batch ", value, " is smaller than the world size ", limit,
+                    ": every worker needs at least one sample a step");
+    case errc::bad_global_batch:
+      if (value == 0)
+        return "the plan has no global batch (global_batch is 0), so it has no work shares";
+      return concat("the global batch must be 0 (no work shares) or at least the world size, got ",
+                    value);
+    case errc::batch_mismatch:
+      return concat(host.empty() ? std::string() : who, variable, " is ", detail::quoted(text),
+                    " but the plan gives ", limit);
+    case errc::virtual_local_rank:
+      return concat(
+          "the extra torchrun argument ", detail::quoted(text),
+          " (torch 2.14) gives every worker LOCAL_RANK=0 and only its own device in "
+          "CUDA_VISIBLE_DEVICES, which the plan, its environments and the workers' checks do not "
+          "describe; leave it out: each worker's LOCAL_RANK picks its device");
+    case errc::binding_entrypoint:
+      return concat(
+          "the extra torchrun argument ", detail::quoted(text),
+          " changes how torchrun starts each worker, "
+          "which --numa-binding does through `hetlaunch bind`; leave it out, or bind with torchrun's own "
+          "--numa-binding (torch 2.9 and later) instead of hetlaunch's");
+    default:
+      break;
+  }
+  // A subsystem's code in a diagnostic built without its `describe`.
+  return concat(to_string(d.code), ": ", quoted(text));
+}
+}  // namespace detail
 
 /// What validation tolerates.
 struct validate_options {
@@ -3574,16 +3567,36 @@ struct runtime_variable {
 namespace hetlaunch {
 
 namespace detail {
+// The texts of accelerate's problems; the codes it shares with the core keep the core's.
+inline std::string accelerate_message(const diagnostic& d) {
+  switch (d.code) {
+    case errc::too_few_processes:
+      return concat("accelerate launch --multi_gpu needs at least 2 processes; this job has ",
+                    d.value);
+    case errc::binding_not_carried:
+      return "accelerate's command cannot carry --numa-binding (accelerate starts the workers itself); leave it out, "
+             "or use accelerate's own --enable_cpu_affinity";
+    default:
+      return core_message(d);
+  }
+}
+
+inline diagnostic accelerate_problem(errc code) {
+  diagnostic d = launch_problem(code);
+  d.describe = &accelerate_message;
+  return d;
+}
+
 // Machine `node`'s command from options already checked: only the machine's own process count
 // can still refuse, so this costs the command's size.
 inline result<std::vector<std::string>, diagnostic> build_accelerate_argv(const cluster& c,
                                                                           std::size_t node,
                                                                           const launch_options& o) {
-  if (o.binding != numa_binding::none) return launch_problem(errc::binding_not_carried);
+  if (o.binding != numa_binding::none) return accelerate_problem(errc::binding_not_carried);
   const long long total =
       static_cast<long long>(c.nproc(node)) * static_cast<long long>(c.node_count());
   if (total < 2) {
-    diagnostic d = launch_problem(errc::too_few_processes);
+    diagnostic d = accelerate_problem(errc::too_few_processes);
     d.value = total;
     return d;
   }
@@ -3860,7 +3873,7 @@ std::vector<diagnostic> compare_worker_env(const cluster& c, Getenv&& get) {
     d.code = errc::rank_mismatch;
     d.variable = "RANK";
     d.value = rank;
-    d.position = static_cast<std::size_t>(local);
+    d.local_rank = static_cast<int>(local);
     d.limit = c.global_rank(node, static_cast<int>(local));
     out.push_back(d);
   }
@@ -5115,10 +5128,24 @@ wait "$watcher" 2>/dev/null
 exit "$status")sh";
 }
 
+// The texts of the ssh options' problems; the codes it shares with the core keep the core's.
+inline std::string ssh_message(const diagnostic& d) {
+  switch (d.code) {
+    case errc::nul_byte:
+      return concat("the ", d.variable, " ", quoted(d.text), " holds a NUL byte at position ",
+                    d.position, ", which no argument or variable can carry");
+    case errc::bad_kill_after:
+      return concat("kill_after must be 1..3600 seconds, got ", d.value);
+    default:
+      return core_message(d);
+  }
+}
+
 inline diagnostic ssh_problem(errc code, std::string_view text) {
   diagnostic d{};
   d.code = code;
   d.text = text;
+  d.describe = &ssh_message;
   return d;
 }
 
@@ -5140,7 +5167,7 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
     if (at == std::string_view::npos) return;
     diagnostic d = detail::ssh_problem(errc::nul_byte, text);
     d.variable = what;
-    d.limit = static_cast<long long>(at);
+    d.position = at;
     out.push_back(d);
   };
   for (const auto& v : ssh.env) {
@@ -5501,6 +5528,35 @@ inline std::size_t dns_label_problem(std::string_view s) {
   return s.empty() ? 0 : s.size();
 }
 
+// The texts of the JobSet's problems; the codes it shares with the core keep the core's.
+inline std::string jobset_message(const diagnostic& d) {
+  const std::string text = quoted(d.text);
+  switch (d.code) {
+    case errc::bad_name:
+      return concat("the ", d.variable, " ", text,
+                    " is not a DNS label (lower-case letters, digits and '-', "
+                    "starting with a letter and not ending with '-'): position ",
+                    d.position);
+    case errc::name_too_long:
+      return concat("the ", d.variable, " ", text, " makes pod host names of ", d.value,
+                    " characters, more than ", d.limit, " (NAME-gG-0-K): shorten it");
+    case errc::empty_image:
+      return "no container image given";
+    case errc::bad_group:
+      return concat("group ", d.text, " must have at least ", d.limit, " ", d.variable, ", got ",
+                    d.value);
+    case errc::too_many_pods:
+      return concat(
+          d.text, " would have ", d.value, " pods, more than ", d.limit,
+          d.text == "the job" ? "" : " (the completions Kubernetes allows an Indexed Job)");
+    case errc::not_utf8:
+      return concat("the ", d.variable, " ", text, " is not UTF-8 (byte ", d.position,
+                    " does not start a character): Kubernetes carries only UTF-8 text");
+    default:
+      return core_message(d);
+  }
+}
+
 inline diagnostic jobset_problem(errc code, std::string_view variable, std::string_view text,
                                  long long value = 0, long long limit = 0) {
   diagnostic d{};
@@ -5509,6 +5565,15 @@ inline diagnostic jobset_problem(errc code, std::string_view variable, std::stri
   d.text = text;
   d.value = value;
   d.limit = limit;
+  d.describe = &jobset_message;
+  return d;
+}
+
+// A problem at a character of `text`: its offset is the diagnostic's position.
+inline diagnostic jobset_problem_at(errc code, std::string_view variable, std::string_view text,
+                                    std::size_t position) {
+  diagnostic d = jobset_problem(code, variable, text);
+  d.position = position;
   return d;
 }
 
@@ -5538,8 +5603,7 @@ inline std::string jobset_pod_host(const jobset_options& o, std::size_t g, std::
   std::vector<diagnostic> out;
   const std::size_t bad = detail::dns_label_problem(o.name);
   if (o.name.empty() || bad < o.name.size())
-    out.push_back(
-        detail::jobset_problem(errc::bad_name, "name", o.name, static_cast<long long>(bad)));
+    out.push_back(detail::jobset_problem_at(errc::bad_name, "name", o.name, bad));
   long long longest = 0;
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const long long last = groups[g].nodes > 0 ? groups[g].nodes - 1 : 0;
@@ -5550,9 +5614,8 @@ inline std::string jobset_pod_host(const jobset_options& o, std::size_t g, std::
   if (!o.name.empty() && bad == o.name.size() && longest > 63)
     out.push_back(detail::jobset_problem(errc::name_too_long, "name", o.name, longest, 63));
   if (!o.namespace_.empty() && detail::dns_label_problem(o.namespace_) < o.namespace_.size())
-    out.push_back(
-        detail::jobset_problem(errc::bad_name, "namespace", o.namespace_,
-                               static_cast<long long>(detail::dns_label_problem(o.namespace_))));
+    out.push_back(detail::jobset_problem_at(errc::bad_name, "namespace", o.namespace_,
+                                            detail::dns_label_problem(o.namespace_)));
   if (o.image.empty()) out.push_back(detail::jobset_problem(errc::empty_image, "image", ""));
   if (groups.empty()) out.push_back(detail::jobset_problem(errc::empty_cluster, "groups", ""));
   long long pods = 0;
@@ -5583,9 +5646,7 @@ inline std::string jobset_pod_host(const jobset_options& o, std::size_t g, std::
   // them into U+FFFD without a word (JSON). Every text of the manifest, each named.
   const auto utf8 = [&out](std::string_view what, std::string_view text) {
     const std::size_t at = detail::first_non_utf8(text);
-    if (at < text.size())
-      out.push_back(
-          detail::jobset_problem(errc::not_utf8, what, text, 0, static_cast<long long>(at)));
+    if (at < text.size()) out.push_back(detail::jobset_problem_at(errc::not_utf8, what, text, at));
   };
   utf8("image", o.image);
   utf8("cpu request", o.cpu);

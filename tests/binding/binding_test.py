@@ -35,6 +35,8 @@ sys.path.insert(0, str(HERE.parent / "data" / "sysfs"))
 sys.path.insert(0, str(HERE.parent / "support"))
 import make_trees  # noqa: E402
 import processes  # noqa: E402
+import torchrun_flags  # noqa: E402
+from harness import Suite, pick  # noqa: E402
 
 MODES = ["node", "socket", "exclusive", "core-complex"]
 MARKER_NAME = "HETLAUNCH_BINDING_TEST"
@@ -206,7 +208,7 @@ def torch_case(binary, work):
             elif got != want:
                 failures.append(f"{what}: torch {want}, hetlaunch {got}")
             compared += 1
-        print(f"{'ok  ' if not failures else 'FAIL'} {name}{' (' + broken + ')' if broken else ''}: {len(cases)} cases "
+        print(f"     {name}{' (' + broken + ')' if broken else ''}: {len(cases)} cases "
               f"against torch {version} ({time.monotonic() - started:.1f} s)", flush=True)
     print(f"{compared} cases compared with torch {version}'s torch/numa/binding.py, {refused} of them refused by both")
     return failures
@@ -221,7 +223,7 @@ def errors_case(binary, work):
     failures = []
     ws = make_trees.MACHINES["workstation"]
     make_trees.build(work / "ws", ws)
-    gpus = f"printf '0, 00000000:01:00.0\\n1, 00000000:02:00.0\\n'"
+    gpus = "printf '0, 00000000:01:00.0\\n1, 00000000:02:00.0\\n'"
     tiny = make_trees.machine(1, 1, 1, 1, [("0000:01:00.0", 0), ("0000:02:00.0", 0)])
     make_trees.build(work / "tiny", tiny)
     expect = [
@@ -257,7 +259,7 @@ def errors_case(binary, work):
     r = cli(binary, "cpus", "--numa-binding", "nodes")
     if r.returncode != 2 or "--numa-binding must be node, socket, exclusive or core-complex, got 'nodes'" not in r.stderr:
         failures.append(f"a bad mode: exit {r.returncode}, {r.stderr!r}")
-    print(f"{'ok  ' if not failures else 'FAIL'} {len(expect) + 1} refusals name what and where", flush=True)
+    print(f"     {len(expect) + 1} refusals name what and where", flush=True)
     return failures
 
 
@@ -318,7 +320,7 @@ def live_case(binary, work):
     r = run([*bind, str(work / "no-such-program")], env={**base, "LOCAL_RANK": "0"})
     if r.returncode != 1 or "cannot run" not in r.stderr:
         failures.append(f"bind of a missing program: exit {r.returncode}, {r.stderr!r}")
-    print(f"{'ok  ' if not failures else 'FAIL'} bind sets exactly the CPU of the worker's GPU (CPUs {a} and {b}), "
+    print(f"     bind sets exactly the CPU of the worker's GPU (CPUs {a} and {b}), "
           f"and refuses without running the command", flush=True)
     return failures
 
@@ -350,9 +352,8 @@ def torchrun_case(binary, work, torchrun, marker):
         out = work / f"records-{name}"
         out.mkdir()
         argv = [binary, "exec", "--node", "0", "--hosts", hosts, *include, "--numa-binding", "node",
-                "--bind-program", str(binder), "--python", torch_python(torchrun), "--program", torchrun,
-                "--master-port", port, "--torchrun-arg", "--redirects", "--torchrun-arg", "2", "--torchrun-arg", "--tee",
-                "--torchrun-arg", "2", "--", str(HERE / "affinity_worker.py"), str(out)]
+                "--bind-program", str(binder), "--python", torch_python(torchrun), *torchrun_flags.torchrun(torchrun),
+                "--master-port", port, "--", str(HERE / "affinity_worker.py"), str(out)]
         p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                              start_new_session=True)
         try:
@@ -375,7 +376,7 @@ def torchrun_case(binary, work, torchrun, marker):
             failures += [f"{name}: rank {rank}: {k} is {got.get(k)!r}, expected {v!r}"
                          for k, v in expected.items() if got.get(k) != v]
     version = run([torch_python(torchrun), "-c", "import torch; print(torch.__version__)"]).stdout.strip()
-    print(f"{'ok  ' if not failures else 'FAIL'} torch {version}: torchrun --numa-binding node through hetlaunch bind, "
+    print(f"     torch {version}: torchrun --numa-binding node through hetlaunch bind, "
           f"ranks 0 and 1 on CPUs {b} and {a} ({time.monotonic() - started:.1f} s)", flush=True)
     return failures
 
@@ -394,36 +395,25 @@ def main():
     if "--torchrun" in args:
         del args[args.index("--torchrun"):args.index("--torchrun") + 2]
     binary = str(pathlib.Path(args[0]).resolve())
-    cases = args[1:] or ["errors", "live", "torchrun", "torch"]
-    processes.kill_until_gone(marked())  # a killed earlier run's workers
     marker = uuid.uuid4().hex
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    failures = []
-    try:
-        with tempfile.TemporaryDirectory(prefix="hetlaunch-binding-") as tmp:
-            for case in cases:
-                work = pathlib.Path(tmp) / case
-                work.mkdir()
-                if case == "torch":
-                    failures += torch_case(binary, work)
-                elif case == "errors":
-                    failures += errors_case(binary, work)
-                elif case == "live":
-                    failures += live_case(binary, work)
-                elif case == "torchrun":
-                    failures += torchrun_case(binary, work, torchrun, marker)
-                else:
-                    print(f"unknown case {case!r}")
-                    return 2
-    finally:
+    cases = {"errors": lambda work: errors_case(binary, work),
+             "live": lambda work: live_case(binary, work),
+             "torchrun": lambda work: torchrun_case(binary, work, torchrun, marker),
+             "torch": lambda work: torch_case(binary, work)}
+    chosen = pick(cases, args[1:])
+    processes.kill_until_gone(marked())  # a killed earlier run's workers
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="hetlaunch-binding-"))
+
+    def leftovers():
         left = processes.kill_until_gone(marked(marker))
-        if left:
-            failures.append(f"{left} processes of the test were left running")
-    for f in failures[:40]:
-        print("FAIL " + f)
-    if len(failures) > 40:
-        print(f"FAIL ... and {len(failures) - 40} more")
-    return 1 if failures else 0
+        return [f"{left} processes of the test were left running"] if left else []
+
+    with Suite("binding", lambda: shutil.rmtree(tmp, ignore_errors=True), leftovers) as run:
+        for name in chosen:
+            work = tmp / name
+            work.mkdir()
+            run.case(name, cases[name], work)
+    return run.status
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
 import processes  # noqa: E402
+from harness import Suite, signals_held  # noqa: E402
 from worker_records import rank_problems, read_records  # noqa: E402
 
 CACHE = pathlib.Path(os.environ.get("HETLAUNCH_CHROOT_CACHE", "/var/cache/hetlaunch-test/chroots"))
@@ -121,7 +122,8 @@ class mounted:
         return self
 
     def __exit__(self, *exc):
-        release(self.root)
+        with signals_held():
+            release(self.root)
         return False
 
     def argv(self, argv, env=None):
@@ -180,12 +182,17 @@ def accelerate_case(m, source, bins):
     return failures
 
 
-def run_suite(suite, source, bins):
-    failures = []
+def output_end(r):
+    return (r.stdout + r.stderr)[-4000:]
+
+
+def run_suite(run, suite, source, bins):
+    """Every test of one suite's chroot, each reported to `run`. False when the chroot could not
+    be built (its tests did not run)."""
     root, how = build(suite, SUITES[suite]["extra"])
     if root is None:
         print(f"!!!! {suite}: the chroot could not be built; its tests did not run. apt said:\n{how}\n!!!!", flush=True)
-        return failures, False
+        return False
     with mounted(root, sorted({str(source), str(bins.parent.parent)})) as m:
         torch, slurm = versions(m)
         print(f"{suite}: {how}; torch {torch}, Slurm {slurm}", flush=True)
@@ -196,67 +203,54 @@ def run_suite(suite, source, bins):
             t = time.monotonic()
             r = m.run([str(bins / "torchrun_e2e"), case, str(source / "tests/e2e/worker.py"), str(bins / "env_checker"),
                        work, str(bins.parent / "examples" / "direct_launcher")])
-            ok = r.returncode == 0
-            print(f"{'ok  ' if ok else 'FAIL'} {suite} torchrun {case} ({time.monotonic() - t:.1f} s)", flush=True)
-            if not ok:
-                failures.append(f"{suite}/{case}")
-                print((r.stdout + r.stderr)[-4000:])
             left = processes_in(root)
-            if left:
-                failures.append(f"{suite}/{case}: processes left {left}")
+            run.report(f"{suite} torchrun {case}",
+                       ([f"exit status {r.returncode}"] if r.returncode else []) +
+                       ([f"processes left {left}"] if left else []),
+                       time.monotonic() - t, output_end(r))
         hetlaunch = str(bins.parent / "tools" / "hetlaunch")
 
-        def step(name, what, argv, timeout=300):
-            """One test program run inside the chroot: ok or FAIL with its output's end."""
+        def step(what, argv, timeout=300):
+            """One test program run inside the chroot: it passes when it exits 0."""
             t = time.monotonic()
             r = m.run(argv, timeout=timeout)
-            ok = r.returncode == 0
-            print(f"{'ok  ' if ok else 'FAIL'} {suite} {what} ({time.monotonic() - t:.1f} s)", flush=True)
-            if not ok:
-                failures.append(f"{suite}/{name}")
-                print((r.stdout + r.stderr)[-4000:])
+            run.report(f"{suite} {what}", [f"exit status {r.returncode}"] if r.returncode else [],
+                       time.monotonic() - t, output_end(r))
 
         # Each node's torchrun started by `hetlaunch exec`.
-        step("exec", "hetlaunch exec", ["python3", str(source / "tests/cli/test_cli.py"), hetlaunch, "--e2e-only",
-                                        str(source / "tests/e2e/worker.py"), "/tmp/hetlaunch-e2e-exec"])
+        step("hetlaunch exec", ["python3", str(source / "tests/cli/test_cli.py"), hetlaunch, "--e2e-only",
+                                str(source / "tests/e2e/worker.py"), "/tmp/hetlaunch-e2e-exec"])
         # Work shares: real DDP gradients equal the whole batch's on this torch too.
-        step("shares", "work shares: DDP gradients of the whole batch",
+        step("work shares: DDP gradients of the whole batch",
              ["python3", str(source / "tests/shares/ddp_test.py"), hetlaunch, "--torchrun", "/usr/bin/torchrun"], timeout=900)
         # CPU binding: a torchrun job on this torch, every worker started through `hetlaunch bind`.
-        step("binding", "torchrun --numa-binding node through hetlaunch bind",
+        step("torchrun --numa-binding node through hetlaunch bind",
              ["python3", str(source / "tests/binding/binding_test.py"), hetlaunch, "torchrun", "--torchrun",
               "/usr/bin/torchrun"], timeout=600)
         if (root / "usr/bin/accelerate").exists():
             t = time.monotonic()
             version = m.run(["python3", "-c", "import accelerate; print(accelerate.__version__)"]).stdout.strip()
-            problems = accelerate_case(m, source, bins)
-            print(f"{'ok  ' if not problems else 'FAIL'} {suite} accelerate {version}: machines of 3 and 1 workers "
-                  f"({time.monotonic() - t:.1f} s)", flush=True)
-            failures += [f"{suite}/accelerate: {p}" for p in problems]
+            run.report(f"{suite} accelerate {version}: machines of 3 and 1 workers", accelerate_case(m, source, bins),
+                       time.monotonic() - t)
         conf = "/tmp/hetlaunch-conformance"
         m.run(["mkdir", "-p", conf])
+        t = time.monotonic()
         r = m.run([str(bins / "slurm_conformance"), str(source / "tests/slurm/malformed.txt"), conf])
-        ok = r.returncode == 0
-        print(f"{'ok  ' if ok else 'FAIL'} {suite} slurm conformance: {r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ''}",
-              flush=True)
-        if not ok:
-            failures.append(f"{suite}/slurm")
-            print("\n".join(line for line in (r.stdout + r.stderr).splitlines() if not line.startswith("ok"))[-4000:])
-    return failures, True
+        summary = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+        run.report(f"{suite} slurm conformance: {summary}", [f"exit status {r.returncode}"] if r.returncode else [],
+                   time.monotonic() - t,
+                   "\n".join(line for line in (r.stdout + r.stderr).splitlines() if not line.startswith("ok"))[-4000:])
+    return True
 
 
 def main():
     source, bins = pathlib.Path(sys.argv[1]).resolve(), pathlib.Path(sys.argv[2]).resolve()
     suites = sys.argv[3:] or list(SUITES)
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    failed = []
-    for suite in suites:
-        failures, ran = run_suite(suite, source, bins)
-        failed += failures
-        if not ran and SUITES[suite]["gates"]:
-            failed.append(f"{suite}: not built")
-    print(f"chroot suites: {len(failed)} failures {failed if failed else ''}")
-    return 1 if failed else 0
+    with Suite("chroot suites") as run:
+        for suite in suites:
+            if not run_suite(run, suite, source, bins) and SUITES[suite]["gates"]:
+                run.report(f"{suite}: the chroot", ["it could not be built (apt's words above)"])
+    return run.status
 
 
 if __name__ == "__main__":

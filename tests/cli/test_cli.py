@@ -19,6 +19,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
 from worker_records import rank_problems, read_records  # noqa: E402
+import torchrun_flags  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 DATA = HERE / "data"
@@ -371,8 +372,7 @@ def exec_e2e(binary, worker, work):
         log = open(work / f"agent-{node}.log", "w")
         agents.append(subprocess.Popen(
             [binary, "exec", "--node", str(node), "--hostfile", str(hostfile), "--master-addr", "127.0.0.1",
-             "--master-port", port, "--program", "/usr/bin/torchrun", "--torchrun-arg", "--redirects",
-             "--torchrun-arg", "2", "--torchrun-arg", "--tee", "--torchrun-arg", "2", "--",
+             "--master-port", port, *torchrun_flags.torchrun(), "--",
              worker, str(work), binary, "check-env", "--hostfile", str(hostfile)],
             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
     failures = 0

@@ -37,6 +37,9 @@ import yaml
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
 import netns  # noqa: E402
+import processes  # noqa: E402
+import torchrun_flags  # noqa: E402
+from harness import Suite, signals_held  # noqa: E402
 from worker_records import rank_problems, read_environ, read_records  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -133,8 +136,7 @@ def jobset_index_variable(container):
     return next(e["name"] for e in container["env"] if "valueFrom" in e)
 
 
-def check_manifests(binary, update):
-    failures = 0
+def check_manifests(run, binary, update):
     have_crd = CRD.exists()
     validator = jsonschema.Draft7Validator(crd_schema()) if have_crd else None
     for name, args in SHAPES.items():
@@ -150,10 +152,7 @@ def check_manifests(binary, update):
             problems += [f"schema: {e.message} at {list(e.absolute_path)}" for e in validator.iter_errors(doc)]
             problems += [f"undeclared field {f}" for f in undeclared_fields(doc, crd_schema())]
         problems += rules(doc)
-        print(f"{'ok  ' if not problems else 'FAIL'} manifest {name}")
-        for p in problems:
-            print(f"     {p}")
-        failures += 1 if problems else 0
+        run.report(f"manifest {name}", problems)
     # Each pod's command puts its node rank, offset(group) + index, where torchrun reads it: run
     # every pod's command and args of a 1:8 + 3:2 job as written, with printf as the launcher.
     doc = yaml.safe_load(manifest(binary, ["--name", "r", "--image", "i", "--group", "1:8", "--group", "3:2",
@@ -170,8 +169,7 @@ def check_manifests(binary, update):
             if out[-2:] != ["t.py", "x y"]:
                 ranks.append(f"script arguments {out[-2:]}")
     ok = ranks == ["--node_rank=0", "--node_rank=1", "--node_rank=2", "--node_rank=3"]
-    print(f"{'ok  ' if ok else 'FAIL'} pod k of group g is node offset(g) + k" + ("" if ok else f": {ranks}"))
-    failures += 0 if ok else 1
+    run.report("pod k of group g is node offset(g) + k", [] if ok else [f"node ranks {ranks}"])
     # With a global batch each pod computes its node's part from its index: run every pod's command
     # as written, with a launcher that prints the part, and compare with the plan of the same nodes.
     for groups, global_batch in [(["3:8:3", "2:4", "1:2:1.5"], 1001), (["5:1", "4:2:2.5"], 13), (["7:3"], 100),
@@ -200,32 +198,27 @@ def check_manifests(binary, update):
                                           "--global-batch", str(global_batch)], capture_output=True, text=True,
                                          check=True).stdout)
         want = [f"{global_batch} {n['node_batch']} {n['node_batch_offset']}" for n in plan["nodes"]]
-        ok = got == want
-        print(f"{'ok  ' if ok else 'FAIL'} pods of {' + '.join(groups)} take their plan's part of {global_batch}"
-              + ("" if ok else f": {got}, the plan {want}"))
-        failures += 0 if ok else 1
+        run.report(f"pods of {' + '.join(groups)} take their plan's part of {global_batch}",
+                   [] if got == want else [f"{got}, the plan {want}"])
     # docs/kubernetes.md's example is the golden manifest `readme`, as it is.
     readme = (HERE.parent.parent / "docs" / "kubernetes.md").read_text()
     in_readme = (GOLDEN / "readme.yaml").read_text() in readme
-    print(f"{'ok  ' if in_readme else 'FAIL'} docs/kubernetes.md shows the golden manifest 'readme'")
-    failures += 0 if in_readme else 1
+    run.report("docs/kubernetes.md shows the golden manifest 'readme'",
+               [] if in_readme else ["the manifest is not in the page, as it is"])
     # The schema check itself catches what it should: a misspelt field and a wrong type.
     if have_crd:
         doc = yaml.safe_load(manifest(binary, SHAPES["readme"]))
         doc["spec"]["replicatedJobs"][0]["template"]["spec"]["paralelism"] = 2
         doc["spec"]["replicatedJobs"][1]["replicas"] = "one"
         caught = bool(undeclared_fields(doc, crd_schema())) and any(validator.iter_errors(doc))
-        print(f"{'ok  ' if caught else 'FAIL'} the checks catch a misspelt field and a wrong type")
-        failures += 0 if caught else 1
+        run.report("the checks catch a misspelt field and a wrong type", [] if caught else ["not caught"])
     # Names Kubernetes would refuse are refused with a message.
     for bad, expected in [(["--name", "Train"], "is not a DNS label"), (["--name", "x" * 60], "more than 63"),
                           (["--name", "ok", "--namespace", "a_b"], "namespace")]:
         args = [*bad, "--image", "i", "--group", "2:1", "--", "t.py"]
         r = subprocess.run([binary, "jobset", *args], capture_output=True, text=True)
         ok = r.returncode == 1 and expected in r.stderr
-        print(f"{'ok  ' if ok else 'FAIL'} refused: {' '.join(bad)[:40]}" + ("" if ok else f" {r.returncode} {r.stderr}"))
-        failures += 0 if ok else 1
-    return failures
+        run.report(f"refused: {' '.join(bad)[:40]}", [] if ok else [f"exit {r.returncode}: {r.stderr}"])
 
 
 # ---- simulated pods --------------------------------------------------------------------------
@@ -235,14 +228,13 @@ NPROC = [4, 2, 1]
 
 
 def simulate_pods(binary, worker):
-    """4 + 2 + 1 workers: three groups of one pod each (4, 2 and 1 GPUs)."""
+    """4 + 2 + 1 workers: three groups of one pod each (4, 2 and 1 GPUs). Returns the problems."""
     netns.remove_stale("hj")
     work = pathlib.Path(tempfile.mkdtemp(prefix="hetlaunch-jobset-"))
     work.chmod(0o755)
     # With work shares (the first group weighing 2): check-env checks every worker's part too.
     args = ["--name", "sim", "--image", "unused", "--group", "1:4:2", "--group", "1:2", "--group", "1:1",
-            "--global-batch", "29", "--program", "/usr/bin/torchrun", "--torchrun-arg", "--redirects",
-            "--torchrun-arg", "2", "--torchrun-arg", "--tee", "--torchrun-arg", "2", "--master-port", "29801",
+            "--global-batch", "29", *torchrun_flags.torchrun(), "--master-port", "29801",
             "--env", "GLOO_SOCKET_IFNAME=eth0", "--", worker, str(work), binary, "check-env", "--hosts",
             "sim-g0-0-0.sim:4,sim-g1-0-0.sim:2,sim-g2-0-0.sim:1", "--weight", "sim-g0-0-0.sim=2", "--global-batch", "29"]
     doc = yaml.safe_load(manifest(binary, args))
@@ -303,21 +295,17 @@ def simulate_pods(binary, worker):
             for i in range(len(pods)):
                 print((work / f"pod-{i}.log").read_text(errors="replace")[-2000:])
     finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-        network.remove()
-        shutil.rmtree(work, ignore_errors=True)
-    left = [p for p in pathlib.Path("/proc").glob("[0-9]*")
-            if (p / "cmdline").exists() and str(work).encode() in (p / "cmdline").read_bytes()]
+        with signals_held():
+            for p in procs:
+                if p.poll() is None:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait()
+            network.remove()
+            shutil.rmtree(work, ignore_errors=True)
+    left = processes.matching(lambda proc: str(work).encode() in (proc / "cmdline").read_bytes())
     if left:
         problems.append(f"processes left: {left}")
-    print(f"{'ok  ' if not problems else 'FAIL'} simulated pods: 4 + 2 + 1 workers from the manifest's own commands, "
-          "each with its work share")
-    for p in problems:
-        print(f"     {p}")
-    return 1 if problems else 0
+    return problems
 
 
 def main():
@@ -327,17 +315,16 @@ def main():
         print(f"skip the schema checks: the JobSet CRD is not at {CRD}; set HETLAUNCH_JOBSET_CRD to the file "
               "jobset.x-k8s.io_jobsets.yaml of a JobSet release (config/components/crd/bases/ in "
               "kubernetes-sigs/jobset) to run them")
-    failures = check_manifests(binary, update)
-    if "--pods" in sys.argv:
-        if os.geteuid() != 0:
-            print("FAIL simulated pods need root (network namespaces)")
-            return 1
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: sys.exit(130))
-        failures += simulate_pods(binary, sys.argv[sys.argv.index("--pods") + 1])
-    print(f"jobset: {failures} failures")
-    if failures:
-        return 1
+    with Suite("jobset") as run:
+        check_manifests(run, binary, update)
+        if "--pods" in sys.argv:
+            if os.geteuid() != 0:
+                run.report("simulated pods", ["they need root (network namespaces)"])
+            else:
+                run.case("simulated pods: 4 + 2 + 1 workers from the manifest's own commands, each with its work "
+                         "share", simulate_pods, binary, sys.argv[sys.argv.index("--pods") + 1])
+    if run.status:
+        return run.status
     return 0 if CRD.exists() else SKIPPED
 
 

@@ -21,6 +21,8 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
 import netns  # noqa: E402
+import torchrun_flags  # noqa: E402
+from harness import Suite, pick  # noqa: E402
 from worker_records import read_records  # noqa: E402
 
 PREFIX = f"hl{os.getpid()}"
@@ -28,9 +30,7 @@ HOSTS = [f"{PREFIX}-h{i}" for i in range(3)]
 V4 = [f"198.18.0.{i + 1}" for i in range(3)]
 V6 = [f"fd00:7e57::{i + 1}" for i in range(3)]
 NPROC = [4, 2, 1]
-TORCHRUN = ["--program", "/usr/bin/torchrun",
-            # Debian's torch 1.13 on Python 3.11 crashes on the default --redirects/--tee values.
-            "--torchrun-arg", "--redirects", "--torchrun-arg", "2", "--torchrun-arg", "--tee", "--torchrun-arg", "2"]
+TORCHRUN = torchrun_flags.torchrun()
 
 
 # The test hosts: h0, h1, h2, each with an IPv4 and an IPv6 address; `ip netns exec` binds each
@@ -211,36 +211,25 @@ CASES = {
 
 def main():
     binary, worker, work_root = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
-    chosen = sys.argv[4:] or list(CASES)
+    chosen = pick(CASES, sys.argv[4:])
     if os.geteuid() != 0:
         print("netns_test: needs root (network namespaces)")
         return 1
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: (remove_hosts(), sys.exit(130)))
-    failures = 0
-    try:
+
+    def leftovers():
+        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        return [f"namespaces left behind: {left}"] if PREFIX in left else []
+
+    with Suite("multihost", remove_hosts, leftovers) as run:
         create_hosts()
         for name in chosen:
             work = work_root / name
             shutil.rmtree(work, ignore_errors=True)
             work.mkdir(parents=True)
-            start = time.monotonic()
-            problems = CASES[name](binary, worker, work)
-            print(f"{'ok  ' if not problems else 'FAIL'} {name} ({time.monotonic() - start:.0f} s)")
-            for p in problems:
-                print(f"     {p}")
-            if problems:
-                failures += 1
+            if not run.case(name, CASES[name], binary, worker, work):
                 print("".join((work / f"agent-{i}.log").read_text(errors="replace")[-3000:]
                               for i in range(3) if (work / f"agent-{i}.log").exists()))
-    finally:
-        remove_hosts()
-    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    if PREFIX in left:
-        print(f"FAIL namespaces left behind: {left}")
-        failures += 1
-    print(f"multihost: {len(chosen) - failures} passed, {failures} failed")
-    return 1 if failures else 0
+    return run.status
 
 
 if __name__ == "__main__":

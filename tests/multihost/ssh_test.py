@@ -33,6 +33,9 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
 import netns  # noqa: E402
+import processes  # noqa: E402
+import torchrun_flags  # noqa: E402
+from harness import Suite, pick  # noqa: E402
 from worker_records import rank_problems, read_records  # noqa: E402
 
 PREFIX = f"hs{os.getpid()}"
@@ -43,22 +46,23 @@ NETWORK = netns.network(PREFIX, [(f"h{i}", [f"{V4[i]}/24"]) for i in range(3)],
 NPROC = [4, 2, 1]
 GPUS = [4, 2, 0]  # what each host's nvidia-smi lists; host 2 has no nvidia-smi at all
 WORK_STEM = "hetlaunch-ssh-test-"
-TORCHRUN = ["--program", "/usr/bin/torchrun",
-            # Debian's torch 1.13 on Python 3.11 crashes on the default --redirects/--tee values.
-            "--torchrun-arg", "--redirects", "--torchrun-arg", "2", "--torchrun-arg", "--tee", "--torchrun-arg", "2"]
+TORCHRUN = torchrun_flags.torchrun()
 KILL_AFTER = 3
 
 
 def job_processes(marker):
-    """Processes whose command line names `marker` (the work directory), other than this one."""
+    """(pid, command line) of the processes whose command line names `marker` (the work
+    directory), other than this one."""
+    def names_marker(proc):
+        return marker.encode() in (proc / "cmdline").read_bytes()
+
     found = []
-    for proc in pathlib.Path("/proc").glob("[0-9]*"):
+    for pid in processes.matching(names_marker):
         try:
-            cmdline = (proc / "cmdline").read_bytes()
+            cmdline = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        if marker.encode() in cmdline and int(proc.name) != os.getpid():
-            found.append((int(proc.name), cmdline.replace(b"\0", b" ").decode(errors="replace")[:200]))
+        found.append((pid, cmdline.replace(b"\0", b" ").decode(errors="replace")[:200]))
     return found
 
 
@@ -614,7 +618,7 @@ CASES = {
 
 def main():
     binary, worker = sys.argv[1], sys.argv[2]
-    chosen = sys.argv[3:] or list(CASES)
+    chosen = pick(CASES, sys.argv[3:])
     if os.geteuid() != 0:
         print("ssh_test: needs root (network namespaces)")
         return 1
@@ -623,38 +627,23 @@ def main():
     work_root.mkdir(mode=0o755)
     c = cluster(work_root)
 
-    def interrupted(*_):
+    def teardown():
         c.remove()
         shutil.rmtree(work_root, ignore_errors=True)
-        sys.exit(130)
 
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, interrupted)
-    failures = 0
-    try:
+    def leftovers():
+        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        return ([f"namespaces left behind: {left}"] if PREFIX in left else []) + \
+            [f"process left behind: {pid} {cmd}" for pid, cmd in job_processes(str(work_root))]
+
+    with Suite("ssh", teardown, leftovers) as run:
         c.create()
         for name in chosen:
             work = work_root / name
             work.mkdir()
             work.chmod(0o755)
-            start = time.monotonic()
-            problems = CASES[name](binary, worker, work, c)
-            print(f"{'ok  ' if not problems else 'FAIL'} {name} ({time.monotonic() - start:.0f} s)", flush=True)
-            for p in problems:
-                print(f"     {p}")
-            failures += 1 if problems else 0
-    finally:
-        c.remove()
-        shutil.rmtree(work_root, ignore_errors=True)
-    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    if PREFIX in left:
-        print(f"FAIL namespaces left behind: {left}")
-        failures += 1
-    if job_processes(str(work_root)):
-        print(f"FAIL processes left behind: {job_processes(str(work_root))}")
-        failures += 1
-    print(f"ssh: {len(chosen) - failures} passed, {failures} failed")
-    return 1 if failures else 0
+            run.case(name, CASES[name], binary, worker, work, c)
+    return run.status
 
 
 if __name__ == "__main__":

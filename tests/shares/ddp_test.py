@@ -30,6 +30,7 @@ sys.path.insert(0, str(HERE.parent / "support"))
 sys.path.insert(0, str(HERE.parents[1] / "python"))
 sys.path.insert(0, str(HERE))
 import processes  # noqa: E402
+import torchrun_flags  # noqa: E402
 import hetlaunch_shares as shares  # noqa: E402
 import ddp_worker  # noqa: E402
 
@@ -84,9 +85,7 @@ def run_job(binary, torchrun, work, global_batch, marker):
     for node in range(2):
         log = open(work / f"agent-{node}.log", "w")
         agents.append(subprocess.Popen(
-            [binary, "exec", "--node", str(node), *flags, "--master-port", port, "--program", torchrun,
-             "--torchrun-arg", "--redirects", "--torchrun-arg", "2", "--torchrun-arg", "--tee", "--torchrun-arg", "2",
-             "--", str(HERE / "ddp_worker.py"), str(work), str(STEPS), binary, "check-env", *flags],
+            [binary, "exec", "--node", str(node), *flags, "--master-port", port, *torchrun_flags.torchrun(torchrun), "--", str(HERE / "ddp_worker.py"), str(work), str(STEPS), binary, "check-env", *flags],
             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
     codes = []
     for a in agents:

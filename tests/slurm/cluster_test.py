@@ -31,8 +31,6 @@ import json
 import os
 import pathlib
 import re
-import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -41,6 +39,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import real_cluster  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
+from harness import Suite, pick  # noqa: E402
 from worker_records import rank_problems, read_records  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -518,23 +517,19 @@ def main():
         record = pathlib.Path(args[i + 1])
         del args[i:i + 2]
     binary, worker = os.path.abspath(args[0]), os.path.abspath(args[1])
-    wanted = args[2:]
-    cases = [("readme", "readme"), ("hetjob", "hetjob"), ("sbatch", "sbatch"), ("restart", "restart"),
-             ("directives", "directives"),
-             ("recorded", "recorded"),
-             ("partial", "partial"), ("layout", "layout"), ("node-dies", "node_dies"), ("lost-node", "lost_node"),
-             ("hetjob-lost-node", "hetjob_lost_node")]
-    if wanted:
-        unknown = set(wanted) - {n for n, _ in cases}
-        if unknown:
-            sys.exit(f"unknown cases: {sorted(unknown)}")
-        cases = [c for c in cases if c[0] in wanted]
+    cases = {"readme": "readme", "hetjob": "hetjob", "sbatch": "sbatch", "restart": "restart",
+             "directives": "directives", "recorded": "recorded", "partial": "partial", "layout": "layout",
+             "node-dies": "node_dies", "lost-node": "lost_node", "hetjob-lost-node": "hetjob_lost_node"}
+    chosen = pick(cases, args[2:])
     cluster = real_cluster.slurm_cluster()
-    # Stop cleanly on SIGTERM (ctest's timeout) as on Ctrl-C: teardown runs in `finally`.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    failures = []
-    started = time.monotonic()
-    try:
+
+    def leftovers():
+        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        return ([f"namespaces left behind: {left}"] if cluster.prefix in left else []) + \
+            [f"process left behind: {pid}" for pid in real_cluster.processes_naming(str(cluster.work))]
+
+    with Suite("slurm", cluster.remove, leftovers) as run:
+        started = time.monotonic()
         cluster.start()
         print(f"cluster up in {time.monotonic() - started:.1f} s", flush=True)
         s = suite(cluster, binary, worker)
@@ -542,29 +537,25 @@ def main():
             record.write_text(header(s.recorded_environments()))
             print(f"wrote {record}")
             return 0
-        for name, method in cases:
-            t = time.monotonic()
+
+        def checked(method):
+            """The case's failed expectation, and any job process it left on the hosts."""
+            problems = []
             try:
                 shown = getattr(s, method)()
-                s.no_leftovers()
-                print(f"ok   {name} ({time.monotonic() - t:.1f} s)", flush=True)
                 if os.environ.get("SLURM_TEST_SHOW"):
                     print(shown)
             except case_failed as e:
-                failures.append(name)
-                print(f"FAIL {name} ({time.monotonic() - t:.1f} s): {e}", flush=True)
-                try:
-                    s.no_leftovers()
-                except case_failed as left:
-                    print(f"     and {left}")
-    finally:
-        t = time.monotonic()
-        cluster.remove()
-        print(f"cluster removed in {time.monotonic() - t:.1f} s (total {time.monotonic() - started:.1f} s)")
-    if failures:
-        print(f"failed: {' '.join(failures)}")
-        return 1
-    return 0
+                problems.append(str(e))
+            try:
+                s.no_leftovers()
+            except case_failed as left:
+                problems.append(str(left))
+            return problems
+
+        for name in chosen:
+            run.case(name, checked, cases[name])
+    return run.status
 
 
 if __name__ == "__main__":

@@ -46,16 +46,3 @@ TEST_SUITE("result") {
   }
 #endif
 }
-
-// The build reads the version from the VERSION file; the header states it too.
-TEST_CASE("VERSION and version.hpp name the same version") {
-#ifdef HETLAUNCH_TEST_VERSION_FILE
-  CHECK(std::string(HETLAUNCH_TEST_VERSION_FILE) ==
-        hetlaunch::detail::concat(HETLAUNCH_VERSION_MAJOR, ".", HETLAUNCH_VERSION_MINOR, ".",
-                                  HETLAUNCH_VERSION_PATCH));
-  CHECK(HETLAUNCH_VERSION ==
-        HETLAUNCH_VERSION_MAJOR * 10000 + HETLAUNCH_VERSION_MINOR * 100 + HETLAUNCH_VERSION_PATCH);
-#else
-  FAIL("the build did not pass HETLAUNCH_TEST_VERSION_FILE");
-#endif
-}

@@ -30,9 +30,7 @@ inline std::string accelerate_message(const diagnostic& d) {
 }
 
 inline diagnostic accelerate_problem(errc code) {
-  diagnostic d = launch_problem(code);
-  d.describe = &accelerate_message;
-  return d;
+  return diagnostic::of(code).with_describe(&accelerate_message);
 }
 
 // Machine `node`'s command from options already checked: only the machine's own process count
@@ -44,9 +42,7 @@ inline result<std::vector<std::string>, diagnostic> build_accelerate_argv(const 
   const long long total =
       static_cast<long long>(c.nproc(node)) * static_cast<long long>(c.node_count());
   if (total < 2) {
-    diagnostic d = accelerate_problem(errc::too_few_processes);
-    d.value = total;
-    return d;
+    return accelerate_problem(errc::too_few_processes).with_value(total);
   }
   std::vector<std::string> argv = {"accelerate",
                                    "launch",

@@ -86,6 +86,66 @@ struct diagnostic {
 
   constexpr explicit operator bool() const noexcept { return code != errc::ok; }
 
+  /// Every diagnostic is built one way, in one expression: the code, then the fields it uses.
+  ///   diagnostic::of(errc::bad_nproc).with_node(i).with_host(host).with_value(0)
+  [[nodiscard]] static constexpr diagnostic of(errc problem) noexcept {
+    diagnostic d{};
+    d.code = problem;
+    return d;
+  }
+  constexpr diagnostic& with_node(std::size_t i) noexcept {
+    node = i;
+    return *this;
+  }
+  constexpr diagnostic& with_host(std::string_view h) noexcept {
+    host = h;
+    return *this;
+  }
+  constexpr diagnostic& with_role(std::string_view r) noexcept {
+    role = r;
+    return *this;
+  }
+  constexpr diagnostic& with_value(long long v) noexcept {
+    value = v;
+    return *this;
+  }
+  constexpr diagnostic& with_other_node(std::size_t i) noexcept {
+    other_node = i;
+    return *this;
+  }
+  constexpr diagnostic& with_position(std::size_t p) noexcept {
+    position = p;
+    return *this;
+  }
+  constexpr diagnostic& with_issue(host_issue i) noexcept {
+    issue = i;
+    return *this;
+  }
+  constexpr diagnostic& with_limit(long long l) noexcept {
+    limit = l;
+    return *this;
+  }
+  constexpr diagnostic& with_variable(std::string_view v) noexcept {
+    variable = v;
+    return *this;
+  }
+  constexpr diagnostic& with_text(std::string_view t) noexcept {
+    text = t;
+    return *this;
+  }
+  constexpr diagnostic& with_weight(weight_issue w) noexcept {
+    weight = w;
+    return *this;
+  }
+  constexpr diagnostic& with_local_rank(int l) noexcept {
+    local_rank = l;
+    return *this;
+  }
+  constexpr diagnostic& with_describe(std::string (*d)(const diagnostic&)) noexcept {
+    describe = d;
+    return *this;
+  }
+
   /// For people: "node 1 ('gpu-b'): nproc must be at least 1, got 0". (A template only so that
   /// it is compiled where it is used.)
   template <class Unused = void>

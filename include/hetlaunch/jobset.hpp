@@ -105,22 +105,18 @@ inline std::string jobset_message(const diagnostic& d) {
 
 inline diagnostic jobset_problem(errc code, std::string_view variable, std::string_view text,
                                  long long value = 0, long long limit = 0) {
-  diagnostic d{};
-  d.code = code;
-  d.variable = variable;
-  d.text = text;
-  d.value = value;
-  d.limit = limit;
-  d.describe = &jobset_message;
-  return d;
+  return diagnostic::of(code)
+      .with_variable(variable)
+      .with_text(text)
+      .with_value(value)
+      .with_limit(limit)
+      .with_describe(&jobset_message);
 }
 
 // A problem at a character of `text`: its offset is the diagnostic's position.
 inline diagnostic jobset_problem_at(errc code, std::string_view variable, std::string_view text,
                                     std::size_t position) {
-  diagnostic d = jobset_problem(code, variable, text);
-  d.position = position;
-  return d;
+  return jobset_problem(code, variable, text).with_position(position);
 }
 
 }  // namespace detail
@@ -255,7 +251,7 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
   launch_options launch = o.launch;
   launch.master_addr.clear();  // node 0: the first pod
   launch.backend = rendezvous::static_tcp;
-  if (launch.script.empty()) return detail::launch_problem(errc::empty_script);
+  if (launch.script.empty()) return diagnostic::of(errc::empty_script);
   auto plan = make_plan(detail::jobset_cluster(groups, o), launch);
   if (!plan) return plan.error().front();
   document root = document::object();

@@ -102,12 +102,6 @@ std::string_view master_host(const Topology& c, const launch_options& o) noexcep
   return c.node_count() ? c.node(0).host : std::string_view();
 }
 
-inline diagnostic launch_problem(errc code) {
-  diagnostic d{};
-  d.code = code;
-  return d;
-}
-
 // Whether extra argument `arg` ("--name" or "--name=value", '-' or '_' between words) names
 // torchrun's option `option` (underscore spelling): in full, or abbreviated to at least
 // `shortest` characters, as argparse accepts a unique prefix.
@@ -165,9 +159,7 @@ inline void binding_problems(const launch_options& o, std::vector<diagnostic>& o
   if (o.binding == numa_binding::none) return;
   for (const std::string& arg : o.torchrun_args)
     if (names_option(arg, "run_path", 4) || names_option(arg, "numa_binding", 4)) {
-      diagnostic d = launch_problem(errc::binding_entrypoint);
-      d.text = arg;
-      out.push_back(d);
+      out.push_back(diagnostic::of(errc::binding_entrypoint).with_text(arg));
     }
 }
 
@@ -176,9 +168,7 @@ inline void binding_problems(const launch_options& o, std::vector<diagnostic>& o
 inline void unpredictable_torchrun_args(const launch_options& o, std::vector<diagnostic>& out) {
   for (const std::string& arg : o.torchrun_args)
     if (is_virtual_local_rank(arg)) {
-      diagnostic d = launch_problem(errc::virtual_local_rank);
-      d.text = arg;
-      out.push_back(d);
+      out.push_back(diagnostic::of(errc::virtual_local_rank).with_text(arg));
     }
 }
 
@@ -188,17 +178,17 @@ inline void unpredictable_torchrun_args(const launch_options& o, std::vector<dia
 inline void global_batch_problems(const launch_options& o, long long world,
                                   std::vector<diagnostic>& out) {
   if (o.global_batch == 0) return;
-  diagnostic d =
-      launch_problem(o.global_batch < 0 ? errc::bad_global_batch : errc::global_batch_too_small);
-  d.value = o.global_batch;
-  d.variable = "global_batch";
   if (o.global_batch < 0) {
-    out.push_back(d);
+    out.push_back(diagnostic::of(errc::bad_global_batch)
+                      .with_value(o.global_batch)
+                      .with_variable("global_batch"));
     return;
   }
   if (world < 0 || o.global_batch >= world) return;
-  d.limit = world;
-  out.push_back(d);
+  out.push_back(diagnostic::of(errc::global_batch_too_small)
+                    .with_value(o.global_batch)
+                    .with_variable("global_batch")
+                    .with_limit(world));
 }
 
 template <class Topology>
@@ -218,23 +208,17 @@ void batch_problems(const Topology& c, const launch_options& o, std::vector<diag
 inline void environment_problems_at(const launch_options& o, std::string_view addr, bool check_addr,
                                     std::vector<diagnostic>& out) {
   if (o.master_port < 1 || o.master_port > 65535) {
-    diagnostic d = launch_problem(errc::bad_port);
-    d.value = o.master_port;
-    d.variable = "master_port";
-    out.push_back(d);
+    out.push_back(
+        diagnostic::of(errc::bad_port).with_value(o.master_port).with_variable("master_port"));
   }
   if (check_addr && check_host(addr, /*allow_underscore=*/true).issue != host_issue::none) {
-    diagnostic d = launch_problem(errc::bad_master_addr);
-    d.variable = "master_addr";
-    d.text = addr;
-    out.push_back(d);
+    out.push_back(
+        diagnostic::of(errc::bad_master_addr).with_variable("master_addr").with_text(addr));
   }
   if (o.backend == rendezvous::c10d && (o.rdzv_id.empty() || o.rdzv_id == "none"))
-    out.push_back(launch_problem(errc::missing_rdzv_id));
+    out.push_back(diagnostic::of(errc::missing_rdzv_id));
   if (o.max_restarts < 0) {
-    diagnostic d = launch_problem(errc::bad_max_restarts);
-    d.value = o.max_restarts;
-    out.push_back(d);
+    out.push_back(diagnostic::of(errc::bad_max_restarts).with_value(o.max_restarts));
   }
 }
 template <class Topology>
@@ -247,30 +231,22 @@ void environment_problems(const Topology& c, const launch_options& o,
 // has its own program and no torchrun options.
 inline void command_problems(const launch_options& o, bool torchrun, std::vector<diagnostic>& out) {
   if (torchrun && (o.program.empty() || o.program.front().empty()))
-    out.push_back(launch_problem(errc::empty_program));
+    out.push_back(diagnostic::of(errc::empty_program));
   if (torchrun && o.rendezvous_timeout < 0) {
-    diagnostic d = launch_problem(errc::bad_rendezvous_timeout);
-    d.value = o.rendezvous_timeout;
-    out.push_back(d);
+    out.push_back(diagnostic::of(errc::bad_rendezvous_timeout).with_value(o.rendezvous_timeout));
   }
   if (torchrun && o.flags == flag_style::dash && o.torch.code() < 200) {
-    diagnostic d = launch_problem(errc::dash_flags_need_torch_2);
-    d.value = o.torch.code();
-    out.push_back(d);
+    out.push_back(diagnostic::of(errc::dash_flags_need_torch_2).with_value(o.torch.code()));
   }
   if (torchrun)
     for (const std::string& arg : o.torchrun_args)
       if (overrides_computed_flag(arg)) {
-        diagnostic d = launch_problem(errc::overriding_torchrun_arg);
-        d.text = arg;
-        out.push_back(d);
+        out.push_back(diagnostic::of(errc::overriding_torchrun_arg).with_text(arg));
       }
   if (torchrun) unpredictable_torchrun_args(o, out);
   if (torchrun) binding_problems(o, out);
   if (!o.script.empty() && o.script[0] == '-') {
-    diagnostic d = launch_problem(errc::script_looks_like_option);
-    d.text = o.script;
-    out.push_back(d);
+    out.push_back(diagnostic::of(errc::script_looks_like_option).with_text(o.script));
   }
 }
 
@@ -294,21 +270,20 @@ std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node,
                                         const launch_options& o, output what) {
   std::vector<diagnostic> out = validate(c, o.validation);
   if (node >= c.node_count()) {
-    diagnostic d = launch_problem(errc::node_out_of_range);
-    d.value = static_cast<long long>(node);
-    d.limit = static_cast<long long>(c.node_count());
-    out.push_back(d);
+    out.push_back(diagnostic::of(errc::node_out_of_range)
+                      .with_value(static_cast<long long>(node))
+                      .with_limit(static_cast<long long>(c.node_count())));
   }
   environment_problems(c, o, out);
   if (what == output::environment) {
     batch_problems(c, o, out);
     if (o.backend == rendezvous::c10d)
-      out.push_back(launch_problem(errc::ranks_decided_at_rendezvous));
+      out.push_back(diagnostic::of(errc::ranks_decided_at_rendezvous));
     unpredictable_torchrun_args(o, out);
     return out;
   }
   command_problems(o, what == output::torchrun_argv, out);
-  if (o.script.empty()) out.push_back(launch_problem(errc::empty_script));
+  if (o.script.empty()) out.push_back(diagnostic::of(errc::empty_script));
   return out;
 }
 

@@ -83,10 +83,9 @@ class launch_plan {
                                                                 const launch_options&);
 
   diagnostic node_error(std::size_t node) const {
-    diagnostic d = detail::launch_problem(errc::node_out_of_range);
-    d.value = static_cast<long long>(node);
-    d.limit = static_cast<long long>(topology_.node_count());
-    return d;
+    return diagnostic::of(errc::node_out_of_range)
+        .with_value(static_cast<long long>(node))
+        .with_limit(static_cast<long long>(topology_.node_count()));
   }
   // Why worker `local_rank` of `node` has no environment to give, if it has none.
   result<bool, diagnostic> worker_error(std::size_t node, int local_rank) const {
@@ -94,7 +93,7 @@ class launch_plan {
     const auto rank = topology_.try_global_rank(node, local_rank);
     if (!rank) return rank.error();
     if (options_.backend == rendezvous::c10d)
-      return detail::launch_problem(errc::ranks_decided_at_rendezvous);
+      return diagnostic::of(errc::ranks_decided_at_rendezvous);
     return true;
   }
 
@@ -111,7 +110,7 @@ class launch_plan {
   [[nodiscard]] result<std::vector<std::string>, diagnostic> try_torchrun_argv(
       std::size_t node) const {
     if (node >= topology_.node_count()) return node_error(node);
-    if (options_.script.empty()) return detail::launch_problem(errc::empty_script);
+    if (options_.script.empty()) return diagnostic::of(errc::empty_script);
     return detail::build_torchrun_argv(topology_, node, options_);
   }
   /// try_torchrun_argv(node).value(). Preconditions: node < node_count() and a script.
@@ -171,9 +170,7 @@ class launch_plan {
   [[nodiscard]] result<node_batch, diagnostic> try_node_batch(std::size_t node) const {
     if (node >= topology_.node_count()) return node_error(node);
     if (batches_.empty()) {
-      diagnostic d = detail::launch_problem(errc::bad_global_batch);
-      d.variable = "global_batch";
-      return d;
+      return diagnostic::of(errc::bad_global_batch).with_variable("global_batch");
     }
     return batches_[node];
   }
@@ -202,7 +199,7 @@ class launch_plan {
   [[nodiscard]] result<std::vector<std::string>, diagnostic> try_accelerate_argv(
       std::size_t node) const {
     if (node >= topology_.node_count()) return node_error(node);
-    if (options_.script.empty()) return detail::launch_problem(errc::empty_script);
+    if (options_.script.empty()) return diagnostic::of(errc::empty_script);
     return detail::build_accelerate_argv(topology_, node, options_);
   }
   /// try_accelerate_argv(node).value(). Preconditions: node < node_count(), a script, and at least
@@ -241,18 +238,13 @@ template <class Getenv,
   std::vector<diagnostic> out = detail::compare_worker_env(plan.topology(), get);
   if (!plan.has_shares()) return out;
   const auto read = [&](const char* name, long long& value) {
-    diagnostic d{};
-    d.variable = name;
     const char* text = get(name);
     if (text == nullptr) {
-      d.code = errc::env_missing;
-      out.push_back(d);
+      out.push_back(diagnostic::of(errc::env_missing).with_variable(name));
       return false;
     }
     if (!detail::parse_decimal(text, LLONG_MAX, value)) {
-      d.code = errc::env_not_a_number;
-      d.text = text;
-      out.push_back(d);
+      out.push_back(diagnostic::of(errc::env_not_a_number).with_variable(name).with_text(text));
       return false;
     }
     return true;
@@ -264,18 +256,15 @@ template <class Getenv,
   const auto compare = [&](const char* name, long long planned, bool per_node) {
     long long value = 0;
     if (!read(name, value) || value == planned) return;
-    diagnostic d{};
+    diagnostic d = diagnostic::of(errc::batch_mismatch)
+                       .with_variable(name)
+                       .with_value(value)
+                       .with_limit(planned)
+                       .with_text(get(name));
     if (per_node) {
       const node_spec spec = plan.topology().node(static_cast<std::size_t>(group));
-      d.node = static_cast<std::size_t>(group);
-      d.host = spec.host;
-      d.role = spec.role;
+      d.with_node(static_cast<std::size_t>(group)).with_host(spec.host).with_role(spec.role);
     }
-    d.code = errc::batch_mismatch;
-    d.variable = name;
-    d.value = value;
-    d.limit = planned;
-    d.text = get(name);
     out.push_back(d);
   };
   compare("HETLAUNCH_GLOBAL_BATCH", plan.options().global_batch, false);

@@ -127,52 +127,36 @@ constexpr void set_offsets(std::size_t n, node_batch* out) noexcept {
 template <class NodeAt>
 constexpr diagnostic split_problem(std::size_t n, NodeAt node_at, int global_batch,
                                    long long& world) noexcept {
-  diagnostic d{};
   world = 0;
-  if (n == 0) {
-    d.code = errc::empty_cluster;
-    return d;
-  }
+  if (n == 0) return diagnostic::of(errc::empty_cluster);
   for (std::size_t i = 0; i < n; ++i) {
     const node_spec node = node_at(i);
-    const auto at_node = [&](errc code) -> diagnostic& {
-      d.code = code;
-      d.node = i;
-      d.host = node.host;
-      d.role = node.role;
-      return d;
+    const auto at_node = [&](errc code) {
+      return diagnostic::of(code).with_node(i).with_host(node.host).with_role(node.role);
     };
-    if (node.nproc < 1) {
-      at_node(errc::bad_nproc).value = node.nproc;
-      return d;
-    }
+    if (node.nproc < 1) return at_node(errc::bad_nproc).with_value(node.nproc);
     world += node.nproc;
-    if (world > INT_MAX) {
-      at_node(errc::world_size_overflow).value = world;
-      d.limit = INT_MAX;
-      return d;
-    }
+    if (world > INT_MAX)
+      return at_node(errc::world_size_overflow).with_value(world).with_limit(INT_MAX);
     if (!is_default_weight(node.weight)) {
       const weight_check wc = check_weight(node.weight);
-      if (!wc) {
-        at_node(errc::bad_weight).weight = wc.issue;
-        d.position = wc.position;
-        d.text = node.weight;
-        return d;
-      }
+      if (!wc)
+        return at_node(errc::bad_weight)
+            .with_weight(wc.issue)
+            .with_position(wc.position)
+            .with_text(node.weight);
     }
   }
-  if (global_batch < 0) {
-    d.code = errc::bad_global_batch;
-    d.value = global_batch;
-    d.variable = "global_batch";
-  } else if (global_batch < world) {
-    d.code = errc::global_batch_too_small;
-    d.value = global_batch;
-    d.limit = world;
-    d.variable = "global_batch";
-  }
-  return d;
+  if (global_batch < 0)
+    return diagnostic::of(errc::bad_global_batch)
+        .with_value(global_batch)
+        .with_variable("global_batch");
+  if (global_batch < world)
+    return diagnostic::of(errc::global_batch_too_small)
+        .with_value(global_batch)
+        .with_limit(world)
+        .with_variable("global_batch");
+  return diagnostic{};
 }
 
 template <class NodeAt>

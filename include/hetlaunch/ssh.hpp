@@ -97,11 +97,7 @@ inline std::string ssh_message(const diagnostic& d) {
 }
 
 inline diagnostic ssh_problem(errc code, std::string_view text) {
-  diagnostic d{};
-  d.code = code;
-  d.text = text;
-  d.describe = &ssh_message;
-  return d;
+  return diagnostic::of(code).with_text(text).with_describe(&ssh_message);
 }
 
 }  // namespace detail
@@ -112,18 +108,13 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
 [[nodiscard]] inline std::vector<diagnostic> validate_ssh(const ssh_options& ssh) {
   std::vector<diagnostic> out;
   if (ssh.program.empty() || ssh.program.front().empty()) {
-    diagnostic d = detail::ssh_problem(errc::empty_program, "");
-    d.variable = "ssh program";
-    out.push_back(d);
+    out.push_back(detail::ssh_problem(errc::empty_program, "").with_variable("ssh program"));
   }
   // A NUL cannot reach the node: the remote command is one C string, and sh would cut it there.
   const auto nul = [&out](std::string_view what, std::string_view text) {
     const std::size_t at = text.find('\0');
     if (at == std::string_view::npos) return;
-    diagnostic d = detail::ssh_problem(errc::nul_byte, text);
-    d.variable = what;
-    d.position = at;
-    out.push_back(d);
+    out.push_back(detail::ssh_problem(errc::nul_byte, text).with_variable(what).with_position(at));
   };
   for (const auto& v : ssh.env) {
     if (!detail::is_env_name(v.first))
@@ -132,9 +123,7 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
   }
   nul("directory", ssh.chdir);
   if (ssh.kill_after < 1 || ssh.kill_after > 3600) {
-    diagnostic d = detail::ssh_problem(errc::bad_kill_after, "");
-    d.value = ssh.kill_after;
-    out.push_back(d);
+    out.push_back(detail::ssh_problem(errc::bad_kill_after, "").with_value(ssh.kill_after));
   }
   return out;
 }

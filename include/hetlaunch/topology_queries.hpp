@@ -35,19 +35,14 @@ class topology_queries {
   constexpr std::size_t count() const noexcept { return self().node_count(); }
 
   constexpr diagnostic range_error(errc code, long long value, long long limit) const noexcept {
-    diagnostic d{};
-    d.code = code;
-    d.value = value;
-    d.limit = limit;
-    return d;
+    return diagnostic::of(code).with_value(value).with_limit(limit);
   }
   constexpr diagnostic local_rank_error(std::size_t i, int local_rank) const noexcept {
-    diagnostic d =
-        range_error(errc::local_rank_out_of_range, local_rank, self().node_unchecked(i).nproc);
-    d.node = i;
-    d.host = self().node_unchecked(i).host;
-    d.role = self().node_unchecked(i).role;
-    return d;
+    const node_spec node = self().node_unchecked(i);
+    return range_error(errc::local_rank_out_of_range, local_rank, node.nproc)
+        .with_node(i)
+        .with_host(node.host)
+        .with_role(node.role);
   }
   constexpr long long world_ll() const noexcept { return offsets()[count()]; }
 

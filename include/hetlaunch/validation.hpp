@@ -118,61 +118,47 @@ template <class NodeAt, class DuplicateOf, class Report>
 constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options options,
                               DuplicateOf duplicate_of, Report report) noexcept {
   if (n == 0) {
-    diagnostic d{};
-    d.code = errc::empty_cluster;
-    report(d);
+    report(diagnostic::of(errc::empty_cluster));
     return;
   }
   long long world = 0;
   bool overflow_reported = false;
   // Only a failing check builds a diagnostic: the loop is charged per statement in constexpr.
   const auto problem = [&](std::size_t i, const node_spec& node, errc code) {
-    diagnostic d{};
-    d.code = code;
-    d.node = i;
-    d.host = node.host;
-    d.role = node.role;
-    return d;
+    return diagnostic::of(code).with_node(i).with_host(node.host).with_role(node.role);
   };
   // The previous node's role, kept rather than read again: a node copied costs constexpr steps.
   std::string_view previous_role;
   for (std::size_t i = 0; i < n; ++i) {
     const node_spec node = node_at(i);
     if (node.nproc < 1) {
-      diagnostic d = problem(i, node, errc::bad_nproc);
-      d.value = node.nproc;
-      if (!report(d)) return;
+      if (!report(problem(i, node, errc::bad_nproc).with_value(node.nproc))) return;
     } else {
       world += node.nproc;
       if (world > INT_MAX && !overflow_reported) {
         overflow_reported = true;
-        diagnostic d = problem(i, node, errc::world_size_overflow);
-        d.value = world;
-        d.limit = INT_MAX;
-        if (!report(d)) return;
+        if (!report(
+                problem(i, node, errc::world_size_overflow).with_value(world).with_limit(INT_MAX)))
+          return;
       }
     }
     const host_check hc = check_host(node.host, options.allow_underscore);
     if (hc.issue != host_issue::none) {
-      diagnostic d = problem(i, node, errc::bad_host);
-      d.issue = hc.issue;
-      d.position = hc.position;
-      if (!report(d)) return;
+      if (!report(problem(i, node, errc::bad_host).with_issue(hc.issue).with_position(hc.position)))
+        return;
     }
     if (!options.allow_duplicate_hosts && duplicate_of[i] != n) {
-      diagnostic d = problem(i, node, errc::duplicate_host);
-      d.other_node = duplicate_of[i];
-      if (!report(d)) return;
+      if (!report(problem(i, node, errc::duplicate_host).with_other_node(duplicate_of[i]))) return;
     }
     // is_default_weight written out: a call costs constexpr steps, and this runs for every node.
     if (!(node.weight.size() == 1 && node.weight[0] == '1')) {
       const weight_check wc = check_weight(node.weight);
       if (!wc) {
-        diagnostic d = problem(i, node, errc::bad_weight);
-        d.weight = wc.issue;
-        d.position = wc.position;
-        d.text = node.weight;
-        if (!report(d)) return;
+        if (!report(problem(i, node, errc::bad_weight)
+                        .with_weight(wc.issue)
+                        .with_position(wc.position)
+                        .with_text(node.weight)))
+          return;
       }
     }
     if (node.role.empty()) {
@@ -181,9 +167,8 @@ constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options op
       // A role equal to the previous node's was already checked.
       const std::size_t pos = role_problem_position(node.role);
       if (node.role[0] == '-' || pos != node.role.size()) {
-        diagnostic d = problem(i, node, errc::bad_role);
-        d.position = node.role[0] == '-' ? 0 : pos;
-        if (!report(d)) return;
+        if (!report(problem(i, node, errc::bad_role).with_position(node.role[0] == '-' ? 0 : pos)))
+          return;
       }
     }
     previous_role = node.role;

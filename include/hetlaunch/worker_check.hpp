@@ -30,18 +30,13 @@ std::vector<diagnostic> compare_worker_env(const cluster& c, Getenv&& get) {
   std::vector<diagnostic> out;
   const auto read = [&](const char* name, long long& value) {
     const char* text = get(name);
-    diagnostic d{};
-    d.variable = name;
     if (text == nullptr) {
-      d.code = errc::env_missing;
-      out.push_back(d);
+      out.push_back(diagnostic::of(errc::env_missing).with_variable(name));
       return false;
     }
     const std::string_view s(text);
     if (!detail::parse_signed(s, LLONG_MAX, value)) {
-      d.code = errc::env_not_a_number;
-      d.text = s;
-      out.push_back(d);
+      out.push_back(diagnostic::of(errc::env_not_a_number).with_variable(name).with_text(s));
       return false;
     }
     return true;
@@ -54,59 +49,45 @@ std::vector<diagnostic> compare_worker_env(const cluster& c, Getenv&& get) {
   const bool have_local = read("LOCAL_RANK", local);
   const long long planned_world = c.node_count() ? c.world_size() : 0;
   if (have_world && world != planned_world) {
-    diagnostic d{};
-    d.code = errc::world_size_mismatch;
-    d.variable = "WORLD_SIZE";
-    d.value = world;
-    d.limit = planned_world;
-    out.push_back(d);
+    out.push_back(diagnostic::of(errc::world_size_mismatch)
+                      .with_variable("WORLD_SIZE")
+                      .with_value(world)
+                      .with_limit(planned_world));
   }
   const char* identical = get("TORCH_ELASTIC_WORKER_IDENTICAL");
   if (nodes_differ(c) && identical && std::string_view(identical) == "1") {
-    diagnostic d{};
-    d.code = errc::identical_workers_on_heterogeneous;
-    d.variable = "TORCH_ELASTIC_WORKER_IDENTICAL";
-    out.push_back(d);
+    out.push_back(diagnostic::of(errc::identical_workers_on_heterogeneous)
+                      .with_variable("TORCH_ELASTIC_WORKER_IDENTICAL"));
   }
   if (!have_group) return out;
   if (group < 0 || static_cast<unsigned long long>(group) >= c.node_count()) {
-    diagnostic d{};
-    d.code = errc::group_rank_out_of_range;
-    d.variable = "GROUP_RANK";
-    d.value = group;
-    d.limit = static_cast<long long>(c.node_count());
-    out.push_back(d);
+    out.push_back(diagnostic::of(errc::group_rank_out_of_range)
+                      .with_variable("GROUP_RANK")
+                      .with_value(group)
+                      .with_limit(static_cast<long long>(c.node_count())));
     return out;
   }
   const auto node = static_cast<std::size_t>(group);
   const node_spec spec = c.node(node);
-  diagnostic here{};
-  here.node = node;
-  here.host = spec.host;
-  here.role = spec.role;
-  if (have_local_world && local_world != spec.nproc) {
-    diagnostic d = here;
-    d.code = errc::local_world_size_mismatch;
-    d.variable = "LOCAL_WORLD_SIZE";
-    d.value = local_world;
-    d.limit = spec.nproc;
-    out.push_back(d);
-  }
+  // A problem of this node's worker.
+  const auto here = [&](errc code, const char* variable, long long value, long long limit) {
+    return diagnostic::of(code)
+        .with_node(node)
+        .with_host(spec.host)
+        .with_role(spec.role)
+        .with_variable(variable)
+        .with_value(value)
+        .with_limit(limit);
+  };
+  if (have_local_world && local_world != spec.nproc)
+    out.push_back(
+        here(errc::local_world_size_mismatch, "LOCAL_WORLD_SIZE", local_world, spec.nproc));
   if (have_local && (local < 0 || local >= spec.nproc)) {
-    diagnostic d = here;
-    d.code = errc::local_rank_out_of_range;
-    d.variable = "LOCAL_RANK";
-    d.value = local;
-    d.limit = spec.nproc;
-    out.push_back(d);
+    out.push_back(here(errc::local_rank_out_of_range, "LOCAL_RANK", local, spec.nproc));
   } else if (have_local && have_rank && rank != c.global_rank(node, static_cast<int>(local))) {
-    diagnostic d = here;
-    d.code = errc::rank_mismatch;
-    d.variable = "RANK";
-    d.value = rank;
-    d.local_rank = static_cast<int>(local);
-    d.limit = c.global_rank(node, static_cast<int>(local));
-    out.push_back(d);
+    out.push_back(
+        here(errc::rank_mismatch, "RANK", rank, c.global_rank(node, static_cast<int>(local)))
+            .with_local_rank(static_cast<int>(local)));
   }
   return out;
 }

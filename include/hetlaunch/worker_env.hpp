@@ -244,10 +244,9 @@ struct runtime_variable {
                                                                    std::size_t node,
                                                                    const launch_options& options) {
   if (node >= c.node_count()) {
-    diagnostic d = detail::launch_problem(errc::node_out_of_range);
-    d.value = static_cast<long long>(node);
-    d.limit = static_cast<long long>(c.node_count());
-    return d;
+    return diagnostic::of(errc::node_out_of_range)
+        .with_value(static_cast<long long>(node))
+        .with_limit(static_cast<long long>(c.node_count()));
   }
   environment env = agent_env(c, node);
   if (options.global_batch == 0) return env;

@@ -1282,6 +1282,66 @@ struct diagnostic {
 
   constexpr explicit operator bool() const noexcept { return code != errc::ok; }
 
+  /// Every diagnostic is built one way, in one expression: the code, then the fields it uses.
+  ///   diagnostic::of(errc::bad_nproc).with_node(i).with_host(host).with_value(0)
+  [[nodiscard]] static constexpr diagnostic of(errc problem) noexcept {
+    diagnostic d{};
+    d.code = problem;
+    return d;
+  }
+  constexpr diagnostic& with_node(std::size_t i) noexcept {
+    node = i;
+    return *this;
+  }
+  constexpr diagnostic& with_host(std::string_view h) noexcept {
+    host = h;
+    return *this;
+  }
+  constexpr diagnostic& with_role(std::string_view r) noexcept {
+    role = r;
+    return *this;
+  }
+  constexpr diagnostic& with_value(long long v) noexcept {
+    value = v;
+    return *this;
+  }
+  constexpr diagnostic& with_other_node(std::size_t i) noexcept {
+    other_node = i;
+    return *this;
+  }
+  constexpr diagnostic& with_position(std::size_t p) noexcept {
+    position = p;
+    return *this;
+  }
+  constexpr diagnostic& with_issue(host_issue i) noexcept {
+    issue = i;
+    return *this;
+  }
+  constexpr diagnostic& with_limit(long long l) noexcept {
+    limit = l;
+    return *this;
+  }
+  constexpr diagnostic& with_variable(std::string_view v) noexcept {
+    variable = v;
+    return *this;
+  }
+  constexpr diagnostic& with_text(std::string_view t) noexcept {
+    text = t;
+    return *this;
+  }
+  constexpr diagnostic& with_weight(weight_issue w) noexcept {
+    weight = w;
+    return *this;
+  }
+  constexpr diagnostic& with_local_rank(int l) noexcept {
+    local_rank = l;
+    return *this;
+  }
+  constexpr diagnostic& with_describe(std::string (*d)(const diagnostic&)) noexcept {
+    describe = d;
+    return *this;
+  }
+
   /// For people: "node 1 ('gpu-b'): nproc must be at least 1, got 0". (A template only so that
   /// it is compiled where it is used.)
   template <class Unused = void>
@@ -1664,19 +1724,14 @@ class topology_queries {
   constexpr std::size_t count() const noexcept { return self().node_count(); }
 
   constexpr diagnostic range_error(errc code, long long value, long long limit) const noexcept {
-    diagnostic d{};
-    d.code = code;
-    d.value = value;
-    d.limit = limit;
-    return d;
+    return diagnostic::of(code).with_value(value).with_limit(limit);
   }
   constexpr diagnostic local_rank_error(std::size_t i, int local_rank) const noexcept {
-    diagnostic d =
-        range_error(errc::local_rank_out_of_range, local_rank, self().node_unchecked(i).nproc);
-    d.node = i;
-    d.host = self().node_unchecked(i).host;
-    d.role = self().node_unchecked(i).role;
-    return d;
+    const node_spec node = self().node_unchecked(i);
+    return range_error(errc::local_rank_out_of_range, local_rank, node.nproc)
+        .with_node(i)
+        .with_host(node.host)
+        .with_role(node.role);
   }
   constexpr long long world_ll() const noexcept { return offsets()[count()]; }
 
@@ -1923,61 +1978,47 @@ template <class NodeAt, class DuplicateOf, class Report>
 constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options options,
                               DuplicateOf duplicate_of, Report report) noexcept {
   if (n == 0) {
-    diagnostic d{};
-    d.code = errc::empty_cluster;
-    report(d);
+    report(diagnostic::of(errc::empty_cluster));
     return;
   }
   long long world = 0;
   bool overflow_reported = false;
   // Only a failing check builds a diagnostic: the loop is charged per statement in constexpr.
   const auto problem = [&](std::size_t i, const node_spec& node, errc code) {
-    diagnostic d{};
-    d.code = code;
-    d.node = i;
-    d.host = node.host;
-    d.role = node.role;
-    return d;
+    return diagnostic::of(code).with_node(i).with_host(node.host).with_role(node.role);
   };
   // The previous node's role, kept rather than read again: a node copied costs constexpr steps.
   std::string_view previous_role;
   for (std::size_t i = 0; i < n; ++i) {
     const node_spec node = node_at(i);
     if (node.nproc < 1) {
-      diagnostic d = problem(i, node, errc::bad_nproc);
-      d.value = node.nproc;
-      if (!report(d)) return;
+      if (!report(problem(i, node, errc::bad_nproc).with_value(node.nproc))) return;
     } else {
       world += node.nproc;
       if (world > INT_MAX && !overflow_reported) {
         overflow_reported = true;
-        diagnostic d = problem(i, node, errc::world_size_overflow);
-        d.value = world;
-        d.limit = INT_MAX;
-        if (!report(d)) return;
+        if (!report(
+                problem(i, node, errc::world_size_overflow).with_value(world).with_limit(INT_MAX)))
+          return;
       }
     }
     const host_check hc = check_host(node.host, options.allow_underscore);
     if (hc.issue != host_issue::none) {
-      diagnostic d = problem(i, node, errc::bad_host);
-      d.issue = hc.issue;
-      d.position = hc.position;
-      if (!report(d)) return;
+      if (!report(problem(i, node, errc::bad_host).with_issue(hc.issue).with_position(hc.position)))
+        return;
     }
     if (!options.allow_duplicate_hosts && duplicate_of[i] != n) {
-      diagnostic d = problem(i, node, errc::duplicate_host);
-      d.other_node = duplicate_of[i];
-      if (!report(d)) return;
+      if (!report(problem(i, node, errc::duplicate_host).with_other_node(duplicate_of[i]))) return;
     }
     // is_default_weight written out: a call costs constexpr steps, and this runs for every node.
     if (!(node.weight.size() == 1 && node.weight[0] == '1')) {
       const weight_check wc = check_weight(node.weight);
       if (!wc) {
-        diagnostic d = problem(i, node, errc::bad_weight);
-        d.weight = wc.issue;
-        d.position = wc.position;
-        d.text = node.weight;
-        if (!report(d)) return;
+        if (!report(problem(i, node, errc::bad_weight)
+                        .with_weight(wc.issue)
+                        .with_position(wc.position)
+                        .with_text(node.weight)))
+          return;
       }
     }
     if (node.role.empty()) {
@@ -1986,9 +2027,8 @@ constexpr void validate_nodes(std::size_t n, NodeAt node_at, validate_options op
       // A role equal to the previous node's was already checked.
       const std::size_t pos = role_problem_position(node.role);
       if (node.role[0] == '-' || pos != node.role.size()) {
-        diagnostic d = problem(i, node, errc::bad_role);
-        d.position = node.role[0] == '-' ? 0 : pos;
-        if (!report(d)) return;
+        if (!report(problem(i, node, errc::bad_role).with_position(node.role[0] == '-' ? 0 : pos)))
+          return;
       }
     }
     previous_role = node.role;
@@ -2667,52 +2707,36 @@ constexpr void set_offsets(std::size_t n, node_batch* out) noexcept {
 template <class NodeAt>
 constexpr diagnostic split_problem(std::size_t n, NodeAt node_at, int global_batch,
                                    long long& world) noexcept {
-  diagnostic d{};
   world = 0;
-  if (n == 0) {
-    d.code = errc::empty_cluster;
-    return d;
-  }
+  if (n == 0) return diagnostic::of(errc::empty_cluster);
   for (std::size_t i = 0; i < n; ++i) {
     const node_spec node = node_at(i);
-    const auto at_node = [&](errc code) -> diagnostic& {
-      d.code = code;
-      d.node = i;
-      d.host = node.host;
-      d.role = node.role;
-      return d;
+    const auto at_node = [&](errc code) {
+      return diagnostic::of(code).with_node(i).with_host(node.host).with_role(node.role);
     };
-    if (node.nproc < 1) {
-      at_node(errc::bad_nproc).value = node.nproc;
-      return d;
-    }
+    if (node.nproc < 1) return at_node(errc::bad_nproc).with_value(node.nproc);
     world += node.nproc;
-    if (world > INT_MAX) {
-      at_node(errc::world_size_overflow).value = world;
-      d.limit = INT_MAX;
-      return d;
-    }
+    if (world > INT_MAX)
+      return at_node(errc::world_size_overflow).with_value(world).with_limit(INT_MAX);
     if (!is_default_weight(node.weight)) {
       const weight_check wc = check_weight(node.weight);
-      if (!wc) {
-        at_node(errc::bad_weight).weight = wc.issue;
-        d.position = wc.position;
-        d.text = node.weight;
-        return d;
-      }
+      if (!wc)
+        return at_node(errc::bad_weight)
+            .with_weight(wc.issue)
+            .with_position(wc.position)
+            .with_text(node.weight);
     }
   }
-  if (global_batch < 0) {
-    d.code = errc::bad_global_batch;
-    d.value = global_batch;
-    d.variable = "global_batch";
-  } else if (global_batch < world) {
-    d.code = errc::global_batch_too_small;
-    d.value = global_batch;
-    d.limit = world;
-    d.variable = "global_batch";
-  }
-  return d;
+  if (global_batch < 0)
+    return diagnostic::of(errc::bad_global_batch)
+        .with_value(global_batch)
+        .with_variable("global_batch");
+  if (global_batch < world)
+    return diagnostic::of(errc::global_batch_too_small)
+        .with_value(global_batch)
+        .with_limit(world)
+        .with_variable("global_batch");
+  return diagnostic{};
 }
 
 template <class NodeAt>
@@ -3058,12 +3082,6 @@ std::string_view master_host(const Topology& c, const launch_options& o) noexcep
   return c.node_count() ? c.node(0).host : std::string_view();
 }
 
-inline diagnostic launch_problem(errc code) {
-  diagnostic d{};
-  d.code = code;
-  return d;
-}
-
 // Whether extra argument `arg` ("--name" or "--name=value", '-' or '_' between words) names
 // torchrun's option `option` (underscore spelling): in full, or abbreviated to at least
 // `shortest` characters, as argparse accepts a unique prefix.
@@ -3121,9 +3139,7 @@ inline void binding_problems(const launch_options& o, std::vector<diagnostic>& o
   if (o.binding == numa_binding::none) return;
   for (const std::string& arg : o.torchrun_args)
     if (names_option(arg, "run_path", 4) || names_option(arg, "numa_binding", 4)) {
-      diagnostic d = launch_problem(errc::binding_entrypoint);
-      d.text = arg;
-      out.push_back(d);
+      out.push_back(diagnostic::of(errc::binding_entrypoint).with_text(arg));
     }
 }
 
@@ -3132,9 +3148,7 @@ inline void binding_problems(const launch_options& o, std::vector<diagnostic>& o
 inline void unpredictable_torchrun_args(const launch_options& o, std::vector<diagnostic>& out) {
   for (const std::string& arg : o.torchrun_args)
     if (is_virtual_local_rank(arg)) {
-      diagnostic d = launch_problem(errc::virtual_local_rank);
-      d.text = arg;
-      out.push_back(d);
+      out.push_back(diagnostic::of(errc::virtual_local_rank).with_text(arg));
     }
 }
 
@@ -3144,17 +3158,17 @@ inline void unpredictable_torchrun_args(const launch_options& o, std::vector<dia
 inline void global_batch_problems(const launch_options& o, long long world,
                                   std::vector<diagnostic>& out) {
   if (o.global_batch == 0) return;
-  diagnostic d =
-      launch_problem(o.global_batch < 0 ? errc::bad_global_batch : errc::global_batch_too_small);
-  d.value = o.global_batch;
-  d.variable = "global_batch";
   if (o.global_batch < 0) {
-    out.push_back(d);
+    out.push_back(diagnostic::of(errc::bad_global_batch)
+                      .with_value(o.global_batch)
+                      .with_variable("global_batch"));
     return;
   }
   if (world < 0 || o.global_batch >= world) return;
-  d.limit = world;
-  out.push_back(d);
+  out.push_back(diagnostic::of(errc::global_batch_too_small)
+                    .with_value(o.global_batch)
+                    .with_variable("global_batch")
+                    .with_limit(world));
 }
 
 template <class Topology>
@@ -3174,23 +3188,17 @@ void batch_problems(const Topology& c, const launch_options& o, std::vector<diag
 inline void environment_problems_at(const launch_options& o, std::string_view addr, bool check_addr,
                                     std::vector<diagnostic>& out) {
   if (o.master_port < 1 || o.master_port > 65535) {
-    diagnostic d = launch_problem(errc::bad_port);
-    d.value = o.master_port;
-    d.variable = "master_port";
-    out.push_back(d);
+    out.push_back(
+        diagnostic::of(errc::bad_port).with_value(o.master_port).with_variable("master_port"));
   }
   if (check_addr && check_host(addr, /*allow_underscore=*/true).issue != host_issue::none) {
-    diagnostic d = launch_problem(errc::bad_master_addr);
-    d.variable = "master_addr";
-    d.text = addr;
-    out.push_back(d);
+    out.push_back(
+        diagnostic::of(errc::bad_master_addr).with_variable("master_addr").with_text(addr));
   }
   if (o.backend == rendezvous::c10d && (o.rdzv_id.empty() || o.rdzv_id == "none"))
-    out.push_back(launch_problem(errc::missing_rdzv_id));
+    out.push_back(diagnostic::of(errc::missing_rdzv_id));
   if (o.max_restarts < 0) {
-    diagnostic d = launch_problem(errc::bad_max_restarts);
-    d.value = o.max_restarts;
-    out.push_back(d);
+    out.push_back(diagnostic::of(errc::bad_max_restarts).with_value(o.max_restarts));
   }
 }
 template <class Topology>
@@ -3203,30 +3211,22 @@ void environment_problems(const Topology& c, const launch_options& o,
 // has its own program and no torchrun options.
 inline void command_problems(const launch_options& o, bool torchrun, std::vector<diagnostic>& out) {
   if (torchrun && (o.program.empty() || o.program.front().empty()))
-    out.push_back(launch_problem(errc::empty_program));
+    out.push_back(diagnostic::of(errc::empty_program));
   if (torchrun && o.rendezvous_timeout < 0) {
-    diagnostic d = launch_problem(errc::bad_rendezvous_timeout);
-    d.value = o.rendezvous_timeout;
-    out.push_back(d);
+    out.push_back(diagnostic::of(errc::bad_rendezvous_timeout).with_value(o.rendezvous_timeout));
   }
   if (torchrun && o.flags == flag_style::dash && o.torch.code() < 200) {
-    diagnostic d = launch_problem(errc::dash_flags_need_torch_2);
-    d.value = o.torch.code();
-    out.push_back(d);
+    out.push_back(diagnostic::of(errc::dash_flags_need_torch_2).with_value(o.torch.code()));
   }
   if (torchrun)
     for (const std::string& arg : o.torchrun_args)
       if (overrides_computed_flag(arg)) {
-        diagnostic d = launch_problem(errc::overriding_torchrun_arg);
-        d.text = arg;
-        out.push_back(d);
+        out.push_back(diagnostic::of(errc::overriding_torchrun_arg).with_text(arg));
       }
   if (torchrun) unpredictable_torchrun_args(o, out);
   if (torchrun) binding_problems(o, out);
   if (!o.script.empty() && o.script[0] == '-') {
-    diagnostic d = launch_problem(errc::script_looks_like_option);
-    d.text = o.script;
-    out.push_back(d);
+    out.push_back(diagnostic::of(errc::script_looks_like_option).with_text(o.script));
   }
 }
 
@@ -3250,21 +3250,20 @@ std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node,
                                         const launch_options& o, output what) {
   std::vector<diagnostic> out = validate(c, o.validation);
   if (node >= c.node_count()) {
-    diagnostic d = launch_problem(errc::node_out_of_range);
-    d.value = static_cast<long long>(node);
-    d.limit = static_cast<long long>(c.node_count());
-    out.push_back(d);
+    out.push_back(diagnostic::of(errc::node_out_of_range)
+                      .with_value(static_cast<long long>(node))
+                      .with_limit(static_cast<long long>(c.node_count())));
   }
   environment_problems(c, o, out);
   if (what == output::environment) {
     batch_problems(c, o, out);
     if (o.backend == rendezvous::c10d)
-      out.push_back(launch_problem(errc::ranks_decided_at_rendezvous));
+      out.push_back(diagnostic::of(errc::ranks_decided_at_rendezvous));
     unpredictable_torchrun_args(o, out);
     return out;
   }
   command_problems(o, what == output::torchrun_argv, out);
-  if (o.script.empty()) out.push_back(launch_problem(errc::empty_script));
+  if (o.script.empty()) out.push_back(diagnostic::of(errc::empty_script));
   return out;
 }
 
@@ -3533,10 +3532,9 @@ struct runtime_variable {
                                                                    std::size_t node,
                                                                    const launch_options& options) {
   if (node >= c.node_count()) {
-    diagnostic d = detail::launch_problem(errc::node_out_of_range);
-    d.value = static_cast<long long>(node);
-    d.limit = static_cast<long long>(c.node_count());
-    return d;
+    return diagnostic::of(errc::node_out_of_range)
+        .with_value(static_cast<long long>(node))
+        .with_limit(static_cast<long long>(c.node_count()));
   }
   environment env = agent_env(c, node);
   if (options.global_batch == 0) return env;
@@ -3582,9 +3580,7 @@ inline std::string accelerate_message(const diagnostic& d) {
 }
 
 inline diagnostic accelerate_problem(errc code) {
-  diagnostic d = launch_problem(code);
-  d.describe = &accelerate_message;
-  return d;
+  return diagnostic::of(code).with_describe(&accelerate_message);
 }
 
 // Machine `node`'s command from options already checked: only the machine's own process count
@@ -3596,9 +3592,7 @@ inline result<std::vector<std::string>, diagnostic> build_accelerate_argv(const 
   const long long total =
       static_cast<long long>(c.nproc(node)) * static_cast<long long>(c.node_count());
   if (total < 2) {
-    diagnostic d = accelerate_problem(errc::too_few_processes);
-    d.value = total;
-    return d;
+    return accelerate_problem(errc::too_few_processes).with_value(total);
   }
   std::vector<std::string> argv = {"accelerate",
                                    "launch",
@@ -3799,18 +3793,13 @@ std::vector<diagnostic> compare_worker_env(const cluster& c, Getenv&& get) {
   std::vector<diagnostic> out;
   const auto read = [&](const char* name, long long& value) {
     const char* text = get(name);
-    diagnostic d{};
-    d.variable = name;
     if (text == nullptr) {
-      d.code = errc::env_missing;
-      out.push_back(d);
+      out.push_back(diagnostic::of(errc::env_missing).with_variable(name));
       return false;
     }
     const std::string_view s(text);
     if (!detail::parse_signed(s, LLONG_MAX, value)) {
-      d.code = errc::env_not_a_number;
-      d.text = s;
-      out.push_back(d);
+      out.push_back(diagnostic::of(errc::env_not_a_number).with_variable(name).with_text(s));
       return false;
     }
     return true;
@@ -3823,59 +3812,45 @@ std::vector<diagnostic> compare_worker_env(const cluster& c, Getenv&& get) {
   const bool have_local = read("LOCAL_RANK", local);
   const long long planned_world = c.node_count() ? c.world_size() : 0;
   if (have_world && world != planned_world) {
-    diagnostic d{};
-    d.code = errc::world_size_mismatch;
-    d.variable = "WORLD_SIZE";
-    d.value = world;
-    d.limit = planned_world;
-    out.push_back(d);
+    out.push_back(diagnostic::of(errc::world_size_mismatch)
+                      .with_variable("WORLD_SIZE")
+                      .with_value(world)
+                      .with_limit(planned_world));
   }
   const char* identical = get("TORCH_ELASTIC_WORKER_IDENTICAL");
   if (nodes_differ(c) && identical && std::string_view(identical) == "1") {
-    diagnostic d{};
-    d.code = errc::identical_workers_on_heterogeneous;
-    d.variable = "TORCH_ELASTIC_WORKER_IDENTICAL";
-    out.push_back(d);
+    out.push_back(diagnostic::of(errc::identical_workers_on_heterogeneous)
+                      .with_variable("TORCH_ELASTIC_WORKER_IDENTICAL"));
   }
   if (!have_group) return out;
   if (group < 0 || static_cast<unsigned long long>(group) >= c.node_count()) {
-    diagnostic d{};
-    d.code = errc::group_rank_out_of_range;
-    d.variable = "GROUP_RANK";
-    d.value = group;
-    d.limit = static_cast<long long>(c.node_count());
-    out.push_back(d);
+    out.push_back(diagnostic::of(errc::group_rank_out_of_range)
+                      .with_variable("GROUP_RANK")
+                      .with_value(group)
+                      .with_limit(static_cast<long long>(c.node_count())));
     return out;
   }
   const auto node = static_cast<std::size_t>(group);
   const node_spec spec = c.node(node);
-  diagnostic here{};
-  here.node = node;
-  here.host = spec.host;
-  here.role = spec.role;
-  if (have_local_world && local_world != spec.nproc) {
-    diagnostic d = here;
-    d.code = errc::local_world_size_mismatch;
-    d.variable = "LOCAL_WORLD_SIZE";
-    d.value = local_world;
-    d.limit = spec.nproc;
-    out.push_back(d);
-  }
+  // A problem of this node's worker.
+  const auto here = [&](errc code, const char* variable, long long value, long long limit) {
+    return diagnostic::of(code)
+        .with_node(node)
+        .with_host(spec.host)
+        .with_role(spec.role)
+        .with_variable(variable)
+        .with_value(value)
+        .with_limit(limit);
+  };
+  if (have_local_world && local_world != spec.nproc)
+    out.push_back(
+        here(errc::local_world_size_mismatch, "LOCAL_WORLD_SIZE", local_world, spec.nproc));
   if (have_local && (local < 0 || local >= spec.nproc)) {
-    diagnostic d = here;
-    d.code = errc::local_rank_out_of_range;
-    d.variable = "LOCAL_RANK";
-    d.value = local;
-    d.limit = spec.nproc;
-    out.push_back(d);
+    out.push_back(here(errc::local_rank_out_of_range, "LOCAL_RANK", local, spec.nproc));
   } else if (have_local && have_rank && rank != c.global_rank(node, static_cast<int>(local))) {
-    diagnostic d = here;
-    d.code = errc::rank_mismatch;
-    d.variable = "RANK";
-    d.value = rank;
-    d.local_rank = static_cast<int>(local);
-    d.limit = c.global_rank(node, static_cast<int>(local));
-    out.push_back(d);
+    out.push_back(
+        here(errc::rank_mismatch, "RANK", rank, c.global_rank(node, static_cast<int>(local)))
+            .with_local_rank(static_cast<int>(local)));
   }
   return out;
 }
@@ -4099,10 +4074,9 @@ class launch_plan {
                                                                 const launch_options&);
 
   diagnostic node_error(std::size_t node) const {
-    diagnostic d = detail::launch_problem(errc::node_out_of_range);
-    d.value = static_cast<long long>(node);
-    d.limit = static_cast<long long>(topology_.node_count());
-    return d;
+    return diagnostic::of(errc::node_out_of_range)
+        .with_value(static_cast<long long>(node))
+        .with_limit(static_cast<long long>(topology_.node_count()));
   }
   // Why worker `local_rank` of `node` has no environment to give, if it has none.
   result<bool, diagnostic> worker_error(std::size_t node, int local_rank) const {
@@ -4110,7 +4084,7 @@ class launch_plan {
     const auto rank = topology_.try_global_rank(node, local_rank);
     if (!rank) return rank.error();
     if (options_.backend == rendezvous::c10d)
-      return detail::launch_problem(errc::ranks_decided_at_rendezvous);
+      return diagnostic::of(errc::ranks_decided_at_rendezvous);
     return true;
   }
 
@@ -4127,7 +4101,7 @@ class launch_plan {
   [[nodiscard]] result<std::vector<std::string>, diagnostic> try_torchrun_argv(
       std::size_t node) const {
     if (node >= topology_.node_count()) return node_error(node);
-    if (options_.script.empty()) return detail::launch_problem(errc::empty_script);
+    if (options_.script.empty()) return diagnostic::of(errc::empty_script);
     return detail::build_torchrun_argv(topology_, node, options_);
   }
   /// try_torchrun_argv(node).value(). Preconditions: node < node_count() and a script.
@@ -4187,9 +4161,7 @@ class launch_plan {
   [[nodiscard]] result<node_batch, diagnostic> try_node_batch(std::size_t node) const {
     if (node >= topology_.node_count()) return node_error(node);
     if (batches_.empty()) {
-      diagnostic d = detail::launch_problem(errc::bad_global_batch);
-      d.variable = "global_batch";
-      return d;
+      return diagnostic::of(errc::bad_global_batch).with_variable("global_batch");
     }
     return batches_[node];
   }
@@ -4218,7 +4190,7 @@ class launch_plan {
   [[nodiscard]] result<std::vector<std::string>, diagnostic> try_accelerate_argv(
       std::size_t node) const {
     if (node >= topology_.node_count()) return node_error(node);
-    if (options_.script.empty()) return detail::launch_problem(errc::empty_script);
+    if (options_.script.empty()) return diagnostic::of(errc::empty_script);
     return detail::build_accelerate_argv(topology_, node, options_);
   }
   /// try_accelerate_argv(node).value(). Preconditions: node < node_count(), a script, and at least
@@ -4257,18 +4229,13 @@ template <class Getenv,
   std::vector<diagnostic> out = detail::compare_worker_env(plan.topology(), get);
   if (!plan.has_shares()) return out;
   const auto read = [&](const char* name, long long& value) {
-    diagnostic d{};
-    d.variable = name;
     const char* text = get(name);
     if (text == nullptr) {
-      d.code = errc::env_missing;
-      out.push_back(d);
+      out.push_back(diagnostic::of(errc::env_missing).with_variable(name));
       return false;
     }
     if (!detail::parse_decimal(text, LLONG_MAX, value)) {
-      d.code = errc::env_not_a_number;
-      d.text = text;
-      out.push_back(d);
+      out.push_back(diagnostic::of(errc::env_not_a_number).with_variable(name).with_text(text));
       return false;
     }
     return true;
@@ -4280,18 +4247,15 @@ template <class Getenv,
   const auto compare = [&](const char* name, long long planned, bool per_node) {
     long long value = 0;
     if (!read(name, value) || value == planned) return;
-    diagnostic d{};
+    diagnostic d = diagnostic::of(errc::batch_mismatch)
+                       .with_variable(name)
+                       .with_value(value)
+                       .with_limit(planned)
+                       .with_text(get(name));
     if (per_node) {
       const node_spec spec = plan.topology().node(static_cast<std::size_t>(group));
-      d.node = static_cast<std::size_t>(group);
-      d.host = spec.host;
-      d.role = spec.role;
+      d.with_node(static_cast<std::size_t>(group)).with_host(spec.host).with_role(spec.role);
     }
-    d.code = errc::batch_mismatch;
-    d.variable = name;
-    d.value = value;
-    d.limit = planned;
-    d.text = get(name);
     out.push_back(d);
   };
   compare("HETLAUNCH_GLOBAL_BATCH", plan.options().global_batch, false);
@@ -5142,11 +5106,7 @@ inline std::string ssh_message(const diagnostic& d) {
 }
 
 inline diagnostic ssh_problem(errc code, std::string_view text) {
-  diagnostic d{};
-  d.code = code;
-  d.text = text;
-  d.describe = &ssh_message;
-  return d;
+  return diagnostic::of(code).with_text(text).with_describe(&ssh_message);
 }
 
 }  // namespace detail
@@ -5157,18 +5117,13 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
 [[nodiscard]] inline std::vector<diagnostic> validate_ssh(const ssh_options& ssh) {
   std::vector<diagnostic> out;
   if (ssh.program.empty() || ssh.program.front().empty()) {
-    diagnostic d = detail::ssh_problem(errc::empty_program, "");
-    d.variable = "ssh program";
-    out.push_back(d);
+    out.push_back(detail::ssh_problem(errc::empty_program, "").with_variable("ssh program"));
   }
   // A NUL cannot reach the node: the remote command is one C string, and sh would cut it there.
   const auto nul = [&out](std::string_view what, std::string_view text) {
     const std::size_t at = text.find('\0');
     if (at == std::string_view::npos) return;
-    diagnostic d = detail::ssh_problem(errc::nul_byte, text);
-    d.variable = what;
-    d.position = at;
-    out.push_back(d);
+    out.push_back(detail::ssh_problem(errc::nul_byte, text).with_variable(what).with_position(at));
   };
   for (const auto& v : ssh.env) {
     if (!detail::is_env_name(v.first))
@@ -5177,9 +5132,7 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
   }
   nul("directory", ssh.chdir);
   if (ssh.kill_after < 1 || ssh.kill_after > 3600) {
-    diagnostic d = detail::ssh_problem(errc::bad_kill_after, "");
-    d.value = ssh.kill_after;
-    out.push_back(d);
+    out.push_back(detail::ssh_problem(errc::bad_kill_after, "").with_value(ssh.kill_after));
   }
   return out;
 }
@@ -5559,22 +5512,18 @@ inline std::string jobset_message(const diagnostic& d) {
 
 inline diagnostic jobset_problem(errc code, std::string_view variable, std::string_view text,
                                  long long value = 0, long long limit = 0) {
-  diagnostic d{};
-  d.code = code;
-  d.variable = variable;
-  d.text = text;
-  d.value = value;
-  d.limit = limit;
-  d.describe = &jobset_message;
-  return d;
+  return diagnostic::of(code)
+      .with_variable(variable)
+      .with_text(text)
+      .with_value(value)
+      .with_limit(limit)
+      .with_describe(&jobset_message);
 }
 
 // A problem at a character of `text`: its offset is the diagnostic's position.
 inline diagnostic jobset_problem_at(errc code, std::string_view variable, std::string_view text,
                                     std::size_t position) {
-  diagnostic d = jobset_problem(code, variable, text);
-  d.position = position;
-  return d;
+  return jobset_problem(code, variable, text).with_position(position);
 }
 
 }  // namespace detail
@@ -5709,7 +5658,7 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
   launch_options launch = o.launch;
   launch.master_addr.clear();  // node 0: the first pod
   launch.backend = rendezvous::static_tcp;
-  if (launch.script.empty()) return detail::launch_problem(errc::empty_script);
+  if (launch.script.empty()) return diagnostic::of(errc::empty_script);
   auto plan = make_plan(detail::jobset_cluster(groups, o), launch);
   if (!plan) return plan.error().front();
   document root = document::object();

@@ -23,9 +23,8 @@ TEST_SUITE("bounded_string") {
     CHECK(t != "gpu-");
   }
   TEST_CASE("a diagnostic shows the original length of a cut text") {
-    hetlaunch::diagnostic d{};
-    d.code = hetlaunch::errc::bad_master_addr;
-    d.text = std::string(500, 'a');
+    const auto d = hetlaunch::diagnostic::of(hetlaunch::errc::bad_master_addr)
+                       .with_text(std::string(500, 'a'));
     CHECK(d.message().find("(500 bytes)") != std::string::npos);
   }
 }

@@ -15,14 +15,12 @@ using hetlaunch::diagnostic;
 using hetlaunch::errc;
 
 namespace {
-constexpr diagnostic constant_diagnostic = [] {
-  diagnostic d{};
-  d.code = errc::bad_nproc;
-  d.value = 0;
-  return d;
-}();
-static_assert(static_cast<bool>(constant_diagnostic) && constant_diagnostic.describe == nullptr,
-              "a diagnostic is a literal type; the core's have no describe");
+constexpr diagnostic constant_diagnostic =
+    diagnostic::of(errc::bad_nproc).with_node(1).with_host("gpu-b").with_value(0);
+static_assert(static_cast<bool>(constant_diagnostic) && constant_diagnostic.node == 1 &&
+                  constant_diagnostic.host == "gpu-b" && constant_diagnostic.describe == nullptr,
+              "built in a constant expression; the core's diagnostics have no describe");
+static_assert(!diagnostic{} && !diagnostic::of(errc::ok), "ok is no problem");
 
 hetlaunch::jobset_options jobset_named(std::string name) {
   hetlaunch::jobset_options o;
@@ -34,6 +32,13 @@ hetlaunch::jobset_options jobset_named(std::string name) {
 }  // namespace
 
 TEST_SUITE("diagnostic") {
+  TEST_CASE("of and the with_ setters build the same diagnostic as the validation") {
+    const hetlaunch::cluster c{{"gpu-a", 8}, {"gpu-b", 0}};
+    const diagnostic found = hetlaunch::first_error(c);
+    CHECK(found.message() == constant_diagnostic.message());
+    CHECK(found.message() == "node 1 ('gpu-b'): nproc must be at least 1, got 0");
+  }
+
   TEST_CASE("position is the offset of the offending character, whatever the code") {
     // bad_name: the first character a DNS label cannot hold.
     const auto name = hetlaunch::validate_jobset({{1, 1, {}}}, jobset_named("train_x"));
@@ -105,17 +110,13 @@ TEST_SUITE("diagnostic") {
 
   TEST_CASE("every code has a text, also in a diagnostic built without its subsystem") {
     for (int code = 0; code <= static_cast<int>(errc::binding_not_carried); ++code) {
-      diagnostic d{};
-      d.code = static_cast<errc>(code);
-      d.text = "x";
+      const diagnostic d = diagnostic::of(static_cast<errc>(code)).with_text("x");
       CAPTURE(hetlaunch::to_string(d.code));
       const std::string text = d.message();
       CHECK(!text.empty());
       CHECK(text != "unknown problem");
     }
-    diagnostic foreign{};
-    foreign.code = errc::empty_image;
-    foreign.text = "img";
+    const diagnostic foreign = diagnostic::of(errc::empty_image).with_text("img");
     CHECK(foreign.message() == "empty_image: 'img'");
   }
 }

@@ -237,17 +237,9 @@ template <class Getenv,
 [[nodiscard]] std::vector<diagnostic> check_worker_env(const launch_plan& plan, Getenv&& get) {
   std::vector<diagnostic> out = detail::compare_worker_env(plan.topology(), get);
   if (!plan.has_shares()) return out;
+  // A batch and an offset are counts: a '-' makes them no number.
   const auto read = [&](const char* name, long long& value) {
-    const char* text = get(name);
-    if (text == nullptr) {
-      out.push_back(diagnostic::of(errc::env_missing).with_variable(name));
-      return false;
-    }
-    if (!detail::parse_decimal(text, LLONG_MAX, value)) {
-      out.push_back(diagnostic::of(errc::env_not_a_number).with_variable(name).with_text(text));
-      return false;
-    }
-    return true;
+    return detail::read_env_integer(get, name, /*may_be_negative=*/false, value, out);
   };
   long long group = -1;
   const char* group_text = get("GROUP_RANK");

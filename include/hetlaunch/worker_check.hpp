@@ -25,21 +25,31 @@ inline bool nodes_differ(const cluster& c) noexcept {
   return false;
 }
 
+// Reads variable `name` of a worker's environment as an integer (with a leading '-' only when
+// `may_be_negative`). When it is not set (env_missing) or not such an integer (env_not_a_number),
+// reports why to `out` and returns false.
+template <class Getenv>
+bool read_env_integer(Getenv&& get, const char* name, bool may_be_negative, long long& value,
+                      std::vector<diagnostic>& out) {
+  const char* text = get(name);
+  if (text == nullptr) {
+    out.push_back(diagnostic::of(errc::env_missing).with_variable(name));
+    return false;
+  }
+  const std::string_view s(text);
+  if (!(may_be_negative ? parse_signed(s, LLONG_MAX, value) : parse_decimal(s, LLONG_MAX, value))) {
+    out.push_back(diagnostic::of(errc::env_not_a_number).with_variable(name).with_text(s));
+    return false;
+  }
+  return true;
+}
+
 template <class Getenv>
 std::vector<diagnostic> compare_worker_env(const cluster& c, Getenv&& get) {
   std::vector<diagnostic> out;
+  // A negative rank is read as a number, and then reported as out of range.
   const auto read = [&](const char* name, long long& value) {
-    const char* text = get(name);
-    if (text == nullptr) {
-      out.push_back(diagnostic::of(errc::env_missing).with_variable(name));
-      return false;
-    }
-    const std::string_view s(text);
-    if (!detail::parse_signed(s, LLONG_MAX, value)) {
-      out.push_back(diagnostic::of(errc::env_not_a_number).with_variable(name).with_text(s));
-      return false;
-    }
-    return true;
+    return read_env_integer(get, name, /*may_be_negative=*/true, value, out);
   };
   long long world = 0, group = 0, local_world = 0, rank = 0, local = 0;
   const bool have_world = read("WORLD_SIZE", world);

@@ -301,6 +301,11 @@ TEST_SUITE("shares") {
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].message() ==
           "node 1 ('b'): HETLAUNCH_NODE_BATCH_OFFSET is '7' but the plan gives 8");
+    // A batch is a count: "-8" is no number, where a negative rank is one (out of range).
+    wrong.back().second = "-8";
+    REQUIRE(hetlaunch::check_worker_env(plan, wrong).size() == 1);
+    CHECK(hetlaunch::check_worker_env(plan, wrong).at(0).message() ==
+          "HETLAUNCH_NODE_BATCH_OFFSET='-8' is not an integer");
     wrong.pop_back();
     CHECK(hetlaunch::check_worker_env(plan, wrong).at(0).code == hetlaunch::errc::env_missing);
     // Without a global batch: no variable, and the split is refused with a reason.

@@ -433,6 +433,12 @@ std::string output_format(const command& c, const options& o) {
   return std::string(formats.substr(0, formats.find('|')));
 }
 
+void check_restart_flags(const restart_args& r) {
+  if (!r.restarts && (r.exclude_failed || r.min_nodes))
+    throw usage_error{
+        concat(r.exclude_failed ? "--exclude-failed" : "--min-nodes", " needs --restarts N")};
+}
+
 void check_required(const command& c, const options& o) {
   for (const char* name : c.required) {
     bool given = false;

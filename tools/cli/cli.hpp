@@ -166,6 +166,8 @@ std::string main_help();
 std::string usage_line(const command& c);
 // A usage error when a flag of c.required was not given, or --format names no format of c's.
 void check_required(const command& c, const options& o);
+// A usage error when --exclude-failed or --min-nodes is given without --restarts (run, sbatch).
+void check_restart_flags(const restart_args& r);
 // The output format: --format's (or --json's, --null's), else the command's first.
 std::string output_format(const command& c, const options& o);
 std::string command_help(const command& c);

@@ -285,9 +285,7 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
 }  // namespace
 
 int run_command(options& o) {
-  if (!o.restart.restarts && (o.restart.exclude_failed || o.restart.min_nodes))
-    throw usage_error{concat(o.restart.exclude_failed ? "--exclude-failed" : "--min-nodes",
-                             " needs --restarts N")};
+  check_restart_flags(o.restart);
   int status = 0;
   std::optional<input> in = read_input(o, status, resolve_auto);
   if (!in) return status;

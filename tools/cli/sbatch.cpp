@@ -84,9 +84,7 @@ int sbatch_command(options& o) {
       return fail(concat("sbatch: the groups up to ", quoted(o.groups[c]), " hold more than ",
                          INT_MAX, " workers, more than torch's ranks can count"));
   }
-  if (!o.restart.restarts && (o.restart.exclude_failed || o.restart.min_nodes))
-    throw usage_error{concat(o.restart.exclude_failed ? "--exclude-failed" : "--min-nodes",
-                             " needs --restarts N")};
+  check_restart_flags(o.restart);
   if (o.restart.min_nodes && !o.restart.exclude_failed)
     throw usage_error{"--min-nodes needs --exclude-failed (the job shrinks only then)"};
   // Slurm cancels a heterogeneous job when one of its nodes fails, --no-kill or not (and requeues

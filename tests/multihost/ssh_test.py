@@ -53,16 +53,16 @@ KILL_AFTER = 3
 def job_processes(marker):
     """(pid, command line) of the processes whose command line names `marker` (the work
     directory), other than this one."""
-    def names_marker(proc):
-        return marker.encode() in (proc / "cmdline").read_bytes()
-
+    needle = marker.encode()
     found = []
-    for pid in processes.matching(names_marker):
-        try:
-            cmdline = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        found.append((pid, cmdline.replace(b"\0", b" ").decode(errors="replace")[:200]))
+
+    def names_marker(proc):
+        cmdline = (proc / "cmdline").read_bytes()
+        if needle in cmdline:
+            found.append((int(proc.name), cmdline.replace(b"\0", b" ").decode(errors="replace")[:200]))
+        return needle in cmdline
+
+    processes.matching(names_marker)
     return found
 
 

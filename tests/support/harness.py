@@ -73,7 +73,7 @@ class Suite:
         """Prints one result and counts it; `details` (text) follows a failure only."""
         problems = [p for p in (problems or []) if p]
         took = "" if seconds is None else f" ({seconds:.1f} s)"
-        print(f"{'FAIL' if problems else 'ok  '} {name}{took}", flush=True)
+        print(f"{'FAIL' if problems else 'ok  '} {name}{took}")
         for line in format_problem_lines(problems):
             print(line)
         if problems and details:
@@ -90,9 +90,7 @@ class Suite:
         start = time.monotonic()
         try:
             problems = function(*args, **kwargs)
-        except KeyboardInterrupt:
-            raise
-        except Exception as e:  # a broken case fails alone; the others still run
+        except Exception as e:  # a broken case fails alone; a signal (KeyboardInterrupt) is no Exception
             lines = traceback.format_exception(type(e), e, e.__traceback__)
             problems = [f"{type(e).__name__}: {e}", "".join(lines[-3:]).rstrip()]
         return self.report(name, problems, time.monotonic() - start)

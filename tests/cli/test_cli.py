@@ -278,6 +278,8 @@ def hostile_cases(binary):
     case("hostfile_directory", ["check", "--hostfile", str(DATA)], 1, "cannot read: it is a directory")
     case("hostfile_proc_mem", ["check", "--hostfile", "/proc/self/mem"], 1, "cannot read: Input/output error")
     case("hostfile_endless", ["check", "--hostfile", "/dev/zero"], 1, "is larger than 268435456 bytes, the limit of a hostfile")
+    case("env_file_endless", ["run", "--hosts", "a:1", "--env-file", "/dev/zero", "--dry-run", "--", "t.py"], 1,
+         "/dev/zero: is larger than 268435456 bytes, the limit of an env file")
     case("hostfile_bom", ["check", "--hostfile", str(DATA / "bom.hostfile")], 1,
          "bom.hostfile:1:1: the file starts with a UTF-8 byte order mark (U+FEFF)")
     for command in (["plan"], ["plan", "--json"], ["argv", "--node", "0", "t.py"], ["env", "--node", "0", "--local-rank", "0"],

@@ -181,7 +181,9 @@ struct input {
   std::string source;        // for messages: the file, "--hosts", ...
   bool validated = false;    // the parser validated the topology with these options
 };
-std::optional<std::string> read_file(const std::string& path, std::string& error);
+// A whole input file of at most 256 MiB; `kind` names it in the message of one too large
+// ("a hostfile", "an env file").
+std::optional<std::string> read_file(const std::string& path, const char* kind, std::string& error);
 // This process's environment, as NAME=VALUE pairs in order.
 hetlaunch::environment process_environment();
 // Gives nodes read with slots=auto (nproc 0) their counts; false with a message on an error.

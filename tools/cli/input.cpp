@@ -22,7 +22,8 @@ constexpr std::size_t max_hostfile_bytes = std::size_t{256} << 20;
 
 // Reads a whole file, refusing directories, files past max_hostfile_bytes and read errors with the
 // path and the system's reason. Endless files (/dev/zero) end at the limit.
-std::optional<std::string> read_file(const std::string& path, std::string& error) {
+std::optional<std::string> read_file(const std::string& path, const char* kind,
+                                     std::string& error) {
   const auto fail_with = [&](const std::string& why) {
     error = concat(path, ": ", why);
     return std::nullopt;
@@ -37,8 +38,7 @@ std::optional<std::string> read_file(const std::string& path, std::string& error
   if (fstat(fd, &st) != 0) return fail_with(concat("cannot read: ", std::strerror(errno)));
   if (S_ISDIR(st.st_mode)) return fail_with("cannot read: it is a directory");
   const auto too_large = [&] {
-    return fail_with(
-        concat("is larger than ", max_hostfile_bytes, " bytes, the limit of a hostfile"));
+    return fail_with(concat("is larger than ", max_hostfile_bytes, " bytes, the limit of ", kind));
   };
   std::string text;
   if (S_ISREG(st.st_mode)) {
@@ -132,7 +132,7 @@ std::optional<input> read_input(const options& o, int& status, auto_resolver res
   parsing.allow_auto_slots = resolve != nullptr;
   if (o.input.hostfile.has_value()) {
     std::string error;
-    std::optional<std::string> text = read_file(*o.input.hostfile, error);
+    std::optional<std::string> text = read_file(*o.input.hostfile, "a hostfile", error);
     if (!text) {
       status = fail(error);
       return std::nullopt;

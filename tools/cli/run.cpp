@@ -52,7 +52,7 @@ std::optional<hetlaunch::environment> node_environment(const options& o, int& st
   hetlaunch::environment env = hetlaunch::forwarded_environment(environ);
   if (o.remote.env_file) {
     std::string error;
-    const std::optional<std::string> text = read_file(*o.remote.env_file, error);
+    const std::optional<std::string> text = read_file(*o.remote.env_file, "an env file", error);
     if (!text) {
       status = fail(error);
       return std::nullopt;

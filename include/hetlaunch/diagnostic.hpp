@@ -12,6 +12,7 @@
 #include "bounded_string.hpp"
 #include "errc.hpp"
 #include "weight.hpp"
+#include "worker_variables.hpp"
 #include "detail/host_name.hpp"
 #include "detail/text.hpp"
 
@@ -267,6 +268,19 @@ std::string core_message(const Diagnostic& d) {
     case errc::bad_env_name:
       return concat(detail::quoted(text),
                     " is not a variable name (letters, digits and '_', not starting with a digit)");
+    case errc::owned_variable:
+      if (text == variables::restart_count)
+        return concat(detail::quoted(text),
+                      " is the attempt number that a launcher with --restarts sets for each "
+                      "attempt; it cannot be given as a variable");
+      return concat(detail::quoted(text),
+                    " is set from the plan (--global-batch), and another value would give the "
+                    "workers wrong work shares; it cannot be given as a variable");
+    case errc::unplanned_share:
+      return concat(variable, " is ", detail::quoted(text),
+                    " but the plan has no global batch: the worker would read a work share that "
+                    "no launch gave it (an inherited variable?); unset it, or plan with "
+                    "--global-batch");
     case errc::bad_weight:
       return concat(who, "weight ", detail::quoted(text),
                     " is not valid: ", hetlaunch::describe(d.weight));

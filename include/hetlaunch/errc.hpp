@@ -73,6 +73,10 @@ enum class errc : int {
   binding_entrypoint =
       49,  // with numa_binding, an extra torchrun argument that changes how workers start
   binding_not_carried = 50,  // numa_binding for a command that cannot carry it (accelerate's)
+  // Variables (worker_variables.hpp).
+  owned_variable =
+      51,  // a user's variable that the launch sets itself (HETLAUNCH_GLOBAL_BATCH, ...)
+  unplanned_share = 52,  // a work-share variable is set, but the plan has no global batch
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -174,6 +178,10 @@ constexpr std::string_view to_string(errc code) noexcept {
       return "binding_entrypoint";
     case errc::binding_not_carried:
       return "binding_not_carried";
+    case errc::owned_variable:
+      return "owned_variable";
+    case errc::unplanned_share:
+      return "unplanned_share";
     case errc::global_batch_too_small:
       return "global_batch_too_small";
     case errc::bad_global_batch:

@@ -7,6 +7,7 @@
 #include "result.hpp"
 #include "node_spec.hpp"
 #include "weight.hpp"
+#include "worker_variables.hpp"
 #include "diagnostic.hpp"
 #include "text.hpp"
 #include "cluster.hpp"

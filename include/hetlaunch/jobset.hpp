@@ -54,7 +54,7 @@ struct jobset_options {
 
 /// The variable each pod's command reads its index in its group from (the downward API gives it
 /// the Job's completion index annotation).
-constexpr std::string_view pod_index_variable = "HETLAUNCH_POD_INDEX";
+constexpr std::string_view pod_index_variable = variables::pod_index;
 
 /// The annotation JobSet gives every pod with the set's restart attempt (0 at first); each pod's
 /// HETLAUNCH_RESTART_COUNT reads it through the downward API.
@@ -178,9 +178,12 @@ inline std::string jobset_pod_host(const jobset_options& o, std::size_t g, std::
   if (pods > max_jobset_pods && out.empty())
     out.push_back(
         detail::jobset_problem(errc::too_many_pods, "nodes", "the job", pods, max_jobset_pods));
+  // Kubernetes takes the later of two equal names: the plan's own variables cannot be given.
   for (const auto& v : o.env)
     if (!detail::is_env_name(v.first))
       out.push_back(detail::jobset_problem(errc::bad_env_name, "env", v.first));
+    else if (is_owned_variable(v.first))
+      out.push_back(detail::jobset_problem(errc::owned_variable, "env", v.first));
   if (o.jobset_max_restarts < 0)
     out.push_back(detail::jobset_problem(errc::bad_max_restarts, "jobset_max_restarts", "",
                                          o.jobset_max_restarts));
@@ -327,14 +330,14 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     // The set's restart attempt, for the script to resume from its checkpoint (as in `run
     // --restarts`).
     document& attempt = env.push(document::object());
-    attempt.add("name", document::str("HETLAUNCH_RESTART_COUNT"));
+    attempt.add("name", document::str(std::string(variables::restart_count)));
     attempt.add("valueFrom", document::object())
         .add("fieldRef", document::object())
         .add("fieldPath", document::str(detail::concat("metadata.annotations['",
                                                        restart_attempt_annotation, "']")));
     if (plan->has_shares()) {
       document& e = env.push(document::object());
-      e.add("name", document::str("HETLAUNCH_GLOBAL_BATCH"));
+      e.add("name", document::str(std::string(variables::global_batch)));
       e.add("value", document::str(std::to_string(launch.global_batch)));
     }
     for (const auto& v : o.env) {

@@ -230,13 +230,19 @@ template <std::size_t N>
 /// check_worker_env against a plan: the topology's variables, and with a global batch also
 /// HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET, which must be
 /// set and equal the plan's for the worker's node (GROUP_RANK); a difference is batch_mismatch.
+/// Without a global batch, each of them that is set is unplanned_share.
 ///   for (const auto& d : hetlaunch::check_worker_env(plan, std::getenv))
 ///     std::cerr << d.message() << '\n';
 template <class Getenv,
           std::enable_if_t<!std::is_convertible<Getenv, const environment&>::value, int> = 0>
 [[nodiscard]] std::vector<diagnostic> check_worker_env(const launch_plan& plan, Getenv&& get) {
   std::vector<diagnostic> out = detail::compare_worker_env(plan.topology(), get);
-  if (!plan.has_shares()) return out;
+  if (!plan.has_shares()) {
+    for (std::string_view name : variables::share)
+      if (const char* value = get(name.data()))
+        out.push_back(diagnostic::of(errc::unplanned_share).with_variable(name).with_text(value));
+    return out;
+  }
   // A batch and an offset are counts: a '-' makes them no number.
   const auto read = [&](const char* name, long long& value) {
     return detail::read_env_integer(get, name, /*may_be_negative=*/false, value, out);
@@ -259,11 +265,11 @@ template <class Getenv,
     }
     out.push_back(d);
   };
-  compare("HETLAUNCH_GLOBAL_BATCH", plan.options().global_batch, false);
+  compare(variables::global_batch.data(), plan.options().global_batch, false);
   if (have_node) {
     const node_batch share = plan.node_batch_of(static_cast<std::size_t>(group));
-    compare("HETLAUNCH_NODE_BATCH", share.batch, true);
-    compare("HETLAUNCH_NODE_BATCH_OFFSET", share.offset, true);
+    compare(variables::node_batch.data(), share.batch, true);
+    compare(variables::node_batch_offset.data(), share.offset, true);
   }
   return out;
 }

@@ -16,6 +16,7 @@
 #include "detail/text.hpp"
 #include "result.hpp"
 #include "slurm_hostlist.hpp"
+#include "worker_variables.hpp"
 
 namespace hetlaunch {
 
@@ -153,7 +154,7 @@ template <class Getenv>
   std::size_t host_count = 0;
   std::vector<int> counts;
   std::string list_name = "SLURM_JOB_NODELIST";
-  const char* copied = var("HETLAUNCH_TASKS_PER_NODE");
+  const char* copied = var(variables::tasks_per_node.data());
   const char* het_size_name = "SLURM_HET_SIZE";
   const char* het_size = var(het_size_name);
   if (het_size == nullptr) {
@@ -224,7 +225,7 @@ template <class Getenv>
     lists.push_back(std::move(*all));
   }
   if (copied != nullptr) {
-    job.counts_from = "HETLAUNCH_TASKS_PER_NODE";
+    job.counts_from = std::string(variables::tasks_per_node);
     if (auto r = detail::append_host_counts(job.counts_from, copied, host_count, list_name, counts);
         !r)
       return r.error();

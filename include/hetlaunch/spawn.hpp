@@ -99,7 +99,9 @@ class spawn_environment {
  public:
   spawn_environment(const environment& vars, const char* const* base) {
     const auto overridden = [&vars](std::string_view name) {
-      if (name.substr(0, 13) == "TORCHELASTIC_" || name == "TORCH_ELASTIC_WORKER_IDENTICAL")
+      // An inherited share variable would give the worker a share the plan does not have.
+      if (name.substr(0, 13) == "TORCHELASTIC_" || name == variables::worker_identical ||
+          is_share_variable(name))
         return true;
       for (const auto& v : vars)
         if (v.first == name) return true;

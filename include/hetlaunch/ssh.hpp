@@ -42,37 +42,55 @@ namespace detail {
 
 // The remote side of a node, a POSIX sh script run as
 //   sh -c SCRIPT hetlaunch-node KILL_AFTER DIR COUNT NAME=VALUE... COMMAND...
-// It starts COMMAND in the background and watches standard input, which the launcher holds open
-// for as long as the node should run. ssh gives a command without a terminal no signal when the
-// connection ends, so end of input is the signal: at EOF every descendant of COMMAND (found from
-// /proc, since torch may start workers in sessions of their own) gets SIGTERM, then SIGKILL
-// after KILL_AFTER seconds. The tree is taken before anything is signalled: a worker whose
-// torchrun died first would no longer be found under it. The watcher ignores SIGTERM once it is
-// tearing down, so that COMMAND ending early does not cut the teardown short. The script exits
-// with COMMAND's status, which ssh passes on.
+// It removes the variables the launch owns from the login environment (the plan's are among the
+// NAME=VALUEs), starts COMMAND in the background, in a session of its own where setsid exists,
+// and watches standard input, which the launcher holds open for as long as the node should run.
+// ssh gives a command without a terminal no signal when the connection ends, so end of input is
+// the signal: every process of the job then gets SIGTERM, and SIGKILL after KILL_AFTER seconds.
+// The job's processes are found again from /proc at every tenth of a second: COMMAND's
+// descendants, and every process of a session one of them belongs to. A process keeps its
+// session when its parent dies, so a child forked during the teardown whose parent then exits
+// (a wrapper's, a worker's started in a session of its own by torch) is still found; the
+// script's own session never counts. SIGTERM goes once to each process, SIGKILL to all that
+// remain. The watcher ignores SIGTERM once it is tearing down, so that COMMAND ending early does
+// not cut the teardown short. The script exits with COMMAND's status, which ssh passes on.
 inline const char* node_script() noexcept {
   return R"sh(kill_after=$1 dir=$2 n=$3
 shift 3
 if [ -n "$dir" ]; then cd -- "$dir" || { echo "hetlaunch: cannot enter $dir on $(hostname)" >&2; exit 126; }; fi
+unset HETLAUNCH_GLOBAL_BATCH HETLAUNCH_NODE_BATCH HETLAUNCH_NODE_BATCH_OFFSET HETLAUNCH_RESTART_COUNT
 while [ "$n" -gt 0 ]; do export "$1" || exit 126; shift; n=$((n - 1)); done
-descendants() {
-  grep -s "^PPid:" /proc/[0-9]*/status | awk -F "[/:\t ]+" -v root="$1" "{ parent[\$3] = \$NF } END {
-    want[root] = 1; do { more = 0; for (p in parent) if (!(p in want) && (parent[p] in want)) { want[p] = 1; more = 1 } } while (more)
-    for (p in want) if (p != root) print p }"
+read -r self_stat < /proc/$$/stat
+self_session=$(echo "${self_stat##*) }" | cut -d " " -f 4)
+sessions=""
+scan() {
+  found=$(cat /proc/[0-9]*/stat 2>/dev/null | awk -v root="$job" -v known="$sessions" -v own="$self_session" "{
+    pid = \$1; s = \$0; sub(/^.*\\) /, \"\", s); split(s, f, \" \"); if (f[1] != \"Z\") { parent[pid] = f[2]; session[pid] = f[4] } }
+    END { n = split(known, k, \" \"); for (x = 1; x <= n; x++) in_job[k[x]] = 1; want[root] = 1; if (root != own) in_job[root] = 1
+      do { more = 0; for (p in parent) if (!(p in want) && ((parent[p] in want) || (session[p] in in_job))) { want[p] = 1; more = 1 }
+        for (p in want) if ((p in session) && session[p] != own && !(session[p] in in_job)) { in_job[session[p]] = 1; more = 1 } } while (more)
+      line = \"\"; for (p in want) if (p in parent) line = line \" \" p; line = line \";\"; for (q in in_job) line = line \" \" q; print line }")
+  pids=${found%%;*} sessions=${found#*;}
 }
-alive() { for p in "$@"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
 echo "hetlaunch: node started"
 exec 3<&0 </dev/null
-"$@" 3<&- &
+if command -v setsid >/dev/null 2>&1; then setsid "$@" 3<&- & else "$@" 3<&- & fi
 job=$!
 (
   while IFS= read -r line <&3; do :; done
   trap "" TERM
-  pids="$job $(descendants "$job")"
-  kill -TERM $pids 2>/dev/null
+  signalled=" "
   tenths=$((kill_after * 10))
-  while [ "$tenths" -gt 0 ] && alive $pids; do sleep 0.1; tenths=$((tenths - 1)); done
-  kill -KILL $pids $(descendants "$job") 2>/dev/null
+  while :; do
+    scan
+    [ -n "$pids" ] || break
+    for p in $pids; do case "$signalled" in *" $p "*) ;; *) kill -TERM "$p" 2>/dev/null; signalled="$signalled$p " ;; esac; done
+    [ "$tenths" -gt 0 ] || break
+    sleep 0.1; tenths=$((tenths - 1))
+  done
+  rounds=50
+  scan
+  while [ -n "$pids" ] && [ "$rounds" -gt 0 ]; do kill -KILL $pids 2>/dev/null; sleep 0.1; rounds=$((rounds - 1)); scan; done
 ) &
 watcher=$!
 exec 3<&-
@@ -103,7 +121,8 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
 }  // namespace detail
 
 /// Every problem of the ssh options, in order: an empty program, a variable name that is not a
-/// shell name (letters, digits, '_', not starting with a digit), a NUL byte in a variable's value
+/// shell name (letters, digits, '_', not starting with a digit) or that the launch owns
+/// (owned_variable: the work share's and HETLAUNCH_RESTART_COUNT), a NUL byte in a variable's value
 /// or in the directory (nul_byte), kill_after outside 1..3600.
 [[nodiscard]] inline std::vector<diagnostic> validate_ssh(const ssh_options& ssh) {
   std::vector<diagnostic> out;
@@ -119,6 +138,8 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
   for (const auto& v : ssh.env) {
     if (!detail::is_env_name(v.first))
       out.push_back(detail::ssh_problem(errc::bad_env_name, v.first));
+    else if (is_owned_variable(v.first))
+      out.push_back(detail::ssh_problem(errc::owned_variable, v.first));
     nul("value of variable", v.second);
   }
   nul("directory", ssh.chdir);
@@ -186,7 +207,7 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
 /// TORCH_* (but not TORCH_ELASTIC_WORKER_IDENTICAL, which would break a mixed job), UCX_*, FI_*
 /// and PYTHONPATH: what the fabric and torch read, as DeepSpeed's launcher forwards them.
 [[nodiscard]] inline bool forwarded_by_default(std::string_view name) noexcept {
-  if (name == "TORCH_ELASTIC_WORKER_IDENTICAL") return false;
+  if (name == variables::worker_identical || is_owned_variable(name)) return false;
   for (std::string_view prefix : {"NCCL_", "GLOO_", "TORCH_", "UCX_", "FI_"})
     if (name.substr(0, prefix.size()) == prefix) return true;
   return name == "PYTHONPATH";

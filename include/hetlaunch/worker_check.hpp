@@ -12,6 +12,7 @@
 #include "cluster.hpp"
 #include "diagnostic.hpp"
 #include "launch_options.hpp"
+#include "worker_variables.hpp"
 
 namespace hetlaunch {
 
@@ -64,10 +65,10 @@ std::vector<diagnostic> compare_worker_env(const cluster& c, Getenv&& get) {
                       .with_value(world)
                       .with_limit(planned_world));
   }
-  const char* identical = get("TORCH_ELASTIC_WORKER_IDENTICAL");
+  const char* identical = get(variables::worker_identical.data());
   if (nodes_differ(c) && identical && std::string_view(identical) == "1") {
     out.push_back(diagnostic::of(errc::identical_workers_on_heterogeneous)
-                      .with_variable("TORCH_ELASTIC_WORKER_IDENTICAL"));
+                      .with_variable(variables::worker_identical));
   }
   if (!have_group) return out;
   if (group < 0 || static_cast<unsigned long long>(group) >= c.node_count()) {

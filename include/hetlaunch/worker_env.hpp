@@ -16,6 +16,7 @@
 #include "launch_options.hpp"
 #include "result.hpp"
 #include "shares.hpp"
+#include "worker_variables.hpp"
 
 namespace hetlaunch {
 
@@ -49,9 +50,9 @@ inline constexpr std::string_view default_signals_to_handle = "SIGTERM,SIGINT,SI
 // without a global batch.
 inline void append_batch_env(environment& env, const launch_options& o, const node_batch* share) {
   if (o.global_batch <= 0 || share == nullptr) return;
-  env.emplace_back("HETLAUNCH_GLOBAL_BATCH", std::to_string(o.global_batch));
-  env.emplace_back("HETLAUNCH_NODE_BATCH", std::to_string(share->batch));
-  env.emplace_back("HETLAUNCH_NODE_BATCH_OFFSET", std::to_string(share->offset));
+  env.emplace_back(variables::global_batch, std::to_string(o.global_batch));
+  env.emplace_back(variables::node_batch, std::to_string(share->batch));
+  env.emplace_back(variables::node_batch_offset, std::to_string(share->offset));
 }
 
 // Node `node`'s work share, computed for this one call (O(N)); the plan keeps every node's.

@@ -163,6 +163,10 @@ enum class errc : int {
   binding_entrypoint =
       49,  // with numa_binding, an extra torchrun argument that changes how workers start
   binding_not_carried = 50,  // numa_binding for a command that cannot carry it (accelerate's)
+  // Variables (worker_variables.hpp).
+  owned_variable =
+      51,  // a user's variable that the launch sets itself (HETLAUNCH_GLOBAL_BATCH, ...)
+  unplanned_share = 52,  // a work-share variable is set, but the plan has no global batch
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -264,6 +268,10 @@ constexpr std::string_view to_string(errc code) noexcept {
       return "binding_entrypoint";
     case errc::binding_not_carried:
       return "binding_not_carried";
+    case errc::owned_variable:
+      return "owned_variable";
+    case errc::unplanned_share:
+      return "unplanned_share";
     case errc::global_batch_too_small:
       return "global_batch_too_small";
     case errc::bad_global_batch:
@@ -871,6 +879,65 @@ constexpr std::string_view describe(weight_issue issue) noexcept {
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_WEIGHT_HPP
+// ---- hetlaunch/worker_variables.hpp
+// hetlaunch: the names of the variables a launcher delivers to torchrun and its workers, written
+// once, and which of them the launch owns. A variable the launch owns is set from the plan (or
+// left unset when the plan has no value for it); a user's --env, env file or inherited
+// environment may not give it another value, or a worker would compute a wrong share.
+#ifndef HETLAUNCH_WORKER_VARIABLES_HPP
+#define HETLAUNCH_WORKER_VARIABLES_HPP
+
+#include <array>
+
+namespace hetlaunch {
+namespace variables {
+
+/// B, the samples of one optimizer step over the whole job (set only with a global batch).
+inline constexpr std::string_view global_batch = "HETLAUNCH_GLOBAL_BATCH";
+/// n_i, the node's samples of every step.
+inline constexpr std::string_view node_batch = "HETLAUNCH_NODE_BATCH";
+/// o_i, where the node's samples start within the step.
+inline constexpr std::string_view node_batch_offset = "HETLAUNCH_NODE_BATCH_OFFSET";
+/// The attempt of a job started with restarts: 0 first, then 1, 2, ...
+inline constexpr std::string_view restart_count = "HETLAUNCH_RESTART_COUNT";
+/// The job's tasks a node (SLURM_TASKS_PER_NODE's form), kept by a batch script for its steps.
+inline constexpr std::string_view tasks_per_node = "HETLAUNCH_TASKS_PER_NODE";
+/// A JobSet pod's node index within its group.
+inline constexpr std::string_view pod_index = "HETLAUNCH_POD_INDEX";
+/// torch 2.5+ computes ranks as if every node ran this node's count when it is 1: never set in a
+/// job whose nodes differ.
+inline constexpr std::string_view worker_identical = "TORCH_ELASTIC_WORKER_IDENTICAL";
+
+/// The work share's variables: set from the plan's global batch, and removed from an inherited
+/// environment when the plan has none (a shell that once evaluated `hetlaunch env
+/// --global-batch 64`, or Slurm's --export=ALL, must not hand a share to a job without one).
+inline constexpr std::array<std::string_view, 3> share = {global_batch, node_batch,
+                                                          node_batch_offset};
+/// The variables the launch owns: the work share's, and the restart count a launcher with
+/// restarts sets for each attempt.
+inline constexpr std::array<std::string_view, 4> owned = {global_batch, node_batch,
+                                                          node_batch_offset, restart_count};
+
+}  // namespace variables
+
+/// Whether `name` is a variable the launch owns (variables::owned): no --env, env file or
+/// inherited environment may set it.
+[[nodiscard]] constexpr bool is_owned_variable(std::string_view name) noexcept {
+  for (std::string_view owned : variables::owned)
+    if (name == owned) return true;
+  return false;
+}
+
+/// Whether `name` is one of the work share's variables (variables::share).
+[[nodiscard]] constexpr bool is_share_variable(std::string_view name) noexcept {
+  for (std::string_view v : variables::share)
+    if (name == v) return true;
+  return false;
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_WORKER_VARIABLES_HPP
 // ---- hetlaunch/diagnostic.hpp
 // hetlaunch: diagnostic, one problem of a topology, an argument or a launch with its message, and
 // validate_options, what validation tolerates.
@@ -1463,6 +1530,19 @@ std::string core_message(const Diagnostic& d) {
     case errc::bad_env_name:
       return concat(detail::quoted(text),
                     " is not a variable name (letters, digits and '_', not starting with a digit)");
+    case errc::owned_variable:
+      if (text == variables::restart_count)
+        return concat(detail::quoted(text),
+                      " is the attempt number that a launcher with --restarts sets for each "
+                      "attempt; it cannot be given as a variable");
+      return concat(detail::quoted(text),
+                    " is set from the plan (--global-batch), and another value would give the "
+                    "workers wrong work shares; it cannot be given as a variable");
+    case errc::unplanned_share:
+      return concat(variable, " is ", detail::quoted(text),
+                    " but the plan has no global batch: the worker would read a work share that "
+                    "no launch gave it (an inherited variable?); unset it, or plan with "
+                    "--global-batch");
     case errc::bad_weight:
       return concat(who, "weight ", detail::quoted(text),
                     " is not valid: ", hetlaunch::describe(d.weight));
@@ -1571,7 +1651,6 @@ namespace hetlaunch {
 #ifndef HETLAUNCH_CLUSTER_HPP
 #define HETLAUNCH_CLUSTER_HPP
 
-#include <array>
 #include <initializer_list>
 #include <iterator>
 
@@ -3337,9 +3416,9 @@ inline constexpr std::string_view default_signals_to_handle = "SIGTERM,SIGINT,SI
 // without a global batch.
 inline void append_batch_env(environment& env, const launch_options& o, const node_batch* share) {
   if (o.global_batch <= 0 || share == nullptr) return;
-  env.emplace_back("HETLAUNCH_GLOBAL_BATCH", std::to_string(o.global_batch));
-  env.emplace_back("HETLAUNCH_NODE_BATCH", std::to_string(share->batch));
-  env.emplace_back("HETLAUNCH_NODE_BATCH_OFFSET", std::to_string(share->offset));
+  env.emplace_back(variables::global_batch, std::to_string(o.global_batch));
+  env.emplace_back(variables::node_batch, std::to_string(share->batch));
+  env.emplace_back(variables::node_batch_offset, std::to_string(share->offset));
 }
 
 // Node `node`'s work share, computed for this one call (O(N)); the plan keeps every node's.
@@ -3742,7 +3821,9 @@ class spawn_environment {
  public:
   spawn_environment(const environment& vars, const char* const* base) {
     const auto overridden = [&vars](std::string_view name) {
-      if (name.substr(0, 13) == "TORCHELASTIC_" || name == "TORCH_ELASTIC_WORKER_IDENTICAL")
+      // An inherited share variable would give the worker a share the plan does not have.
+      if (name.substr(0, 13) == "TORCHELASTIC_" || name == variables::worker_identical ||
+          is_share_variable(name))
         return true;
       for (const auto& v : vars)
         if (v.first == name) return true;
@@ -3827,10 +3908,10 @@ std::vector<diagnostic> compare_worker_env(const cluster& c, Getenv&& get) {
                       .with_value(world)
                       .with_limit(planned_world));
   }
-  const char* identical = get("TORCH_ELASTIC_WORKER_IDENTICAL");
+  const char* identical = get(variables::worker_identical.data());
   if (nodes_differ(c) && identical && std::string_view(identical) == "1") {
     out.push_back(diagnostic::of(errc::identical_workers_on_heterogeneous)
-                      .with_variable("TORCH_ELASTIC_WORKER_IDENTICAL"));
+                      .with_variable(variables::worker_identical));
   }
   if (!have_group) return out;
   if (group < 0 || static_cast<unsigned long long>(group) >= c.node_count()) {
@@ -4231,13 +4312,19 @@ template <std::size_t N>
 /// check_worker_env against a plan: the topology's variables, and with a global batch also
 /// HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET, which must be
 /// set and equal the plan's for the worker's node (GROUP_RANK); a difference is batch_mismatch.
+/// Without a global batch, each of them that is set is unplanned_share.
 ///   for (const auto& d : hetlaunch::check_worker_env(plan, std::getenv))
 ///     std::cerr << d.message() << '\n';
 template <class Getenv,
           std::enable_if_t<!std::is_convertible<Getenv, const environment&>::value, int> = 0>
 [[nodiscard]] std::vector<diagnostic> check_worker_env(const launch_plan& plan, Getenv&& get) {
   std::vector<diagnostic> out = detail::compare_worker_env(plan.topology(), get);
-  if (!plan.has_shares()) return out;
+  if (!plan.has_shares()) {
+    for (std::string_view name : variables::share)
+      if (const char* value = get(name.data()))
+        out.push_back(diagnostic::of(errc::unplanned_share).with_variable(name).with_text(value));
+    return out;
+  }
   // A batch and an offset are counts: a '-' makes them no number.
   const auto read = [&](const char* name, long long& value) {
     return detail::read_env_integer(get, name, /*may_be_negative=*/false, value, out);
@@ -4260,11 +4347,11 @@ template <class Getenv,
     }
     out.push_back(d);
   };
-  compare("HETLAUNCH_GLOBAL_BATCH", plan.options().global_batch, false);
+  compare(variables::global_batch.data(), plan.options().global_batch, false);
   if (have_node) {
     const node_batch share = plan.node_batch_of(static_cast<std::size_t>(group));
-    compare("HETLAUNCH_NODE_BATCH", share.batch, true);
-    compare("HETLAUNCH_NODE_BATCH_OFFSET", share.offset, true);
+    compare(variables::node_batch.data(), share.batch, true);
+    compare(variables::node_batch_offset.data(), share.offset, true);
   }
   return out;
 }
@@ -5053,37 +5140,55 @@ namespace detail {
 
 // The remote side of a node, a POSIX sh script run as
 //   sh -c SCRIPT hetlaunch-node KILL_AFTER DIR COUNT NAME=VALUE... COMMAND...
-// It starts COMMAND in the background and watches standard input, which the launcher holds open
-// for as long as the node should run. ssh gives a command without a terminal no signal when the
-// connection ends, so end of input is the signal: at EOF every descendant of COMMAND (found from
-// /proc, since torch may start workers in sessions of their own) gets SIGTERM, then SIGKILL
-// after KILL_AFTER seconds. The tree is taken before anything is signalled: a worker whose
-// torchrun died first would no longer be found under it. The watcher ignores SIGTERM once it is
-// tearing down, so that COMMAND ending early does not cut the teardown short. The script exits
-// with COMMAND's status, which ssh passes on.
+// It removes the variables the launch owns from the login environment (the plan's are among the
+// NAME=VALUEs), starts COMMAND in the background, in a session of its own where setsid exists,
+// and watches standard input, which the launcher holds open for as long as the node should run.
+// ssh gives a command without a terminal no signal when the connection ends, so end of input is
+// the signal: every process of the job then gets SIGTERM, and SIGKILL after KILL_AFTER seconds.
+// The job's processes are found again from /proc at every tenth of a second: COMMAND's
+// descendants, and every process of a session one of them belongs to. A process keeps its
+// session when its parent dies, so a child forked during the teardown whose parent then exits
+// (a wrapper's, a worker's started in a session of its own by torch) is still found; the
+// script's own session never counts. SIGTERM goes once to each process, SIGKILL to all that
+// remain. The watcher ignores SIGTERM once it is tearing down, so that COMMAND ending early does
+// not cut the teardown short. The script exits with COMMAND's status, which ssh passes on.
 inline const char* node_script() noexcept {
   return R"sh(kill_after=$1 dir=$2 n=$3
 shift 3
 if [ -n "$dir" ]; then cd -- "$dir" || { echo "hetlaunch: cannot enter $dir on $(hostname)" >&2; exit 126; }; fi
+unset HETLAUNCH_GLOBAL_BATCH HETLAUNCH_NODE_BATCH HETLAUNCH_NODE_BATCH_OFFSET HETLAUNCH_RESTART_COUNT
 while [ "$n" -gt 0 ]; do export "$1" || exit 126; shift; n=$((n - 1)); done
-descendants() {
-  grep -s "^PPid:" /proc/[0-9]*/status | awk -F "[/:\t ]+" -v root="$1" "{ parent[\$3] = \$NF } END {
-    want[root] = 1; do { more = 0; for (p in parent) if (!(p in want) && (parent[p] in want)) { want[p] = 1; more = 1 } } while (more)
-    for (p in want) if (p != root) print p }"
+read -r self_stat < /proc/$$/stat
+self_session=$(echo "${self_stat##*) }" | cut -d " " -f 4)
+sessions=""
+scan() {
+  found=$(cat /proc/[0-9]*/stat 2>/dev/null | awk -v root="$job" -v known="$sessions" -v own="$self_session" "{
+    pid = \$1; s = \$0; sub(/^.*\\) /, \"\", s); split(s, f, \" \"); if (f[1] != \"Z\") { parent[pid] = f[2]; session[pid] = f[4] } }
+    END { n = split(known, k, \" \"); for (x = 1; x <= n; x++) in_job[k[x]] = 1; want[root] = 1; if (root != own) in_job[root] = 1
+      do { more = 0; for (p in parent) if (!(p in want) && ((parent[p] in want) || (session[p] in in_job))) { want[p] = 1; more = 1 }
+        for (p in want) if ((p in session) && session[p] != own && !(session[p] in in_job)) { in_job[session[p]] = 1; more = 1 } } while (more)
+      line = \"\"; for (p in want) if (p in parent) line = line \" \" p; line = line \";\"; for (q in in_job) line = line \" \" q; print line }")
+  pids=${found%%;*} sessions=${found#*;}
 }
-alive() { for p in "$@"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
 echo "hetlaunch: node started"
 exec 3<&0 </dev/null
-"$@" 3<&- &
+if command -v setsid >/dev/null 2>&1; then setsid "$@" 3<&- & else "$@" 3<&- & fi
 job=$!
 (
   while IFS= read -r line <&3; do :; done
   trap "" TERM
-  pids="$job $(descendants "$job")"
-  kill -TERM $pids 2>/dev/null
+  signalled=" "
   tenths=$((kill_after * 10))
-  while [ "$tenths" -gt 0 ] && alive $pids; do sleep 0.1; tenths=$((tenths - 1)); done
-  kill -KILL $pids $(descendants "$job") 2>/dev/null
+  while :; do
+    scan
+    [ -n "$pids" ] || break
+    for p in $pids; do case "$signalled" in *" $p "*) ;; *) kill -TERM "$p" 2>/dev/null; signalled="$signalled$p " ;; esac; done
+    [ "$tenths" -gt 0 ] || break
+    sleep 0.1; tenths=$((tenths - 1))
+  done
+  rounds=50
+  scan
+  while [ -n "$pids" ] && [ "$rounds" -gt 0 ]; do kill -KILL $pids 2>/dev/null; sleep 0.1; rounds=$((rounds - 1)); scan; done
 ) &
 watcher=$!
 exec 3<&-
@@ -5114,7 +5219,8 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
 }  // namespace detail
 
 /// Every problem of the ssh options, in order: an empty program, a variable name that is not a
-/// shell name (letters, digits, '_', not starting with a digit), a NUL byte in a variable's value
+/// shell name (letters, digits, '_', not starting with a digit) or that the launch owns
+/// (owned_variable: the work share's and HETLAUNCH_RESTART_COUNT), a NUL byte in a variable's value
 /// or in the directory (nul_byte), kill_after outside 1..3600.
 [[nodiscard]] inline std::vector<diagnostic> validate_ssh(const ssh_options& ssh) {
   std::vector<diagnostic> out;
@@ -5130,6 +5236,8 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
   for (const auto& v : ssh.env) {
     if (!detail::is_env_name(v.first))
       out.push_back(detail::ssh_problem(errc::bad_env_name, v.first));
+    else if (is_owned_variable(v.first))
+      out.push_back(detail::ssh_problem(errc::owned_variable, v.first));
     nul("value of variable", v.second);
   }
   nul("directory", ssh.chdir);
@@ -5197,7 +5305,7 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
 /// TORCH_* (but not TORCH_ELASTIC_WORKER_IDENTICAL, which would break a mixed job), UCX_*, FI_*
 /// and PYTHONPATH: what the fabric and torch read, as DeepSpeed's launcher forwards them.
 [[nodiscard]] inline bool forwarded_by_default(std::string_view name) noexcept {
-  if (name == "TORCH_ELASTIC_WORKER_IDENTICAL") return false;
+  if (name == variables::worker_identical || is_owned_variable(name)) return false;
   for (std::string_view prefix : {"NCCL_", "GLOO_", "TORCH_", "UCX_", "FI_"})
     if (name.substr(0, prefix.size()) == prefix) return true;
   return name == "PYTHONPATH";
@@ -5463,7 +5571,7 @@ struct jobset_options {
 
 /// The variable each pod's command reads its index in its group from (the downward API gives it
 /// the Job's completion index annotation).
-constexpr std::string_view pod_index_variable = "HETLAUNCH_POD_INDEX";
+constexpr std::string_view pod_index_variable = variables::pod_index;
 
 /// The annotation JobSet gives every pod with the set's restart attempt (0 at first); each pod's
 /// HETLAUNCH_RESTART_COUNT reads it through the downward API.
@@ -5587,9 +5695,12 @@ inline std::string jobset_pod_host(const jobset_options& o, std::size_t g, std::
   if (pods > max_jobset_pods && out.empty())
     out.push_back(
         detail::jobset_problem(errc::too_many_pods, "nodes", "the job", pods, max_jobset_pods));
+  // Kubernetes takes the later of two equal names: the plan's own variables cannot be given.
   for (const auto& v : o.env)
     if (!detail::is_env_name(v.first))
       out.push_back(detail::jobset_problem(errc::bad_env_name, "env", v.first));
+    else if (is_owned_variable(v.first))
+      out.push_back(detail::jobset_problem(errc::owned_variable, "env", v.first));
   if (o.jobset_max_restarts < 0)
     out.push_back(detail::jobset_problem(errc::bad_max_restarts, "jobset_max_restarts", "",
                                          o.jobset_max_restarts));
@@ -5736,14 +5847,14 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     // The set's restart attempt, for the script to resume from its checkpoint (as in `run
     // --restarts`).
     document& attempt = env.push(document::object());
-    attempt.add("name", document::str("HETLAUNCH_RESTART_COUNT"));
+    attempt.add("name", document::str(std::string(variables::restart_count)));
     attempt.add("valueFrom", document::object())
         .add("fieldRef", document::object())
         .add("fieldPath", document::str(detail::concat("metadata.annotations['",
                                                        restart_attempt_annotation, "']")));
     if (plan->has_shares()) {
       document& e = env.push(document::object());
-      e.add("name", document::str("HETLAUNCH_GLOBAL_BATCH"));
+      e.add("name", document::str(std::string(variables::global_batch)));
       e.add("value", document::str(std::to_string(launch.global_batch)));
     }
     for (const auto& v : o.env) {
@@ -7147,7 +7258,7 @@ template <class Getenv>
   std::size_t host_count = 0;
   std::vector<int> counts;
   std::string list_name = "SLURM_JOB_NODELIST";
-  const char* copied = var("HETLAUNCH_TASKS_PER_NODE");
+  const char* copied = var(variables::tasks_per_node.data());
   const char* het_size_name = "SLURM_HET_SIZE";
   const char* het_size = var(het_size_name);
   if (het_size == nullptr) {
@@ -7218,7 +7329,7 @@ template <class Getenv>
     lists.push_back(std::move(*all));
   }
   if (copied != nullptr) {
-    job.counts_from = "HETLAUNCH_TASKS_PER_NODE";
+    job.counts_from = std::string(variables::tasks_per_node);
     if (auto r = detail::append_host_counts(job.counts_from, copied, host_count, list_name, counts);
         !r)
       return r.error();

@@ -11,6 +11,9 @@ what hetlaunch writes, or with a stand-in for ssh that misbehaves:
              through `kubectl` (YAML and JSON): numbers in every spelling, YAML 1.1 words, C1
              controls; text that is not UTF-8 is refused, naming it;
   env-file   a NUL byte in an --env-file is refused with its line and column;
+  teardown   a node's processes are all stopped, also a child forked during the teardown whose
+             parent then exits (a wrapper given as --program that starts a process ignoring
+             SIGTERM when it gets SIGTERM), and after a SIGINT right after the start;
   messages   --env with a bad name, a --group past the limit, jobset --env NAME, sbatch's help,
              compress of names a host list cannot hold, run's exit status in its help.
 
@@ -249,6 +252,51 @@ def env_file_cases(r):
                   f"nul-{name}.env{where} a NUL byte" in err and b"\0" not in out, (code, err, out[:200]))
 
 
+ORPHAN_WRAPPER = """#!/bin/sh
+# {marker}
+# On SIGTERM: start a process that ignores SIGTERM, and exit at once, orphaning it.
+trap 'sh -c "trap \\"\\" TERM; exec sleep {seconds}" & exit 0' TERM
+sleep 300 & wait
+"""
+
+
+def teardown_cases(r):
+    # A local stand-in runs each node's remote command as sshd would: the node script itself.
+    ssh = r.stand_in("local-ssh", 'exec sh -c "$*"')
+    seconds = 400 + os.getpid() % 500  # the orphan's command line: "sleep SECONDS", no marker
+    wrapper = r.tmp / "wrapper.sh"
+    wrapper.write_text(ORPHAN_WRAPPER.format(marker=r.marker, seconds=seconds))
+    wrapper.chmod(0o755)
+
+    def orphans():
+        return [int(p.parent.name) for p in pathlib.Path("/proc").glob("[0-9]*/cmdline")
+                if p.exists() and _read(p) == f"sleep\0{seconds}\0".encode()]
+
+    for name, delay in (("once the nodes run", 1.5), ("right after the start", 0.2)):
+        for attempt in range(3):
+            proc = subprocess.Popen([r.binary, "run", "--hosts", "h1:1,h2:1", "--ssh", ssh, "--kill-after", "2",
+                                     "--program", str(wrapper), "--", "t.py"], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, env=r.env)
+            time.sleep(delay)
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+            deadline = time.monotonic() + 1
+            while orphans() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            left = orphans()
+            for pid in left:
+                os.kill(pid, signal.SIGKILL)
+            check(f"teardown: SIGINT {name} (run {attempt + 1}): exit 130 and no orphan of a wrapper left",
+                  proc.returncode == 130 and not left, (proc.returncode, left, err.decode(errors="replace")))
+
+
+def _read(path):
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
 def message_cases(r):
     code, out, err = r.run(["run", "--hosts", "a:1", "--env", "A B=1", "--dry-run", "--", "t.py"])
     check("messages: a bad --env name is blamed on --env", code == 1 and
@@ -292,7 +340,7 @@ def main():
     binary = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory() as tmp:
         r = runner(binary, tmp)
-        for cases in (started_cases, discover_cases, yaml_cases, env_file_cases, message_cases):
+        for cases in (started_cases, discover_cases, yaml_cases, env_file_cases, teardown_cases, message_cases):
             try:
                 cases(r)
             except subprocess.TimeoutExpired as e:

@@ -313,7 +313,42 @@ def hostile_cases(binary):
          env={k: v for k, v in worker.items() if k != "HETLAUNCH_NODE_BATCH_OFFSET"})
     case("check_env_shares_not_a_number", shares, 1, "HETLAUNCH_NODE_BATCH='5x' is not an integer",
          env=dict(worker, HETLAUNCH_NODE_BATCH="5x"))
-    case("check_env_without_shares", shares[:5], 0, env=worker)  # no global batch: the variables are not read
+    # Without a global batch a share variable has no business in a worker: an inherited one is named.
+    case("check_env_without_shares", shares[:5], 1,
+         "HETLAUNCH_GLOBAL_BATCH is '13' but the plan has no global batch: the worker would read a work share "
+         "that no launch gave it (an inherited variable?)", env=worker)
+    case("check_env_without_shares_each", shares[:5], 1, "HETLAUNCH_NODE_BATCH_OFFSET is '8' but the plan has no",
+         env={k: v for k, v in worker.items() if k not in ("HETLAUNCH_GLOBAL_BATCH", "HETLAUNCH_NODE_BATCH")})
+    case("check_env_without_shares_clean", shares[:5], 0,
+         env={k: v for k, v in worker.items() if not k.startswith("HETLAUNCH_")})
+    # exec hands torchrun no share the plan does not have (the "torchrun" here prints what it got).
+    show = ["--program", "sh", "--program", "-c", "--program", "env | grep ^HETLAUNCH_ | sort; exit 0"]
+    inherited = dict(empty_env, HETLAUNCH_GLOBAL_BATCH="64", HETLAUNCH_NODE_BATCH="32", HETLAUNCH_NODE_BATCH_OFFSET="0")
+    case("exec_drops_inherited_shares", ["exec", "--hosts", "127.0.0.1:1", "--node", "0", *show, "--", "t.py"], 0,
+         "hetlaunch: unsetting HETLAUNCH_GLOBAL_BATCH: the plan has no global batch", stdout=b"", env=inherited)
+    case("exec_replaces_inherited_shares", ["exec", "--hosts", "127.0.0.1:1", "--node", "0", "--global-batch", "8", *show,
+                                            "--", "t.py"], 0,
+         stdout=b"HETLAUNCH_GLOBAL_BATCH=8\nHETLAUNCH_NODE_BATCH=8\nHETLAUNCH_NODE_BATCH_OFFSET=0\n", env=inherited)
+    # The plan's own variables cannot be given by --env, an env file, or jobset --env.
+    for name in ("HETLAUNCH_GLOBAL_BATCH", "HETLAUNCH_NODE_BATCH", "HETLAUNCH_NODE_BATCH_OFFSET", "HETLAUNCH_RESTART_COUNT"):
+        case(f"run_env_owned_{name.lower()}", ["run", "--hosts", "a:1", "--global-batch", "4", "--env", f"{name}=8",
+                                               "--dry-run", "--", "t.py"], 1,
+             f"--env '{name}=8': '{name}' ")
+        case(f"jobset_env_owned_{name.lower()}", ["jobset", "--name", "j", "--image", "i", "--group", "1:1",
+                                                  "--env", f"{name}=8", "--", "t.py"], 1, f"'{name}' ")
+    case("run_env_owned_message", ["run", "--hosts", "a:1", "--global-batch", "4", "--env", "HETLAUNCH_GLOBAL_BATCH=8",
+                                   "--dry-run", "--", "t.py"], 1,
+         "--env 'HETLAUNCH_GLOBAL_BATCH=8': 'HETLAUNCH_GLOBAL_BATCH' is set from the plan (--global-batch), and another "
+         "value would give the workers wrong work shares; it cannot be given as a variable")
+    case("run_env_owned_inherited", ["run", "--hosts", "a:1", "--env", "HETLAUNCH_RESTART_COUNT", "--dry-run", "--", "t.py"],
+         1, "'HETLAUNCH_RESTART_COUNT' is the attempt number that a launcher with --restarts sets for each attempt",
+         env=dict(empty_env, HETLAUNCH_RESTART_COUNT="3"))
+    case("run_env_file_owned", ["run", "--hosts", "a:1", "--global-batch", "4", "--env-file", str(DATA / "owned.env"),
+                                "--dry-run", "--", "t.py"], 1,
+         "owned.env:3:3: 'HETLAUNCH_GLOBAL_BATCH' is set from the plan (--global-batch)")
+    case("jobset_env_owned_message", ["jobset", "--name", "j", "--image", "i", "--group", "1:1", "--global-batch", "4",
+                                      "--env", "HETLAUNCH_GLOBAL_BATCH=8", "--", "t.py"], 1,
+         "'HETLAUNCH_GLOBAL_BATCH' is set from the plan (--global-batch)")
     case("check_node_out_of_range", ["check", "--node", "7"], 1, "node index 7 is out of range: the cluster has 3 nodes")
     case("hosts_semicolon", ["check", "--hosts", "a:1;b:1"], 1, "character ';' at position 3 is not allowed")
     case("script_like_an_option", ["plan", "--", "--nproc_per_node=99", "train.py"], 1, "starts with '-'")

@@ -221,6 +221,17 @@ int exec_command(options& o) {
         "numbers of workers, which it would make torchrun ignore\n");
     unsetenv("TORCH_ELASTIC_WORKER_IDENTICAL");
   }
+  // A work share inherited from the caller's environment (a shell that once evaluated `hetlaunch
+  // env --global-batch`, Slurm's --export=ALL) must not reach a plan without one; with one, the
+  // plan's values replace it below.
+  for (std::string_view name : hetlaunch::variables::share)
+    if (!p->plan.has_shares() && std::getenv(name.data())) {
+      std::fprintf(stderr,
+                   "hetlaunch: unsetting %s: the plan has no global batch, so the workers have no "
+                   "work share\n",
+                   name.data());
+      unsetenv(name.data());
+    }
   // torchrun replaces this process; its environment carries the node's devices.
   for (const auto& v : p->plan.agent_env(*node)) setenv(v.first.c_str(), v.second.c_str(), 1);
   std::vector<char*> args;

@@ -257,6 +257,12 @@ std::optional<hetlaunch::environment> env_flags(const options& o, int& status) {
                  " is not a variable name (letters, digits and '_', not starting with a digit)"));
       return std::nullopt;
     }
+    if (hetlaunch::is_owned_variable(name)) {
+      status = fail(concat(
+          "--env ", quoted(e), ": ",
+          hetlaunch::diagnostic::of(hetlaunch::errc::owned_variable).with_text(name).message()));
+      return std::nullopt;
+    }
     if (eq != std::string::npos) {
       env.emplace_back(name, e.substr(eq + 1));
       continue;

@@ -47,6 +47,28 @@ void note_worker_failure(child& c, std::string_view line) {
   c.failed_exitcode = static_cast<int>(code.value_or(0));
 }
 
+// Where an env file (already read without an error) sets a variable the launch owns.
+struct owned_line {
+  std::size_t line, column;
+  std::string name;
+};
+std::optional<owned_line> first_owned_variable(std::string_view text) {
+  std::size_t line_no = 0;
+  for (std::size_t start = 0; start < text.size();) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(start, end - start);
+    ++line_no;
+    start = end + 1;
+    const std::size_t first = line.find_first_not_of(" \t");
+    if (first == std::string_view::npos || line[first] == '#') continue;
+    const std::string_view name = line.substr(first, line.find('=') - first);
+    if (hetlaunch::is_owned_variable(name))
+      return owned_line{line_no, first + 1, std::string(name)};
+  }
+  return std::nullopt;
+}
+
 // The variables every node gets: the forwarded defaults, then --env-file, then --env.
 std::optional<hetlaunch::environment> node_environment(const options& o, int& status) {
   hetlaunch::environment env = hetlaunch::forwarded_environment(environ);
@@ -61,6 +83,13 @@ std::optional<hetlaunch::environment> node_environment(const options& o, int& st
     if (!parsed) {
       status = fail(concat(*o.remote.env_file, ":", parsed.error().line, ":", parsed.error().column,
                            ": ", parsed.error().message));
+      return std::nullopt;
+    }
+    if (const std::optional<owned_line> owned = first_owned_variable(*text)) {
+      status = fail(concat(*o.remote.env_file, ":", owned->line, ":", owned->column, ": ",
+                           hetlaunch::diagnostic::of(hetlaunch::errc::owned_variable)
+                               .with_text(owned->name)
+                               .message()));
       return std::nullopt;
     }
     env.insert(env.end(), parsed->begin(), parsed->end());

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+// hetlaunch: the names of the variables a launcher delivers to torchrun and its workers, written
+// once, and which of them the launch owns. A variable the launch owns is set from the plan (or
+// left unset when the plan has no value for it); a user's --env, env file or inherited
+// environment may not give it another value, or a worker would compute a wrong share.
+#ifndef HETLAUNCH_WORKER_VARIABLES_HPP
+#define HETLAUNCH_WORKER_VARIABLES_HPP
+
+#include <array>
+#include <string_view>
+
+namespace hetlaunch {
+namespace variables {
+
+/// B, the samples of one optimizer step over the whole job (set only with a global batch).
+inline constexpr std::string_view global_batch = "HETLAUNCH_GLOBAL_BATCH";
+/// n_i, the node's samples of every step.
+inline constexpr std::string_view node_batch = "HETLAUNCH_NODE_BATCH";
+/// o_i, where the node's samples start within the step.
+inline constexpr std::string_view node_batch_offset = "HETLAUNCH_NODE_BATCH_OFFSET";
+/// The attempt of a job started with restarts: 0 first, then 1, 2, ...
+inline constexpr std::string_view restart_count = "HETLAUNCH_RESTART_COUNT";
+/// The job's tasks a node (SLURM_TASKS_PER_NODE's form), kept by a batch script for its steps.
+inline constexpr std::string_view tasks_per_node = "HETLAUNCH_TASKS_PER_NODE";
+/// A JobSet pod's node index within its group.
+inline constexpr std::string_view pod_index = "HETLAUNCH_POD_INDEX";
+/// torch 2.5+ computes ranks as if every node ran this node's count when it is 1: never set in a
+/// job whose nodes differ.
+inline constexpr std::string_view worker_identical = "TORCH_ELASTIC_WORKER_IDENTICAL";
+
+/// The work share's variables: set from the plan's global batch, and removed from an inherited
+/// environment when the plan has none (a shell that once evaluated `hetlaunch env
+/// --global-batch 64`, or Slurm's --export=ALL, must not hand a share to a job without one).
+inline constexpr std::array<std::string_view, 3> share = {global_batch, node_batch,
+                                                          node_batch_offset};
+/// The variables the launch owns: the work share's, and the restart count a launcher with
+/// restarts sets for each attempt.
+inline constexpr std::array<std::string_view, 4> owned = {global_batch, node_batch,
+                                                          node_batch_offset, restart_count};
+
+}  // namespace variables
+
+/// Whether `name` is a variable the launch owns (variables::owned): no --env, env file or
+/// inherited environment may set it.
+[[nodiscard]] constexpr bool is_owned_variable(std::string_view name) noexcept {
+  for (std::string_view owned : variables::owned)
+    if (name == owned) return true;
+  return false;
+}
+
+/// Whether `name` is one of the work share's variables (variables::share).
+[[nodiscard]] constexpr bool is_share_variable(std::string_view name) noexcept {
+  for (std::string_view v : variables::share)
+    if (name == v) return true;
+  return false;
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_WORKER_VARIABLES_HPP

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cluster.hpp"
+#include "launch_options.hpp"
 
 namespace hetlaunch {
 
@@ -96,6 +97,27 @@ struct restart_decision {
   for (std::size_t k = 0; k < keep.size(); ++k)
     if (!c.devices(keep[k]).empty()) out.set_devices(k, c.devices(keep[k]));
   return out;
+}
+
+/// Whether the rendezvous address given in `o` (master_addr, or c10d's endpoint host) must move
+/// when only the nodes `keep` (indices into `before`, ascending) of `before` remain. Node 0 hosts
+/// the static rendezvous, and c10d's store when the endpoint names it. The address points at a
+/// node left out when it is the host of a node left out, or when node 0 is left out and the
+/// address is the host of no node that remains (node 0's fast-network address, say): every
+/// agent of the restart would wait for that node. It then becomes the new node 0's host (clear
+/// master_addr). An address not given (empty) is node 0's host already: it never moves. O(N).
+[[nodiscard]] inline bool rendezvous_moves(const cluster& before,
+                                           const std::vector<std::size_t>& keep,
+                                           const launch_options& o) {
+  if (o.master_addr.empty() || before.node_count() == 0) return false;
+  const std::string_view addr = detail::unbracketed(o.master_addr);
+  std::vector<bool> kept(before.node_count(), false);
+  for (std::size_t i : keep)
+    if (i < kept.size()) kept[i] = true;
+  bool names_left_out = false, names_kept = false;
+  for (std::size_t i = 0; i < kept.size(); ++i)
+    if (before.node(i).host == addr) (kept[i] ? names_kept : names_left_out) = true;
+  return names_left_out || (!kept[0] && !names_kept);
 }
 
 }  // namespace hetlaunch

@@ -25,8 +25,12 @@ struct ssh_options {
   std::vector<std::string> program = {"ssh"};
   /// Arguments for ssh before the host: "-o", "BatchMode=yes", "-i", "key", "-p", "2222", ...
   std::vector<std::string> args;
-  /// Variables set on the node before torchrun starts, in order (a later one wins).
+  /// Variables set on the node before torchrun starts, in order (a later one wins). None may be
+  /// one the launch owns (worker_variables.hpp): the plan sets those.
   environment env;
+  /// A launcher with restarts: the attempt, 0 first, given to every worker as
+  /// HETLAUNCH_RESTART_COUNT. -1: none.
+  int restart_count = -1;
   /// The directory torchrun runs in on the node; empty: the login directory.
   std::string chdir;
   /// When the connection ends (the launcher stops the node, fails or dies), torchrun and every
@@ -150,7 +154,8 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
 }
 
 /// The command the node's shell runs: {"sh", "-c", SCRIPT, "hetlaunch-node", KILL_AFTER, DIR,
-/// COUNT, the variables (the plan's agent_env for the node, then ssh.env) as NAME=VALUE, then
+/// COUNT, the variables (the plan's agent_env for the node, then ssh.env, then
+/// HETLAUNCH_RESTART_COUNT with a restart_count) as NAME=VALUE, then
 /// the node's torchrun argv}. When the plan's nodes differ, TORCH_ELASTIC_WORKER_IDENTICAL is
 /// unset first: torch 2.5+ would compute ranks as if every node ran this node's count.
 /// Errors: node_out_of_range, empty_script, and those of validate_ssh.
@@ -162,6 +167,8 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
     return problems.front();
   environment vars = plan.agent_env(node);
   vars.insert(vars.end(), ssh.env.begin(), ssh.env.end());
+  if (ssh.restart_count >= 0)
+    vars.emplace_back(variables::restart_count, std::to_string(ssh.restart_count));
   std::string script;
   if (plan.counts_differ()) script = "unset TORCH_ELASTIC_WORKER_IDENTICAL\n";
   script += detail::node_script();

@@ -131,7 +131,8 @@ CASES = {
     "max_restarts_warning": (["argv", "--node", "1", "--hosts", "a:2,b:1", "--max-restarts", "1", "t.py"], 0),
     "max_restarts_one_node": (["argv", "--node", "0", "--hosts", "a:2", "--max-restarts", "1", "t.py"], 0),
     "run_exclude_failed_alone": (["run", "--hosts", "a:2,b:1", "--exclude-failed", "t.py"], 2),
-    "run_min_nodes_above_plan": (["run", "--hosts", "a:2,b:1", "--restarts", "1", "--min-nodes", "3", "t.py"], 1),
+    "run_min_nodes_above_plan": (["run", "--hosts", "a:2,b:1", "--restarts", "1", "--exclude-failed", "--min-nodes", "3",
+                                  "t.py"], 1),
     "flag_not_accepted": (["plan", "--local-rank", "0"], 2),
     "switch_with_value": (["plan", "--json=yes"], 2),
     "flag_before_command": (["--hosts", "a:1", "plan"], 2),
@@ -329,6 +330,27 @@ def hostile_cases(binary):
     case("exec_replaces_inherited_shares", ["exec", "--hosts", "127.0.0.1:1", "--node", "0", "--global-batch", "8", *show,
                                             "--", "t.py"], 0,
          stdout=b"HETLAUNCH_GLOBAL_BATCH=8\nHETLAUNCH_NODE_BATCH=8\nHETLAUNCH_NODE_BATCH_OFFSET=0\n", env=inherited)
+    # A failure of this machine (the ssh program cannot run) is no host's: no host is left out, and
+    # no restart is tried, since every attempt would fail alike.
+    case("run_ssh_missing", ["run", "--hosts", "h1:2,h2:1,h3:1", "--ssh", "/nonexistent/ssh", "--restarts", "3",
+                             "--exclude-failed", "--", "t.py"], 1,
+         "--ssh '/nonexistent/ssh': cannot run it here: No such file or directory")
+    case("run_ssh_missing_on_path", ["run", "--hosts", "h1:1", "--ssh", "no-such-ssh-client", "--", "t.py"], 1,
+         "--ssh 'no-such-ssh-client': cannot run it here: no such program on PATH")
+    case("run_ssh_fails_to_start", ["run", "--hosts", "h1:2,h2:1,h3:1", "--ssh", str(DATA / "bad-interpreter"),
+                                    "--restarts", "3", "--exclude-failed", "--", "t.py"], 127,
+         "not on a host: not restarting, every attempt would fail the same way",
+         check=lambda out: out == b"")
+    case("run_ssh_fails_to_start_once", ["run", "--hosts", "h1:1,h2:1", "--ssh", str(DATA / "bad-interpreter"),
+                                         "--", "t.py"], 127, "hetlaunch: node 1 ('h2'): not started")
+    # The dry run shows what the first attempt runs, and refuses what the run refuses.
+    case("run_dry_run_restart_count", ["run", "--hosts", "h1:1", "--restarts", "2", "--dry-run", "--", "t.py"], 0,
+         check=lambda out: b" HETLAUNCH_RESTART_COUNT=0 " in out)
+    case("run_dry_run_min_nodes", ["run", "--hosts", "h1:1,h2:1", "--restarts", "2", "--exclude-failed", "--min-nodes",
+                                   "3", "--dry-run", "--", "t.py"], 1, "--min-nodes 3 is more than the plan's 2 nodes")
+    case("run_min_nodes_without_exclude_failed", ["run", "--hosts", "h1:1,h2:1", "--restarts", "2", "--min-nodes", "1",
+                                                  "--", "t.py"], 2,
+         "--min-nodes needs --exclude-failed (the job shrinks only then)")
     # The plan's own variables cannot be given by --env, an env file, or jobset --env.
     for name in ("HETLAUNCH_GLOBAL_BATCH", "HETLAUNCH_NODE_BATCH", "HETLAUNCH_NODE_BATCH_OFFSET", "HETLAUNCH_RESTART_COUNT"):
         case(f"run_env_owned_{name.lower()}", ["run", "--hosts", "a:1", "--global-batch", "4", "--env", f"{name}=8",

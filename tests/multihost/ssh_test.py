@@ -387,7 +387,7 @@ with open(f"{work}/attempt-{count}-rank-{os.environ['RANK']}.env", "w") as f:
     f.write("".join(f"{n}={os.environ.get(n, '')}\\n" for n in names))
 print(f"ready {count} {os.environ['RANK']}", flush=True)
 if count == "0":
-    if mode == "fail" and os.environ["GROUP_RANK"] == "2":
+    if mode == "fail" and os.environ["GROUP_RANK"] == "2" or mode == "fail0" and os.environ["GROUP_RANK"] == "0":
         time.sleep(2)
         sys.exit(3)
     time.sleep(600)
@@ -474,6 +474,35 @@ def case_restart_exclude_failed(b, w, work, c):
     expected = f"restart 1 of 2: attempt 2 starts on 2 nodes (without node 2 ('{V4[2]}')), world size 6"
     if expected not in err:
         problems.append(f"no '{expected}' in:\n{err[-2000:]}")
+    return problems + left_on_hosts(work)
+
+
+def case_restart_master_moves(b, w, work, c):
+    """--master-addr names node 0's host, and node 0 fails: the restart without it cannot wait
+    for a rendezvous there. The master moves to the new node 0 (host 1), run says so, every worker
+    of attempt 2 sees it as MASTER_ADDR, and the job ends well. The same run with another name of
+    node 0, one no node is written as (its name in /etc/hosts, as a fast network's address would
+    be), moves too."""
+    problems = []
+    for given, port in ((V4[0], "29717"), (f"{HOSTS[0]}", "29718")):
+        for old in work.glob("attempt-*"):
+            old.unlink()
+        code, out, err = finish(restart_run(b, work, c, port, ["--restarts", "2", "--exclude-failed",
+                                                              "--master-addr", given], mode="fail0"))
+        if code != 0:
+            problems.append(f"--master-addr {given}: run exited {code}, expected 0:\n{err[-3000:]}")
+        second = attempt_records(work, 1)
+        if sorted(second) != [0, 1, 2]:
+            problems.append(f"--master-addr {given}: ranks of attempt 2: {sorted(second)}")
+        for rank, r in second.items():
+            if r["MASTER_ADDR"] != V4[1] or r["WORLD_SIZE"] != "3":
+                problems.append(f"--master-addr {given}: attempt 2, rank {rank} recorded {r}")
+        expected = (f"hetlaunch: the rendezvous moves to the new node 0 ('{V4[1]}'): --master-addr '{given}' "
+                    "was on a node left out")
+        if expected not in err:
+            problems.append(f"no '{expected}' in:\n{err[-2000:]}")
+        if f"attempt 2 starts on 2 nodes (without node 0 ('{V4[0]}')), world size 3" not in err:
+            problems.append(f"--master-addr {given}: no restart without node 0 in:\n{err[-2000:]}")
     return problems + left_on_hosts(work)
 
 
@@ -588,7 +617,11 @@ def case_restart_refused(b, w, work, c):
             (["--min-nodes", "0", "--restarts", "1"], 2, "--min-nodes needs an integer from 1 to 2147483647, got '0'"),
             (["--exclude-failed"], 2, "--exclude-failed needs --restarts N"),
             (["--min-nodes", "2"], 2, "--min-nodes needs --restarts N"),
-            (["--restarts", "1", "--min-nodes", "4"], 1, "--min-nodes 4 is more than the plan's 3 nodes")]:
+            (["--restarts", "1", "--min-nodes", "2"], 2, "--min-nodes needs --exclude-failed"),
+            (["--restarts", "1", "--exclude-failed", "--min-nodes", "4"], 1,
+             "--min-nodes 4 is more than the plan's 3 nodes"),
+            (["--restarts", "1", "--ssh", "/nonexistent/ssh"], 1,
+             "--ssh '/nonexistent/ssh': cannot run it here: No such file or directory")]:
         code, out, err = finish(hetlaunch_on_host0(b, ["run", "--hostfile", str(hf), *ssh_args(c.work), *flags,
                                                       "--", "t.py"]))
         if code != status or message not in err:
@@ -608,6 +641,7 @@ CASES = {
     "restart_whole": case_restart_whole,
     "restart_none_left": case_restart_none_left,
     "restart_exclude_failed": case_restart_exclude_failed,
+    "restart_master_moves": case_restart_master_moves,
     "restart_lost_host": case_restart_lost_host,
     "restart_training": case_restart_training,
     "restart_min_nodes": case_restart_min_nodes,

@@ -129,4 +129,56 @@ TEST_SUITE("gang restarts") {
     // 1 x 3).
     CHECK(after->node_batch_of(1).batch == 1 + 28);
   }
+
+  TEST_CASE("a given rendezvous address moves when the node it points at is left out") {
+    const hetlaunch::cluster c{{"h1", 2}, {"h2", 1}, {"h3", 1}};
+    hetlaunch::launch_options o;
+    const auto moves = [&](std::string addr, std::vector<std::size_t> keep) {
+      o.master_addr = std::move(addr);
+      return hetlaunch::rendezvous_moves(c, keep, o);
+    };
+    // Not given: node 0's host already, whichever node that is.
+    CHECK_FALSE(moves("", {1, 2}));
+    // The host of node 0, left out: the restart would wait for it.
+    CHECK(moves("h1", {1, 2}));
+    // Node 0's fast-network address, which names no node: it goes with node 0.
+    CHECK(moves("10.1.0.1", {1, 2}));
+    CHECK(moves("[fd00::1]", {1, 2}));
+    // Node 0 stays: its other address stays too.
+    CHECK_FALSE(moves("10.1.0.1", {0, 1}));
+    CHECK_FALSE(moves("h1", {0, 2}));
+    // An address naming a node that remains (c10d's endpoint on another node) stays.
+    CHECK_FALSE(moves("h2", {1, 2}));
+    // ... and one naming a host left out moves, even when node 0 remains.
+    CHECK(moves("h3", {0, 1}));
+    // The same for c10d's endpoint, which the same field holds.
+    o.backend = hetlaunch::rendezvous::c10d;
+    CHECK(moves("h1", {1, 2}));
+    CHECK_FALSE(moves("h2", {1, 2}));
+  }
+
+  TEST_CASE("property: the address moves exactly when no remaining node can hold it") {
+    // For every subset of a 4-node job that keeps at least one node, and for every address that
+    // names a node or none: it stays only if node 0 stays and it names no node left out, or it
+    // names a node that remains.
+    const hetlaunch::cluster c{{"a", 1}, {"b", 2}, {"c", 1}, {"d", 3}};
+    hetlaunch::launch_options o;
+    for (unsigned mask = 1; mask < 16; ++mask) {
+      std::vector<std::size_t> keep;
+      for (std::size_t i = 0; i < 4; ++i)
+        if (mask & (1u << i)) keep.push_back(i);
+      for (const char* addr : {"a", "b", "c", "d", "elsewhere"}) {
+        o.master_addr = addr;
+        std::size_t named = 4;
+        for (std::size_t i = 0; i < 4; ++i)
+          if (c.node(i).host == addr) named = i;
+        const bool node0_stays = (mask & 1u) != 0;
+        const bool named_stays = named < 4 && (mask & (1u << named)) != 0;
+        const bool stays = named < 4 ? named_stays : node0_stays;
+        CAPTURE(mask);
+        CAPTURE(addr);
+        CHECK(hetlaunch::rendezvous_moves(c, keep, o) == !stays);
+      }
+    }
+  }
 }

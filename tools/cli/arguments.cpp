@@ -437,6 +437,8 @@ void check_restart_flags(const restart_args& r) {
   if (!r.restarts && (r.exclude_failed || r.min_nodes))
     throw usage_error{
         concat(r.exclude_failed ? "--exclude-failed" : "--min-nodes", " needs --restarts N")};
+  if (r.min_nodes && !r.exclude_failed)
+    throw usage_error{"--min-nodes needs --exclude-failed (the job shrinks only then)"};
 }
 
 void check_required(const command& c, const options& o) {

@@ -19,6 +19,7 @@ constexpr int exit_invalid = 1;  // invalid input: nothing was started
 constexpr int exit_usage = 2;    // the command line itself is wrong
 constexpr int exit_failed =
     1;  // a job that failed without a status of its own (a node never started)
+constexpr int exit_cannot_run = 127;  // a program hetlaunch runs itself (ssh) cannot run here
 
 // Message text: text and integers joined, and text quoted as the library's messages quote it.
 template <class... Pieces>
@@ -166,7 +167,8 @@ std::string main_help();
 std::string usage_line(const command& c);
 // A usage error when a flag of c.required was not given, or --format names no format of c's.
 void check_required(const command& c, const options& o);
-// A usage error when --exclude-failed or --min-nodes is given without --restarts (run, sbatch).
+// A usage error when --exclude-failed or --min-nodes is given without --restarts, or --min-nodes
+// without --exclude-failed (run, sbatch).
 void check_restart_flags(const restart_args& r);
 // The output format: --format's (or --json's, --null's), else the command's first.
 std::string output_format(const command& c, const options& o);

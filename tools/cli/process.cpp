@@ -5,12 +5,16 @@
 #include "cli.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 namespace cli {
 
@@ -46,9 +50,11 @@ void install_signal_handlers() {
 
 std::optional<child> spawn(const std::vector<std::string>& argv, bool with_input,
                            std::string& error) {
-  int in[2] = {-1, -1}, out[2], err[2];
+  // `exec_failed` carries the child's errno when it cannot run argv[0]; it closes on a successful
+  // exec. A program that cannot run here is this machine's failure, not the host's.
+  int in[2] = {-1, -1}, out[2], err[2], exec_failed[2];
   if ((with_input && pipe2(in, O_CLOEXEC) != 0) || pipe2(out, O_CLOEXEC) != 0 ||
-      pipe2(err, O_CLOEXEC) != 0) {
+      pipe2(err, O_CLOEXEC) != 0 || pipe2(exec_failed, O_CLOEXEC) != 0) {
     error = concat("cannot make a pipe: ", std::strerror(errno));
     return std::nullopt;
   }
@@ -57,6 +63,8 @@ std::optional<child> spawn(const std::vector<std::string>& argv, bool with_input
   args.push_back(nullptr);
   const pid_t pid = fork();
   if (pid < 0) {
+    for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1], exec_failed[0], exec_failed[1]})
+      if (fd >= 0) close(fd);
     error = concat("cannot start ", argv[0], ": ", std::strerror(errno));
     return std::nullopt;
   }
@@ -74,11 +82,25 @@ std::optional<child> spawn(const std::vector<std::string>& argv, bool with_input
     dup2(out[1], 1);
     dup2(err[1], 2);
     execvp(args[0], args.data());
-    const std::string message =
-        concat("hetlaunch: cannot run ", quoted(argv[0]), ": ", std::strerror(errno), "\n");
-    ssize_t ignored = write(2, message.data(), message.size());
+    const int failure = errno;
+    ssize_t ignored = write(exec_failed[1], &failure, sizeof failure);
     (void)ignored;
     _exit(127);
+  }
+  close(exec_failed[1]);
+  int failure = 0;
+  ssize_t got;
+  while ((got = read(exec_failed[0], &failure, sizeof failure)) < 0 && errno == EINTR) {
+  }
+  close(exec_failed[0]);
+  if (got == static_cast<ssize_t>(sizeof failure)) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]})
+      if (fd >= 0) close(fd);
+    error = concat("cannot run ", quoted(argv[0]), ": ", std::strerror(failure));
+    return std::nullopt;
   }
   child c;
   c.pid = pid;
@@ -93,6 +115,36 @@ std::optional<child> spawn(const std::vector<std::string>& argv, bool with_input
   fcntl(c.out, F_SETFL, O_NONBLOCK);
   fcntl(c.err, F_SETFL, O_NONBLOCK);
   return c;
+}
+
+bool can_run(const std::string& program, std::string& why) {
+  const auto runnable = [](const std::string& path) {
+    struct stat st {};
+    return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
+  };
+  if (program.empty()) {
+    why = "an empty program name";
+    return false;
+  }
+  if (program.find('/') != std::string::npos) {
+    if (runnable(program)) return true;
+    struct stat st {};
+    why = stat(program.c_str(), &st) != 0 ? concat("cannot run it here: ", std::strerror(errno))
+          : S_ISREG(st.st_mode)           ? std::string("cannot run it here: it is not executable")
+                                          : std::string("cannot run it here: it is not a file");
+    return false;
+  }
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  while (true) {
+    const std::size_t colon = dirs.find(':');
+    const std::string_view dir = dirs.substr(0, colon);
+    if (runnable(concat(dir.empty() ? std::string_view(".") : dir, "/", program))) return true;
+    if (colon == std::string_view::npos) break;
+    dirs.remove_prefix(colon + 1);
+  }
+  why = "cannot run it here: no such program on PATH";
+  return false;
 }
 
 void close_fd(int& fd) {

@@ -46,6 +46,9 @@ struct child {
 std::optional<child> spawn(const std::vector<std::string>& argv, bool with_input,
                            std::string& error);
 void close_fd(int& fd);
+// Whether `program` can be run here, as execvp would find it (a path, or a name on PATH); if not,
+// `why` says why.
+bool can_run(const std::string& program, std::string& why);
 // SIGKILL to the child's process group, waits for it, and closes its output unread.
 void stop_child(child& c);
 

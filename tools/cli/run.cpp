@@ -106,6 +106,7 @@ struct attempt_result {
   bool interrupted = false;         // a signal stopped it
   std::vector<std::size_t> failed;  // the node that failed first, then every host not reached
   std::string failure;              // what happened to the node that failed first
+  std::string local_failure;        // why a node could not be started from this machine
 };
 
 attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
@@ -122,6 +123,7 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
   int stop_signal = 0;
   double deadline = 0;
   std::optional<std::size_t> first_failure;
+  std::string local_failure;
   bool failed_by_worker = false;  // the first failure was a worker's, seen in torchrun's log
   const auto stop = [&](double grace) {
     if (!stopping) {
@@ -158,12 +160,11 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
       std::string why;
       auto c = spawn(command_of(next), true, why);
       if (!c) {
+        // This machine's failure (the ssh program cannot run, no process can be made): it would
+        // be the same for every node, so no host is blamed, and no restart would help.
         progress.clear();
         std::fprintf(stderr, "hetlaunch: node %zu: %s\n", next, why.c_str());
-        first_failure = first_failure ? first_failure : next;
-        nodes[next].reaped = true;
-        nodes[next].status = 127 << 8;
-        ++next;
+        local_failure = why;
         stop(o.remote.kill_after + 5.0);
         break;
       }
@@ -294,9 +295,11 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
     result = 1;  // torchrun's own status when a worker fails
   else if (first_failure)
     result = exit_code(nodes[*first_failure].status);
+  if (!local_failure.empty() && !stop_signal) result = exit_cannot_run;
   if (result == 0 && (first_failure || next < n))
     result = exit_failed;  // a node that never started
   attempt_result r;
+  r.local_failure = local_failure;
   r.status = result;
   r.interrupted = stop_signal != 0;
   if (first_failure) {
@@ -309,6 +312,21 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
         (!first_failure || i != *first_failure))
       r.failed.push_back(i);
   return r;
+}
+
+// What a restart without some nodes does to a rendezvous address given for the first plan
+// (hetlaunch::rendezvous_moves): when it must move, it becomes the new node 0's host, and the
+// returned line says so; empty when it stays.
+std::string master_after_restart(const hetlaunch::launch_plan& before,
+                                 const hetlaunch::cluster& after,
+                                 const std::vector<std::size_t>& keep,
+                                 hetlaunch::launch_options& launch) {
+  if (!hetlaunch::rendezvous_moves(before.topology(), keep, launch)) return "";
+  const std::string given = launch.master_addr;
+  launch.master_addr.clear();
+  return concat("the rendezvous moves to the new node 0 (", quoted(after.node(0).host), "): ",
+                launch.backend == hetlaunch::rendezvous::c10d ? "the endpoint " : "--master-addr ",
+                quoted(given), " was on a node left out");
 }
 
 }  // namespace
@@ -340,8 +358,24 @@ int run_command(options& o) {
     print_problems("run", problems);
     return exit_invalid;
   }
-  const auto command_of = [&](std::size_t i) { return hetlaunch::ssh_argv(*plan, i, ssh); };
+  hetlaunch::restart_options restarts;
+  restarts.restarts = o.restart.restarts.value_or(0);
+  restarts.exclude_failed = o.restart.exclude_failed;
+  restarts.min_nodes = static_cast<std::size_t>(o.restart.min_nodes.value_or(1));
+  if (restarts.min_nodes > n) {
+    return fail(
+        concat("--min-nodes ", restarts.min_nodes, " is more than the plan's ", n, " nodes"));
+  }
+  // The dry run shows the first attempt's commands exactly.
+  const auto attempt_ssh = [&](int attempt) {
+    hetlaunch::ssh_options this_attempt = ssh;
+    // Every worker learns which attempt it is (torchrun passes its environment on).
+    if (o.restart.restarts) this_attempt.restart_count = attempt;
+    return this_attempt;
+  };
   if (o.remote.dry_run) {
+    const hetlaunch::ssh_options first = attempt_ssh(0);
+    const auto command_of = [&](std::size_t i) { return hetlaunch::ssh_argv(*plan, i, first); };
     for (std::size_t i = 0; i < n; ++i) {
       const auto host = plan->topology().node(i).host;
       const std::string text =
@@ -351,21 +385,19 @@ int run_command(options& o) {
     return 0;
   }
 
-  hetlaunch::restart_options restarts;
-  restarts.restarts = o.restart.restarts.value_or(0);
-  restarts.exclude_failed = o.restart.exclude_failed;
-  restarts.min_nodes = static_cast<std::size_t>(o.restart.min_nodes.value_or(1));
-  if (restarts.min_nodes > n) {
-    return fail(
-        concat("--min-nodes ", restarts.min_nodes, " is more than the plan's ", n, " nodes"));
-  }
-  const hetlaunch::launch_options launch = plan->options();
+  // A program this machine cannot run fails every node alike: refused before any connection.
+  if (std::string why; !can_run(o.remote.ssh, why))
+    return fail(concat("--ssh ", quoted(o.remote.ssh), ": ", why));
   for (int attempt = 0;; ++attempt) {
-    hetlaunch::ssh_options this_attempt = ssh;
-    // Every worker learns which attempt it is (torchrun passes its environment on).
-    if (o.restart.restarts)
-      this_attempt.env.emplace_back("HETLAUNCH_RESTART_COUNT", std::to_string(attempt));
-    const attempt_result r = run_attempt(o, &*plan, this_attempt);
+    const attempt_result r = run_attempt(o, &*plan, attempt_ssh(attempt));
+    if (!r.local_failure.empty() && !r.interrupted) {
+      std::fprintf(stderr,
+                   "hetlaunch: the job failed on this machine (%s), not on a host%s\n",
+                   r.local_failure.c_str(),
+                   o.restart.restarts ? ": not restarting, every attempt would fail the same way"
+                                      : "");
+      return r.status;
+    }
     const std::size_t nodes_now = plan->topology().node_count();
     const hetlaunch::restart_decision d =
         hetlaunch::decide_restart(restarts, attempt, nodes_now, r.failed, r.interrupted);
@@ -395,7 +427,7 @@ int run_command(options& o) {
           blamed.c_str(), remaining, remaining == 1 ? "" : "s", restarts.min_nodes);
       return r.status;
     }
-    std::string left_out;
+    std::string left_out, moved_master;
     if (d.nodes.size() < nodes_now) {
       std::vector<bool> kept(nodes_now, false);
       for (std::size_t i : d.nodes) kept[i] = true;
@@ -403,8 +435,11 @@ int run_command(options& o) {
         if (!kept[i])
           left_out += concat(left_out.empty() ? "" : ", ", i, " (",
                              quoted(plan->topology().node(i).host), ")");
-      std::optional<hetlaunch::launch_plan> again = plan_again(
-          hetlaunch::keep_nodes(plan->topology(), d.nodes), launch, "run: the plan of the restart");
+      hetlaunch::cluster remaining = hetlaunch::keep_nodes(plan->topology(), d.nodes);
+      hetlaunch::launch_options launch = plan->options();
+      moved_master = master_after_restart(*plan, remaining, d.nodes, launch);
+      std::optional<hetlaunch::launch_plan> again =
+          plan_again(remaining, launch, "run: the plan of the restart");
       if (!again) {
         std::fprintf(
             stderr,
@@ -421,6 +456,7 @@ int run_command(options& o) {
         plan->topology().node_count() == 1 ? "" : "s",
         left_out.empty() ? "" : concat(" (without node ", left_out, ")").c_str(),
         plan->topology().world_size());
+    if (!moved_master.empty()) std::fprintf(stderr, "hetlaunch: %s\n", moved_master.c_str());
   }
 }
 }  // namespace cli

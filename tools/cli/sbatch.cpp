@@ -85,8 +85,6 @@ int sbatch_command(options& o) {
                          INT_MAX, " workers, more than torch's ranks can count"));
   }
   check_restart_flags(o.restart);
-  if (o.restart.min_nodes && !o.restart.exclude_failed)
-    throw usage_error{"--min-nodes needs --exclude-failed (the job shrinks only then)"};
   // Slurm cancels a heterogeneous job when one of its nodes fails, --no-kill or not (and requeues
   // it): only a job of one component can go on without a lost node.
   if (o.restart.exclude_failed && groups.size() > 1)

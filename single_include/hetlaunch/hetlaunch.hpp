@@ -4459,6 +4459,27 @@ struct restart_decision {
   return out;
 }
 
+/// Whether the rendezvous address given in `o` (master_addr, or c10d's endpoint host) must move
+/// when only the nodes `keep` (indices into `before`, ascending) of `before` remain. Node 0 hosts
+/// the static rendezvous, and c10d's store when the endpoint names it. The address points at a
+/// node left out when it is the host of a node left out, or when node 0 is left out and the
+/// address is the host of no node that remains (node 0's fast-network address, say): every
+/// agent of the restart would wait for that node. It then becomes the new node 0's host (clear
+/// master_addr). An address not given (empty) is node 0's host already: it never moves. O(N).
+[[nodiscard]] inline bool rendezvous_moves(const cluster& before,
+                                           const std::vector<std::size_t>& keep,
+                                           const launch_options& o) {
+  if (o.master_addr.empty() || before.node_count() == 0) return false;
+  const std::string_view addr = detail::unbracketed(o.master_addr);
+  std::vector<bool> kept(before.node_count(), false);
+  for (std::size_t i : keep)
+    if (i < kept.size()) kept[i] = true;
+  bool names_left_out = false, names_kept = false;
+  for (std::size_t i = 0; i < kept.size(); ++i)
+    if (before.node(i).host == addr) (kept[i] ? names_kept : names_left_out) = true;
+  return names_left_out || (!kept[0] && !names_kept);
+}
+
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_RESTART_HPP
@@ -5123,8 +5144,12 @@ struct ssh_options {
   std::vector<std::string> program = {"ssh"};
   /// Arguments for ssh before the host: "-o", "BatchMode=yes", "-i", "key", "-p", "2222", ...
   std::vector<std::string> args;
-  /// Variables set on the node before torchrun starts, in order (a later one wins).
+  /// Variables set on the node before torchrun starts, in order (a later one wins). None may be
+  /// one the launch owns (worker_variables.hpp): the plan sets those.
   environment env;
+  /// A launcher with restarts: the attempt, 0 first, given to every worker as
+  /// HETLAUNCH_RESTART_COUNT. -1: none.
+  int restart_count = -1;
   /// The directory torchrun runs in on the node; empty: the login directory.
   std::string chdir;
   /// When the connection ends (the launcher stops the node, fails or dies), torchrun and every
@@ -5248,7 +5273,8 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
 }
 
 /// The command the node's shell runs: {"sh", "-c", SCRIPT, "hetlaunch-node", KILL_AFTER, DIR,
-/// COUNT, the variables (the plan's agent_env for the node, then ssh.env) as NAME=VALUE, then
+/// COUNT, the variables (the plan's agent_env for the node, then ssh.env, then
+/// HETLAUNCH_RESTART_COUNT with a restart_count) as NAME=VALUE, then
 /// the node's torchrun argv}. When the plan's nodes differ, TORCH_ELASTIC_WORKER_IDENTICAL is
 /// unset first: torch 2.5+ would compute ranks as if every node ran this node's count.
 /// Errors: node_out_of_range, empty_script, and those of validate_ssh.
@@ -5260,6 +5286,8 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
     return problems.front();
   environment vars = plan.agent_env(node);
   vars.insert(vars.end(), ssh.env.begin(), ssh.env.end());
+  if (ssh.restart_count >= 0)
+    vars.emplace_back(variables::restart_count, std::to_string(ssh.restart_count));
   std::string script;
   if (plan.counts_differ()) script = "unset TORCH_ELASTIC_WORKER_IDENTICAL\n";
   script += detail::node_script();

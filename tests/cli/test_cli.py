@@ -8,6 +8,7 @@ gloo all_reduce.
 usage: test_cli.py HETLAUNCH [--update] [--e2e WORKER_PY WORK_DIR]
        test_cli.py HETLAUNCH --e2e-only WORKER_PY WORK_DIR
 """
+import json
 import os
 import pathlib
 import shutil
@@ -481,6 +482,44 @@ def fake_ssh_cases(binary):
                                    "--gpu-count-command", count], capture_output=True, text=True, timeout=30)
         check("discover_gpu_count_command", r.returncode == 0 and r.stdout == "a slots=3\nb slots=2\nx slots=5\n",
               (r.returncode, r.stdout, r.stderr))
+        # Weights survive: from --weight (a host list, later flags win) and from a hostfile, so that
+        # a plan of the printed hostfile splits a global batch as a plan of the input does.
+        hf = pathlib.Path(tmp) / "weighted"
+        hf.write_text("a slots=auto weight=2.5\nb slots=auto\nx slots=5 weight=0.125\n")
+        r = subprocess.run(base + ["discover", "--hostfile", str(hf), "--weight", "b=4", "--weight", "a=3",
+                                   "--ssh", str(ssh), "--gpu-count-command", count],
+                           capture_output=True, text=True, timeout=30)
+        check("discover_keeps_weights", r.returncode == 0 and
+              r.stdout == "a slots=3 weight=3\nb slots=2 weight=4\nx slots=5 weight=0.125\n",
+              (r.returncode, r.stdout, r.stderr))
+        printed = pathlib.Path(tmp) / "printed"
+        printed.write_text(r.stdout)
+        plans = [subprocess.run(base + ["plan", "--json", "--global-batch", "100", *args], capture_output=True,
+                                text=True, timeout=30).stdout
+                 for args in (["--hostfile", str(printed)],
+                              ["--hosts", "a:3,b:2,x:5", "--weight", "a=3", "--weight", "b=4", "--weight", "x=0.125"])]
+        split = [[(n["node_batch"], n["weight"]) for n in json.loads(p)["nodes"]] if p else None for p in plans]
+        check("discover_output_plans_the_same_split", split[0] is not None and split[0] == split[1], split)
+        # A slots=auto host that cannot be reached (ssh's 255) is left out with --exclude-failed, as a
+        # host with fixed slots is; without it, the job fails, naming the host.
+        unreachable = count.replace("*) exit 4;;", "z) echo 'ssh: connect to host z: No route to host' >&2; exit 255;; "
+                                                   "*) exit 4;;")
+        r = subprocess.run(base + ["run", "--hosts", "a:auto,z:auto,x:5", "--ssh", str(ssh), "--gpu-count-command",
+                                   unreachable, "--restarts", "1", "--exclude-failed", "--dry-run", "--", "t.py"],
+                           capture_output=True, text=True, timeout=30)
+        check("run_auto_unreachable_left_out", r.returncode == 0 and "# node 0 on a\n" in r.stdout and
+              "# node 1 on x\n" in r.stdout and " z " not in r.stdout and
+              "hetlaunch: slots=auto: host 'z' cannot be reached (ssh exit status 255: 'ssh: connect to host z: "
+              "No route to host'): left out (--exclude-failed)" in r.stderr, (r.returncode, r.stdout[-300:], r.stderr))
+        r = subprocess.run(base + ["run", "--hosts", "a:auto,z:auto", "--ssh", str(ssh), "--gpu-count-command",
+                                   unreachable, "--dry-run", "--", "t.py"], capture_output=True, text=True, timeout=30)
+        check("run_auto_unreachable_fails_without_exclude_failed", r.returncode == 1 and
+              "host 'z'" in r.stderr and "failed (exit status 255)" in r.stderr, (r.returncode, r.stderr))
+        r = subprocess.run(base + ["run", "--hosts", "z:auto", "--ssh", str(ssh), "--gpu-count-command",
+                                   unreachable, "--restarts", "1", "--exclude-failed", "--dry-run", "--", "t.py"],
+                           capture_output=True, text=True, timeout=30)
+        check("run_auto_unreachable_none_left", r.returncode == 1 and "no host is left to run on" in r.stderr,
+              (r.returncode, r.stderr))
         r = subprocess.run(base + ["discover", "--hosts", "c:auto,d:auto,e:auto", "--ssh", str(ssh),
                                    "--gpu-count-command", count], capture_output=True, text=True, timeout=30)
         expected = ["host 'c': 'case", "printed no GPU count (expected one positive integer)",

@@ -361,12 +361,14 @@ with open(os.path.join(os.path.dirname(__file__), "argv-" + os.environ["RANK"]),
 
 
 def case_discover(b, w, work, c):
-    """discover asks the slots=auto hosts for their GPUs over ssh and prints the hostfile; a host
-    without nvidia-smi is an error that names it, with the shell's reason."""
-    hf = hostfile(work, [f"{V4[0]} slots=auto", f"{V4[1]}:auto", f"{V4[2]} slots=1"])
-    code, out, err = finish(hetlaunch_on_host0(b, ["discover", "--hostfile", str(hf), *ssh_args(c.work)]))
+    """discover asks the slots=auto hosts for their GPUs over ssh and prints the hostfile, with
+    every weight it was given (in the hostfile, or by --weight); a host without nvidia-smi is an
+    error that names it, with the shell's reason."""
+    hf = hostfile(work, [f"{V4[0]} slots=auto weight=2.5", f"{V4[1]}:auto", f"{V4[2]} slots=1"])
+    code, out, err = finish(hetlaunch_on_host0(b, ["discover", "--hostfile", str(hf), *ssh_args(c.work),
+                                                   "--weight", f"{V4[2]}=0.5"]))
     problems = []
-    expected = f"{V4[0]} slots=4\n{V4[1]} slots=2\n{V4[2]} slots=1\n"
+    expected = f"{V4[0]} slots=4 weight=2.5\n{V4[1]} slots=2\n{V4[2]} slots=1 weight=0.5\n"
     if code != 0 or out != expected:
         problems.append(f"discover: {code} {out!r} {err!r}")
     bad = hostfile(work, [f"{V4[0]} slots=auto", f"{V4[2]} slots=auto"], name="bad")

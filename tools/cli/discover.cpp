@@ -81,6 +81,10 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
   std::vector<std::size_t> active;
   child_table table;
   std::vector<std::string> problems(asked.size());
+  // run --restarts N --exclude-failed leaves out a host it cannot reach, as at a restart; so it
+  // does with a slots=auto host it cannot reach to ask.
+  const bool leave_out_unreachable = o.restart.restarts.value_or(0) > 0 && o.restart.exclude_failed;
+  std::vector<bool> left_out(nodes.node_count(), false);
   const auto host_of = [&](std::size_t k) { return std::string(nodes.node(asked[k]).host); };
   const auto stop_all = [&] {
     for (const std::size_t k : active) stop_child(children[k]);
@@ -168,7 +172,16 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
       const bool exited_ok = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0;
       const std::optional<int> n = exited_ok ? gpu_count(c.out_all, custom) : std::nullopt;
       const std::string first_error = c.err_all.substr(0, c.err_all.find('\n'));
-      if (n)
+      const bool unreachable = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 255;
+      if (unreachable && leave_out_unreachable) {
+        progress.clear();
+        std::fprintf(stderr,
+                     "hetlaunch: slots=auto: host %s cannot be reached (ssh exit status 255%s): "
+                     "left out (--exclude-failed)\n",
+                     quoted(host).c_str(),
+                     first_error.empty() ? "" : concat(": ", quoted(first_error, 200)).c_str());
+        left_out[asked[k]] = true;
+      } else if (n)
         counts[asked[k]] = *n;
       else if (exited_ok)
         problems[k] = concat("host ", quoted(host), ": ", quoted(command), " printed no GPU count",
@@ -185,9 +198,16 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
     if (!p.empty()) error += (error.empty() ? "" : "\n") + std::string("slots=auto: ") + p;
   if (!error.empty()) return false;
   hetlaunch::cluster_builder builder;
+  std::size_t kept = 0;
   for (std::size_t i = 0; i < nodes.node_count(); ++i) {
+    if (left_out[i]) continue;
     const hetlaunch::node_spec n = nodes.node(i);
     builder.add(n.host, n.nproc == 0 ? counts[i] : n.nproc, n.role, n.weight);
+    ++kept;
+  }
+  if (kept == 0) {
+    error = "slots=auto: no host is left to run on";
+    return false;
   }
   nodes = builder.finish();
   return true;
@@ -198,11 +218,17 @@ int discover_command(options& o) {
   options asking = o;
   std::optional<input> in = read_input(asking, status, resolve_auto);
   if (!in) return status;
+  // A hostfile that plans what the input plans: every key a node has beside its count is kept
+  // (a weight from the input or --weight), or a plan made from it would split differently.
   const hetlaunch::cluster& c = in->nodes;
+  std::string out;
   for (std::size_t i = 0; i < c.node_count(); ++i) {
     const auto n = c.node(i);
-    std::printf("%.*s slots=%d\n", static_cast<int>(n.host.size()), n.host.data(), n.nproc);
+    out += concat(n.host, " slots=", n.nproc);
+    if (n.weight != "1") out += concat(" weight=", n.weight);
+    out += '\n';
   }
+  std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }
 

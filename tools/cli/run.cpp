@@ -391,11 +391,10 @@ int run_command(options& o) {
   for (int attempt = 0;; ++attempt) {
     const attempt_result r = run_attempt(o, &*plan, attempt_ssh(attempt));
     if (!r.local_failure.empty() && !r.interrupted) {
-      std::fprintf(stderr,
-                   "hetlaunch: the job failed on this machine (%s), not on a host%s\n",
-                   r.local_failure.c_str(),
-                   o.restart.restarts ? ": not restarting, every attempt would fail the same way"
-                                      : "");
+      std::fprintf(
+          stderr, "hetlaunch: the job failed on this machine (%s), not on a host%s\n",
+          r.local_failure.c_str(),
+          o.restart.restarts ? ": not restarting, every attempt would fail the same way" : "");
       return r.status;
     }
     const std::size_t nodes_now = plan->topology().node_count();

@@ -227,7 +227,24 @@ def slurm_case(binary):
     in_readme = shown in readme
     print(("ok   " if in_readme else "FAIL docs/slurm.md's sbatch script is not what `hetlaunch sbatch` prints\nFAIL ")
           + "sbatch_readme_matches")
-    return (0 if ok else 1) + (0 if policy else 1) + (0 if step else 1) + (0 if in_readme else 1)
+    # A script with weights plans on Slurm 19.05 and earlier too, whose components' variables are
+    # named *_PACK_GROUP_<n> only: the plan line, run by bash with `set -u` as the script runs it.
+    script = run(binary, ["sbatch", "--hetlaunch", os.path.abspath(binary), "--group", "2:8:3", "--group", "1:4",
+                          "--global-batch", "64", "--", "train.py"], os.environ)[0].splitlines()
+    plan_line = script[script.index("# The plan in the job log before anything starts; an inconsistent job stops here.") + 1]
+    pack = {"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "1", "SLURM_PACK_SIZE": "2", "SLURM_JOB_NODELIST": "a[1-2]",
+            "SLURM_TASKS_PER_NODE": "8(x2)", "SLURM_JOB_NODELIST_PACK_GROUP_0": "a[1-2]",
+            "SLURM_TASKS_PER_NODE_PACK_GROUP_0": "8(x2)", "SLURM_JOB_NODELIST_PACK_GROUP_1": "b1",
+            "SLURM_TASKS_PER_NODE_PACK_GROUP_1": "4"}
+    r = subprocess.run(["bash", "-c", "set -eu; " + plan_line.replace(" plan ", " plan --json ", 1)], env=pack,
+                       capture_output=True, text=True)
+    try:
+        nodes = [(n["host"], n["weight"], n["node_batch"]) for n in json.loads(r.stdout)["nodes"]]
+    except ValueError:
+        nodes = None
+    packed = r.returncode == 0 and nodes == [("a1", "3", 28), ("a2", "3", 28), ("b1", "1", 8)]
+    print(("ok   " if packed else f"FAIL {r.returncode} {r.stdout!r} {r.stderr!r}\nFAIL ") + "sbatch_weights_pack_group")
+    return (0 if ok else 1) + (0 if policy else 1) + (0 if step else 1) + (0 if in_readme else 1) + (0 if packed else 1)
 
 
 def limited():
@@ -352,6 +369,23 @@ def hostile_cases(binary):
     case("run_min_nodes_without_exclude_failed", ["run", "--hosts", "h1:1,h2:1", "--restarts", "2", "--min-nodes", "1",
                                                   "--", "t.py"], 2,
          "--min-nodes needs --exclude-failed (the job shrinks only then)")
+    # An sbatch option that takes a value, given without one, would take the next #SBATCH line as its
+    # value (sbatch reads a component's lines as one argv): refused. An option and its value in one
+    # --sbatch-arg become one line of two words.
+    sbatch = ["sbatch", "--group", "1:1", "--partition", "gpu"]
+    for given in ("-J", "--job-name", "--job", "-HJ", "-A  ", "--account"):
+        case(f"sbatch_arg_without_value_{given.strip().strip('-').lower()}", [*sbatch, "--sbatch-arg", given, "--", "t.py"],
+             2, f"--sbatch-arg '{given}': sbatch's ")
+    case("sbatch_arg_without_value_message", [*sbatch, "--sbatch-arg=-J", "--", "t.py"], 2,
+         "--sbatch-arg '-J': sbatch's -J takes a value, which must be in the same --sbatch-arg (\"-JVALUE\" or "
+         "\"-J VALUE\"): alone, it would take the next #SBATCH line as its value")
+    for given, line in (("-A acct", b"#SBATCH -A acct\n#SBATCH --partition=gpu\n"),
+                        ("--account  my acct", b'#SBATCH --account "my acct"\n#SBATCH --partition=gpu\n'),
+                        ("-Aacct", b"#SBATCH -Aacct\n"), ("-HJname", b"#SBATCH -HJname\n"),
+                        ("--exclusive", b"#SBATCH --exclusive\n#SBATCH --partition=gpu\n"),
+                        ("--job-name=a b", b'#SBATCH "--job-name=a b"\n')):
+        case(f"sbatch_arg_{given.split()[0].strip('-').lower()}_{len(given)}", [*sbatch, "--sbatch-arg", given, "--", "t.py"],
+             0, check=lambda out, line=line: line in out)
     # The plan's own variables cannot be given by --env, an env file, or jobset --env.
     for name in ("HETLAUNCH_GLOBAL_BATCH", "HETLAUNCH_NODE_BATCH", "HETLAUNCH_NODE_BATCH_OFFSET", "HETLAUNCH_RESTART_COUNT"):
         case(f"run_env_owned_{name.lower()}", ["run", "--hosts", "a:1", "--global-batch", "4", "--env", f"{name}=8",

@@ -20,6 +20,9 @@ The cases:
   node-dies  a node dies mid-job (every process of its host killed): the job ends, nothing is left;
   lost-node  `sbatch --restarts 1 --exclude-failed`: a node dies mid-job, the job goes on without it
              (--no-kill) and the step runs again on the nodes left, the plan made again;
+  interrupt  `sbatch --restarts 2`: SIGINT to the batch script and its step (scancel --signal=INT
+             --full twice, as a Ctrl-C twice under salloc reaches both) never restarts the step: the job ends
+             after the first attempt with 130, and says why;
   hetjob-lost-node  Slurm's rule: a hetjob is cancelled on a node failure even with --no-kill, so
              `sbatch --exclude-failed` refuses several groups.
 After every case no process of a job may be left on any host.
@@ -166,6 +169,27 @@ class suite:
             self.c.client(["scancel", str(job)], check=False)
         want = {"name": "my job #2", "comment": comment, "partition": "all", "time": "10:00"}
         expect(fields == want, f"sbatch read {fields}, expected {want}:\n{script}")
+        # An option and its value in one --sbatch-arg, short or long, with blanks in the value: each
+        # becomes one #SBATCH line of two words, and hetlaunch's own lines after it stay its own.
+        for given, field, want_value in ((["-J two words"], "%j", "two words"), (["--comment c #1"], "%k", "c #1"),
+                                         (["-Jattached"], "%j", "attached"), (["--job two"], "%j", "two")):
+            args = ["sbatch", "--group", "1:1", "--partition", "all", "--time", "10",
+                    *[x for g in given for x in ("--sbatch-arg", g)], "--", "t.py"]
+            script = subprocess.run([self.binary, *args], capture_output=True, text=True, check=True).stdout
+            job = self.c.sbatch(self.write(d, script), ["--hold"], cwd=d)
+            try:
+                got = {spec: self.c.client(["squeue", "-h", "-j", str(job), "-o", spec]).stdout.rstrip("\n")
+                       for spec in (field, "%P", "%l")}
+            finally:
+                self.c.client(["scancel", str(job)], check=False)
+            expect(got == {field: want_value, "%P": "all", "%l": "10:00"}, f"{given}: sbatch read {got}:\n{script}")
+        # An option that takes a value, given without one, would take the next line ("--partition=all")
+        # as its value: refused before any script is written.
+        for given in ("-J", "--job-name", "--job", "-HJ", "-J   "):
+            r = subprocess.run([self.binary, "sbatch", "--group", "1:1", "--partition", "all", "--sbatch-arg", given,
+                                "--", "t.py"], capture_output=True, text=True)
+            expect(r.returncode == 2 and "takes a value, which must be in the same --sbatch-arg" in r.stderr
+                   and not r.stdout, f"{given!r}: exit {r.returncode} {r.stdout!r} {r.stderr!r}")
         # What sbatch cannot take is refused by sbatch, not turned into another option.
         for flag, value, says in (("--time", "1:00:00 --exclusive", "Invalid --time specification"),
                                   ("--partition", "gpu a100", "invalid partition")):
@@ -294,6 +318,39 @@ class suite:
                [("0", "h0", "2", "1"), ("1", "h1", "2", "1")], f"the second attempt's workers: {records}\n{log}")
         expect(sum(int(r["HETLAUNCH_NODE_BATCH"]) for r in records) == 12, f"node batches {records}")
         print(f"     lost-node: killed {killed} processes on h2; the job finished on h0 and h1 {seconds:.1f} s later")
+        return script + "\n" + log
+
+    def interrupt(self):
+        """`sbatch --restarts 2` of two groups, every worker waiting in its collectives: once all
+        run, SIGINT reaches the batch script and its step twice, as a user's Ctrl-C twice under
+        salloc reaches both (scancel --signal=INT --full). srun takes the signals, ends the step
+        and returns a status, but the step is not started again: the job ends after one attempt, exit code 130, with the reason in its
+        log. A job with the same script and no signal restarts as before (case restart)."""
+        d = self.fresh_dir("interrupt")
+        worker = d / "hang.py"
+        worker.write_text(LOST_NODE_WORKER.format(out=d))
+        args = ["sbatch", "--group", "1:2", "--group", "2:1", "--restarts", "2", "--time", "10", "--master-port", "29517",
+                "--", str(worker)]
+        script = subprocess.run([self.binary, *args], capture_output=True, text=True, check=True).stdout
+        job = self.start_job(d, script)
+        try:
+            deadline = time.monotonic() + 180
+            while len(list(d.glob("ready-*"))) < 4:
+                expect(time.monotonic() < deadline, f"the workers did not start:\n{self.log(d)}")
+                time.sleep(0.2)
+            # Twice, as a user presses Ctrl-C: srun takes the first to print the step's state, and
+            # ends the step on a second within a second.
+            for _ in range(2):
+                self.c.client(["scancel", "--signal=INT", "--full", str(job)])
+                time.sleep(0.3)
+            state, code = self.c.wait_job(job, timeout=180)
+        finally:
+            self.c.client(["scancel", str(job)], check=False)
+        log = self.log(d)
+        expect(state == "FAILED" and code.startswith("130"), f"job {state} {code}, expected FAILED 130:\n{log}")
+        expect(re.search(r"hetlaunch: the step ended after SIGINT \(exit status \d+\): a signal never restarts it", log),
+               f"no reason in the log:\n{log}")
+        expect("restart 1 of 2" not in log and not list(d.glob("second-*")), f"the step ran again:\n{log}")
         return script + "\n" + log
 
     def hetjob_lost_node(self):
@@ -519,7 +576,8 @@ def main():
     binary, worker = os.path.abspath(args[0]), os.path.abspath(args[1])
     cases = {"readme": "readme", "hetjob": "hetjob", "sbatch": "sbatch", "restart": "restart",
              "directives": "directives", "recorded": "recorded", "partial": "partial", "layout": "layout",
-             "node-dies": "node_dies", "lost-node": "lost_node", "hetjob-lost-node": "hetjob_lost_node"}
+             "node-dies": "node_dies", "lost-node": "lost_node", "interrupt": "interrupt",
+             "hetjob-lost-node": "hetjob_lost_node"}
     chosen = pick(cases, args[2:])
     cluster = real_cluster.slurm_cluster()
 

@@ -24,6 +24,7 @@ PYTHONPATH or copy it beside the script.
 
 import math
 import os
+import re
 from dataclasses import dataclass
 from typing import Iterator, List, Mapping, Optional, Tuple
 
@@ -49,6 +50,24 @@ class Share:
     offset: int  # where they start within the step's B
     group: Optional[object] = None  # the process group of weighted_allreduce_hook (None: the default)
 
+    def __post_init__(self):
+        # A share that cannot be a rank's part of a step would make the sampler yield empty or
+        # overlapping steps, or divide by zero: refused, naming the field.
+        for name in ("global_batch", "world_size", "batch", "offset"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"Share.{name} must be an integer, got {value!r}")
+        if self.world_size < 1:
+            raise ValueError(f"Share.world_size must be at least 1, got {self.world_size}")
+        if self.global_batch < self.world_size:
+            raise ValueError(f"Share.global_batch {self.global_batch} is smaller than the world size "
+                             f"{self.world_size}: every rank needs at least one sample a step")
+        if not 1 <= self.batch <= self.global_batch:
+            raise ValueError(f"Share.batch must be 1..{self.global_batch} (the global batch), got {self.batch}")
+        if not 0 <= self.offset <= self.global_batch - self.batch:
+            raise ValueError(f"Share.offset must be 0..{self.global_batch - self.batch}, so that the batch of "
+                             f"{self.batch} lies within the step's {self.global_batch} samples; got {self.offset}")
+
     @property
     def loss_scale(self) -> float:
         """b * W / B: multiply the mean loss by it before backward(). DDP divides the summed
@@ -56,22 +75,33 @@ class Share:
         return self.batch * self.world_size / self.global_batch
 
 
-def _integer(env: Mapping[str, str], name: str) -> int:
+_DIGITS = re.compile(r"[0-9]{1,18}")
+
+
+def _integer(env: Mapping[str, str], name: str, least: int = 0) -> int:
+    """The variable's value: ASCII digits only (Python's isdigit and int() also take '８' and
+    '²', which hetlaunch check-env refuses), at least `least`."""
     value = env.get(name)
     if value is None:
         raise ValueError(f"{name} is not set: start the job with hetlaunch and --global-batch")
-    if not value.isdigit():
-        raise ValueError(f"{name}={value!r} is not a non-negative integer")
-    return int(value)
+    if not _DIGITS.fullmatch(value):
+        raise ValueError(f"{name}={value!r} is not a non-negative integer of ASCII digits")
+    number = int(value)
+    if number < least:
+        raise ValueError(f"{name}={value!r} must be at least {least}")
+    return number
 
 
 def share_from_env(env: Optional[Mapping[str, str]] = None) -> Share:
     """This rank's share, from the variables hetlaunch and torchrun set."""
     env = os.environ if env is None else env
-    global_batch = _integer(env, "HETLAUNCH_GLOBAL_BATCH")
-    world_size = _integer(env, "WORLD_SIZE")
-    batch, offset = rank_batch(_integer(env, "HETLAUNCH_NODE_BATCH"), _integer(env, "HETLAUNCH_NODE_BATCH_OFFSET"),
-                               _integer(env, "LOCAL_WORLD_SIZE"), _integer(env, "LOCAL_RANK"))
+    global_batch = _integer(env, "HETLAUNCH_GLOBAL_BATCH", 1)
+    world_size = _integer(env, "WORLD_SIZE", 1)
+    local_world_size = _integer(env, "LOCAL_WORLD_SIZE", 1)
+    if local_world_size > world_size:
+        raise ValueError(f"LOCAL_WORLD_SIZE={local_world_size} is more than WORLD_SIZE={world_size}")
+    batch, offset = rank_batch(_integer(env, "HETLAUNCH_NODE_BATCH", 1), _integer(env, "HETLAUNCH_NODE_BATCH_OFFSET"),
+                               local_world_size, _integer(env, "LOCAL_RANK"))
     if global_batch < world_size or not 1 <= batch or offset + batch > global_batch:
         raise ValueError(f"inconsistent work share: batch {batch} at {offset} of a global batch of {global_batch} "
                          f"over {world_size} workers")

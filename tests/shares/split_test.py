@@ -152,7 +152,22 @@ def env_cases():
     for name, value, says in [("HETLAUNCH_GLOBAL_BATCH", None, "HETLAUNCH_GLOBAL_BATCH is not set"),
                               ("HETLAUNCH_NODE_BATCH", "x8", "HETLAUNCH_NODE_BATCH='x8'"),
                               ("HETLAUNCH_NODE_BATCH_OFFSET", "10", "inconsistent work share"),
-                              ("LOCAL_RANK", "3", "local rank 3 is not in 0..2")]:
+                              ("LOCAL_RANK", "3", "local rank 3 is not in 0..2"),
+                              # Impossible values, each named: no world, a node larger than the world, digits
+                              # Python reads as numbers but are not ASCII, a global batch of 0.
+                              ("WORLD_SIZE", "0", "WORLD_SIZE='0' must be at least 1"),
+                              ("LOCAL_WORLD_SIZE", "5", "LOCAL_WORLD_SIZE=5 is more than WORLD_SIZE=4"),
+                              ("LOCAL_WORLD_SIZE", "0", "LOCAL_WORLD_SIZE='0' must be at least 1"),
+                              ("HETLAUNCH_GLOBAL_BATCH", "\uff11\uff13", "HETLAUNCH_GLOBAL_BATCH='\uff11\uff13' is not a"),
+                              ("HETLAUNCH_NODE_BATCH", "\u00b2", "HETLAUNCH_NODE_BATCH='\u00b2' is not a"),
+                              ("LOCAL_RANK", "\u0662", "LOCAL_RANK='\u0662' is not a"),
+                              ("WORLD_SIZE", " 4", "WORLD_SIZE=' 4' is not a"),
+                              ("WORLD_SIZE", "4\n", "WORLD_SIZE='4\\n' is not a"),
+                              ("WORLD_SIZE", "+4", "WORLD_SIZE='+4' is not a"),
+                              ("WORLD_SIZE", "4_0", "WORLD_SIZE='4_0' is not a"),
+                              ("HETLAUNCH_NODE_BATCH_OFFSET", "9" * 40, "is not a non-negative integer"),
+                              ("HETLAUNCH_GLOBAL_BATCH", "0", "HETLAUNCH_GLOBAL_BATCH='0' must be at least 1"),
+                              ("HETLAUNCH_NODE_BATCH", "0", "HETLAUNCH_NODE_BATCH='0' must be at least 1")]:
         env = dict(good)
         if value is None:
             del env[name]
@@ -165,6 +180,27 @@ def env_cases():
             if says not in str(e):
                 failures.append(f"share_from_env with {name}={value!r} says {e!r}")
     print(("ok   " if not failures else "FAIL ") + "share_from_env: refuses missing and inconsistent variables")
+    # A Share made by hand is checked as one from the environment: never an empty or overlapping
+    # step, never a division by zero.
+    before = len(failures)
+    for fields, says in [((0, 1, 1, 0), "Share.global_batch 0 is smaller than the world size 1"),
+                         ((4, 0, 1, 0), "Share.world_size must be at least 1"),
+                         ((4, 2, 0, 0), "Share.batch must be 1..4"),
+                         ((4, 2, 5, 0), "Share.batch must be 1..4"),
+                         ((4, 2, 2, 3), "Share.offset must be 0..2"),
+                         ((4, 2, 2, -1), "Share.offset must be 0..2"),
+                         ((4, 8, 1, 0), "smaller than the world size 8"),
+                         ((4.0, 2, 2, 0), "Share.global_batch must be an integer"),
+                         ((4, 2, True, 0), "Share.batch must be an integer")]:
+        try:
+            shares.Share(*fields)
+            failures.append(f"Share{fields} was accepted")
+        except ValueError as e:
+            if says not in str(e):
+                failures.append(f"Share{fields} says {e!r}")
+    if shares.Share(4, 2, 2, 2).loss_scale != 1.0:
+        failures.append("Share(4, 2, 2, 2) is a valid share")
+    print(("ok   " if len(failures) == before else "FAIL ") + "Share: refuses a share no rank can have")
     return failures
 
 

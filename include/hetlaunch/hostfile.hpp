@@ -351,9 +351,13 @@ inline result<host_list_item> read_host_list_item(std::string_view text, std::si
     return parse_error{1, column, concat(quoted(item), " has no slot count; expected host:slots")};
   const std::string_view host = item.substr(0, colon);
   const host_check hc = check_host(host, allow_underscore);
-  if (host.find(':') != std::string_view::npos &&
-      (hc.issue == host_issue::none || hc.issue == host_issue::bad_ipv6))
+  if (host.find(':') != std::string_view::npos && hc.issue == host_issue::none)
     return parse_error{1, column, "IPv6 addresses cannot be written in host:slots lists"};
+  if (host.find(':') != std::string_view::npos && hc.issue == host_issue::bad_ipv6)
+    return parse_error{1, column,
+                       concat(quoted(item),
+                              " has more than one ':'; expected host:slots (an IPv6 address "
+                              "cannot be written in host:slots lists)")};
   int slots = 0;
   if (!slot_count(item.substr(colon + 1), allow_auto, slots))
     return parse_error{1, column + colon + 1, slot_count_problem("slots", item.substr(colon + 1)),

@@ -99,7 +99,7 @@ CASES = {
                        "train.py"], 0),
     "shares_sbatch_one_group": (["sbatch", "--group", "2:4:2", "--global-batch", "64", "train.py"], 0),
     "shares_too_small": (["plan", "--hosts", "a:3,b:1", "--global-batch", "3"], 1),
-    "shares_negative": (["plan", "--hosts", "a:3,b:1", "--global-batch", "-8"], 1),
+    "shares_negative": (["plan", "--hosts", "a:3,b:1", "--global-batch", "-8"], 2),
     "shares_not_a_number": (["plan", "--global-batch", "lots"], 2),
     "shares_bad_weight_hostfile": (["plan", "--hostfile", "@DATA@/bad_weight.hostfile"], 1),
     "shares_weight_zero": (["plan", "--hosts", "a:1", "--weight", "a=0"], 1),
@@ -386,6 +386,19 @@ def hostile_cases(binary):
                         ("--job-name=a b", b'#SBATCH "--job-name=a b"\n')):
         case(f"sbatch_arg_{given.split()[0].strip('-').lower()}_{len(given)}", [*sbatch, "--sbatch-arg", given, "--", "t.py"],
              0, check=lambda out, line=line: line in out)
+    # Smaller messages: a host list item with two colons; a global batch's problem named by its flag.
+    case("hosts_two_colons", ["plan", "--hosts", "a:2:3"], 1,
+         "--hosts:1:1: 'a:2:3' has more than one ':'; expected host:slots")
+    case("hosts_ipv6_literal", ["plan", "--hosts", "fe80::1:3"], 1, "IPv6 addresses cannot be written in host:slots lists")
+    case("global_batch_named_by_its_flag", ["plan", "--hostfile", str(DATA / "mixed.hostfile"), "--global-batch", "2"], 1,
+         "hetlaunch: --global-batch: the global batch 2 is smaller than the world size")
+    case("weights_without_global_batch_noted", ["plan", "--hosts", "a:2,b:1", "--weight", "a=2"], 0,
+         "hetlaunch: note: the nodes' weights have no effect without --global-batch")
+    # plan --json's commands start a node as it must be started: with its work share's variables.
+    case("plan_json_commands_carry_shares", ["plan", "--json", "--hosts", "a:2,b:1", "--global-batch", "6", "t.py"], 0,
+         check=lambda out: b'"env": {"HETLAUNCH_GLOBAL_BATCH": "6", "HETLAUNCH_NODE_BATCH": "2", '
+                           b'"HETLAUNCH_NODE_BATCH_OFFSET": "4"}, "command": "HETLAUNCH_GLOBAL_BATCH=6 '
+                           b'HETLAUNCH_NODE_BATCH=2 HETLAUNCH_NODE_BATCH_OFFSET=4 torchrun --nnodes=2 --node_rank=1' in out)
     # The plan's own variables cannot be given by --env, an env file, or jobset --env.
     for name in ("HETLAUNCH_GLOBAL_BATCH", "HETLAUNCH_NODE_BATCH", "HETLAUNCH_NODE_BATCH_OFFSET", "HETLAUNCH_RESTART_COUNT"):
         case(f"run_env_owned_{name.lower()}", ["run", "--hosts", "a:1", "--global-batch", "4", "--env", f"{name}=8",

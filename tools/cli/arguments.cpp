@@ -92,7 +92,7 @@ const flag flags[] = {
     {"--global-batch", nullptr, "B", launch_flags,
      "samples a step, split over the nodes by weight (default: 0, none)",
      [](options& o, const std::string& v) {
-       o.launch.global_batch = to_int("--global-batch", v, -0x7fffffff - 1, 0x7fffffff);
+       o.launch.global_batch = to_int("--global-batch", v, 0, 0x7fffffff);
      }},
     {"--dash-flags", nullptr, nullptr, launch_flags,
      "spell torchrun's options --nproc-per-node (torch >= 2.0)",

@@ -211,7 +211,13 @@ std::optional<hetlaunch::launch_plan> plan_again(const hetlaunch::cluster& nodes
                                                  const std::string& who) {
   auto plan = hetlaunch::make_plan(nodes, launch);
   if (plan) return std::move(*plan);
-  print_problems(who, plan.error());
+  // A problem of the global batch is the flag's, not the input's.
+  for (const hetlaunch::diagnostic& d : plan.error())
+    print_problems(d.code == hetlaunch::errc::global_batch_too_small ||
+                           d.code == hetlaunch::errc::bad_global_batch
+                       ? std::string("--global-batch")
+                       : who,
+                   {d});
   return std::nullopt;
 }
 
@@ -222,6 +228,10 @@ std::optional<hetlaunch::launch_plan> plan_of(const input& in, const options& o)
   const bool makes_commands = o.command == "plan" || o.command == "argv" || o.command == "exec" ||
                               o.command == "run" || o.command == "check" ||
                               o.command == "accelerate";
+  if (plan && plan->topology().has_weights() && !plan->has_shares())
+    std::fprintf(stderr,
+                 "hetlaunch: note: the nodes' weights have no effect without --global-batch: a "
+                 "weight divides a global batch, and this plan has none\n");
   if (plan && makes_commands && o.launch.max_restarts > 0 &&
       o.launch.backend == hetlaunch::rendezvous::static_tcp && plan->topology().node_count() > 1)
     std::fprintf(

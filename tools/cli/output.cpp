@@ -59,8 +59,15 @@ int print_plan(const hetlaunch::launch_plan& plan, bool json) {
           plan.has_shares() ? plan.node_batch_of(i) : hetlaunch::node_batch{};
       line += concat("], \"weight\": ", json_string(n.weight), ", \"node_batch\": ", share.batch,
                      ", \"node_batch_offset\": ", share.offset);
-      line += ", \"argv\": " + json_array(argv) +
-              ", \"command\": " + json_string(hetlaunch::shell_join(argv)) + "}";
+      // The node's command as a shell runs it: the variables torchrun must be started with (the
+      // work share's), then torchrun; "env" holds the same variables for a launcher of its own.
+      line += ", \"argv\": " + json_array(argv) + ", \"env\": {";
+      const hetlaunch::environment env = plan.agent_env(i);
+      for (std::size_t k = 0; k < env.size(); ++k)
+        line += concat(k ? ", " : "", json_string(env[k].first), ": ", json_string(env[k].second));
+      line +=
+          "}, \"command\": " + json_string(agent_prefix(plan, i) + hetlaunch::shell_join(argv)) +
+          "}";
       line += i + 1 < c.node_count() ? ",\n" : "\n";
       std::fwrite(line.data(), 1, line.size(), stdout);
     }

@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -212,8 +214,11 @@ struct gpu_device {
 /// reported only by a query that needs it, as a binding refuses only for what it depends on.
 class cpu_topology {
  public:
-  /// Reads the tree through `read_file(path)`, which returns a file's text or nothing, for paths
-  /// relative to the sysfs root ("devices/system/node/possible"). Reads each GPU's
+  /// Reads the tree through `read_file(path)`, for paths relative to the sysfs root
+  /// ("devices/system/node/possible"). It returns a file's text, or nothing for a file the tree
+  /// lacks: a std::optional<std::string>, or a result<std::optional<std::string>, binding_error>
+  /// whose error says why a file that is there cannot be read ("cannot be read: Is a directory"),
+  /// which the queries then report after the file's path instead of calling it missing. Reads each GPU's
   /// `bus/pci/devices/ADDRESS/numa_node`, the possible NUMA nodes, the CPU list of each of them and
   /// of each GPU's node, every listed CPU's package, and the core (thread_siblings_list) and
   /// caches of the CPUs on the GPUs' nodes, which are all a binding of these GPUs asks for: pass
@@ -225,6 +230,19 @@ class cpu_topology {
     const auto missing = [](const std::string& path) {
       return binding_error{detail::concat("the CPU topology has no ", path)};
     };
+    // The file's text; nothing for a file the tree lacks; an error for one that is there but
+    // cannot be read.
+    using file_text = result<std::optional<std::string>, binding_error>;
+    const auto text_at = [&](const std::string& path) -> file_text {
+      auto text = read_file(path);
+      if constexpr (std::is_same_v<std::decay_t<decltype(text)>, std::optional<std::string>>) {
+        return file_text(std::move(text));
+      } else {
+        if (!text)
+          return binding_error{detail::concat("the CPU topology's ", path, " ", text.error().text)};
+        return file_text(std::move(*text));
+      }
+    };
     const auto garbled = [](const std::string& path, const std::string& text,
                             std::string_view expected) {
       return binding_error{detail::concat("the CPU topology's ", path, " holds ",
@@ -233,15 +251,41 @@ class cpu_topology {
     };
     // A file holding a CPU list, an integer, or its text.
     const auto list_at = [&](const std::string& path) -> result<cpu_list, binding_error> {
-      const std::optional<std::string> text = read_file(path);
-      if (!text) return missing(path);
+      const file_text read = text_at(path);
+      if (!read) return read.error();
+      if (!*read) return missing(path);
+      const std::optional<std::string>& text = *read;
       result<cpu_list, binding_error> cpus = parse_cpulist(*text);
       if (!cpus) return garbled(path, *text, "a CPU list");
       return cpus;
     };
+    // The lowest CPU of a list. Many CPUs share one list (a core's siblings, a cache shared by a
+    // package), which may name every CPU: each text is parsed once, so the work stays that of
+    // reading the files, not of the CPUs times the length of their lists.
+    // Each text's outcome: not a list (nullopt), the empty list (-1), or its lowest CPU.
+    std::map<std::string, std::optional<long long>, std::less<>> lowest_of_text;
+    const auto lowest_at =
+        [&](const std::string& path) -> result<std::optional<unsigned>, binding_error> {
+      const file_text read = text_at(path);
+      if (!read) return read.error();
+      if (!*read) return missing(path);
+      const std::string& text = **read;
+      auto known = lowest_of_text.find(text);
+      if (known == lowest_of_text.end()) {
+        const result<cpu_list, binding_error> cpus = parse_cpulist(text);
+        std::optional<long long> outcome;
+        if (cpus) outcome = cpus->empty() ? -1 : static_cast<long long>(cpus->front());
+        known = lowest_of_text.emplace(text, outcome).first;
+      }
+      if (!known->second) return garbled(path, text, "a CPU list");
+      if (*known->second < 0) return std::optional<unsigned>();
+      return std::optional<unsigned>(static_cast<unsigned>(*known->second));
+    };
     const auto integer_at = [&](const std::string& path) -> result<long long, binding_error> {
-      const std::optional<std::string> text = read_file(path);
-      if (!text) return missing(path);
+      const file_text read = text_at(path);
+      if (!read) return read.error();
+      if (!*read) return missing(path);
+      const std::optional<std::string>& text = *read;
       const auto value = detail::small_integer(*text, 0x7fffffff, true);
       if (!value) return garbled(path, *text, "an integer");
       return *value;
@@ -271,14 +315,15 @@ class cpu_topology {
       const std::string dir = detail::concat("devices/system/cpu/cpu", cpu, "/");
       cpu_facts f{integer_at(dir + "topology/physical_package_id"), not_read(cpu), not_read(cpu)};
       if (std::binary_search(near_gpus.begin(), near_gpus.end(), cpu)) {
-        result<cpu_list, binding_error> siblings = list_at(dir + "topology/thread_siblings_list");
-        if (!siblings)
-          f.core = siblings.error();
-        else if (siblings->empty())
-          f.core = garbled(dir + "topology/thread_siblings_list", "", "a CPU list");
+        const std::string siblings = dir + "topology/thread_siblings_list";
+        const result<std::optional<unsigned>, binding_error> core = lowest_at(siblings);
+        if (!core)
+          f.core = core.error();
+        else if (!*core)
+          f.core = garbled(siblings, "", "a CPU list");
         else
-          f.core = siblings->front();
-        f.cache_group = largest_cache(read_file, list_at, dir, cpu);
+          f.core = **core;
+        f.cache_group = largest_cache(text_at, lowest_at, dir, cpu);
       }
       t.cpus_.emplace(cpu, std::move(f));
     }
@@ -352,38 +397,45 @@ class cpu_topology {
 
   // cache/index0, index1, ... (Linux numbers them without gaps): the first Unified or Data cache
   // of the highest level, as torch's binding code picks it.
-  template <class ReadFile, class ListAt>
-  static result<unsigned, binding_error> largest_cache(ReadFile& read_file, const ListAt& list_at,
+  // `text_at(path)`: a file's text or why there is none; `lowest_at(path)`: a list's lowest CPU.
+  template <class TextAt, class LowestAt>
+  static result<unsigned, binding_error> largest_cache(const TextAt& text_at,
+                                                       const LowestAt& lowest_at,
                                                        const std::string& dir, unsigned cpu) {
     long long best_level = -1;
-    std::optional<result<cpu_list, binding_error>> best;
+    std::optional<std::string> best;
     for (int index = 0; index < 64; ++index) {
       const std::string cache = detail::concat(dir, "cache/index", index, "/");
-      const std::optional<std::string> type = read_file(cache + "type");
-      if (!type) {
+      const auto type = text_at(cache + "type");
+      // A file that is there but cannot be read is an error wherever it is; no index0 at all is
+      // one too, and the first index past the last ends the caches.
+      if (!type) return type.error();
+      if (!*type) {
         if (index == 0)
           return binding_error{detail::concat("the CPU topology has no ", cache, "type")};
         break;
       }
-      const std::string_view kind = detail::trimmed(*type);
+      const std::string_view kind = detail::trimmed(**type);
       if (kind != "Unified" && kind != "Data") continue;
-      const std::optional<std::string> level_text = read_file(cache + "level");
+      const auto level_text = text_at(cache + "level");
+      if (!level_text) return level_text.error();
       const auto level =
-          level_text ? detail::small_integer(*level_text, 1000, false) : std::nullopt;
+          *level_text ? detail::small_integer(**level_text, 1000, false) : std::nullopt;
       if (!level)
         return binding_error{detail::concat("the CPU topology's ", cache, "level is ",
-                                            level_text ? "not a level" : "missing")};
+                                            *level_text ? "not a level" : "missing")};
       if (*level <= best_level) continue;
       best_level = *level;
-      best = list_at(cache + "shared_cpu_list");
+      best = cache + "shared_cpu_list";
     }
     if (!best)
       return binding_error{
           detail::concat("CPU ", cpu, " has no data or unified cache in the CPU topology")};
-    if (!*best) return best->error();
-    if ((*best)->empty())
+    const result<std::optional<unsigned>, binding_error> lowest = lowest_at(*best);
+    if (!lowest) return lowest.error();
+    if (!*lowest)
       return binding_error{detail::concat("CPU ", cpu, "'s largest cache is shared by no CPU")};
-    return (*best)->front();
+    return **lowest;
   }
 
   result<cpu_list, binding_error> possible_ = binding_error{};

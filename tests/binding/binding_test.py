@@ -251,6 +251,23 @@ def errors_case(binary, work):
         (["--sysfs", str(work / "ws"), "--gpu-pci-command", "yes 0, 0000:01:00.0", "--numa-binding", "node"],
          "cpus: 'yes 0, 0000:01:00.0' printed more than 65536 bytes"),
     ]
+    # Files that are there but cannot be read are named as such, not as missing: a directory, a
+    # FIFO (which must not hang the read), and a file larger than any sysfs file.
+    for name, damage, message in (
+            ("dir", lambda t: (t / "devices/system/node/node0/cpulist").unlink() or
+             (t / "devices/system/node/node0/cpulist").mkdir(),
+             "the CPU topology's devices/system/node/node0/cpulist cannot be read: it is a directory"),
+            ("fifo", lambda t: (t / "bus/pci/devices/0000:01:00.0/numa_node").unlink() or
+             os.mkfifo(t / "bus/pci/devices/0000:01:00.0/numa_node"),
+             "the CPU topology's bus/pci/devices/0000:01:00.0/numa_node cannot be read: it is not a regular file"),
+            ("large", lambda t: (t / "devices/system/node/node0/cpulist").write_text("0," * 40000 + "0\n"),
+             "the CPU topology's devices/system/node/node0/cpulist cannot be read: it is larger than 65536 bytes")):
+        tree = work / f"ws-{name}"
+        make_trees.build(tree, ws)
+        damage(tree)
+        r = cli(binary, "cpus", "--sysfs", str(tree), "--gpu-pci-command", gpus, "--numa-binding", "node")
+        if r.returncode != 1 or message not in r.stderr or "has no" in r.stderr:
+            failures.append(f"a tree whose file is a {name}: exit {r.returncode}, said {r.stderr!r}, expected {message!r}")
     for args, message in expect:
         r = cli(binary, "cpus", *args)
         got = r.stderr.strip()

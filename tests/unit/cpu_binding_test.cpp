@@ -177,6 +177,46 @@ TEST_SUITE("CPU binding") {
         "error: local rank 0 (GPU 0, 0000:41:00.0): node: no CPU of NUMA node 1 is one this worker may use (allowed: none)");
   }
 
+  TEST_CASE("a reader that says why a file cannot be read: the query names the file and why") {
+    // A reader of result<optional<string>, binding_error>: nothing for a missing file, an error
+    // for one that is there but cannot be read.
+    const tree t = two_sockets();
+    using read_result = hetlaunch::result<std::optional<std::string>, hetlaunch::binding_error>;
+    const auto reader = [&t](const std::string& path) -> read_result {
+      if (path == "devices/system/node/node1/cpulist")
+        return hetlaunch::binding_error{"cannot be read: it is a directory"};
+      return t(path);
+    };
+    const auto topology = hetlaunch::cpu_topology::read(reader, tree_gpus);
+    CHECK(topology.numa_node_cpus(1).error().text ==
+          "the CPU topology's devices/system/node/node1/cpulist cannot be read: it is a directory");
+    // What does not depend on it is unaffected; a file the tree lacks is still missing.
+    CHECK(topology.numa_node_cpus(0).value() == *hetlaunch::parse_cpulist("0-3,8-11"));
+    CHECK(topology.numa_node_cpus(7).error().text ==
+          "the CPU topology has no devices/system/node/node7/cpulist");
+  }
+
+  TEST_CASE(
+      "4,096 CPUs whose siblings and caches each name every CPU: read right, a bad one named") {
+    // 4,096 CPUs whose every list names all of them: the lowest CPU of each is 0, read from one
+    // parse of the shared text. A list that is not one is named at its own path.
+    tree t;
+    const unsigned n = 4096;
+    const std::string all = "0-" + std::to_string(n - 1);
+    t.files["devices/system/node/possible"] = "0\n";
+    t.files["devices/system/node/node0/cpulist"] = all + "\n";
+    t.files["bus/pci/devices/0000:01:00.0/numa_node"] = "0\n";
+    for (unsigned cpu = 0; cpu < n; ++cpu) t.cpu(cpu, 0, all, all);
+    t.files["devices/system/cpu/cpu7/topology/thread_siblings_list"] = "7-3\n";
+    const std::vector<hetlaunch::gpu_device> one = {{0, "0000:01:00.0"}};
+    const auto topology = hetlaunch::cpu_topology::read(t, one);
+    CHECK(topology.core_of(4095).value() == 0);
+    CHECK(topology.cache_group_of(4095).value() == 0);
+    CHECK(topology.core_of(7).error().text ==
+          "the CPU topology's devices/system/cpu/cpu7/topology/thread_siblings_list holds '7-3', "
+          "not a CPU list");
+  }
+
   TEST_CASE("local_rank_bindings covers ranks 0 to nproc - 1 and stops at the first error") {
     const tree t = two_sockets();
     const auto topology = hetlaunch::cpu_topology::read(t, tree_gpus);

@@ -4,6 +4,7 @@
 #include "cli.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -20,21 +21,37 @@ namespace {
 // nvidia-smi's listing is a line a GPU.
 constexpr std::size_t max_file_bytes = 1 << 16;
 
-// A sysfs file's text, or nothing when it cannot be read (or is larger than any sysfs file).
-std::optional<std::string> read_sysfs(const std::string& root, const std::string& relative) {
+// A sysfs file's text; nothing when the tree has no such file; why, when it is there and cannot be
+// read (a directory, a FIFO, a file larger than any sysfs file, no permission).
+hetlaunch::result<std::optional<std::string>, hetlaunch::binding_error> read_sysfs(
+    const std::string& root, const std::string& relative) {
+  using outcome = hetlaunch::result<std::optional<std::string>, hetlaunch::binding_error>;
   const std::string path = concat(root, "/", relative);
-  // O_NONBLOCK: a FIFO in a recorded tree must not hang the worker's start.
+  const auto cannot = [](const std::string& why) {
+    return outcome(hetlaunch::binding_error{"cannot be read: " + why});
+  };
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0)
+    return errno == ENOENT || errno == ENOTDIR ? outcome(std::optional<std::string>())
+                                               : cannot(std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) return cannot("it is a directory");
+  if (!S_ISREG(st.st_mode)) return cannot("it is not a regular file");
+  // O_NONBLOCK: a file that turned into a FIFO since must not hang the worker's start.
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return std::nullopt;
+  if (fd < 0) return cannot(std::strerror(errno));
   // A sysfs file is a line or two: read it in small pieces, up to the bound.
   std::string text;
   char buffer[512];
   ssize_t got = 0;
   while ((got = read(fd, buffer, sizeof buffer)) > 0 && text.size() <= max_file_bytes)
     text.append(buffer, static_cast<std::size_t>(got));
+  const int read_error = errno;
   close(fd);
-  if (got < 0 || text.size() > max_file_bytes) return std::nullopt;
-  return text;
+  if (got < 0) return cannot(std::strerror(read_error));
+  if (text.size() > max_file_bytes)
+    return cannot(
+        concat("it is larger than ", max_file_bytes, " bytes, more than a sysfs file holds"));
+  return outcome(std::optional<std::string>(std::move(text)));
 }
 
 // The node's GPUs: --gpu-pci-command's output, or nvidia-smi's.

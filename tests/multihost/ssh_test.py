@@ -316,6 +316,60 @@ def case_interrupt(b, w, work, c):
     return problems + left_on_hosts(work)
 
 
+# A program given as --program in torchrun's place: on SIGTERM it starts a process that ignores
+# SIGTERM and exits at once, orphaning it. The orphan's command line names no work directory.
+ORPHANING_WRAPPER = """#!/bin/sh
+# {work}
+trap 'sh -c "trap \\"\\" TERM; exec sleep {seconds}" & exit 0' TERM
+echo ready
+sleep 600 & wait
+"""
+
+
+def case_teardown_orphans(b, w, work, c):
+    """A wrapper given as --program, which forks a child during the teardown and exits before it
+    could be signalled: SIGINT to run, once every node runs, and again close to the start. Every
+    process of the job is stopped on every host, the orphans too (found by their session)."""
+    seconds = 700 + os.getpid() % 200
+    wrapper = work / "wrapper.sh"
+    wrapper.write_text(ORPHANING_WRAPPER.format(work=work, seconds=seconds))
+    wrapper.chmod(0o755)
+    hf = hostfile(work, [f"{V4[i]} slots=1" for i in range(3)])
+    orphan = f"sleep\0{seconds}\0".encode()
+
+    def orphans():
+        return processes.matching(lambda proc: (proc / "cmdline").read_bytes() == orphan)
+
+    problems = []
+    for delay in (None, 0.3, 0.3):
+        proc = hetlaunch_on_host0(b, ["run", "--hostfile", str(hf), *ssh_args(c.work), "--kill-after", str(KILL_AFTER),
+                                      "--program", str(wrapper), "--", "t.py"])
+        if delay is None:  # every node's wrapper has said it is ready
+            out = b""
+            deadline = time.monotonic() + 60
+            os.set_blocking(proc.stdout.fileno(), False)
+            while out.count(b"ready") < 3 and time.monotonic() < deadline and proc.poll() is None:
+                out += proc.stdout.read() or b""
+                time.sleep(0.1)
+        else:
+            time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        code, _, err = finish(proc, timeout=60)
+        deadline = time.monotonic() + 2
+        while orphans() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = orphans()
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        when = "once every node ran" if delay is None else f"{delay} s after the start"
+        if code != 130 or left:
+            problems.append(f"SIGINT {when}: run exited {code} and left {len(left)} orphans:\n{err[-1500:]}")
+    return problems + left_on_hosts(work)
+
+
 def case_invalid_hostfile(b, w, work, c):
     """An invalid hostfile: run refuses with the line and column, and no host is contacted (no
     connection in any sshd's log)."""
@@ -637,6 +691,7 @@ CASES = {
     "worker_crash": case_worker_crash,
     "sshd_down": case_sshd_down,
     "interrupt": case_interrupt,
+    "teardown_orphans": case_teardown_orphans,
     "invalid_hostfile": case_invalid_hostfile,
     "hostile_arguments": case_hostile_arguments,
     "discover": case_discover,

@@ -283,7 +283,10 @@ const std::vector<command>& commands() {
        "torchrun itself exits then) or a node that ended before it started; 2 for a usage error;\n"
        "128+N when stopped by signal N. Otherwise it is the status of the node that failed first, as\n"
        "its torchrun or ssh gave it (255: ssh could not connect), which can be 2, 126 or 127 too:\n"
-       "hetlaunch's own lines on stderr name the node and what happened.\n",
+       "hetlaunch's own lines on stderr name the node and what happened. 127 also when the ssh\n"
+       "program fails to start here: that blames no host and is never restarted.\n"
+       "--env and --env-file may not set HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH,\n"
+       "HETLAUNCH_NODE_BATCH_OFFSET or HETLAUNCH_RESTART_COUNT: the plan and --restarts set them.\n",
        input_flags | launch_flags,
        {"--ssh", "--ssh-arg", "--fanout", "--env", "--env-file", "--chdir", "--dry-run",
         "--quiet-nodes", "--kill-after", "--gpu-count-command", "--discover-timeout", "--restarts",
@@ -298,7 +301,9 @@ const std::vector<command>& commands() {
        "and prints the resolved hostfile. The count is the number of `GPU n:` lines of `nvidia-smi -L`,\n"
        "or what --gpu-count-command prints. A host whose command fails, prints no count, prints more\n"
        "than 64 KiB or does not finish within --discover-timeout seconds is an error that names it\n"
-       "and shows what it printed. SIGINT, SIGTERM or SIGHUP stops every ssh it started.\n",
+       "and shows what it printed. SIGINT, SIGTERM or SIGHUP stops every ssh it started. Each node's\n"
+       "weight (weight= or --weight) is printed beside its count, so a plan of the output splits a\n"
+       "global batch as a plan of the input does.\n",
        input_flags,
        {"--ssh", "--ssh-arg", "--fanout", "--gpu-count-command", "--discover-timeout"},
        script_use::none,
@@ -373,7 +378,8 @@ const std::vector<command>& commands() {
        "Replaces itself with node I's torchrun (execvp, no shell in between). With --slurm the\n"
        "node defaults to SLURM_NODEID. Nothing is started when the input is invalid, nor when node\n"
        "I's host is an IP address that this host does not have (--any-host skips that check).\n"
-       "TORCH_ELASTIC_WORKER_IDENTICAL=1 is removed, with a message, when the nodes differ.\n",
+       "TORCH_ELASTIC_WORKER_IDENTICAL=1 is removed, with a message, when the nodes differ, and so\n"
+       "are inherited work-share variables (HETLAUNCH_*BATCH*) when the plan has no global batch.\n",
        input_flags | launch_flags,
        {"--node", "--any-host"},
        script_use::required,
@@ -409,7 +415,8 @@ const std::vector<command>& commands() {
        "compares this process's environment (a worker's) with the plan",
        "Run inside a worker: compares its RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK and\n"
        "LOCAL_RANK with the plan and prints every disagreement; with --global-batch also\n"
-       "HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET. Exit status 1 on any.\n",
+       "HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET; without it,\n"
+       "each of those that is set is a disagreement. Exit status 1 on any.\n",
        input_flags | launch_flags,
        {},
        script_use::optional,

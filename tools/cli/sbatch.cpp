@@ -394,7 +394,9 @@ int sbatch_command(options& o) {
         "# the time limit's SIGTERM. srun takes a SIGINT itself and returns a status, so the script\n"
         "# notes the signal and ends after the step.\n",
         "interrupted=\nfor signal in INT TERM HUP; do trap \"interrupted=$signal\" \"$signal\"; done\n",
-        "attempt=0\nwhile :; do\n  export HETLAUNCH_RESTART_COUNT=$attempt\n  status=0\n");
+        "attempt=0\nwhile :; do\n",
+        "  [ -z \"$interrupted\" ] || exit $((128 + $(kill -l \"$interrupted\")))\n",
+        "  export HETLAUNCH_RESTART_COUNT=$attempt\n  status=0\n");
   out += indent + (restarting ? "srun --kill-on-bad-exit=1" : "srun");
   for (std::size_t c = 0; c < groups.size(); ++c) {
     if (c > 0) out += concat(" : \\\n    ", indent);

@@ -5,7 +5,8 @@ accelerate (sid) and the Slurm host-list conformance on a newer Debian: torch 2.
 in trixie, torch 2.14, accelerate 1.14 and Slurm 26.05 in sid, each a chroot built with
 mmdebstrap from the machine's own Debian mirror.
 
-A chroot is built once and kept in the cache directory (HETLAUNCH_CHROOT_CACHE, default
+A chroot is built once (again when its packages change) and kept in the cache directory
+(HETLAUNCH_CHROOT_CACHE, default
 /var/cache/hetlaunch-test/chroots) for later runs on the same machine. The test programs built on
 this machine run unchanged inside (the chroot's glibc is newer): the source and build directories
 are bound at their own paths, with proc, /dev, /dev/shm and sysfs. Every mount is undone in
@@ -37,7 +38,8 @@ from worker_records import rank_problems, read_records  # noqa: E402
 
 CACHE = pathlib.Path(os.environ.get("HETLAUNCH_CHROOT_CACHE", "/var/cache/hetlaunch-test/chroots"))
 PACKAGES = "python3-torch,slurm-client,python3,ca-certificates"
-SUITES = {"trixie": {"gates": True, "extra": ""}, "sid": {"gates": False, "extra": ",python3-accelerate"}}
+SUITES = {"trixie": {"gates": True, "extra": ""},
+          "sid": {"gates": False, "extra": ",python3-accelerate,python3-transformers"}}
 # Restarts under the static rendezvous are unreliable on torch 2.x (docs/compatibility.md); 1.13 keeps that test.
 TORCHRUN_CASES = ["mixed", "roles", "single", "wrong-nproc", "passthrough", "virtual", "direct"]
 
@@ -77,16 +79,18 @@ def release(root):
 def build(suite, extra):
     """The suite's chroot, from the cache or built now; None with a message when it cannot be."""
     root = CACHE / suite
-    if (root / ".hetlaunch-complete").exists():
+    # sid's Release file on a mirror may have expired; the archive is still consistent.
+    cmd = ["mmdebstrap", "--variant=apt", f"--include={PACKAGES}{extra}",
+           "--aptopt=Acquire::Check-Valid-Until \"false\"", suite, str(CACHE / f"{suite}.partial"), mirror()]
+    # The marker holds the command that built the chroot: other packages build it again.
+    marker = root / ".hetlaunch-complete"
+    if marker.exists() and marker.read_text() == f"{' '.join(cmd)}\n":
         return root, "cached"
     CACHE.mkdir(parents=True, exist_ok=True)
     partial = CACHE / f"{suite}.partial"
     release(partial)
     shutil.rmtree(partial, ignore_errors=True)
     started = time.monotonic()
-    # sid's Release file on a mirror may have expired; the archive is still consistent.
-    cmd = ["mmdebstrap", "--variant=apt", f"--include={PACKAGES}{extra}",
-           "--aptopt=Acquire::Check-Valid-Until \"false\"", suite, str(partial), mirror()]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         release(partial)

@@ -229,7 +229,11 @@ class suite:
         # Work shares too: the 2-GPU group weighs 3, the 1-GPU group 0.5.
         args = ["sbatch", "--group", "1:2:3", "--group", "1:4", "--group", "1:1:0.5", "--global-batch", "41",
                 "--time", "10", "--sbatch-arg=--job-name=hetlaunch-test", "--master-port", "29512", "--",
-                str(self.worker), str(d), "hetlaunch", "check-env", "--slurm"]
+                str(self.worker), str(d), "sh", "-c",
+                # check-env with the options exec has: with the shares, which it checks too (without
+                # them a share variable in a worker is one no plan gave).
+                'hetlaunch check-env --slurm --global-batch 41 --weight "$SLURM_JOB_NODELIST_HET_GROUP_0"=3 '
+                '--weight "$SLURM_JOB_NODELIST_HET_GROUP_2"=0.5']
         script = subprocess.run([self.binary, *args], capture_output=True, text=True, check=True).stdout
         state, code, log = self.submit(d, script)
         expect(state == "COMPLETED", f"job {state} {code}:\n{script}\n{log}")
@@ -240,7 +244,8 @@ class suite:
         # One group: not a hetjob; the script keeps the job's layout for the step.
         d = self.fresh_dir("sbatch-one-group")
         one = subprocess.run([self.binary, "sbatch", "--group", "2:1:2", "--global-batch", "5", "--master-port", "29514",
-                              "--", str(self.worker), str(d), "hetlaunch", "check-env", "--slurm"],
+                              "--", str(self.worker), str(d), "sh", "-c",
+                              'hetlaunch check-env --slurm --global-batch 5 --weight "$SLURM_JOB_NODELIST"=2'],
                              capture_output=True, text=True, check=True).stdout
         state, code, log = self.submit(d, one)
         expect(state == "COMPLETED", f"job {state} {code}:\n{one}\n{log}")

@@ -1,26 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""Work shares for training scripts started by hetlaunch with --global-batch.
-
-Each optimizer step covers the same B samples of one shuffled order, whatever the topology;
-hetlaunch splits them over the nodes by weight and passes each node its part
-(HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH, HETLAUNCH_NODE_BATCH_OFFSET). This module
-gives a worker its own part, a batch sampler that reads exactly those samples, and two ways to
-keep the gradient the mean over all B samples although the ranks' batches differ:
-
-    import hetlaunch_shares as shares
-    share = shares.share_from_env()                      # this rank's batch and offset
-    loader = DataLoader(data, batch_sampler=shares.ShareBatchSampler(len(data), share, seed=0))
-    for epoch in range(epochs):
-        loader.batch_sampler.set_epoch(epoch)
-        for x, y in loader:
-            loss = loss_fn(model(x), y) * share.loss_scale   # DDP then averages to the whole batch
-            loss.backward(); opt.step(); opt.zero_grad()
-
-or, instead of scaling the loss, `ddp.register_comm_hook(share, shares.weighted_allreduce_hook)`.
-
-Only the standard library and torch; no package to install: put this file's folder on
-PYTHONPATH or copy it beside the script.
-"""
+"""The work share of a rank, the sampler of its part of every step, and the DDP hook that weights
+its gradient (hetlaunch_shares' core: the standard library and torch only)."""
 
 import math
 import os
@@ -28,7 +8,22 @@ import re
 from dataclasses import dataclass
 from typing import Iterator, List, Mapping, Optional, Tuple
 
-__all__ = ["Share", "rank_batch", "share_from_env", "ShareBatchSampler", "weighted_allreduce_hook"]
+__all__ = ["Share", "rank_batch", "share_from_env", "ShareBatchSampler", "ShareLoaderError",
+           "weighted_allreduce_hook"]
+
+
+class ShareLoaderError(RuntimeError):
+    """A share loader used where its shares would be lost (accelerate's own prepare of it)."""
+
+
+# What a library reads to re-shard a loader by its batch size (accelerate's BatchSamplerShard, its
+# split_batches check) meets this instead: a share loader is never dealt out a second time.
+RESHARD_REFUSED = (
+    "this loader's batch sampler is a ShareBatchSampler, which gives each rank its own share of "
+    "every step; accelerate's prepare(loader) would deal whole steps out round-robin instead (each "
+    "rank would train on 1/W of the steps, with the wrong gradient). Prepare the model and optimizer "
+    "with accelerator.prepare(model, optimizer), and the loader with "
+    "hetlaunch_shares.prepare_loader(accelerator, loader)")
 
 
 def rank_batch(node_batch: int, node_offset: int, local_world_size: int, local_rank: int) -> Tuple[int, int]:
@@ -130,6 +125,12 @@ class ShareBatchSampler:
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
+
+    @property
+    def batch_size(self):
+        """A share sampler has no one batch size: the ranks' shares differ. Reading it is how a
+        loader is re-sharded by batch size (accelerate's prepare), which would lose the shares."""
+        raise ShareLoaderError(RESHARD_REFUSED)
 
     def __len__(self) -> int:
         b = self.share.global_batch

@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: MIT
+"""accelerate's Accelerator with work shares: a loader that yields this rank's share of every step
+on the accelerator's device, never dealt out again."""
+
+from ._core import ShareBatchSampler
+
+
+def prepare_loader(accelerator, loader):
+    """`loader` (a torch DataLoader whose batch_sampler is a ShareBatchSampler) as accelerate's
+    prepare would give it, without re-sharding: every batch is this rank's share of its step,
+    moved to `accelerator.device`, and the loader takes part in accelerate's gradient state (the
+    last batch of an epoch is its end, for `accelerator.accumulate`). `len()` is the number of
+    steps; `set_epoch(e)` reshuffles as the sampler's does."""
+    if not isinstance(getattr(loader, "batch_sampler", None), ShareBatchSampler):
+        raise TypeError("prepare_loader takes a DataLoader built with batch_sampler=ShareBatchSampler(...), "
+                        f"got {type(loader).__name__} with batch_sampler "
+                        f"{type(getattr(loader, 'batch_sampler', None)).__name__}")
+    return _share_loader_class()(loader, accelerator)
+
+
+_CLASS = None
+
+
+def _share_loader_class():
+    """ShareLoader, defined on first use: it mixes in accelerate's loader state."""
+    global _CLASS
+    if _CLASS is not None:
+        return _CLASS
+    from accelerate.data_loader import DataLoaderStateMixin
+    from accelerate.state import GradientState
+    from accelerate.utils import send_to_device
+
+    class ShareLoader(DataLoaderStateMixin):
+        """This rank's share of every step, on the accelerator's device (prepare_loader)."""
+
+        def __init__(self, loader, accelerator):
+            self.base_loader = loader
+            self.device = accelerator.device
+            self.gradient_state = GradientState()
+            self._drop_last = True  # every step is a whole step: no remainder to gather
+            self.dataset = loader.dataset
+
+        @property
+        def batch_sampler(self):
+            return self.base_loader.batch_sampler
+
+        @property
+        def share(self):
+            return self.base_loader.batch_sampler.share
+
+        def set_epoch(self, epoch):
+            self.base_loader.batch_sampler.set_epoch(epoch)
+
+        def __len__(self):
+            return len(self.base_loader)
+
+        def __iter__(self):
+            self.begin()
+            try:
+                batches = iter(self.base_loader)
+                current = next(batches, None)
+                while current is not None:
+                    following = next(batches, None)
+                    # The gradient state learns of the epoch's end before its last batch is used.
+                    self.end_of_dataloader = following is None
+                    yield send_to_device(current, self.device)
+                    current = following
+            finally:
+                self.end()
+
+    _CLASS = ShareLoader
+    return _CLASS

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """The end-to-end torchrun tests (tests/e2e/torchrun_e2e.cpp: mixed, roles, single, wrong nproc,
 pass-through, --virtual-local-rank, the direct launcher; and `hetlaunch exec`), the real
-accelerate (sid) and the Slurm host-list conformance on a newer Debian: torch 2.6 and Slurm 24.11
-in trixie, torch 2.14, accelerate 1.14 and Slurm 26.05 in sid, each a chroot built with
-mmdebstrap from the machine's own Debian mirror.
+accelerate and HF Trainer (sid: the work-share scripts of tests/shares/scripts_test.py) and the
+Slurm host-list conformance on a newer Debian: torch 2.6 and Slurm 24.11 in trixie, torch 2.14,
+accelerate 1.14, transformers 5.12 and Slurm 26.05 in sid, each a chroot built with mmdebstrap
+from the machine's own Debian mirror.
 
 A chroot is built once (again when its packages change) and kept in the cache directory
-(HETLAUNCH_CHROOT_CACHE, default
-/var/cache/hetlaunch-test/chroots) for later runs on the same machine. The test programs built on
+(HETLAUNCH_CHROOT_CACHE, default /var/cache/hetlaunch-test/chroots) for later runs on the same
+machine. The test programs built on
 this machine run unchanged inside (the chroot's glibc is newer): the source and build directories
 are bound at their own paths, with proc, /dev, /dev/shm and sysfs. Every mount is undone in
 reverse order when the suite ends, fails or is interrupted, and mounts a killed earlier run left
@@ -236,6 +237,12 @@ def run_suite(run, suite, source, bins):
             version = m.run(["python3", "-c", "import accelerate; print(accelerate.__version__)"]).stdout.strip()
             run.report(f"{suite} accelerate {version}: machines of 3 and 1 workers", accelerate_case(m, source, bins),
                        time.monotonic() - t)
+        if (root / "usr/lib/python3/dist-packages/transformers").exists():
+            # Work shares in accelerate and HF Trainer scripts: examples/train_accelerate.py and
+            # examples/train_trainer.py, run as they are (tests/shares/scripts_test.py).
+            step("work shares in accelerate and Trainer scripts",
+                 ["python3", str(source / "tests/shares/scripts_test.py"), hetlaunch, "--torchrun", "/usr/bin/torchrun"],
+                 timeout=900)
         conf = "/tmp/hetlaunch-conformance"
         m.run(["mkdir", "-p", conf])
         t = time.monotonic()

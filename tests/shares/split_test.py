@@ -204,6 +204,33 @@ def env_cases():
     return failures
 
 
+def install_cases():
+    """hetlaunch_shares installs offline, with nothing but pip and setuptools, and imports from
+    where it was installed without importing accelerate or transformers."""
+    import tempfile
+
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        source = pathlib.Path(tmp) / "src"
+        shutil.copytree(HERE.parents[1] / "python", source, ignore=shutil.ignore_patterns("__pycache__", "build"))
+        target = pathlib.Path(tmp) / "site"
+        r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-build-isolation", "--no-deps",
+                            "--no-index", "--target", str(target), str(source)], capture_output=True, text=True)
+        if r.returncode != 0:
+            failures.append(f"pip install --no-build-isolation ./python failed: {r.stdout[-2000:]}{r.stderr[-2000:]}")
+        else:
+            probe = ("import sys, hetlaunch_shares as s; "
+                     "print(s.__file__, s.Share(4, 2, 2, 2).loss_scale, 'accelerate' in sys.modules, "
+                     "'transformers' in sys.modules, callable(s.prepare_loader))")
+            r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                               env=dict(os.environ, PYTHONPATH=str(target)), cwd=tmp)
+            want = f"{target / 'hetlaunch_shares' / '__init__.py'} 1.0 False False True"
+            if r.stdout.strip() != want:
+                failures.append(f"the installed package: {r.stdout!r} {r.stderr[-2000:]!r}, expected {want!r}")
+    print(("ok   " if not failures else "FAIL ") + "install: pip install --no-build-isolation ./python, offline")
+    return failures
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
@@ -215,7 +242,7 @@ def main():
         first = pathlib.Path(torchrun).read_text(errors="replace").splitlines()[0]
         python = first[2:].strip().split()[0]
         os.execv(python, [python, __file__, *sys.argv[1:]])
-    failures = split_cases(sys.argv[1]) + sampler_cases() + env_cases()
+    failures = split_cases(sys.argv[1]) + sampler_cases() + env_cases() + install_cases()
     for f in failures[:20]:
         print("FAIL " + f)
     return 1 if failures else 0

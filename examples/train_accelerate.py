@@ -1,0 +1,124 @@
+# SPDX-License-Identifier: MIT
+"""Training with accelerate's Accelerator on nodes whose GPUs differ, with work shares.
+
+Start every node with hetlaunch and a global batch; each rank then takes its share of every
+step, and the loss scaled by the share keeps every step's gradient the mean over the whole step:
+
+    hetlaunch exec --node I --hosts a100:3,t4:1 --weight t4=3 --global-batch 24 -- train_accelerate.py
+
+The recipe, in a few lines:
+
+    accelerator = Accelerator()
+    share = shares.share_from_env()
+    model, optimizer = accelerator.prepare(model, optimizer)          # not the loader
+    loader = shares.prepare_loader(accelerator, DataLoader(data, batch_sampler=shares.ShareBatchSampler(len(data), share)))
+    for x, y in loader:
+        accelerator.backward(loss_fn(model(x), y) * share.loss_scale)
+
+accelerate's own prepare(loader) would deal the steps out round-robin: it raises ShareLoaderError
+instead. Runs on CPUs (gloo); a float64 linear model on a fixed random data set.
+
+usage: train_accelerate.py [--epochs N] [--record DIR] [--standard-prepare] [--unguarded]
+  --record DIR        each rank writes DIR/rank-R.json: every step's sample indices, the
+                      parameters before the step and the gradient after backward (the tests)
+  --standard-prepare  prepare the loader with accelerator.prepare, as accelerate's examples do
+  --unguarded         (with --standard-prepare) a sampler without the guard, to show what
+                      accelerate does to a share loader
+"""
+import argparse
+import json
+import os
+import pathlib
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
+import hetlaunch_shares as shares  # noqa: E402
+
+SAMPLES, FEATURES = 120, 6
+
+
+def data():
+    g = torch.Generator()
+    g.manual_seed(1234)
+    x = torch.randn(SAMPLES, FEATURES, generator=g, dtype=torch.float64)
+    y = x @ torch.linspace(-1, 1, FEATURES, dtype=torch.float64).unsqueeze(1) + 0.1 * torch.randn(
+        SAMPLES, 1, generator=g, dtype=torch.float64)
+    return x, y
+
+
+def make_model():
+    torch.manual_seed(7)
+    return torch.nn.Linear(FEATURES, 1).double()
+
+
+class UnguardedSampler:
+    """A ShareBatchSampler without its guard: what accelerate did to share loaders before it."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __iter__(self):
+        return iter(self.inner)
+
+    def __len__(self):
+        return len(self.inner)
+
+    def set_epoch(self, epoch):
+        self.inner.set_epoch(epoch)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--record")
+    parser.add_argument("--standard-prepare", action="store_true")
+    parser.add_argument("--unguarded", action="store_true")
+    args = parser.parse_args()
+
+    from accelerate import Accelerator
+
+    cpu = not torch.cuda.is_available()
+    # On CPUs, Debian's torch is built with MPI, and accelerate would then pick the mpi backend
+    # under torchrun: every process a world of one. The gloo group first, then the Accelerator.
+    if cpu and not dist.is_initialized():
+        dist.init_process_group("gloo")
+    accelerator = Accelerator(cpu=cpu)
+    share = shares.share_from_env()
+    x, y = data()
+    sampler = shares.ShareBatchSampler(SAMPLES, share, seed=0)
+    loader = DataLoader(TensorDataset(x, y), batch_sampler=UnguardedSampler(sampler) if args.unguarded else sampler)
+    model = make_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    if args.standard_prepare:
+        model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    else:
+        model, optimizer = accelerator.prepare(model, optimizer)
+        loader = shares.prepare_loader(accelerator, loader)
+
+    record = {"rank": dist.get_rank(), "batch": share.batch, "offset": share.offset, "steps_in_loader": len(loader),
+              "steps": []}
+    for epoch in range(args.epochs):
+        loader.set_epoch(epoch)
+        for step, (xb, yb) in enumerate(loader):
+            before = [p.detach().reshape(-1).tolist() for p in model.parameters()]
+            loss = torch.nn.functional.mse_loss(model(xb), yb) * share.loss_scale
+            accelerator.backward(loss)
+            # Each sample's first feature identifies it (the tests map them back to indices).
+            record["steps"].append({"epoch": epoch, "step": step, "keys": xb[:, 0].tolist(), "params": before,
+                                    "grad": [p.grad.reshape(-1).tolist() for p in model.parameters()]})
+            optimizer.step()
+            optimizer.zero_grad()
+        accelerator.print(f"epoch {epoch}: {len(loader)} steps, loss {loss.item() / share.loss_scale:.6f}")
+    if args.record:
+        path = pathlib.Path(args.record) / f"rank-{record['rank']}.json"
+        path.write_text(json.dumps(record))
+    accelerator.wait_for_everyone()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,319 @@
+#!/usr/bin/env python3
+"""Work shares in the scripts people write: examples/train_accelerate.py (accelerate's
+Accelerator) and examples/train_trainer.py (HF Trainer through hetlaunch_shares.ShareTrainer), run
+as they are, on a 3 + 1 job with weights 1 and 3 and a global batch of 24 (ranks of 5, 4 and 4
+samples on one node, 11 on the other), each node started by `hetlaunch exec`, DDP on gloo, float64.
+
+  accelerate        with prepare_loader: every rank's samples of every step are its share of the
+                    step's 24, every step is there (5 an epoch), and every step's gradient equals
+                    the whole step's, computed here in one process (to 1e-12);
+  accelerate-prepare  accelerate's own prepare(loader) of a share loader fails with a message that
+                    names prepare_loader; the same loader without the guard shows what it did
+                    before: fewer steps, and a gradient far from the whole step's (measured);
+  trainer-mse       ShareTrainer on a model whose loss is a mean over samples: after 6 steps the
+                    parameters equal one process's run over every step's whole batch (to 1e-9);
+  trainer-lm        the same for a tiny Llama built from a config, on sequences of different
+                    lengths (a token mean); scaling by the share's sample counts instead would not
+                    be exact there (measured, and it must differ);
+  trainer-refusals  TrainingArguments that ShareTrainer cannot honour are errors naming them, and a
+                    share whose world is not the Trainer's is refused (one process, no job).
+
+Needs torch, accelerate and transformers (the sid chroot has them). Nothing it starts outlives
+it: the agents carry a marker in their environment and are killed at the end.
+
+usage: scripts_test.py HETLAUNCH [--torchrun PATH] [CASE...]
+"""
+import importlib.util
+import json
+import os
+import pathlib
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import uuid
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE.parent / "support"))
+sys.path.insert(0, str(ROOT / "python"))
+import processes  # noqa: E402
+import torchrun_flags  # noqa: E402
+from harness import Suite, pick  # noqa: E402
+
+MARKER_NAME = "HETLAUNCH_SCRIPTS_TEST"
+FLAGS = ["--hosts", "127.0.0.1:3,127.0.0.2:1", "--weight", "127.0.0.2=3", "--global-batch", "24"]
+GLOBAL_BATCH, WORLD = 24, 4
+
+
+def example(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return str(port)
+
+
+class Job:
+    def __init__(self, binary, torchrun, marker):
+        self.binary, self.torchrun, self.marker = binary, torchrun, marker
+
+    def run(self, work, script, *args):
+        """Both nodes of the job, each started by `hetlaunch exec`; their statuses and logs."""
+        port = free_port()
+        env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS" and not k.startswith("PET_")}
+        env[MARKER_NAME] = self.marker
+        agents = []
+        for node in range(2):
+            log = open(work / f"agent-{node}.log", "w")
+            agents.append(subprocess.Popen(
+                [self.binary, "exec", "--node", str(node), *FLAGS, "--master-port", port,
+                 *torchrun_flags.torchrun(self.torchrun), "--", str(ROOT / "examples" / script), *args],
+                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=work))
+        codes = []
+        for a in agents:
+            try:
+                codes.append(a.wait(timeout=300))
+            except subprocess.TimeoutExpired:
+                os.killpg(a.pid, signal.SIGKILL)
+                codes.append("timeout")
+        return codes, "".join((work / f"agent-{n}.log").read_text(errors="replace") for n in range(2))
+
+
+def marked(marker=None):
+    needle = f"{MARKER_NAME}={marker}" if marker else f"{MARKER_NAME}="
+    return lambda: processes.matching(lambda proc: needle.encode() in (proc / "environ").read_bytes())
+
+
+def whole_steps(dataset_size, seed=0, drop_last=True, epochs=1):
+    """Every step's sample indices over the whole job, from the sampling rule."""
+    import hetlaunch_shares as shares
+
+    sampler = shares.ShareBatchSampler(dataset_size, shares.Share(GLOBAL_BATCH, 1, GLOBAL_BATCH, 0), seed=seed,
+                                       drop_last=drop_last)
+    steps = []
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        steps += [list(idx) for idx in sampler]
+    return steps
+
+
+def records(work):
+    return [json.loads((work / f"rank-{r}.json").read_text()) for r in range(WORLD)]
+
+
+def flat(values):
+    return [v for part in values for v in part]
+
+
+def accelerate_gradient(module, params, indices):
+    """The gradient of the whole step's mean loss at `params`, in one process."""
+    import torch
+
+    x, y = module.data()
+    model = module.make_model()
+    with torch.no_grad():
+        for p, values in zip(model.parameters(), params):
+            p.copy_(torch.tensor(values, dtype=torch.float64).reshape(p.shape))
+    torch.nn.functional.mse_loss(model(x[indices]), y[indices]).backward()
+    return flat(p.grad.reshape(-1).tolist() for p in model.parameters())
+
+
+def case_accelerate(job, work):
+    """prepare_loader: each rank's samples are its share, every step is there, and every step's
+    gradient is the whole step's (to 1e-12)."""
+    module = example("train_accelerate")
+    codes, logs = job.run(work, "train_accelerate.py", "--epochs", "2", "--record", str(work))
+    if codes != [0, 0]:
+        return [f"the agents exited {codes}:\n{logs[-4000:]}"]
+    problems = []
+    x, _ = module.data()
+    key_of = {x[i, 0].item(): i for i in range(module.SAMPLES)}
+    steps = whole_steps(module.SAMPLES, epochs=2)
+    ranks = records(work)
+    for r in ranks:
+        if r["steps_in_loader"] != module.SAMPLES // GLOBAL_BATCH or len(r["steps"]) != len(steps):
+            problems.append(f"rank {r['rank']}: {r['steps_in_loader']} steps in the loader, {len(r['steps'])} run; "
+                            f"the job has {len(steps)}")
+    worst = 0.0
+    for s, indices in enumerate(steps):
+        taken = []
+        for r in ranks:
+            mine = [key_of[k] for k in r["steps"][s]["keys"]]
+            want = indices[r["offset"]:r["offset"] + r["batch"]]
+            if mine != want:
+                problems.append(f"step {s}: rank {r['rank']} took {mine}, its share is {want}")
+            taken += mine
+        if sorted(taken) != sorted(indices):
+            problems.append(f"step {s}: the ranks took {sorted(taken)}, the step is {sorted(indices)}")
+        whole = accelerate_gradient(module, ranks[0]["steps"][s]["params"], indices)
+        for r in ranks:
+            worst = max(worst, max(abs(a - b) for a, b in zip(flat(r["steps"][s]["grad"]), whole)))
+    if worst > 1e-12:
+        problems.append(f"a rank's gradient is off the whole step's by {worst:.3g}")
+    print(f"     accelerate + prepare_loader: {len(steps)} steps, ranks of {[r['batch'] for r in ranks]} samples; "
+          f"gradients off the whole step's by at most {worst:.2g}")
+    return problems
+
+
+def case_accelerate_prepare(job, work):
+    """accelerate's own prepare(loader) is refused, naming prepare_loader; without the guard it
+    re-shards (measured)."""
+    module = example("train_accelerate")
+    problems = []
+    refused = work / "refused"
+    refused.mkdir()
+    codes, logs = job.run(refused, "train_accelerate.py", "--standard-prepare", "--record", str(refused))
+    if 0 in codes or "hetlaunch_shares.prepare_loader(accelerator, loader)" not in logs or \
+            "ShareLoaderError" not in logs:
+        problems.append(f"the standard prepare: the agents exited {codes}, expected a ShareLoaderError naming "
+                        f"prepare_loader:\n{logs[-3000:]}")
+    unguarded = work / "unguarded"
+    unguarded.mkdir()
+    codes, logs = job.run(unguarded, "train_accelerate.py", "--standard-prepare", "--unguarded", "--record",
+                          str(unguarded))
+    if codes != [0, 0]:
+        return problems + [f"the unguarded run: the agents exited {codes}:\n{logs[-3000:]}"]
+    ranks = records(unguarded)
+    steps = whole_steps(module.SAMPLES)
+    first = ranks[0]["steps"][0]
+    whole = accelerate_gradient(module, first["params"], steps[0])
+    off = max(abs(a - b) for a, b in zip(flat(first["grad"]), whole))
+    lengths = [r["steps_in_loader"] for r in ranks]
+    print(f"     accelerate's prepare(loader) without the guard: {lengths} steps in each rank's loader (the job has "
+          f"{len(steps)}); the first step's gradient off the whole step's by {off:.3g}")
+    if off < 1e-3 or lengths == [len(steps)] * WORLD:
+        problems.append(f"without the guard accelerate kept the shares ({lengths} steps, off by {off:.3g}): the "
+                        "test cannot tell")
+    return problems
+
+
+def trainer_reference(kind, steps):
+    """One process trained on every step's whole batch: the parameters after `steps` steps, and
+    (for the language model) how far the first step's gradient would be off if each rank's token
+    mean were weighted by its share of the samples instead."""
+    import torch
+
+    module = example("train_trainer")
+    model, data, collate = module.build(kind)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    # The Trainer's defaults: seed 0, no data_seed, dataloader_drop_last False.
+    order = whole_steps(len(data), seed=0, drop_last=False, epochs=steps)[:steps]
+    off = None
+    for s, indices in enumerate(order):
+        loss = model(**collate([data[i] for i in indices]))["loss"]
+        loss.backward()
+        if s == 0 and kind == "lm":
+            whole = [p.grad.clone() for p in model.parameters()]
+            mixed = [torch.zeros_like(p) for p in model.parameters()]
+            plan = [(5, 0), (4, 5), (4, 9), (11, 13)]  # the ranks' (batch, offset) of B=24 over 3 + 1, weights 1, 3
+            for batch, offset in plan:
+                model.zero_grad()
+                (model(**collate([data[i] for i in indices[offset:offset + batch]]))["loss"] * batch /
+                 GLOBAL_BATCH).backward()
+                for m, p in zip(mixed, model.parameters()):
+                    m += p.grad
+            off = max((a - b).abs().max().item() for a, b in zip(whole, mixed))
+            model.zero_grad()
+            for p, g in zip(model.parameters(), whole):
+                p.grad = g
+        optimizer.step()
+        optimizer.zero_grad()
+    return module.parameters(model), off
+
+
+def trainer_case(kind):
+    def case(job, work):
+        steps = 6
+        codes, logs = job.run(work, "train_trainer.py", "--model", kind, "--steps", str(steps), "--record", str(work))
+        if codes != [0, 0]:
+            return [f"the agents exited {codes}:\n{logs[-4000:]}"]
+        got = json.loads((work / "final.json").read_text())["params"]
+        want, sample_weighted_off = trainer_reference(kind, steps)
+        worst = max(abs(a - b) for a, b in zip(flat(got), flat(want)))
+        what = "a token mean" if kind == "lm" else "a sample mean"
+        print(f"     ShareTrainer, {what}: after {steps} steps the parameters are off one process's by {worst:.2g}"
+              + ("" if sample_weighted_off is None else
+                 f"; weighting each rank's token mean by its samples would put the first gradient off by "
+                 f"{sample_weighted_off:.3g}"))
+        problems = [] if worst <= 1e-9 else [f"the parameters are off one process's run by {worst:.3g}"]
+        if sample_weighted_off is not None and sample_weighted_off < 1e-6:
+            problems.append(f"the sample-weighted token means equal the token mean ({sample_weighted_off:.3g}): the "
+                            "sequences do not tell the two apart")
+        return problems
+    return case
+
+
+def case_trainer_refusals(job, work):
+    """Each TrainingArguments value ShareTrainer cannot honour is an error that names it."""
+    import hetlaunch_shares as shares
+    from transformers import TrainingArguments
+
+    module = example("train_trainer")
+    model, data, collate = module.build("mse")
+    problems = []
+    for kwargs, says in (({"gradient_accumulation_steps": 2}, "gradient_accumulation_steps=2"),
+                         ({"auto_find_batch_size": True}, "auto_find_batch_size=True"),
+                         ({"train_sampling_strategy": "group_by_length"}, "train_sampling_strategy='group_by_length'")):
+        args = TrainingArguments(output_dir=str(work), use_cpu=True, report_to=[], **kwargs)
+        try:
+            shares.ShareTrainer(model=model, args=args, train_dataset=data, data_collator=collate,
+                                share=shares.Share(8, 1, 8, 0))
+            problems.append(f"{kwargs} was accepted")
+        except ValueError as e:
+            if says not in str(e) or "ShareTrainer cannot honour" not in str(e):
+                problems.append(f"{kwargs}: {e}")
+    args = TrainingArguments(output_dir=str(work), use_cpu=True, report_to=[])
+    try:
+        shares.ShareTrainer(model=model, args=args, train_dataset=data, data_collator=collate,
+                            share=shares.Share(8, 2, 4, 0))
+        problems.append("a share of a world of 2 was accepted by a Trainer of one process")
+    except ValueError as e:
+        if "the Trainer's world size is 1 but the work share's is 2" not in str(e):
+            problems.append(f"a share of another world: {e}")
+    return problems
+
+
+CASES = {"accelerate": case_accelerate, "accelerate-prepare": case_accelerate_prepare,
+         "trainer-mse": trainer_case("mse"), "trainer-lm": trainer_case("lm"),
+         "trainer-refusals": case_trainer_refusals}
+
+
+def main():
+    args = sys.argv[1:]
+    if not args:
+        print(__doc__)
+        return 2
+    torchrun = args[args.index("--torchrun") + 1] if "--torchrun" in args else shutil.which("torchrun")
+    if "--torchrun" in args:
+        del args[args.index("--torchrun"):args.index("--torchrun") + 2]
+    binary = os.path.abspath(args[0])
+    chosen = pick(CASES, args[1:])
+    processes.kill_until_gone(marked())  # a killed earlier run's agents
+    marker = uuid.uuid4().hex
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="hetlaunch-scripts-"))
+    job = Job(binary, torchrun, marker)
+
+    def leftovers():
+        left = processes.kill_until_gone(marked(marker))
+        return [f"{left} processes of the test were left running"] if left else []
+
+    with Suite("scripts", lambda: shutil.rmtree(tmp, ignore_errors=True), leftovers) as run:
+        for name in chosen:
+            work = tmp / name
+            work.mkdir()
+            run.case(name, CASES[name], job, work)
+    return run.status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

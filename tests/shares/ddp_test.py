@@ -18,7 +18,6 @@ import os
 import pathlib
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -49,14 +48,6 @@ def marked(marker=None):
     return lambda: processes.matching(test)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return str(port)
-
-
 def reference(global_batch):
     """The gradient of each of the first STEPS steps over all of its B samples, in one process,
     and the steps' sample indices."""
@@ -76,7 +67,7 @@ def reference(global_batch):
 
 def run_job(binary, torchrun, work, global_batch, marker):
     """Both agents of one job; their exit statuses and logs."""
-    port = free_port()
+    port = processes.free_port()
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS" and not k.startswith("PET_")}
     env[MARKER_NAME] = marker
     env["PYTHONFAULTHANDLER"] = "1"  # a worker that hangs shows where, when aborted below

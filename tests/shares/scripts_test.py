@@ -29,7 +29,6 @@ import os
 import pathlib
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -55,13 +54,6 @@ def example(name):
     return module
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return str(port)
-
 
 class Job:
     def __init__(self, binary, torchrun, marker):
@@ -69,7 +61,7 @@ class Job:
 
     def run(self, work, script, *args):
         """Both nodes of the job, each started by `hetlaunch exec`; their statuses and logs."""
-        port = free_port()
+        port = processes.free_port()
         env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS" and not k.startswith("PET_")}
         env[MARKER_NAME] = self.marker
         agents = []

@@ -37,3 +37,14 @@ def kill_until_gone(find, rounds=5, pause=0.2):
                 pass
         time.sleep(pause)
     return killed
+
+
+def free_port():
+    """A TCP port on loopback that no process listens on now (for a job's rendezvous)."""
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return str(port)

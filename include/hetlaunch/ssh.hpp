@@ -51,8 +51,9 @@ namespace detail {
 // and watches standard input, which the launcher holds open for as long as the node should run.
 // ssh gives a command without a terminal no signal when the connection ends, so end of input is
 // the signal: every process of the job then gets SIGTERM, and SIGKILL after KILL_AFTER seconds.
-// The job's processes are found again from /proc at every tenth of a second: COMMAND's
-// descendants, and every process of a session one of them belongs to. A process keeps its
+// The job's processes are found again from /proc at every tenth of a second while any signalled
+// one lives: COMMAND's descendants, and every process of a session one of them belongs to (one
+// pass over /proc/*/status, breadth first; NSsid, Linux 4.1 and later, gives the sessions). A process keeps its
 // session when its parent dies, so a child forked during the teardown whose parent then exits
 // (a wrapper's, a worker's started in a session of its own by torch) is still found; the
 // script's own session never counts. SIGTERM goes once to each process, SIGKILL to all that
@@ -65,17 +66,25 @@ if [ -n "$dir" ]; then cd -- "$dir" || { echo "hetlaunch: cannot enter $dir on $
 unset HETLAUNCH_GLOBAL_BATCH HETLAUNCH_NODE_BATCH HETLAUNCH_NODE_BATCH_OFFSET HETLAUNCH_RESTART_COUNT
 while [ "$n" -gt 0 ]; do export "$1" || exit 126; shift; n=$((n - 1)); done
 read -r self_stat < /proc/$$/stat
-self_session=$(echo "${self_stat##*) }" | cut -d " " -f 4)
+rest=${self_stat##*) }; rest=${rest#* }; rest=${rest#* }; rest=${rest#* }; self_session=${rest%% *}
 sessions=""
 scan() {
-  found=$(cat /proc/[0-9]*/stat 2>/dev/null | awk -v root="$job" -v known="$sessions" -v own="$self_session" "{
-    pid = \$1; s = \$0; sub(/^.*\\) /, \"\", s); split(s, f, \" \"); if (f[1] != \"Z\") { parent[pid] = f[2]; session[pid] = f[4] } }
-    END { n = split(known, k, \" \"); for (x = 1; x <= n; x++) in_job[k[x]] = 1; want[root] = 1; if (root != own) in_job[root] = 1
-      do { more = 0; for (p in parent) if (!(p in want) && ((parent[p] in want) || (session[p] in in_job))) { want[p] = 1; more = 1 }
-        for (p in want) if ((p in session) && session[p] != own && !(session[p] in in_job)) { in_job[session[p]] = 1; more = 1 } } while (more)
-      line = \"\"; for (p in want) if (p in parent) line = line \" \" p; line = line \";\"; for (q in in_job) line = line \" \" q; print line }")
+  found=$(grep -s -e "^State:" -e "^PPid:" -e "^NSsid:" /proc/[0-9]*/status | awk -F "[/:\t ]+" -v root="$job" -v known="$sessions" -v own="$self_session" "
+    function take(p) { if (!(p in want)) { want[p] = 1; queue[++tail] = p } }
+    function join(s, i, n, m) { if (s == own || (s in in_job)) return; in_job[s] = 1
+      n = split(members[s], m, \" \"); for (i = 1; i <= n; i++) take(m[i]) }
+    \$5 == \"State\" { zombie = \$6 == \"Z\" }
+    \$5 == \"PPid\" && !zombie { kids[\$6] = kids[\$6] \" \" \$3; live[\$3] = 1 }
+    \$5 == \"NSsid\" && !zombie { members[\$6] = members[\$6] \" \" \$3; session[\$3] = \$6 }
+    END { n = split(known, k, \" \"); for (x = 1; x <= n; x++) join(k[x]); join(root); take(root)
+      for (head = 1; head <= tail; head++) { p = queue[head]; if (p in session) join(session[p])
+        c = split(kids[p], ch, \" \"); for (y = 1; y <= c; y++) take(ch[y]) }
+      line = \"\"; for (p in want) if (p in live) line = line \" \" p; line = line \";\"
+      for (q in in_job) line = line \" \" q; print line }")
   pids=${found%%;*} sessions=${found#*;}
 }
+alive() { for p in "$@"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
+now_cs() { read -r up rest < /proc/uptime; now=${up%.*}${up#*.}; }
 echo "hetlaunch: node started"
 exec 3<&0 </dev/null
 if command -v setsid >/dev/null 2>&1; then setsid "$@" 3<&- & else "$@" 3<&- & fi
@@ -84,16 +93,18 @@ job=$!
   while IFS= read -r line <&3; do :; done
   trap "" TERM
   signalled=" "
-  tenths=$((kill_after * 10))
-  while :; do
-    scan
-    [ -n "$pids" ] || break
+  now_cs
+  deadline=$((now + kill_after * 100))
+  scan
+  while [ -n "$pids" ]; do
     for p in $pids; do case "$signalled" in *" $p "*) ;; *) kill -TERM "$p" 2>/dev/null; signalled="$signalled$p " ;; esac; done
-    [ "$tenths" -gt 0 ] || break
-    sleep 0.1; tenths=$((tenths - 1))
+    now_cs
+    [ "$now" -lt "$deadline" ] || break
+    # Wait while a signalled process lives, then look again for newcomers.
+    if alive $pids; then sleep 0.1; fi
+    scan
   done
   rounds=50
-  scan
   while [ -n "$pids" ] && [ "$rounds" -gt 0 ]; do kill -KILL $pids 2>/dev/null; sleep 0.1; rounds=$((rounds - 1)); scan; done
 ) &
 watcher=$!

@@ -220,15 +220,16 @@ int discover_command(options& o) {
   if (!in) return status;
   // A hostfile that plans what the input plans: every key a node has beside its count is kept
   // (a weight from the input or --weight), or a plan made from it would split differently.
+  // Written line by line: memory stays that of one line, whatever the host count.
   const hetlaunch::cluster& c = in->nodes;
-  std::string out;
+  std::string line;
   for (std::size_t i = 0; i < c.node_count(); ++i) {
     const auto n = c.node(i);
-    out += concat(n.host, " slots=", n.nproc);
-    if (n.weight != "1") out += concat(" weight=", n.weight);
-    out += '\n';
+    line = concat(n.host, " slots=", n.nproc);
+    if (n.weight != "1") line += concat(" weight=", n.weight);
+    line += '\n';
+    std::fwrite(line.data(), 1, line.size(), stdout);
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }
 

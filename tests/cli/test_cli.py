@@ -20,7 +20,9 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
 from worker_records import rank_problems, read_records  # noqa: E402
+import processes  # noqa: E402
 import torchrun_flags  # noqa: E402
+from harness import Suite  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 DATA = HERE / "data"
@@ -124,6 +126,11 @@ CASES = {
     "expand": (["expand", "gpu[01-03],cpu[1,3]"], 0),
     "expand_bad": (["expand", "gpu[3-1]"], 1),
     "compress": (["compress", "gpu01", "gpu02", "gpu03", "cpu7"], 0),
+    # Each argument is a host list, as `scontrol show hostlist` reads its one.
+    "compress_empty": (["compress", ""], 0),
+    "compress_empty_items": (["compress", "a,,b"], 0),
+    "compress_lists": (["compress", "n[1-3],n4", "", "x y", "n5"], 0),
+    "compress_bad": (["compress", "a", "b[1-"], 1),
     "accelerate": (["accelerate", "--node", "1", "--hosts", "gpu-a:8,gpu-b:2", "train.py"], 0),
     "unknown_command": (["launch"], 2),
     # The command table: --flag=value, flags a command does not take, switches given a value.
@@ -176,8 +183,7 @@ def run(binary, args, env=None):
     return clean(r.stdout), clean(r.stderr), r.returncode
 
 
-def golden_cases(binary, update):
-    failures = 0
+def golden_cases(suite, binary, update):
     # Without the variables `run` forwards, so that its commands do not depend on the caller's.
     forwarded = ("SLURM_", "NCCL_", "GLOO_", "TORCH_", "UCX_", "FI_", "PYTHONPATH")
     env = {k: v for k, v in os.environ.items() if not k.startswith(forwarded)}
@@ -188,45 +194,72 @@ def golden_cases(binary, update):
         if update:
             path.write_text(got)
         expected = path.read_text() if path.exists() else "<no golden file>"
-        if code != status or got != expected:
-            failures += 1
-            print(f"FAIL {name}: exit {code} (expected {status})\n{got}\n--- expected\n{expected}")
-        else:
-            print(f"ok   {name}")
-    return failures
+        problems = [f"exit {code} (expected {status})" if code != status else "",
+                    "the output differs from its golden file" if got != expected else ""]
+        suite.report(name, problems, details=f"{got}\n--- expected\n{expected}")
 
 
-def slurm_case(binary):
+# Host lists whose compressed form scontrol defines: empty lists and items, separators, order,
+# repeats, ranges and widths.
+COMPRESS_PEER_INPUTS = ["", ",", " ", "a,,b", ",a", "a,", "a b", "a, ,b", "n[1-3],n4", "n3,n1,n1,n2", "n01,n2,n003",
+                        "n[01-02],n3", "a1,b1,a2"]
+
+
+def compress_peers(suite, binary, required):
+    """`hetlaunch compress X` prints what `scontrol show hostlist X` prints, exit status included.
+    Slurm's scontrol needs only a two-line slurm.conf for it; without scontrol the case fails when
+    the real components are required, and says it did not run otherwise."""
+    scontrol = shutil.which("scontrol")
+    if not scontrol:
+        suite.report("compress_matches_scontrol", ["scontrol is not installed (Debian: slurm-client)"] if required
+                     else [])
+        if not required:
+            print("     (scontrol is not installed: compared with the golden files only)")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        conf = pathlib.Path(tmp) / "slurm.conf"
+        conf.write_text("ClusterName=hetlaunch\nSlurmctldHost=localhost\n")
+        env = dict(os.environ, SLURM_CONF=str(conf))
+        problems = []
+        for text in COMPRESS_PEER_INPUTS:
+            theirs = subprocess.run([scontrol, "show", "hostlist", text], capture_output=True, text=True, env=env)
+            ours = subprocess.run([binary, "compress", text], capture_output=True, text=True)
+            if (ours.returncode, ours.stdout) != (theirs.returncode, theirs.stdout):
+                problems.append(f"{text!r}: hetlaunch {ours.returncode} {ours.stdout!r} {ours.stderr!r}, "
+                                f"scontrol {theirs.returncode} {theirs.stdout!r}")
+        suite.report(f"compress_matches_scontrol ({len(COMPRESS_PEER_INPUTS)} host lists)", problems)
+
+
+def slurm_case(suite, binary):
     """With --slurm, the node comes from SLURM_NODEID."""
     env = dict(os.environ, SLURM_JOB_NODELIST="gpu[01-02],cpu7", SLURM_TASKS_PER_NODE="8,4,2", SLURM_NODEID="2")
     out, err, code = run(binary, ["argv", "--slurm", "t.py"], env)
     expected = "torchrun\n--nnodes=3\n--node_rank=2\n--nproc_per_node=2\n--max_restarts=0\n--master_addr=gpu01\n--master_port=29500\nt.py\n"
     ok = code == 0 and out == expected
-    print(("ok   " if ok else f"FAIL slurm: {code} {out!r} {err!r}\nFAIL ") + "slurm_nodeid")
+    suite.report("slurm_nodeid", [] if ok else [f"{code} {out!r} {err!r}"])
     # A Slurm job is validated like every other input, with the same duplicate-host policy.
     env = dict(os.environ, SLURM_JOB_NODELIST="a,A", SLURM_TASKS_PER_NODE="1,2")
     refused = run(binary, ["check", "--slurm"], env)
     allowed = run(binary, ["check", "--slurm", "--allow-duplicate-hosts"], env)
     policy = refused[2] == 1 and "allow_duplicate_hosts" in refused[1] and allowed[2] == 0
-    print(("ok   " if policy else f"FAIL slurm: {refused} {allowed}\nFAIL ") + "slurm_duplicate_policy")
+    suite.report("slurm_duplicate_policy", [] if policy else [f"{refused} {allowed}"])
     # A step that cannot start one torchrun a node: exec refuses before starting anything.
     env = dict(os.environ, SLURM_JOB_NODELIST="a[1-3]", SLURM_TASKS_PER_NODE="4,2,1", SLURM_NODEID="0",
                SLURM_STEP_NUM_NODES="3", SLURM_STEP_TASKS_PER_NODE="4,2,1")
     out, err, code = run(binary, ["exec", "--slurm", "--program", "/bin/echo", "t.py"], env)
     step = code == 1 and out == "" and "this step runs '4,2,1' tasks on its nodes (SLURM_STEP_TASKS_PER_NODE)" in err
-    print(("ok   " if step else f"FAIL slurm: {code} {out!r} {err!r}\nFAIL ") + "slurm_step_refused")
+    suite.report("slurm_step_refused", [] if step else [f"{code} {out!r} {err!r}"])
     # --agent-env: what torchrun passes on from the environment it is started with.
     env = dict(os.environ, OMP_NUM_THREADS="4", TORCH_NCCL_ASYNC_ERROR_HANDLING="3")
     out, err, code = run(binary, ["env", "--node", "2", "--local-rank", "0", "--agent-env"], env)
     agent = code == 0 and "export OMP_NUM_THREADS=4\n" in out and "export TORCH_NCCL_ASYNC_ERROR_HANDLING=3\n" in out
-    print(("ok   " if agent else f"FAIL agent env: {code} {out!r} {err!r}\nFAIL ") + "env_agent_env")
-    step = step and agent
+    suite.report("env_agent_env", [] if agent else [f"{code} {out!r} {err!r}"])
     # docs/slurm.md shows `hetlaunch sbatch`'s output exactly as it is.
     readme = (HERE.parents[1] / "docs" / "slurm.md").read_text()
     shown = run(binary, CASES["sbatch_readme"][0], os.environ)[0]
     in_readme = shown in readme
-    print(("ok   " if in_readme else "FAIL docs/slurm.md's sbatch script is not what `hetlaunch sbatch` prints\nFAIL ")
-          + "sbatch_readme_matches")
+    suite.report("sbatch_readme_matches",
+                 [] if in_readme else ["docs/slurm.md's sbatch script is not what `hetlaunch sbatch` prints"])
     # A script with weights plans on Slurm 19.05 and earlier too, whose components' variables are
     # named *_PACK_GROUP_<n> only: the plan line, run by bash with `set -u` as the script runs it.
     script = run(binary, ["sbatch", "--hetlaunch", os.path.abspath(binary), "--group", "2:8:3", "--group", "1:4",
@@ -243,8 +276,7 @@ def slurm_case(binary):
     except ValueError:
         nodes = None
     packed = r.returncode == 0 and nodes == [("a1", "3", 28), ("a2", "3", 28), ("b1", "1", 8)]
-    print(("ok   " if packed else f"FAIL {r.returncode} {r.stdout!r} {r.stderr!r}\nFAIL ") + "sbatch_weights_pack_group")
-    return (0 if ok else 1) + (0 if policy else 1) + (0 if step else 1) + (0 if in_readme else 1) + (0 if packed else 1)
+    suite.report("sbatch_weights_pack_group", [] if packed else [f"FAIL {r.returncode} {r.stdout!r} {r.stderr!r}"])
 
 
 def limited():
@@ -253,9 +285,8 @@ def limited():
     resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 
 
-def hostile_cases(binary):
+def hostile_cases(suite, binary):
     """Hostile input, each case under 1 GiB and 10 seconds: the right answer or a clear error."""
-    failures = 0
     empty_env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_") and k != "TORCH_ELASTIC_WORKER_IDENTICAL"}
     # AddressSanitizer reserves terabytes of address space and cannot start under RLIMIT_AS; a
     # sanitized build is bounded by the sanitizer's own resident-memory limit instead.
@@ -267,7 +298,6 @@ def hostile_cases(binary):
         empty_env["ASAN_OPTIONS"] = (options + ":" if options else "") + "hard_rss_limit_mb=1024"
 
     def case(name, args, status, stderr_has="", stdout=None, env=None, check=None, out_file=None):
-        nonlocal failures
         env = dict(env, ASAN_OPTIONS=empty_env["ASAN_OPTIONS"]) if env and sanitized else env
         try:
             with open(out_file, "wb") if out_file else open(os.devnull, "wb") as sink:
@@ -279,11 +309,7 @@ def hostile_cases(binary):
             ok = ok and (check is None or check(out))
         except subprocess.TimeoutExpired:
             ok, err, r = False, "timed out", None
-        if not ok:
-            failures += 1
-            print(f"FAIL {name}: exit {r and r.returncode} (expected {status}), stderr {err[:300]!r}")
-        else:
-            print(f"ok   {name}")
+        suite.report(name, [] if ok else [f"exit {r and r.returncode} (expected {status}), stderr {err[:300]!r}"])
 
     case("expand_wrapping_range", ["expand", "n[0-18446744073709551615],m"], 1, "too many hosts in range")
     case("expand_number_past_2^64", ["expand", "n99999999999999999999"], 1, "larger than 2^64 - 1")
@@ -438,13 +464,12 @@ def hostile_cases(binary):
          ["exec", "--hosts", "a:2,b:1", "--node", "0", "--program", sys.executable, "--program", "-c", "--program",
           "import os; print(os.environ.get('TORCH_ELASTIC_WORKER_IDENTICAL'))", "--", "t.py"], 0,
          "unsetting TORCH_ELASTIC_WORKER_IDENTICAL=1", stdout=b"None\n", env=identical)
-    return failures
 
 
-def usage_cases(binary):
+def usage_cases(suite, binary):
     """Every option a command takes, by its own help, is in its usage line: usage cannot drift."""
     import re
-    failures = 0
+    problems = []
     commands = re.findall(r"^  ([a-z-]+) +\S", run(binary, ["--help"])[0].split("commands:")[1].split("\n\n")[0], re.M)
     for command in commands:
         text = run(binary, [command, "--help"])[0]
@@ -454,25 +479,19 @@ def usage_cases(binary):
         flags = re.findall(r"^  (?:-\w, )?(--[a-z-]+)", own, re.M)
         missing = [f for f in flags if f not in usage]
         if missing or not flags and "options:" in text:
-            failures += 1
-            print(f"FAIL usage of {command} lacks {missing}")
-    print(("ok   " if not failures else "FAIL ") + f"usage lines name every option of their {len(commands)} commands")
-    return failures
+            problems.append(f"usage of {command} lacks {missing}")
+    suite.report(f"usage lines name every option of their {len(commands)} commands", problems)
 
 
 def exec_e2e(binary, worker, work):
-    """hetlaunch exec starts real torchrun agents for a heterogeneous hostfile; the job completes."""
+    """hetlaunch exec starts real torchrun agents for a heterogeneous hostfile; the job completes.
+    Returns the problems."""
     work = pathlib.Path(work)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     hostfile = work / "hostfile"
     hostfile.write_text("127.0.0.1 slots=3\n127.0.0.2 slots=1\n127.0.0.3 slots=2\n")
-    with tempfile.TemporaryDirectory() as d:
-        import socket
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        port = str(s.getsockname()[1])
-        s.close()
+    port = processes.free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS",) and not k.startswith("PET_")}
     agents = []
     for node in range(3):
@@ -482,22 +501,19 @@ def exec_e2e(binary, worker, work):
              "--master-port", port, *torchrun_flags.torchrun(), "--",
              worker, str(work), binary, "check-env", "--hostfile", str(hostfile)],
             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
-    failures = 0
-    for a in agents:
+    problems = []
+    for node, a in enumerate(agents):
         try:
-            if a.wait(timeout=240) != 0:
-                failures += 1
+            code = a.wait(timeout=240)
         except subprocess.TimeoutExpired:
             os.killpg(a.pid, 9)
-            failures += 1
-    for problem in rank_problems(read_records(work), [3, 1, 2]):
-        failures += 1
-        print(f"FAIL exec e2e: {problem}")
-    if failures:
-        for node in range(3):
-            print((work / f"agent-{node}.log").read_text())
-    print(("ok   " if not failures else "FAIL ") + "exec_e2e: 3 torchrun agents (3 + 1 + 2 workers) started by hetlaunch exec")
-    return failures
+            code = "a timeout (240 s)"
+        if code != 0:
+            problems.append(f"node {node}'s agent ended with {code}")
+    problems += rank_problems(read_records(work), [3, 1, 2])
+    if problems:
+        problems += [(work / f"agent-{node}.log").read_text() for node in range(3)]
+    return problems
 
 
 # An ssh client for `run` and `discover` that "connects" by running the remote command here, in a
@@ -511,8 +527,7 @@ exec sh -c "$*"
 """
 
 
-def fake_ssh_cases(binary):
-    failures = 0
+def fake_ssh_cases(suite, binary):
     with tempfile.TemporaryDirectory() as tmp:
         ssh = pathlib.Path(tmp) / "ssh"
         ssh.write_text(FAKE_SSH)
@@ -520,9 +535,7 @@ def fake_ssh_cases(binary):
         base = [binary]
 
         def check(name, ok, detail):
-            nonlocal failures
-            print(("ok   " if ok else f"FAIL {detail}\nFAIL ") + name)
-            failures += 0 if ok else 1
+            suite.report(name, [] if ok else [repr(detail)])
 
         count = 'case $HOST in a) echo 3;; b) echo " 2 ";; c) true;; d) echo none;; *) exit 4;; esac'
         r = subprocess.run(base + ["discover", "--hosts", "a:auto,b:auto,x:5", "--ssh", str(ssh),
@@ -610,25 +623,27 @@ def fake_ssh_cases(binary):
                   b"[0 a] up" in out and b"[1 b] up" in out, (proc.returncode, out, err, left))
             for pid in left:
                 os.kill(int(pid), signal.SIGKILL)
-    return failures
 
 
 def main():
     binary = sys.argv[1]
     update = "--update" in sys.argv
-    if "--e2e-only" in sys.argv:  # another torch (tests/chroot): the golden cases do not depend on it
-        i = sys.argv.index("--e2e-only")
-        failures = exec_e2e(binary, sys.argv[i + 1], sys.argv[i + 2])
-        print(f"cli: {failures} failures")
-        return 1 if failures else 0
-    failures = (golden_cases(binary, update) + slurm_case(binary) + hostile_cases(binary) + fake_ssh_cases(binary) +
-                usage_cases(binary))
-    if "--e2e" in sys.argv:
-        i = sys.argv.index("--e2e")
-        failures += exec_e2e(binary, sys.argv[i + 1], sys.argv[i + 2])
-    print(f"cli: {failures} failures")
-    return 1 if failures else 0
-
+    e2e = "--e2e-only" in sys.argv or "--e2e" in sys.argv
+    if e2e:
+        i = sys.argv.index("--e2e-only" if "--e2e-only" in sys.argv else "--e2e")
+        worker, work = sys.argv[i + 1], sys.argv[i + 2]
+    with Suite("cli") as suite:
+        if "--e2e-only" not in sys.argv:  # another torch (tests/chroot): the other cases do not depend on it
+            golden_cases(suite, binary, update)
+            compress_peers(suite, binary, required=e2e)
+            slurm_case(suite, binary)
+            hostile_cases(suite, binary)
+            fake_ssh_cases(suite, binary)
+            usage_cases(suite, binary)
+        if e2e:
+            suite.case("exec_e2e: 3 torchrun agents (3 + 1 + 2 workers) started by hetlaunch exec",
+                       exec_e2e, binary, worker, work)
+    return suite.status
 
 if __name__ == "__main__":
     sys.exit(main())

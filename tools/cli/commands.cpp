@@ -254,11 +254,27 @@ int expand_command(options& o) {
   return 0;
 }
 
+// The arguments are one host list, as scontrol reads its one, joined by commas: "" and "a,,b"
+// are lists too (of no host, and of a and b), so `compress` prints what `scontrol show hostlist`
+// prints for them. An error's column is told within its own argument.
 int compress_command(options& o) {
-  if (o.positional.empty()) throw usage_error{"compress takes one or more hosts"};
-  const auto r = hetlaunch::try_compress_hostlist(o.positional);
-  if (!r) return fail(concat("compress: ", r.error().to_string()));
-  std::printf("%s\n", r->c_str());
+  if (o.positional.empty()) throw usage_error{"compress takes one or more host lists"};
+  std::string joined = o.positional.front();
+  for (std::size_t i = 1; i < o.positional.size(); ++i) joined.append(",").append(o.positional[i]);
+  const auto r = hetlaunch::expand_hostlist(joined, o.input.max_hosts, o.input.max_bytes);
+  if (!r && r.error().code != hetlaunch::errc::empty_cluster) {
+    const hetlaunch::parse_error& e = r.error();
+    if (o.positional.size() == 1 || e.line != 1 || e.column == 0)
+      return fail(concat("compress: ", e.to_string()));
+    std::size_t start = 0, i = 0;  // the argument the column falls in, and where it starts
+    while (i + 1 < o.positional.size() && e.column - 1 > start + o.positional[i].size()) {
+      start += o.positional[i].size() + 1;
+      ++i;
+    }
+    return fail(
+        concat("compress: argument ", i + 1, ", column ", e.column - start, ": ", e.message));
+  }
+  std::printf("%s\n", r ? hetlaunch::compress_hostlist(*r).c_str() : "");
   return 0;
 }
 
@@ -433,10 +449,12 @@ const std::vector<command>& commands() {
        node_use::none,
        expand_command},
       {"compress",
-       "HOST...",
+       "HOSTLIST...",
        "compresses hosts into a Slurm host list",
-       "Prints the hosts as a Slurm host list, as `scontrol show hostlist` does.\n",
-       0,
+       "Prints the hosts of the host lists as one Slurm host list, as `scontrol show hostlist`\n"
+       "does: \"n[1-3],n4\" prints n[1-4], \"a,,b\" prints a,b and \"\" an empty line. Hosts keep\n"
+       "their order and repeats. At most --max-hosts names of --max-bytes bytes in all.\n",
+       limit_flags,
        {},
        script_use::operands,
        node_use::none,

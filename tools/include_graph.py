@@ -2,7 +2,8 @@
 """Checks how the headers under include/hetlaunch include each other: every quoted include
 comes before the header's first declaration (no include at the end of a header, which is how a
 cycle hides behind include guards), a header under detail/ includes only headers under detail/
-(the details sit below every public header), and the headers' includes form no cycle. Prints
+(the details sit below every public header), no header includes a convenience header (one that
+only gathers others: hetlaunch.hpp, torchrun.hpp), and the headers' includes form no cycle. Prints
 each problem as FILE:LINE: what, and exits 1 when there is one.
 
 usage: tools/include_graph.py [ROOT]     (ROOT: the directory holding hetlaunch/; default include/)
@@ -14,6 +15,8 @@ import sys
 import tempfile
 
 LOCAL = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+# Headers that gather others for users, kept for compatibility: nothing inside may lean on them.
+CONVENIENCE = {"hetlaunch.hpp", "torchrun.hpp"}
 DECLARATION = re.compile(r"^\s*(namespace|template|class|struct|inline|constexpr|using|enum)\b")
 
 
@@ -36,6 +39,8 @@ def problems(root: pathlib.Path) -> list:
                 continue
             if declared:
                 found.append(f"{where}: \"{local.group(1)}\" is included after the header's first declaration")
+            if target.name in CONVENIENCE and target.parent.name == "hetlaunch":
+                found.append(f"{where}: includes the convenience header \"{local.group(1)}\"; include what it gathers")
             if header.parent.name == "detail" and target.parent.name != "detail":
                 found.append(f"{where}: detail header includes the public \"{local.group(1)}\"")
             edges[header].append(target)
@@ -68,14 +73,18 @@ def self_test() -> int:
         (root / "hetlaunch" / "b.hpp").write_text('namespace x {}\n#include "a.hpp"\n')
         (root / "hetlaunch" / "detail").mkdir()
         (root / "hetlaunch" / "detail" / "c.hpp").write_text('#include "../b.hpp"\nnamespace x {}\n')
+        (root / "hetlaunch" / "torchrun.hpp").write_text('namespace x {}\n')
+        (root / "hetlaunch" / "d.hpp").write_text('#include "torchrun.hpp"\nnamespace x {}\n')
         got = problems(root)
         want = ['hetlaunch/b.hpp:2: "a.hpp" is included after the header\'s first declaration',
+                'hetlaunch/d.hpp:1: includes the convenience header "torchrun.hpp"; include what it gathers',
                 'hetlaunch/detail/c.hpp:1: detail header includes the public "../b.hpp"',
                 "include cycle: hetlaunch/a.hpp -> hetlaunch/b.hpp -> hetlaunch/a.hpp"]
         if got != want:
             print(f"self-test: expected {want}, got {got}", file=sys.stderr)
             return 1
-    print("self-test: a late include, a detail header over a public one and a cycle are all found")
+    print("self-test: a late include, a convenience header included, a detail header over a public one and a "
+          "cycle are all found")
     return 0
 
 

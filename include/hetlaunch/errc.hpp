@@ -20,7 +20,7 @@ enum class errc : int {
   node_out_of_range = 8,          // a node index >= node_count()
   local_rank_out_of_range = 9,    // a local rank outside [0, nproc)
   global_rank_out_of_range = 10,  // a global rank outside [0, world_size)
-  // Launch options (torchrun.hpp).
+  // Launch options (launch_options.hpp, torchrun_argv.hpp).
   bad_port = 11,                     // master_port outside 1..65535
   bad_master_addr = 12,              // master_addr not a valid host or IP literal
   missing_rdzv_id = 13,              // c10d without an rdzv_id

@@ -15,7 +15,7 @@
 #include "shell.hpp"
 #include "launch_options.hpp"
 #include "worker_env.hpp"
-#include "torchrun.hpp"
+#include "torchrun_argv.hpp"
 #include "spawn.hpp"
 #include "worker_check.hpp"
 #include "accelerate.hpp"

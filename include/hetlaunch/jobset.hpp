@@ -15,7 +15,7 @@
 #include "diagnostic.hpp"
 #include "plan.hpp"
 #include "result.hpp"
-#include "torchrun.hpp"
+#include "torchrun_argv.hpp"
 
 namespace hetlaunch {
 

@@ -14,11 +14,13 @@
 #include "cluster.hpp"
 #include "diagnostic.hpp"
 #include "result.hpp"
-#include "shares.hpp"
-#include "torchrun.hpp"
 #include "accelerate.hpp"
+#include "shares.hpp"
+#include "shell.hpp"
 #include "spawn.hpp"
+#include "torchrun_argv.hpp"
 #include "worker_check.hpp"
+#include "worker_env.hpp"
 
 namespace hetlaunch {
 

@@ -15,7 +15,7 @@
 #include "plan.hpp"
 #include "result.hpp"
 #include "shell.hpp"
-#include "torchrun.hpp"
+#include "torchrun_argv.hpp"
 
 namespace hetlaunch {
 

@@ -110,7 +110,7 @@ enum class errc : int {
   node_out_of_range = 8,          // a node index >= node_count()
   local_rank_out_of_range = 9,    // a local rank outside [0, nproc)
   global_rank_out_of_range = 10,  // a global rank outside [0, world_size)
-  // Launch options (torchrun.hpp).
+  // Launch options (launch_options.hpp, torchrun_argv.hpp).
   bad_port = 11,                     // master_port outside 1..65535
   bad_master_addr = 12,              // master_addr not a valid host or IP literal
   missing_rdzv_id = 13,              // c10d without an rdzv_id
@@ -3626,106 +3626,125 @@ struct runtime_variable {
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_WORKER_ENV_HPP
-// ---- hetlaunch/torchrun.hpp
-// hetlaunch: every node's torchrun command line with the static or c10d rendezvous; with the
-// headers below it, all of a torchrun launch: the options, every worker's environment, starting
-// workers without torchrun, accelerate's command and checking a worker's environment.
-#ifndef HETLAUNCH_TORCHRUN_HPP
-#define HETLAUNCH_TORCHRUN_HPP
-
-
-// ---- hetlaunch/accelerate.hpp
-// hetlaunch: the `accelerate launch` command of each machine of a heterogeneous job.
-#ifndef HETLAUNCH_ACCELERATE_HPP
-#define HETLAUNCH_ACCELERATE_HPP
+// ---- hetlaunch/torchrun_argv.hpp
+// hetlaunch: every node's torchrun command line, with the static or the c10d rendezvous.
+#ifndef HETLAUNCH_TORCHRUN_ARGV_HPP
+#define HETLAUNCH_TORCHRUN_ARGV_HPP
 
 
 
 namespace hetlaunch {
 
 namespace detail {
-// The texts of accelerate's problems; the codes it shares with the core keep the core's.
-inline std::string accelerate_message(const diagnostic& d) {
-  switch (d.code) {
-    case errc::too_few_processes:
-      return concat("accelerate launch --multi_gpu needs at least 2 processes; this job has ",
-                    d.value);
-    case errc::binding_not_carried:
-      return "accelerate's command cannot carry --numa-binding (accelerate starts the workers itself); leave it out, "
-             "or use accelerate's own --enable_cpu_affinity";
-    default:
-      return core_message(d);
-  }
+
+inline std::string flag(const launch_options& o, std::string_view name) {
+  std::string out = "--";
+  for (char c : name) out += (o.flags == flag_style::dash && c == '_') ? '-' : c;
+  return out;
+}
+inline std::string flag(const launch_options& o, std::string_view name, std::string_view value) {
+  std::string out = flag(o, name);
+  out += '=';
+  out.append(value.data(), value.size());
+  return out;
 }
 
-inline diagnostic accelerate_problem(errc code) {
-  return diagnostic::of(code).with_describe(&accelerate_message);
-}
-
-// Machine `node`'s command from options already checked: only the machine's own process count
-// can still refuse, so this costs the command's size.
-inline result<std::vector<std::string>, diagnostic> build_accelerate_argv(const cluster& c,
-                                                                          std::size_t node,
-                                                                          const launch_options& o) {
-  if (o.binding != numa_binding::none) return accelerate_problem(errc::binding_not_carried);
-  const long long total =
-      static_cast<long long>(c.nproc(node)) * static_cast<long long>(c.node_count());
-  if (total < 2) {
-    return accelerate_problem(errc::too_few_processes).with_value(total);
+// With `node_rank_at`, a static launch's --node_rank is left out and *node_rank_at says where it
+// goes: a JobSet pod puts its own there.
+template <class Topology>
+std::vector<std::string> build_torchrun_argv(const Topology& c, std::size_t node,
+                                             const launch_options& o,
+                                             std::size_t* node_rank_at = nullptr) {
+  std::vector<std::string> argv = o.program;
+  const node_spec spec = c.node(node);
+  argv.push_back(flag(o, "nnodes", std::to_string(c.node_count())));
+  if (node_rank_at)
+    *node_rank_at = argv.size();
+  else if (o.backend == rendezvous::static_tcp)
+    argv.push_back(flag(o, "node_rank", std::to_string(node)));
+  argv.push_back(flag(o, "nproc_per_node", std::to_string(spec.nproc)));
+  if (spec.role != "default") argv.push_back(flag(o, "role", spec.role));
+  argv.push_back(flag(o, "max_restarts", std::to_string(o.max_restarts)));
+  const std::string_view host = master_host(c, o);
+  if (o.backend == rendezvous::static_tcp) {
+    argv.push_back(flag(o, "master_addr", host));
+    argv.push_back(flag(o, "master_port", std::to_string(o.master_port)));
+    if (o.rendezvous_timeout > 0)
+      argv.push_back(flag(o, "rdzv_conf", concat("timeout=", o.rendezvous_timeout)));
+  } else {
+    argv.push_back(flag(o, "rdzv_backend", "c10d"));
+    argv.push_back(flag(o, "rdzv_endpoint",
+                        is_ipv6_literal(host) ? concat("[", host, "]:", o.master_port)
+                                              : concat(host, ":", o.master_port)));
+    if (o.rendezvous_timeout > 0)
+      argv.push_back(flag(o, "rdzv_conf", concat("join_timeout=", o.rendezvous_timeout)));
   }
-  std::vector<std::string> argv = {"accelerate",
-                                   "launch",
-                                   "--multi_gpu",
-                                   "--num_machines",
-                                   std::to_string(c.node_count()),
-                                   "--machine_rank",
-                                   std::to_string(node),
-                                   "--num_processes",
-                                   std::to_string(total),
-                                   "--main_process_ip",
-                                   std::string(master_host(c, o)),
-                                   "--main_process_port",
-                                   std::to_string(o.master_port),
-                                   "--rdzv_backend",
-                                   "static",
-                                   "--max_restarts",
-                                   std::to_string(o.max_restarts)};
+  if (o.rdzv_id != "none" || o.backend == rendezvous::c10d)
+    argv.push_back(flag(o, "rdzv_id", o.rdzv_id));
+  bool no_python = false;
+  for (const std::string& arg : o.torchrun_args) no_python = no_python || is_no_python(arg);
+  if (o.binding != numa_binding::none && !no_python) argv.push_back(flag(o, "no_python"));
+  argv.insert(argv.end(), o.torchrun_args.begin(), o.torchrun_args.end());
+  if (o.binding != numa_binding::none) {
+    // torchrun runs the binder as the worker; it executes the command torchrun would have run.
+    argv.insert(argv.end(), {o.bind_program, "bind", "--numa-binding",
+                             std::string(numa_binding_name(o.binding)), "--"});
+    if (!no_python) argv.insert(argv.end(), {o.python, "-u"});
+  }
   if (o.module) argv.push_back("-m");
   argv.push_back(o.script);
   argv.insert(argv.end(), o.script_args.begin(), o.script_args.end());
   return argv;
 }
+
+template <class Topology>
+result<std::vector<std::string>, diagnostic> torchrun_argv(const Topology& c, std::size_t node,
+                                                           const launch_options& o) {
+  const std::vector<diagnostic> problems = launch_problems(c, node, o, output::torchrun_argv);
+  if (!problems.empty()) return problems.front();
+  return build_torchrun_argv(c, node, o);
+}
+
 }  // namespace detail
 
-/// The `accelerate launch` argv for machine `node` that really yields the heterogeneous job:
-/// accelerate divides --num_processes by --num_machines to get each machine's
-/// --nproc_per_node, so each machine is given its own nproc times the machine count:
-///   accelerate launch --multi_gpu --num_machines N --machine_rank i --num_processes nproc_i*N
-///     --main_process_ip ADDR --main_process_port PORT --rdzv_backend static
-///     --max_restarts K [-m] script args...
-/// A numa_binding is refused (binding_not_carried): accelerate starts the workers itself.
-/// The static backend keeps --machine_rank meaningful. Roles and torchrun_args are not forwarded
-/// (accelerate has no such options); program[0] is ignored in favour of "accelerate".
-/// Validates the whole topology, O(N): for every machine's command, make a plan once and use
-/// launch_plan::try_accelerate_argv, which costs each command's own size.
-[[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_accelerate_argv(
+/// torchrun's argv for `node`: program, then --nnodes, --node_rank (static), --nproc_per_node
+/// (this node's own count), --role (when not "default"), --max_restarts, the rendezvous
+/// (--master_addr/--master_port, or --rdzv_backend=c10d --rdzv_endpoint=HOST:PORT with IPv6
+/// bracketed), --rdzv_id (when set), the extra torchrun_args, -m, the script and its arguments.
+/// With a numa_binding, --no_python follows --rdzv_id (unless the extra arguments have it) and the
+/// worker command is `bind_program bind --numa-binding MODE -- python -u [-m] SCRIPT ARGS...`
+/// (without `python -u` when the extra arguments say --no-python).
+/// Full option names only, all before the script. The first problem (see validate_launch) is
+/// the error.
+///
+/// Example, node 1 of {{"gpu-a", 8}, {"gpu-b", 4}} with script "train.py":
+///   torchrun --nnodes=2 --node_rank=1 --nproc_per_node=4 --max_restarts=0
+///            --master_addr=gpu-a --master_port=29500 train.py
+[[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_torchrun_argv(
     const cluster& c, std::size_t node, const launch_options& options) {
-  launch_options o = options;
-  o.backend = rendezvous::static_tcp;  // accelerate is always given the static rendezvous
-  const std::vector<diagnostic> problems =
-      detail::launch_problems(c, node, o, detail::output::accelerate_argv);
-  if (!problems.empty()) return problems.front();
-  return detail::build_accelerate_argv(c, node, o);
+  return detail::torchrun_argv(c, node, options);
 }
-/// try_accelerate_argv(...).value().
-[[nodiscard]] inline std::vector<std::string> accelerate_argv(const cluster& c, std::size_t node,
-                                                              const launch_options& options) {
-  return try_accelerate_argv(c, node, options).value();
+template <std::size_t N>
+[[nodiscard]] result<std::vector<std::string>, diagnostic> try_torchrun_argv(
+    const fixed_cluster<N>& c, std::size_t node, const launch_options& options) {
+  return detail::torchrun_argv(c, node, options);
+}
+
+/// try_torchrun_argv(...).value(): on a problem throws bad_result_access (or, without
+/// exceptions, reports through HETLAUNCH_ON_FAILURE).
+[[nodiscard]] inline std::vector<std::string> torchrun_argv(const cluster& c, std::size_t node,
+                                                            const launch_options& options) {
+  return try_torchrun_argv(c, node, options).value();
+}
+template <std::size_t N>
+[[nodiscard]] std::vector<std::string> torchrun_argv(const fixed_cluster<N>& c, std::size_t node,
+                                                     const launch_options& options) {
+  return try_torchrun_argv(c, node, options).value();
 }
 
 }  // namespace hetlaunch
 
-#endif  // HETLAUNCH_ACCELERATE_HPP
+#endif  // HETLAUNCH_TORCHRUN_ARGV_HPP
 // ---- hetlaunch/spawn.hpp
 // hetlaunch: starting workers without torchrun: their environment, their command and an envp block.
 #ifndef HETLAUNCH_SPAWN_HPP
@@ -3981,119 +4000,98 @@ struct environment_lookup {
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_WORKER_CHECK_HPP
+// ---- hetlaunch/accelerate.hpp
+// hetlaunch: the `accelerate launch` command of each machine of a heterogeneous job.
+#ifndef HETLAUNCH_ACCELERATE_HPP
+#define HETLAUNCH_ACCELERATE_HPP
+
+
 
 namespace hetlaunch {
 
 namespace detail {
-
-inline std::string flag(const launch_options& o, std::string_view name) {
-  std::string out = "--";
-  for (char c : name) out += (o.flags == flag_style::dash && c == '_') ? '-' : c;
-  return out;
-}
-inline std::string flag(const launch_options& o, std::string_view name, std::string_view value) {
-  std::string out = flag(o, name);
-  out += '=';
-  out.append(value.data(), value.size());
-  return out;
-}
-
-// With `node_rank_at`, a static launch's --node_rank is left out and *node_rank_at says where it
-// goes: a JobSet pod puts its own there.
-template <class Topology>
-std::vector<std::string> build_torchrun_argv(const Topology& c, std::size_t node,
-                                             const launch_options& o,
-                                             std::size_t* node_rank_at = nullptr) {
-  std::vector<std::string> argv = o.program;
-  const node_spec spec = c.node(node);
-  argv.push_back(flag(o, "nnodes", std::to_string(c.node_count())));
-  if (node_rank_at)
-    *node_rank_at = argv.size();
-  else if (o.backend == rendezvous::static_tcp)
-    argv.push_back(flag(o, "node_rank", std::to_string(node)));
-  argv.push_back(flag(o, "nproc_per_node", std::to_string(spec.nproc)));
-  if (spec.role != "default") argv.push_back(flag(o, "role", spec.role));
-  argv.push_back(flag(o, "max_restarts", std::to_string(o.max_restarts)));
-  const std::string_view host = master_host(c, o);
-  if (o.backend == rendezvous::static_tcp) {
-    argv.push_back(flag(o, "master_addr", host));
-    argv.push_back(flag(o, "master_port", std::to_string(o.master_port)));
-    if (o.rendezvous_timeout > 0)
-      argv.push_back(flag(o, "rdzv_conf", concat("timeout=", o.rendezvous_timeout)));
-  } else {
-    argv.push_back(flag(o, "rdzv_backend", "c10d"));
-    argv.push_back(flag(o, "rdzv_endpoint",
-                        is_ipv6_literal(host) ? concat("[", host, "]:", o.master_port)
-                                              : concat(host, ":", o.master_port)));
-    if (o.rendezvous_timeout > 0)
-      argv.push_back(flag(o, "rdzv_conf", concat("join_timeout=", o.rendezvous_timeout)));
+// The texts of accelerate's problems; the codes it shares with the core keep the core's.
+inline std::string accelerate_message(const diagnostic& d) {
+  switch (d.code) {
+    case errc::too_few_processes:
+      return concat("accelerate launch --multi_gpu needs at least 2 processes; this job has ",
+                    d.value);
+    case errc::binding_not_carried:
+      return "accelerate's command cannot carry --numa-binding (accelerate starts the workers itself); leave it out, "
+             "or use accelerate's own --enable_cpu_affinity";
+    default:
+      return core_message(d);
   }
-  if (o.rdzv_id != "none" || o.backend == rendezvous::c10d)
-    argv.push_back(flag(o, "rdzv_id", o.rdzv_id));
-  bool no_python = false;
-  for (const std::string& arg : o.torchrun_args) no_python = no_python || is_no_python(arg);
-  if (o.binding != numa_binding::none && !no_python) argv.push_back(flag(o, "no_python"));
-  argv.insert(argv.end(), o.torchrun_args.begin(), o.torchrun_args.end());
-  if (o.binding != numa_binding::none) {
-    // torchrun runs the binder as the worker; it executes the command torchrun would have run.
-    argv.insert(argv.end(), {o.bind_program, "bind", "--numa-binding",
-                             std::string(numa_binding_name(o.binding)), "--"});
-    if (!no_python) argv.insert(argv.end(), {o.python, "-u"});
+}
+
+inline diagnostic accelerate_problem(errc code) {
+  return diagnostic::of(code).with_describe(&accelerate_message);
+}
+
+// Machine `node`'s command from options already checked: only the machine's own process count
+// can still refuse, so this costs the command's size.
+inline result<std::vector<std::string>, diagnostic> build_accelerate_argv(const cluster& c,
+                                                                          std::size_t node,
+                                                                          const launch_options& o) {
+  if (o.binding != numa_binding::none) return accelerate_problem(errc::binding_not_carried);
+  const long long total =
+      static_cast<long long>(c.nproc(node)) * static_cast<long long>(c.node_count());
+  if (total < 2) {
+    return accelerate_problem(errc::too_few_processes).with_value(total);
   }
+  std::vector<std::string> argv = {"accelerate",
+                                   "launch",
+                                   "--multi_gpu",
+                                   "--num_machines",
+                                   std::to_string(c.node_count()),
+                                   "--machine_rank",
+                                   std::to_string(node),
+                                   "--num_processes",
+                                   std::to_string(total),
+                                   "--main_process_ip",
+                                   std::string(master_host(c, o)),
+                                   "--main_process_port",
+                                   std::to_string(o.master_port),
+                                   "--rdzv_backend",
+                                   "static",
+                                   "--max_restarts",
+                                   std::to_string(o.max_restarts)};
   if (o.module) argv.push_back("-m");
   argv.push_back(o.script);
   argv.insert(argv.end(), o.script_args.begin(), o.script_args.end());
   return argv;
 }
-
-template <class Topology>
-result<std::vector<std::string>, diagnostic> torchrun_argv(const Topology& c, std::size_t node,
-                                                           const launch_options& o) {
-  const std::vector<diagnostic> problems = launch_problems(c, node, o, output::torchrun_argv);
-  if (!problems.empty()) return problems.front();
-  return build_torchrun_argv(c, node, o);
-}
-
 }  // namespace detail
 
-/// torchrun's argv for `node`: program, then --nnodes, --node_rank (static), --nproc_per_node
-/// (this node's own count), --role (when not "default"), --max_restarts, the rendezvous
-/// (--master_addr/--master_port, or --rdzv_backend=c10d --rdzv_endpoint=HOST:PORT with IPv6
-/// bracketed), --rdzv_id (when set), the extra torchrun_args, -m, the script and its arguments.
-/// With a numa_binding, --no_python follows --rdzv_id (unless the extra arguments have it) and the
-/// worker command is `bind_program bind --numa-binding MODE -- python -u [-m] SCRIPT ARGS...`
-/// (without `python -u` when the extra arguments say --no-python).
-/// Full option names only, all before the script. The first problem (see validate_launch) is
-/// the error.
-///
-/// Example, node 1 of {{"gpu-a", 8}, {"gpu-b", 4}} with script "train.py":
-///   torchrun --nnodes=2 --node_rank=1 --nproc_per_node=4 --max_restarts=0
-///            --master_addr=gpu-a --master_port=29500 train.py
-[[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_torchrun_argv(
+/// The `accelerate launch` argv for machine `node` that really yields the heterogeneous job:
+/// accelerate divides --num_processes by --num_machines to get each machine's
+/// --nproc_per_node, so each machine is given its own nproc times the machine count:
+///   accelerate launch --multi_gpu --num_machines N --machine_rank i --num_processes nproc_i*N
+///     --main_process_ip ADDR --main_process_port PORT --rdzv_backend static
+///     --max_restarts K [-m] script args...
+/// A numa_binding is refused (binding_not_carried): accelerate starts the workers itself.
+/// The static backend keeps --machine_rank meaningful. Roles and torchrun_args are not forwarded
+/// (accelerate has no such options); program[0] is ignored in favour of "accelerate".
+/// Validates the whole topology, O(N): for every machine's command, make a plan once and use
+/// launch_plan::try_accelerate_argv, which costs each command's own size.
+[[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_accelerate_argv(
     const cluster& c, std::size_t node, const launch_options& options) {
-  return detail::torchrun_argv(c, node, options);
+  launch_options o = options;
+  o.backend = rendezvous::static_tcp;  // accelerate is always given the static rendezvous
+  const std::vector<diagnostic> problems =
+      detail::launch_problems(c, node, o, detail::output::accelerate_argv);
+  if (!problems.empty()) return problems.front();
+  return detail::build_accelerate_argv(c, node, o);
 }
-template <std::size_t N>
-[[nodiscard]] result<std::vector<std::string>, diagnostic> try_torchrun_argv(
-    const fixed_cluster<N>& c, std::size_t node, const launch_options& options) {
-  return detail::torchrun_argv(c, node, options);
-}
-
-/// try_torchrun_argv(...).value(): on a problem throws bad_result_access (or, without
-/// exceptions, reports through HETLAUNCH_ON_FAILURE).
-[[nodiscard]] inline std::vector<std::string> torchrun_argv(const cluster& c, std::size_t node,
-                                                            const launch_options& options) {
-  return try_torchrun_argv(c, node, options).value();
-}
-template <std::size_t N>
-[[nodiscard]] std::vector<std::string> torchrun_argv(const fixed_cluster<N>& c, std::size_t node,
-                                                     const launch_options& options) {
-  return try_torchrun_argv(c, node, options).value();
+/// try_accelerate_argv(...).value().
+[[nodiscard]] inline std::vector<std::string> accelerate_argv(const cluster& c, std::size_t node,
+                                                              const launch_options& options) {
+  return try_accelerate_argv(c, node, options).value();
 }
 
 }  // namespace hetlaunch
 
-#endif  // HETLAUNCH_TORCHRUN_HPP
+#endif  // HETLAUNCH_ACCELERATE_HPP
 // ---- hetlaunch/plan.hpp
 // hetlaunch: launch_plan, a topology and launch options validated once, whose every output then
 // costs only its own size.

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-// torchrun.hpp: each node's command line, pinned to golden values that the end-to-end
+// torchrun_argv.hpp: each node's command line, pinned to golden values that the end-to-end
 // tests check against a real torchrun, and the launch options it refuses.
 #include <doctest/doctest.h>
 
 #include <hetlaunch/plan.hpp>
-#include <hetlaunch/torchrun.hpp>
+#include <hetlaunch/torchrun_argv.hpp>
 
 #include "../support/launch_fixtures.hpp"
 

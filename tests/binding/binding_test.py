@@ -28,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "data" / "sysfs"))
@@ -359,8 +358,8 @@ def torchrun_case(binary, work, torchrun, marker):
                       f'--gpu-pci-command "{LIVE_GPUS}" "$@"\n')
     binder.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PET_", "CUDA_", "TORCHELASTIC_"))}
-    env[MARKER_NAME] = marker
-    port = str(29000 + os.getpid() % 2000)
+    env[marker.name] = marker.value
+    port = processes.free_port()
     started = time.monotonic()
     # Both GPUs: rank 0 has GPU 0 (node 1, CPU b), rank 1 GPU 1 (node 0, CPU a). Then only device 1
     # (--include): the plan's CUDA_VISIBLE_DEVICES reaches bind, and the one worker has GPU 1.
@@ -398,11 +397,6 @@ def torchrun_case(binary, work, torchrun, marker):
     return failures
 
 
-def marked(marker=None):
-    needle = f"{MARKER_NAME}={marker}".encode() if marker else f"{MARKER_NAME}=".encode()
-    return lambda: processes.matching(lambda proc: needle in (proc / "environ").read_bytes())
-
-
 def main():
     args = sys.argv[1:]
     if not args:
@@ -412,17 +406,17 @@ def main():
     if "--torchrun" in args:
         del args[args.index("--torchrun"):args.index("--torchrun") + 2]
     binary = str(pathlib.Path(args[0]).resolve())
-    marker = uuid.uuid4().hex
+    marker = processes.marker(MARKER_NAME)
     cases = {"errors": lambda work: errors_case(binary, work),
              "live": lambda work: live_case(binary, work),
              "torchrun": lambda work: torchrun_case(binary, work, torchrun, marker),
              "torch": lambda work: torch_case(binary, work)}
     chosen = pick(cases, args[1:])
-    processes.kill_until_gone(marked())  # a killed earlier run's workers
+    processes.kill_until_gone(marker.stale())  # a killed earlier run's workers
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="hetlaunch-binding-"))
 
     def leftovers():
-        left = processes.kill_until_gone(marked(marker))
+        left = processes.kill_until_gone(marker.mine())
         return [f"{left} processes of the test were left running"] if left else []
 
     with Suite("binding", lambda: shutil.rmtree(tmp, ignore_errors=True), leftovers) as run:

@@ -156,7 +156,7 @@ def accelerate_case(m, source, bins):
     work = "/tmp/hetlaunch-accelerate"
     m.run(["rm", "-rf", work])
     m.run(["mkdir", "-p", work])
-    port = "29547"
+    port = processes.free_port()  # the chroot shares the machine's network: no fixed port
     shares = ["--weight", "127.0.0.2=3", "--global-batch", "13"]  # the machines' work shares reach the workers
     worker = [str(source / "tests/e2e/worker.py"), work, str(hetlaunch), "check-env", "--hosts", hosts, *shares]
     machines = []

@@ -22,13 +22,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "support"))
 sys.path.insert(0, str(HERE.parents[1] / "python"))
 sys.path.insert(0, str(HERE))
 import processes  # noqa: E402
+from harness import Suite  # noqa: E402
 import torchrun_flags  # noqa: E402
 import hetlaunch_shares as shares  # noqa: E402
 import ddp_worker  # noqa: E402
@@ -37,15 +37,6 @@ MARKER_NAME = "HETLAUNCH_SHARES_TEST"
 HOSTS = "127.0.0.1:3,127.0.0.2:1"
 WEIGHTS = ["--weight", "127.0.0.2=3"]
 STEPS = 3
-
-
-def marked(marker=None):
-    def test(proc):
-        env = (proc / "environ").read_bytes()
-        if marker:
-            return f"{MARKER_NAME}={marker}".encode() in env
-        return f"{MARKER_NAME}=".encode() in env
-    return lambda: processes.matching(test)
 
 
 def reference(global_batch):
@@ -69,7 +60,7 @@ def run_job(binary, torchrun, work, global_batch, marker):
     """Both agents of one job; their exit statuses and logs."""
     port = processes.free_port()
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS" and not k.startswith("PET_")}
-    env[MARKER_NAME] = marker
+    env[marker.name] = marker.value
     env["PYTHONFAULTHANDLER"] = "1"  # a worker that hangs shows where, when aborted below
     flags = ["--hosts", HOSTS, *WEIGHTS, "--global-batch", str(global_batch)]
     agents = []
@@ -84,7 +75,7 @@ def run_job(binary, torchrun, work, global_batch, marker):
             codes.append(a.wait(timeout=240))
         except subprocess.TimeoutExpired:
             # The hung workers' Python stacks reach the log through torchrun's tee.
-            for pid in processes.matching(lambda proc: f"{MARKER_NAME}={marker}".encode() in (proc / "environ").read_bytes()
+            for pid in processes.matching(lambda proc: marker.carried_by(proc)
                                           and b"ddp_worker.py" in (proc / "cmdline").read_bytes()):
                 try:
                     os.kill(pid, signal.SIGABRT)
@@ -148,29 +139,22 @@ def main():
         python = torch_python(torchrun)
         os.execv(python, [python, __file__, *sys.argv[1:]])
     work_root = pathlib.Path(sys.argv[sys.argv.index("--work") + 1]) if "--work" in sys.argv else None
-    processes.kill_until_gone(marked())  # a killed earlier run's
-    marker = uuid.uuid4().hex
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    failures = []
-    try:
-        with tempfile.TemporaryDirectory(dir=work_root) as tmp:
-            # Over 3 + 1 workers: 13 = 8 + 5 (3,3,2 | 5); 24 = 13 + 11 (5,4,4 | 11); 37 = 20 + 17 (7,7,6 | 17).
-            for global_batch in (13, 24, 37):
-                work = pathlib.Path(tmp) / f"B{global_batch}"
-                work.mkdir()
-                started = time.monotonic()
-                problems = check_job(binary, torchrun, work, global_batch, marker)
-                print(("ok   " if not problems else "FAIL ") + f"global batch {global_batch} over 3 + 1 workers, "
-                      f"weights 1 and 3: DDP gradients equal the full batch's (scaled loss, comm hook) "
-                      f"({time.monotonic() - started:.1f} s)", flush=True)
-                failures += problems
-    finally:
-        left = processes.kill_until_gone(marked(marker))
-        if left:
-            failures.append(f"{left} processes of the test were left running")
-    for f in failures:
-        print("FAIL " + f)
-    return 1 if failures else 0
+    marker = processes.marker(MARKER_NAME)
+    processes.kill_until_gone(marker.stale())  # a killed earlier run's
+    tmp = pathlib.Path(tempfile.mkdtemp(dir=work_root, prefix="hetlaunch-shares-"))
+
+    def leftovers():
+        left = processes.kill_until_gone(marker.mine())
+        return [f"{left} processes of the test were left running"] if left else []
+
+    with Suite("shares ddp", lambda: shutil.rmtree(tmp, ignore_errors=True), leftovers) as run:
+        # Over 3 + 1 workers: 13 = 8 + 5 (3,3,2 | 5); 24 = 13 + 11 (5,4,4 | 11); 37 = 20 + 17 (7,7,6 | 17).
+        for global_batch in (13, 24, 37):
+            work = tmp / f"B{global_batch}"
+            work.mkdir()
+            run.case(f"global batch {global_batch} over 3 + 1 workers, weights 1 and 3: DDP gradients equal "
+                     f"the full batch's (scaled loss, comm hook)", check_job, binary, torchrun, work, global_batch, marker)
+    return run.status
 
 
 if __name__ == "__main__":

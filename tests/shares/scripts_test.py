@@ -32,7 +32,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import uuid
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -63,7 +62,7 @@ class Job:
         """Both nodes of the job, each started by `hetlaunch exec`; their statuses and logs."""
         port = processes.free_port()
         env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS" and not k.startswith("PET_")}
-        env[MARKER_NAME] = self.marker
+        env[self.marker.name] = self.marker.value
         agents = []
         for node in range(2):
             log = open(work / f"agent-{node}.log", "w")
@@ -79,11 +78,6 @@ class Job:
                 os.killpg(a.pid, signal.SIGKILL)
                 codes.append("timeout")
         return codes, "".join((work / f"agent-{n}.log").read_text(errors="replace") for n in range(2))
-
-
-def marked(marker=None):
-    needle = f"{MARKER_NAME}={marker}" if marker else f"{MARKER_NAME}="
-    return lambda: processes.matching(lambda proc: needle.encode() in (proc / "environ").read_bytes())
 
 
 def whole_steps(dataset_size, seed=0, drop_last=True, epochs=1):
@@ -290,13 +284,13 @@ def main():
         del args[args.index("--torchrun"):args.index("--torchrun") + 2]
     binary = os.path.abspath(args[0])
     chosen = pick(CASES, args[1:])
-    processes.kill_until_gone(marked())  # a killed earlier run's agents
-    marker = uuid.uuid4().hex
+    marker = processes.marker(MARKER_NAME)
+    processes.kill_until_gone(marker.stale())  # a killed earlier run's agents
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="hetlaunch-scripts-"))
     job = Job(binary, torchrun, marker)
 
     def leftovers():
-        left = processes.kill_until_gone(marked(marker))
+        left = processes.kill_until_gone(marker.mine())
         return [f"{left} processes of the test were left running"] if left else []
 
     with Suite("scripts", lambda: shutil.rmtree(tmp, ignore_errors=True), leftovers) as run:

@@ -1,6 +1,7 @@
 """Finding and killing the processes a test started, by what /proc says of them."""
 import os
 import pathlib
+import re
 import signal
 import time
 
@@ -48,3 +49,34 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return str(port)
+
+
+class marker:
+    """A value for the environment variable `name` that every process of this run carries, so
+    that the run's processes can be found and killed, and a killed earlier run's too. The value
+    starts with the owning test's pid: processes of another run that is still going (the same
+    suite on the machine and in a chroot, run side by side) are never taken for leftovers."""
+
+    def __init__(self, name):
+        import uuid
+
+        self.name = name
+        self.value = f"{os.getpid()}-{uuid.uuid4().hex}"
+
+    def carried_by(self, proc):
+        """Whether the process of /proc directory `proc` belongs to this run."""
+        return f"{self.name}={self.value}\0".encode() in (proc / "environ").read_bytes() + b"\0"
+
+    def mine(self):
+        """A finder of this run's processes, for kill_until_gone."""
+        return lambda: matching(self.carried_by)
+
+    def stale(self):
+        """A finder of processes whose run has ended: they carry the variable, and the pid it
+        starts with is gone."""
+        pattern = re.compile(rf"(?:^|\0){re.escape(self.name)}=(\d+)-".encode())
+
+        def orphaned(proc):
+            m = pattern.search((proc / "environ").read_bytes())
+            return bool(m) and not pathlib.Path(f"/proc/{int(m.group(1))}").exists()
+        return lambda: matching(orphaned)

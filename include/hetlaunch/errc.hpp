@@ -77,6 +77,10 @@ enum class errc : int {
   owned_variable =
       51,  // a user's variable that the launch sets itself (HETLAUNCH_GLOBAL_BATCH, ...)
   unplanned_share = 52,  // a work-share variable is set, but the plan has no global batch
+  // Slurm batch scripts (slurm_batch.hpp).
+  bad_sbatch_option = 53,       // not an sbatch option, or one whose value would be the next line
+  shrink_needs_one_group = 54,  // exclude_failed in a job of several components
+  bad_min_nodes = 55,           // min_nodes outside 1..the job's nodes
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -182,6 +186,12 @@ constexpr std::string_view to_string(errc code) noexcept {
       return "owned_variable";
     case errc::unplanned_share:
       return "unplanned_share";
+    case errc::bad_sbatch_option:
+      return "bad_sbatch_option";
+    case errc::shrink_needs_one_group:
+      return "shrink_needs_one_group";
+    case errc::bad_min_nodes:
+      return "bad_min_nodes";
     case errc::global_batch_too_small:
       return "global_batch_too_small";
     case errc::bad_global_batch:

@@ -13,21 +13,12 @@
 #include "cluster.hpp"
 #include "detail/document.hpp"
 #include "diagnostic.hpp"
+#include "node_group.hpp"
 #include "plan.hpp"
 #include "result.hpp"
 #include "torchrun_argv.hpp"
 
 namespace hetlaunch {
-
-/// Nodes of one shape: `nodes` pods, each running `gpus` workers and asking for that many GPUs.
-struct node_group {
-  int nodes = 1;
-  int gpus = 1;
-  /// The pods' nodeSelector (for example {"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}).
-  std::vector<std::pair<std::string, std::string>> node_selector;
-  /// Each node's weight (node_spec::weight): its workers' share of launch.global_batch.
-  std::string weight = "1";
-};
 
 /// What a JobSet needs besides the groups. `launch` gives torchrun's options (master_port,
 /// max_restarts, program, torchrun_args, module, script, script_args, flags); its master_addr is
@@ -235,9 +226,9 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
   const std::string batch =
       share == nullptr
           ? std::string()
-          : concat("k=$((", pod_index_variable, "))\n", "export HETLAUNCH_NODE_BATCH=$((",
-                   share->base, " + (k < ", share->extra, ")))\n",
-                   "export HETLAUNCH_NODE_BATCH_OFFSET=$((", share->first_offset, " + k * ",
+          : concat("k=$((", pod_index_variable, "))\n", "export ", variables::node_batch, "=$((",
+                   share->base, " + (k < ", share->extra, ")))\n", "export ",
+                   variables::node_batch_offset, "=$((", share->first_offset, " + k * ",
                    share->base, " + (k < ", share->extra, " ? k : ", share->extra, ")))\n");
   return concat(batch, "rank=$((", offset, " + ", pod_index_variable, "))\n", "i=0\n",
                 "for a; do shift; i=$((i + 1)); set -- \"$@\" \"$a\"; if [ \"$i\" -eq ", at,

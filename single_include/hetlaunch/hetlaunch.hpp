@@ -167,6 +167,10 @@ enum class errc : int {
   owned_variable =
       51,  // a user's variable that the launch sets itself (HETLAUNCH_GLOBAL_BATCH, ...)
   unplanned_share = 52,  // a work-share variable is set, but the plan has no global batch
+  // Slurm batch scripts (slurm_batch.hpp).
+  bad_sbatch_option = 53,       // not an sbatch option, or one whose value would be the next line
+  shrink_needs_one_group = 54,  // exclude_failed in a job of several components
+  bad_min_nodes = 55,           // min_nodes outside 1..the job's nodes
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -272,6 +276,12 @@ constexpr std::string_view to_string(errc code) noexcept {
       return "owned_variable";
     case errc::unplanned_share:
       return "unplanned_share";
+    case errc::bad_sbatch_option:
+      return "bad_sbatch_option";
+    case errc::shrink_needs_one_group:
+      return "shrink_needs_one_group";
+    case errc::bad_min_nodes:
+      return "bad_min_nodes";
     case errc::global_batch_too_small:
       return "global_batch_too_small";
     case errc::bad_global_batch:
@@ -5219,19 +5229,25 @@ namespace detail {
 // and watches standard input, which the launcher holds open for as long as the node should run.
 // ssh gives a command without a terminal no signal when the connection ends, so end of input is
 // the signal: every process of the job then gets SIGTERM, and SIGKILL after KILL_AFTER seconds.
-// The job's processes are found again from /proc at every tenth of a second while any signalled
-// one lives: COMMAND's descendants, and every process of a session one of them belongs to (one
-// pass over /proc/*/status, breadth first; NSsid, Linux 4.1 and later, gives the sessions). A process keeps its
+// The job's processes are found again from /proc when a signalled one ends, and every second
+// while none does (a look reads all of /proc, and a host may run many node scripts): COMMAND's
+// descendants, and every process of a session one of them belongs to (one pass over
+// /proc/*/status, breadth first; NSsid, Linux 4.1 and later, gives the sessions). A process keeps its
 // session when its parent dies, so a child forked during the teardown whose parent then exits
 // (a wrapper's, a worker's started in a session of its own by torch) is still found; the
-// script's own session never counts. SIGTERM goes once to each process, SIGKILL to all that
+// script's own session never counts. Between looks the watcher waits until a signalled process
+// ends, a second passes or the deadline comes (kill -0 of each, every tenth of a second). SIGTERM goes once to each process, SIGKILL to all that
 // remain. The watcher ignores SIGTERM once it is tearing down, so that COMMAND ending early does
 // not cut the teardown short. The script exits with COMMAND's status, which ssh passes on.
-inline const char* node_script() noexcept {
-  return R"sh(kill_after=$1 dir=$2 n=$3
+// The variables it unsets are variables::owned, named where every delivered variable is.
+inline std::string node_script() {
+  std::string unset_owned = "unset";
+  for (std::string_view name : variables::owned) unset_owned.append(" ").append(name);
+  return concat(R"sh(kill_after=$1 dir=$2 n=$3
 shift 3
 if [ -n "$dir" ]; then cd -- "$dir" || { echo "hetlaunch: cannot enter $dir on $(hostname)" >&2; exit 126; }; fi
-unset HETLAUNCH_GLOBAL_BATCH HETLAUNCH_NODE_BATCH HETLAUNCH_NODE_BATCH_OFFSET HETLAUNCH_RESTART_COUNT
+)sh",
+                unset_owned, R"sh(
 while [ "$n" -gt 0 ]; do export "$1" || exit 126; shift; n=$((n - 1)); done
 read -r self_stat < /proc/$$/stat
 rest=${self_stat##*) }; rest=${rest#* }; rest=${rest#* }; rest=${rest#* }; self_session=${rest%% *}
@@ -5251,7 +5267,7 @@ scan() {
       for (q in in_job) line = line \" \" q; print line }")
   pids=${found%%;*} sessions=${found#*;}
 }
-alive() { for p in "$@"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
+all_alive() { for p in "$@"; do kill -0 "$p" 2>/dev/null || return 1; done; return 0; }
 now_cs() { read -r up rest < /proc/uptime; now=${up%.*}${up#*.}; }
 echo "hetlaunch: node started"
 exec 3<&0 </dev/null
@@ -5266,10 +5282,15 @@ job=$!
   scan
   while [ -n "$pids" ]; do
     for p in $pids; do case "$signalled" in *" $p "*) ;; *) kill -TERM "$p" 2>/dev/null; signalled="$signalled$p " ;; esac; done
+    ticks=0
+    while [ "$ticks" -lt 10 ] && all_alive $pids; do
+      now_cs
+      [ "$now" -lt "$deadline" ] || break
+      sleep 0.1
+      ticks=$((ticks + 1))
+    done
     now_cs
     [ "$now" -lt "$deadline" ] || break
-    # Wait while a signalled process lives, then look again for newcomers.
-    if alive $pids; then sleep 0.1; fi
     scan
   done
   rounds=50
@@ -5281,7 +5302,7 @@ wait "$job" 2>/dev/null
 status=$?
 kill "$watcher" 2>/dev/null
 wait "$watcher" 2>/dev/null
-exit "$status")sh";
+exit "$status")sh");
 }
 
 // The texts of the ssh options' problems; the codes it shares with the core keep the core's.
@@ -5349,7 +5370,7 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
   if (ssh.restart_count >= 0)
     vars.emplace_back(variables::restart_count, std::to_string(ssh.restart_count));
   std::string script;
-  if (plan.counts_differ()) script = "unset TORCH_ELASTIC_WORKER_IDENTICAL\n";
+  if (plan.counts_differ()) script = detail::concat("unset ", variables::worker_identical, "\n");
   script += detail::node_script();
   std::vector<std::string> out = {"sh",
                                   "-c",
@@ -5460,6 +5481,30 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_SSH_HPP
+// ---- hetlaunch/node_group.hpp
+// hetlaunch: nodes of one shape, for a scheduler that picks the hosts itself (a JobSet's pods, a
+// Slurm batch job's components): the job is known by its groups, the hosts only when it runs.
+#ifndef HETLAUNCH_NODE_GROUP_HPP
+#define HETLAUNCH_NODE_GROUP_HPP
+
+
+namespace hetlaunch {
+
+/// Nodes of one shape: `nodes` nodes (pods), each running `gpus` workers and asking for that
+/// many GPUs.
+struct node_group {
+  int nodes = 1;
+  int gpus = 1;
+  /// The pods' nodeSelector (for example {"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"});
+  /// JobSet only.
+  std::vector<std::pair<std::string, std::string>> node_selector;
+  /// Each node's weight (node_spec::weight): its workers' share of a global batch.
+  std::string weight = "1";
+};
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_NODE_GROUP_HPP
 // ---- hetlaunch/jobset.hpp
 // hetlaunch: a Kubernetes JobSet (jobset.x-k8s.io/v1alpha2) that runs a mixed-GPU torchrun job:
 // one replicatedJob per group of equal nodes, each pod torchrun's node offset(group) + its index.
@@ -5623,16 +5668,6 @@ inline void write_yaml_value(std::string& out, const document& d, std::size_t in
 #endif  // HETLAUNCH_DETAIL_DOCUMENT_HPP
 
 namespace hetlaunch {
-
-/// Nodes of one shape: `nodes` pods, each running `gpus` workers and asking for that many GPUs.
-struct node_group {
-  int nodes = 1;
-  int gpus = 1;
-  /// The pods' nodeSelector (for example {"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}).
-  std::vector<std::pair<std::string, std::string>> node_selector;
-  /// Each node's weight (node_spec::weight): its workers' share of launch.global_batch.
-  std::string weight = "1";
-};
 
 /// What a JobSet needs besides the groups. `launch` gives torchrun's options (master_port,
 /// max_restarts, program, torchrun_args, module, script, script_args, flags); its master_addr is
@@ -5840,9 +5875,9 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
   const std::string batch =
       share == nullptr
           ? std::string()
-          : concat("k=$((", pod_index_variable, "))\n", "export HETLAUNCH_NODE_BATCH=$((",
-                   share->base, " + (k < ", share->extra, ")))\n",
-                   "export HETLAUNCH_NODE_BATCH_OFFSET=$((", share->first_offset, " + k * ",
+          : concat("k=$((", pod_index_variable, "))\n", "export ", variables::node_batch, "=$((",
+                   share->base, " + (k < ", share->extra, ")))\n", "export ",
+                   variables::node_batch_offset, "=$((", share->first_offset, " + k * ",
                    share->base, " + (k < ", share->extra, " ? k : ", share->extra, ")))\n");
   return concat(batch, "rank=$((", offset, " + ", pod_index_variable, "))\n", "i=0\n",
                 "for a; do shift; i=$((i + 1)); set -- \"$@\" \"$a\"; if [ \"$i\" -eq ", at,
@@ -5991,6 +6026,548 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_JOBSET_HPP
+// ---- hetlaunch/slurm_batch.hpp
+// hetlaunch: a Slurm batch script for a mixed job: one hetjob component a node group, every node
+// running `hetlaunch exec --slurm`, which plans the job from Slurm's variables when it runs.
+#ifndef HETLAUNCH_SLURM_BATCH_HPP
+#define HETLAUNCH_SLURM_BATCH_HPP
+
+
+
+namespace hetlaunch {
+
+/// What a batch script needs besides the node groups. The nodes run `hetlaunch_program` (`plan`,
+/// then `exec --slurm`) with `launch_args`, so the launch options are read on the nodes exactly as
+/// hetlaunch's command line reads them; the plan is made there, from Slurm's variables.
+struct slurm_batch_options {
+  /// sbatch options for the first component, one #SBATCH line each: "--account=a", "-A a",
+  /// "-Aa", "--comment=two words". Each is read against sbatch's own option table: an option
+  /// that takes a value must have it in the same string (hetlaunch's --sbatch-arg).
+  std::vector<std::string> sbatch_args;
+  /// Every component's --partition and --time; empty: none.
+  std::string partition, time;
+  /// The hetlaunch the nodes run, as a path (or name) there.
+  std::string hetlaunch_program = "hetlaunch";
+  /// The launch options for the nodes' hetlaunch, as its command line spells them:
+  /// {"--master-port", "29500", "--global-batch", "64", ...}.
+  std::vector<std::string> launch_args;
+  /// The training script and its arguments.
+  std::vector<std::string> command;
+  /// Gang restarts: the step runs again in the allocation after a failure, at most this many
+  /// times, each worker seeing HETLAUNCH_RESTART_COUNT; -1: the step runs once.
+  int restarts = -1;
+  /// With restarts: the job goes on without a node Slurm lost (--no-kill), the plan made again
+  /// over the nodes left (hetlaunch's --exclude-failed). A job of one group only: Slurm cancels a
+  /// heterogeneous job when one of its nodes fails.
+  bool exclude_failed = false;
+  /// With exclude_failed: the fewest nodes the job goes on with (hetlaunch's --min-nodes).
+  int min_nodes = 1;
+};
+
+namespace detail {
+
+// sbatch's options (Slurm's src/common/slurm_opt.c, the ones sbatch reads): those that take a
+// value, and those that take none or only an optional one written with '='. sbatch reads all of
+// a component's #SBATCH lines as one argv, so an option that takes a value given without one
+// would take the next line (hetlaunch's own "--partition=gpu") as its value.
+inline constexpr std::string_view sbatch_options_with_value[] = {"account",
+                                                                 "acctg-freq",
+                                                                 "array",
+                                                                 "autocomplete",
+                                                                 "batch",
+                                                                 "bb",
+                                                                 "bbf",
+                                                                 "begin",
+                                                                 "chdir",
+                                                                 "cluster",
+                                                                 "cluster-constraint",
+                                                                 "clusters",
+                                                                 "comment",
+                                                                 "constraint",
+                                                                 "container",
+                                                                 "container-id",
+                                                                 "context",
+                                                                 "core-spec",
+                                                                 "cores-per-socket",
+                                                                 "cpu-freq",
+                                                                 "cpus-per-gpu",
+                                                                 "cpus-per-task",
+                                                                 "deadline",
+                                                                 "delay-boot",
+                                                                 "dependency",
+                                                                 "distribution",
+                                                                 "error",
+                                                                 "exclude",
+                                                                 "export",
+                                                                 "export-file",
+                                                                 "extra",
+                                                                 "extra-node-info",
+                                                                 "gid",
+                                                                 "gpu-bind",
+                                                                 "gpu-freq",
+                                                                 "gpus",
+                                                                 "gpus-per-node",
+                                                                 "gpus-per-socket",
+                                                                 "gpus-per-task",
+                                                                 "gres",
+                                                                 "gres-flags",
+                                                                 "hint",
+                                                                 "input",
+                                                                 "job-name",
+                                                                 "kill-on-invalid-dep",
+                                                                 "licenses",
+                                                                 "mail-type",
+                                                                 "mail-user",
+                                                                 "mcs-label",
+                                                                 "mem",
+                                                                 "mem-bind",
+                                                                 "mem-per-cpu",
+                                                                 "mem-per-gpu",
+                                                                 "mem-update",
+                                                                 "mincpus",
+                                                                 "network",
+                                                                 "nodefile",
+                                                                 "nodelist",
+                                                                 "nodes",
+                                                                 "ntasks",
+                                                                 "ntasks-per-core",
+                                                                 "ntasks-per-gpu",
+                                                                 "ntasks-per-node",
+                                                                 "ntasks-per-socket",
+                                                                 "ntasks-per-tres",
+                                                                 "open-mode",
+                                                                 "output",
+                                                                 "partition",
+                                                                 "power",
+                                                                 "prefer",
+                                                                 "priority",
+                                                                 "profile",
+                                                                 "qos",
+                                                                 "reservation",
+                                                                 "resources",
+                                                                 "runtime",
+                                                                 "segment",
+                                                                 "signal",
+                                                                 "sockets-per-node",
+                                                                 "switches",
+                                                                 "tasks-per-node",
+                                                                 "thread-spec",
+                                                                 "threads-per-core",
+                                                                 "time",
+                                                                 "time-min",
+                                                                 "tmp",
+                                                                 "tres-bind",
+                                                                 "tres-per-task",
+                                                                 "uid",
+                                                                 "wait-all-nodes",
+                                                                 "wckey",
+                                                                 "wrap"};
+inline constexpr std::string_view sbatch_options_without_value[] = {"consolidate-segments",
+                                                                    "contiguous",
+                                                                    "exclusive",
+                                                                    "external",
+                                                                    "get-user-env",
+                                                                    "help",
+                                                                    "hold",
+                                                                    "ignore-pbs",
+                                                                    "nice",
+                                                                    "no-kill",
+                                                                    "no-requeue",
+                                                                    "oom-kill-step",
+                                                                    "overcommit",
+                                                                    "oversubscribe",
+                                                                    "parsable",
+                                                                    "propagate",
+                                                                    "quiet",
+                                                                    "reboot",
+                                                                    "requeue",
+                                                                    "resv-ports",
+                                                                    "spread-job",
+                                                                    "spread-segments",
+                                                                    "stepmgr",
+                                                                    "test-only",
+                                                                    "usage",
+                                                                    "use-min-nodes",
+                                                                    "verbose",
+                                                                    "version",
+                                                                    "wait"};
+// Short options: with a value, and without one (-k takes an optional value, attached).
+inline constexpr std::string_view sbatch_short_with_value = "ABCDFGJLMNSabcdeimnopqtwx";
+inline constexpr std::string_view sbatch_short_without_value = "HOQVWhksv";
+
+// Whether the long option `name` (without "--") takes a value, as getopt_long resolves it: an
+// exact name, or an abbreviation that only options with a value (or only ones without) share.
+// Unknown or ambiguous: sbatch itself refuses it, so it cannot take the next line.
+enum class sbatch_value { yes, no, unknown };
+inline sbatch_value long_option_value(std::string_view name) noexcept {
+  bool with = false, without = false;
+  for (std::string_view o : sbatch_options_with_value) {
+    if (o == name) return sbatch_value::yes;
+    with = with || o.substr(0, name.size()) == name;
+  }
+  for (std::string_view o : sbatch_options_without_value) {
+    if (o == name) return sbatch_value::no;
+    without = without || o.substr(0, name.size()) == name;
+  }
+  if (with != without) return with ? sbatch_value::yes : sbatch_value::no;
+  return sbatch_value::unknown;
+}
+
+// The texts of the batch script's problems. bad_sbatch_option: `text` the option as given,
+// `value` 0 not an option, 1 a value-taking option without its value (`position`: the option's
+// length in `text`), 2 a line break or NUL.
+inline std::string slurm_batch_message(const diagnostic& d) {
+  const std::string text(d.text.view());
+  switch (d.code) {
+    case errc::bad_sbatch_option:
+      if (d.value == 2)
+        return concat("an #SBATCH option cannot hold a line break or a NUL byte: ", quoted(text));
+      if (d.value == 1) {
+        const std::string option = text.substr(0, d.position);
+        const bool long_option = option.compare(0, 2, "--") == 0;
+        return concat("--sbatch-arg ", quoted(text), ": sbatch's ", option,
+                      " takes a value, which must be in the same --sbatch-arg (\"", option,
+                      long_option ? "=" : "", "VALUE\" or \"", option,
+                      " VALUE\"): alone, it would take the next #SBATCH line as its value");
+      }
+      return concat("--sbatch-arg ", quoted(text),
+                    " is not an sbatch option (\"--job-name=x\", \"-A acct\" or \"-Aacct\")");
+    case errc::world_size_overflow:
+      return concat("the groups up to ", quoted(text), " hold more than ", d.limit,
+                    " workers, more than torch's ranks can count");
+    case errc::shrink_needs_one_group:
+      return "--exclude-failed needs a single --group: Slurm cancels a heterogeneous job when one "
+             "of its nodes fails, even with --no-kill (it requeues the whole job instead); give "
+             "the nodes one group, or leave --exclude-failed out";
+    case errc::bad_min_nodes:
+      return concat("--min-nodes ", d.value,
+                    d.value < 1 ? " is less than 1" : " is more than the job's ",
+                    d.value < 1 ? std::string() : concat(d.limit, " nodes"));
+    case errc::bad_group:
+      return d.value < 0 ? std::string("a batch script needs at least one node group")
+                         : concat("group ", d.node, " (", quoted(text),
+                                  ") needs at least one node and one GPU");
+    default:
+      return core_message(d);
+  }
+}
+
+inline diagnostic slurm_batch_problem(errc code, std::string_view text) {
+  return diagnostic::of(code).with_text(text).with_describe(&slurm_batch_message);
+}
+
+// "NODES:GPUS[:WEIGHT]", as hetlaunch's --group spells a group.
+inline std::string group_text(const node_group& g) {
+  return concat(g.nodes, ":", g.gpus, g.weight == "1" ? std::string() : concat(":", g.weight));
+}
+
+// One #SBATCH line a word, written so that sbatch reads back exactly that word. sbatch splits an
+// #SBATCH line at blanks, removes quotes, takes a backslash as an escape, ends the line at an
+// unquoted '#' and stops at an unmatched quote (src/sbatch/opt.c, _get_argument); a word that
+// needs it is therefore written in double quotes, with a backslash before each '"' and backslash
+// in it. (A line break or a NUL cannot be written at all: validate_slurm_batch refuses them.)
+inline std::string directive_word(const std::string& word) {
+  bool plain = !word.empty() && word[0] != ':';  // sbatch refuses a word that starts with ':'
+  for (const char c : word)
+    plain = plain && !(c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '"' || c == '\'' ||
+                       c == '\\' || c == '#');
+  if (plain) return word;
+  std::string out = "\"";
+  for (const char c : word) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+inline std::string directive(const std::vector<std::string>& words) {
+  std::string out = "#SBATCH";
+  for (const std::string& w : words) out += " " + directive_word(w);
+  return out + "\n";
+}
+inline bool breaks_line(std::string_view s) noexcept {
+  return s.find_first_of(std::string_view("\n\r\0", 3)) != std::string_view::npos;
+}
+
+}  // namespace detail
+
+/// The words of the #SBATCH line for one sbatch option: the option with its value in one word
+/// ("--job-name=x", "-Jx"), or an option and its value as two ("-A acct", "--account acct").
+/// Errors (bad_sbatch_option): not an option, an option that takes a value given without one
+/// (alone, it would take the next #SBATCH line as its value), a line break or NUL byte.
+[[nodiscard]] inline result<std::vector<std::string>, diagnostic> sbatch_directive_words(
+    const std::string& arg) {
+  using detail::sbatch_value;
+  const auto problem = [&](long long kind, std::size_t option_size = 0) {
+    return detail::slurm_batch_problem(errc::bad_sbatch_option, arg)
+        .with_value(kind)
+        .with_position(option_size);
+  };
+  if (detail::breaks_line(arg)) return problem(2);
+  if (arg.size() < 2 || arg[0] != '-') return problem(0);
+  const std::size_t blank = arg.find_first_of(" \t");
+  const std::string option = arg.substr(0, blank);
+  std::string value;
+  if (blank != std::string::npos) {
+    const std::size_t start = arg.find_first_not_of(" \t", blank);
+    value = arg.substr(start == std::string::npos ? arg.size() : start);
+  }
+  const bool split = blank != std::string::npos && !value.empty();
+  if (arg.compare(0, 2, "--") == 0) {
+    if (option.find('=') != std::string::npos) return std::vector<std::string>{arg};
+    if (detail::long_option_value(option.substr(2)) == sbatch_value::yes) {
+      if (!split) return problem(1, option.size());
+      return std::vector<std::string>{option, value};
+    }
+    return std::vector<std::string>{arg};  // a switch, or an option sbatch will refuse itself
+  }
+  // A cluster of short options: switches, then at most one that takes the rest as its value.
+  for (std::size_t k = 1; k < option.size(); ++k) {
+    const char letter = option[k];
+    if (detail::sbatch_short_with_value.find(letter) != std::string_view::npos) {
+      if (k + 1 < option.size()) return std::vector<std::string>{arg};  // "-Jname"
+      if (!split) return problem(1, option.size());
+      return std::vector<std::string>{option, value};
+    }
+    if (detail::sbatch_short_without_value.find(letter) == std::string_view::npos) break;
+  }
+  return std::vector<std::string>{arg};
+}
+
+/// Every problem of the groups and options, in order: no group, a group without nodes or GPUs
+/// (bad_group), a weight that is not one (bad_weight), more workers than torch's ranks can count
+/// (world_size_overflow), exclude_failed with several groups (shrink_needs_one_group), min_nodes
+/// outside 1..the job's nodes (bad_min_nodes), and each sbatch option, partition or time that
+/// sbatch would read otherwise (bad_sbatch_option). The launch options are the nodes' to check.
+[[nodiscard]] inline std::vector<diagnostic> validate_slurm_batch(
+    const std::vector<node_group>& groups, const slurm_batch_options& o) {
+  std::vector<diagnostic> out;
+  if (groups.empty())
+    out.push_back(detail::slurm_batch_problem(errc::bad_group, "").with_value(-1));
+  long long nodes = 0, world = 0;
+  bool counted = true;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const node_group& group = groups[g];
+    if (group.nodes < 1 || group.gpus < 1) {
+      out.push_back(
+          detail::slurm_batch_problem(errc::bad_group, detail::group_text(group)).with_node(g));
+      counted = false;
+      continue;
+    }
+    if (const weight_check wc = check_weight(group.weight); !wc)
+      out.push_back(diagnostic::of(errc::bad_weight)
+                        .with_node(g)
+                        .with_text(group.weight)
+                        .with_weight(wc.issue));
+    nodes += group.nodes;
+    // Each term is below 2^62 and the sum stops at the first past INT_MAX: nothing wraps.
+    world += static_cast<long long>(group.nodes) * group.gpus;
+    if (counted && world > INT_MAX) {
+      out.push_back(
+          detail::slurm_batch_problem(errc::world_size_overflow, detail::group_text(group))
+              .with_node(g)
+              .with_limit(INT_MAX));
+      counted = false;
+    }
+  }
+  if (o.exclude_failed && groups.size() > 1)
+    out.push_back(detail::slurm_batch_problem(errc::shrink_needs_one_group, ""));
+  if (counted && !groups.empty() && (o.min_nodes < 1 || o.min_nodes > nodes))
+    out.push_back(detail::slurm_batch_problem(errc::bad_min_nodes, "")
+                      .with_value(o.min_nodes)
+                      .with_limit(nodes));
+  for (const std::string& a : o.sbatch_args)
+    if (auto words = sbatch_directive_words(a); !words) out.push_back(words.error());
+  for (const std::string* s : {&o.partition, &o.time})
+    if (detail::breaks_line(*s))
+      out.push_back(detail::slurm_batch_problem(
+                        errc::bad_sbatch_option,
+                        detail::concat(s == &o.partition ? "--partition=" : "--time=", *s))
+                        .with_value(2));
+  return out;
+}
+
+namespace detail {
+
+// After a failed step with exclude_failed: the nodes the job still has (Slurm takes a lost node
+// out of a --no-kill job; the step's variables keep the first list), the plan made again over
+// them when they are fewer, and the variables `hetlaunch exec --slurm` reads set to them.
+inline std::string exclude_failed_block(const slurm_batch_options& o, const node_group& g,
+                                        const std::string& program, const std::string& tail) {
+  return concat(
+      "  # The nodes the job still has: Slurm takes a lost node out of a --no-kill job.\n"
+      "  nodes=$(scontrol show job \"$SLURM_JOB_ID\" | sed -n 's/^ *NodeList=//p')\n"
+      "  count=$(scontrol show hostnames \"$nodes\" | wc -l)\n"
+      "  if [ \"$count\" -lt ",
+      o.min_nodes,
+      " ]; then\n"
+      "    echo \"hetlaunch: the step failed (exit status $status); the job has $count node(s) "
+      "left ($nodes), fewer than --min-nodes ",
+      o.min_nodes,
+      "\" >&2\n"
+      "    exit \"$status\"\n  fi\n"
+      "  if [ \"$count\" -ne \"$SLURM_JOB_NUM_NODES\" ]; then\n"
+      "    echo \"hetlaunch: the step failed (exit status $status) and the job lost nodes: "
+      "restart $attempt of ",
+      o.restarts,
+      " on the $count nodes left ($nodes), plan made again\" >&2\n"
+      "    export SLURM_JOB_NODELIST=\"$nodes\" SLURM_NODELIST=\"$nodes\" "
+      "SLURM_JOB_NUM_NODES=\"$count\" SLURM_NNODES=\"$count\"\n"
+      "    export ",
+      variables::tasks_per_node, "=\"", g.gpus,
+      "(x$count)\"\n"
+      "    ",
+      program, " plan ", tail,
+      "\n"
+      "  else\n"
+      "    echo \"hetlaunch: the step failed (exit status $status): restart $attempt of ",
+      o.restarts,
+      "\" >&2\n"
+      "  fi\n");
+}
+
+inline std::string count_of(long long n, const char* one, const char* many) {
+  return concat(n, " ", n == 1 ? one : many);
+}
+
+}  // namespace detail
+
+/// The batch script, for `sbatch`: one hetjob component a group (a job without components for one
+/// group), each node a task that sees all of its GPUs; every component's layout in #SBATCH lines,
+/// the sbatch options in the first. The job prints its plan (`hetlaunch plan`, which stops an
+/// inconsistent job before anything starts), then one `srun` step runs `hetlaunch exec --slurm`
+/// on every node. A group's weight names its component's nodes, which the job knows only when it
+/// runs. With restarts the step runs again after a failure (never after a signal), and with
+/// exclude_failed over the nodes the job has left. Errors: validate_slurm_batch's.
+[[nodiscard]] inline result<std::string, diagnostic> try_slurm_batch_script(
+    const std::vector<node_group>& groups, const slurm_batch_options& o) {
+  using detail::concat;
+  using detail::count_of;
+  if (const std::vector<diagnostic> problems = validate_slurm_batch(groups, o); !problems.empty())
+    return problems.front();
+  long long nodes = 0, world = 0;
+  for (const node_group& g : groups) {
+    nodes += g.nodes;
+    world += static_cast<long long>(g.nodes) * g.gpus;
+  }
+  std::vector<std::string> exec_args{"--slurm"};
+  exec_args.insert(exec_args.end(), o.launch_args.begin(), o.launch_args.end());
+  std::string weights;
+  for (std::size_t c = 0; c < groups.size(); ++c)
+    if (groups[c].weight != "1")
+      // Slurm 19.05 and earlier name a component's variables *_PACK_GROUP_<n>.
+      weights += concat(" --weight \"",
+                        groups.size() == 1 ? std::string("$SLURM_JOB_NODELIST")
+                                           : concat("${SLURM_JOB_NODELIST_HET_GROUP_", c,
+                                                    ":-$SLURM_JOB_NODELIST_PACK_GROUP_", c, "}"),
+                        "\"=", shell_quote(groups[c].weight));
+  std::vector<std::string> command{"--"};
+  command.insert(command.end(), o.command.begin(), o.command.end());
+  const std::string tail = shell_join(exec_args) + weights + " " + shell_join(command);
+  const std::string program = shell_quote(o.hetlaunch_program);
+
+  std::string out = "#!/bin/bash\n";
+  out += groups.size() == 1
+             ? concat("# hetlaunch: a job of ", count_of(nodes, "node", "nodes"), " and ",
+                      count_of(world, "worker", "workers"), ":\n")
+             : concat("# hetlaunch: a heterogeneous job of ", count_of(nodes, "node", "nodes"),
+                      " and ", count_of(world, "worker", "workers"),
+                      ", one component a node group:\n");
+  long long first = 0, rank = 0;
+  for (std::size_t c = 0; c < groups.size(); ++c) {
+    const node_group& g = groups[c];
+    const long long workers = static_cast<long long>(g.nodes) * g.gpus;
+    const long long last_rank = rank + workers - 1;
+    out += concat("#   component ", c, ": ", count_of(g.nodes, "node", "nodes"), " of ",
+                  count_of(g.gpus, "GPU", "GPUs"),
+                  g.weight == "1" ? std::string() : concat(" weighing ", g.weight),
+                  g.nodes > 1 ? concat(" (nodes ", first, "-", first + g.nodes - 1)
+                              : concat(" (node ", first),
+                  last_rank > rank ? concat(", ranks ", rank, "-", last_rank, ")\n")
+                                   : concat(", rank ", rank, ")\n"));
+    first += g.nodes;
+    rank += workers;
+  }
+  for (std::size_t c = 0; c < groups.size(); ++c) {
+    if (c > 0) out += "#SBATCH hetjob\n";
+    if (c == 0)
+      for (const std::string& a : o.sbatch_args)
+        out += detail::directive(*sbatch_directive_words(a));
+    if (!o.partition.empty()) out += detail::directive({"--partition=" + o.partition});
+    if (!o.time.empty()) out += detail::directive({"--time=" + o.time});
+    // A task a GPU: Slurm then reports each component's layout in
+    // SLURM_TASKS_PER_NODE_HET_GROUP_<n>.
+    out += detail::directive({concat("--nodes=", groups[c].nodes)});
+    out += detail::directive({concat("--ntasks-per-node=", groups[c].gpus)});
+    out += detail::directive({concat("--gpus-per-node=", groups[c].gpus)});
+    if (o.exclude_failed)
+      out += detail::directive({"--no-kill"});  // a lost node does not end the job
+  }
+  out += "set -eu\n\n";
+  // Without hetjob components the job's layout is in SLURM_TASKS_PER_NODE, which srun replaces
+  // with its step's: keep it for the steps. (A hetjob's own variables survive in every step.)
+  if (groups.size() == 1)
+    out += concat("export ", variables::tasks_per_node, "=\"$SLURM_TASKS_PER_NODE\"\n\n");
+  out += "# The plan in the job log before anything starts; an inconsistent job stops here.\n";
+  out += concat(program, " plan ", tail, "\n\n");
+  out +=
+      "# One task a node in every component, each seeing all of its node's GPUs; each runs its\n"
+      "# node's torchrun (SLURM_NODEID counts the nodes in component order).\n";
+  // With restarts the step runs again in this allocation after a failure; a node that fails ends
+  // the whole step at once (--kill-on-bad-exit), so the next attempt need not wait for the
+  // others' collectives to time out.
+  const bool restarting = o.restarts >= 0;
+  const std::string indent = restarting ? "  " : "";
+  if (restarting)
+    out += concat("# The step runs again on a failure, at most ", o.restarts,
+                  " times (--restarts); every worker gets\n# ", variables::restart_count,
+                  ", the attempt's number from 0.\n",
+                  "# A signal never restarts it: Ctrl-C under salloc, scancel --signal=SIG --full "
+                  "(or --batch),\n"
+                  "# the time limit's SIGTERM. srun takes a SIGINT itself and returns a status, so "
+                  "the script\n"
+                  "# notes the signal and ends after the step.\n",
+                  "interrupted=\nfor signal in INT TERM HUP; do trap \"interrupted=$signal\" "
+                  "\"$signal\"; done\n",
+                  "attempt=0\nwhile :; do\n",
+                  "  [ -z \"$interrupted\" ] || exit $((128 + $(kill -l \"$interrupted\")))\n",
+                  "  export ", variables::restart_count, "=$attempt\n  status=0\n");
+  out += indent + (restarting ? "srun --kill-on-bad-exit=1" : "srun");
+  for (std::size_t c = 0; c < groups.size(); ++c) {
+    if (c > 0) out += concat(" : \\\n    ", indent);
+    // With exclude_failed the job's node count can shrink between attempts.
+    const std::string step_nodes =
+        o.exclude_failed ? std::string("\"$SLURM_JOB_NUM_NODES\"") : concat(groups[c].nodes);
+    out += concat(" --nodes=", step_nodes, " --ntasks=", step_nodes,
+                  " --ntasks-per-node=1 --gpus-per-node=", groups[c].gpus);
+  }
+  out += concat(" \\\n  ", indent, program, " exec ", tail, restarting ? " || status=$?\n" : "\n");
+  if (restarting)
+    out += concat(
+        "  if [ -n \"$interrupted\" ]; then\n",
+        "    echo \"hetlaunch: the step ended after SIG$interrupted (exit status $status): a "
+        "signal never restarts it\" >&2\n",
+        "    exit $((128 + $(kill -l \"$interrupted\")))\n  fi\n",
+        "  [ \"$status\" -eq 0 ] && exit 0\n", "  if [ \"$attempt\" -ge ", o.restarts, " ]; then\n",
+        "    echo \"hetlaunch: the step failed (exit status $status); no restart left (--restarts ",
+        o.restarts, ")\" >&2\n", "    exit \"$status\"\n  fi\n", "  attempt=$((attempt + 1))\n",
+        o.exclude_failed
+            ? detail::exclude_failed_block(o, groups[0], program, tail)
+            : concat("  echo \"hetlaunch: the step failed (exit status $status): restart $attempt "
+                     "of ",
+                     o.restarts, "\" >&2\n"),
+        "done\n");
+  return out;
+}
+
+/// try_slurm_batch_script(...).value().
+[[nodiscard]] inline std::string slurm_batch_script(const std::vector<node_group>& groups,
+                                                    const slurm_batch_options& o) {
+  return try_slurm_batch_script(groups, o).value();
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_SLURM_BATCH_HPP
 // ---- hetlaunch/device_filter.hpp
 // hetlaunch: DeepSpeed's --include/--exclude device filters ("w0@w1:0,2") applied to a cluster.
 #ifndef HETLAUNCH_DEVICE_FILTER_HPP

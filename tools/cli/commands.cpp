@@ -213,13 +213,13 @@ int exec_command(options& o) {
                        local.empty() ? std::string("it has none") : "it has " + local,
                        "); start each node on its own host, or pass --any-host"));
   // torch 2.5+ computes ranks as if every node ran this node's count when this is set.
-  const char* identical = std::getenv("TORCH_ELASTIC_WORKER_IDENTICAL");
+  const char* identical = std::getenv(hetlaunch::variables::worker_identical.data());
   if (identical && std::string_view(identical) == "1" && p->plan.counts_differ()) {
-    std::fprintf(
-        stderr,
-        "hetlaunch: unsetting TORCH_ELASTIC_WORKER_IDENTICAL=1: the nodes of this plan run different "
-        "numbers of workers, which it would make torchrun ignore\n");
-    unsetenv("TORCH_ELASTIC_WORKER_IDENTICAL");
+    std::fprintf(stderr,
+                 "hetlaunch: unsetting %s=1: the nodes of this plan run different numbers of "
+                 "workers, which it would make torchrun ignore\n",
+                 hetlaunch::variables::worker_identical.data());
+    unsetenv(hetlaunch::variables::worker_identical.data());
   }
   // A work share inherited from the caller's environment (a shell that once evaluated `hetlaunch
   // env --global-batch`, Slurm's --export=ALL) must not reach a plan without one; with one, the

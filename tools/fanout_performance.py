@@ -13,10 +13,16 @@ Restart: 10 and 100 stand-in nodes with `--restarts 1`; node 3's stand-in torchr
 after the first attempt starts while the others wait. The time from its failure (its own time
 stamp) to the last node of the second attempt started.
 
+Teardown (--teardown alone writes just its section): 200 stand-in nodes whose workers ignore
+SIGTERM, `--kill-after 2`; node 3's worker fails a second after it starts. The time from its
+failure (its own time stamp) to `run`'s exit, every node stopped. Goal: at most 1 s + kill-after
++ 3 s. Without --teardown both sections are written.
+
 Needs pdsh and clustershell (Debian: pdsh, clustershell). Everything runs in a temporary
 directory that is removed afterwards; the stand-ins carry its name, and whatever of them is
 left is killed.
-usage: tools/fanout_performance.py HETLAUNCH [--quick]   (--quick: 100 hosts, 2 rounds, to try it)
+usage: tools/fanout_performance.py HETLAUNCH [--quick] [--teardown]
+       (--quick: 100 hosts, 2 rounds, to try it)
 """
 import os
 import pathlib
@@ -107,6 +113,64 @@ exit 0
     return statistics.median(results)
 
 
+TEARDOWN_NODES = 200
+TEARDOWN_KILL_AFTER = 2
+
+
+def teardown_time(binary, tmp, nodes=TEARDOWN_NODES, kill_after=TEARDOWN_KILL_AFTER):
+    """Seconds from one node's failure to run's exit, every other node's worker ignoring SIGTERM."""
+    ssh = write(tmp / "ssh-stand-in", f"#!/bin/sh\n# {tmp}\nwhile [ \"$1\" != \"--\" ]; do shift; done\n"
+                                      "shift 2\nexec sh -c \"$1\"\n")
+    # The workers: node 3's fails after a second; every other one ignores SIGTERM (an ignored
+    # signal stays ignored across exec), so the teardown waits for --kill-after and kills it.
+    fake = write(tmp / "torchrun-stand-in", f"""#!/bin/sh
+# {tmp}
+case " $* " in *" --node_rank=3 "*) sleep 1; date +%s.%N > "{tmp}/failed"; exit 1;; esac
+trap '' TERM
+exec sleep 600
+""")
+    hosts = ",".join(f"h{i}:1" for i in range(nodes))
+    results = []
+    for _ in range(ROUNDS):
+        (tmp / "failed").unlink(missing_ok=True)
+        r = subprocess.run([binary, "run", "--hosts", hosts, "--ssh", ssh, "--program", fake, "--kill-after",
+                            str(kill_after), "--quiet-nodes", "--", "t.py"], capture_output=True, timeout=600)
+        ended = time.time()
+        if r.returncode != 1:
+            raise RuntimeError(f"the job exited {r.returncode}: {r.stderr.decode(errors='replace')[-1500:]}")
+        results.append(ended - float((tmp / "failed").read_text()))
+        left = [p for p in pathlib.Path("/proc").glob("[0-9]*") if _names(p, tmp)]
+        if left:
+            raise RuntimeError(f"{len(left)} processes of the job outlived run")
+    return statistics.median(results), min(results), max(results)
+
+
+def _names(proc, tmp):
+    try:
+        return str(tmp).encode() in (proc / "cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def teardown_section(teardown):
+    median, low, high = teardown
+    goal = 1 + TEARDOWN_KILL_AFTER + 3
+    return "\n".join([
+        "<!-- teardown-begin: written by tools/fanout_performance.py -->",
+        "## Stopping a job when one node fails", "",
+        f"{TEARDOWN_NODES} stand-in nodes on this machine, each worker ignoring SIGTERM, `--kill-after "
+        f"{TEARDOWN_KILL_AFTER}`; one node's",
+        "worker fails a second after the start. From its failure (its own time stamp) to `run`'s exit, every",
+        f"node's processes gone: {median:.2f} s (median of {ROUNDS}; {low:.2f} to {high:.2f} s). Goal: at most "
+        f"1 s + kill-after + 3 s = {goal} s: {'met' if median <= goal else 'not met'}.",
+        "",
+        "Every node waits out --kill-after, since its worker ignores SIGTERM. What the teardown adds to it is",
+        "finding the job's processes: each node script reads /proc once when its node is stopped, then looks",
+        "again when one of the signalled processes ends, or a second later, not every tenth of a second. Here",
+        f"all {TEARDOWN_NODES} node scripts share two cores; on a cluster each host does its own.",
+        "<!-- teardown-end -->"]) + "\n"
+
+
 def section(start, restart):
     lines = ["<!-- fanout-begin: written by tools/fanout_performance.py -->",
              "## Starting many nodes, and restarting them", "",
@@ -143,12 +207,26 @@ def main():
             print(f"{tool} is not installed (Debian: apt-get install pdsh clustershell)")
             return 1
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="hetlaunch-fanout-"))
+    if "--teardown" in sys.argv:
+        try:
+            (tmp / "teardown").mkdir()
+            teardown = teardown_time(binary, tmp / "teardown")
+        finally:
+            for proc in pathlib.Path("/proc").glob("[0-9]*"):
+                if _names(proc, tmp):
+                    os.kill(int(proc.name), signal.SIGKILL)
+            shutil.rmtree(tmp, ignore_errors=True)
+        print(f"teardown of {TEARDOWN_NODES} nodes: {teardown[0]:.2f} s (from {teardown[1]:.2f} to {teardown[2]:.2f} s)")
+        performance_doc.write_section("teardown", teardown_section(teardown), before="## Slurm: `--slurm` in big jobs")
+        return 0
     try:
         start = start_up(binary, tmp / "start") if (tmp / "start").mkdir() is None else None
         restart = {}
         for nodes in (10, 100):
             (tmp / f"restart-{nodes}").mkdir()
             restart[nodes] = restart_time(binary, tmp / f"restart-{nodes}", nodes)
+        (tmp / "teardown").mkdir()
+        teardown = teardown_time(binary, tmp / "teardown")
     finally:
         for proc in pathlib.Path("/proc").glob("[0-9]*"):
             try:
@@ -161,7 +239,9 @@ def main():
         print(f"{name}: {seconds:.2f} s")
     for nodes, seconds in restart.items():
         print(f"restart of {nodes} nodes: {seconds:.2f} s")
+    print(f"teardown of {TEARDOWN_NODES} nodes: {teardown[0]:.2f} s")
     performance_doc.write_section("fanout", section(start, restart), before="## Slurm: `--slurm` in big jobs")
+    performance_doc.write_section("teardown", teardown_section(teardown), before="## Slurm: `--slurm` in big jobs")
     return 0
 
 

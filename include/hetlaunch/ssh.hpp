@@ -51,19 +51,25 @@ namespace detail {
 // and watches standard input, which the launcher holds open for as long as the node should run.
 // ssh gives a command without a terminal no signal when the connection ends, so end of input is
 // the signal: every process of the job then gets SIGTERM, and SIGKILL after KILL_AFTER seconds.
-// The job's processes are found again from /proc at every tenth of a second while any signalled
-// one lives: COMMAND's descendants, and every process of a session one of them belongs to (one
-// pass over /proc/*/status, breadth first; NSsid, Linux 4.1 and later, gives the sessions). A process keeps its
+// The job's processes are found again from /proc when a signalled one ends, and every second
+// while none does (a look reads all of /proc, and a host may run many node scripts): COMMAND's
+// descendants, and every process of a session one of them belongs to (one pass over
+// /proc/*/status, breadth first; NSsid, Linux 4.1 and later, gives the sessions). A process keeps its
 // session when its parent dies, so a child forked during the teardown whose parent then exits
 // (a wrapper's, a worker's started in a session of its own by torch) is still found; the
-// script's own session never counts. SIGTERM goes once to each process, SIGKILL to all that
+// script's own session never counts. Between looks the watcher waits until a signalled process
+// ends, a second passes or the deadline comes (kill -0 of each, every tenth of a second). SIGTERM goes once to each process, SIGKILL to all that
 // remain. The watcher ignores SIGTERM once it is tearing down, so that COMMAND ending early does
 // not cut the teardown short. The script exits with COMMAND's status, which ssh passes on.
-inline const char* node_script() noexcept {
-  return R"sh(kill_after=$1 dir=$2 n=$3
+// The variables it unsets are variables::owned, named where every delivered variable is.
+inline std::string node_script() {
+  std::string unset_owned = "unset";
+  for (std::string_view name : variables::owned) unset_owned.append(" ").append(name);
+  return concat(R"sh(kill_after=$1 dir=$2 n=$3
 shift 3
 if [ -n "$dir" ]; then cd -- "$dir" || { echo "hetlaunch: cannot enter $dir on $(hostname)" >&2; exit 126; }; fi
-unset HETLAUNCH_GLOBAL_BATCH HETLAUNCH_NODE_BATCH HETLAUNCH_NODE_BATCH_OFFSET HETLAUNCH_RESTART_COUNT
+)sh",
+                unset_owned, R"sh(
 while [ "$n" -gt 0 ]; do export "$1" || exit 126; shift; n=$((n - 1)); done
 read -r self_stat < /proc/$$/stat
 rest=${self_stat##*) }; rest=${rest#* }; rest=${rest#* }; rest=${rest#* }; self_session=${rest%% *}
@@ -83,7 +89,7 @@ scan() {
       for (q in in_job) line = line \" \" q; print line }")
   pids=${found%%;*} sessions=${found#*;}
 }
-alive() { for p in "$@"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
+all_alive() { for p in "$@"; do kill -0 "$p" 2>/dev/null || return 1; done; return 0; }
 now_cs() { read -r up rest < /proc/uptime; now=${up%.*}${up#*.}; }
 echo "hetlaunch: node started"
 exec 3<&0 </dev/null
@@ -98,10 +104,15 @@ job=$!
   scan
   while [ -n "$pids" ]; do
     for p in $pids; do case "$signalled" in *" $p "*) ;; *) kill -TERM "$p" 2>/dev/null; signalled="$signalled$p " ;; esac; done
+    ticks=0
+    while [ "$ticks" -lt 10 ] && all_alive $pids; do
+      now_cs
+      [ "$now" -lt "$deadline" ] || break
+      sleep 0.1
+      ticks=$((ticks + 1))
+    done
     now_cs
     [ "$now" -lt "$deadline" ] || break
-    # Wait while a signalled process lives, then look again for newcomers.
-    if alive $pids; then sleep 0.1; fi
     scan
   done
   rounds=50
@@ -113,7 +124,7 @@ wait "$job" 2>/dev/null
 status=$?
 kill "$watcher" 2>/dev/null
 wait "$watcher" 2>/dev/null
-exit "$status")sh";
+exit "$status")sh");
 }
 
 // The texts of the ssh options' problems; the codes it shares with the core keep the core's.
@@ -181,7 +192,7 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
   if (ssh.restart_count >= 0)
     vars.emplace_back(variables::restart_count, std::to_string(ssh.restart_count));
   std::string script;
-  if (plan.counts_differ()) script = "unset TORCH_ELASTIC_WORKER_IDENTICAL\n";
+  if (plan.counts_differ()) script = detail::concat("unset ", variables::worker_identical, "\n");
   script += detail::node_script();
   std::vector<std::string> out = {"sh",
                                   "-c",

@@ -6,6 +6,9 @@ packages="$packages python3-torch slurm-client iproute2 util-linux openssh-serve
 packages="$packages slurmctld slurmd munge mmdebstrap groff-base man-db zsh"
 # pip, setuptools and wheel install hetlaunch_shares offline (pip install --no-build-isolation ./python).
 packages="$packages python3-pip python3-setuptools python3-wheel"
+# kubectl reads the JobSet manifests back (tests/cli/hostile_launch_test.py). A machine that has
+# a kubectl of its own (another package owns /usr/bin/kubectl) keeps it.
+command -v kubectl >/dev/null 2>&1 || packages="$packages kubernetes-client"
 if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq

@@ -16,6 +16,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
+from harness import Suite  # noqa: E402
+
 ERASE = "\r\x1b[K"
 
 
@@ -46,13 +49,12 @@ def with_tty(argv, env):
 
 def main():
     binary = sys.argv[1]
-    failures = []
+    with Suite("progress") as suite:
+        progress_cases(binary, lambda ok, what, detail="": suite.report(what, [] if ok else [f"{detail!r}"[:400]]))
+    return suite.status
 
-    def check(ok, what, detail=""):
-        print(("ok   " if ok else "FAIL ") + what + ("" if ok else f": {detail!r}"[:400]))
-        if not ok:
-            failures.append(what)
 
+def progress_cases(binary, check):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
     with tempfile.TemporaryDirectory() as d:
         d = pathlib.Path(d)
@@ -87,8 +89,6 @@ def main():
         piped = subprocess.run(run, capture_output=True, text=True, env=env)
         check(piped.returncode == 0 and "nodes started" not in piped.stderr and "\r" not in piped.stderr,
               "run: nothing of it on stderr that is not a terminal", piped.stderr)
-    print(f"progress: {len(failures)} failed")
-    return 1 if failures else 0
 
 
 if __name__ == "__main__":

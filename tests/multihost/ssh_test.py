@@ -180,6 +180,39 @@ def finish(proc, timeout=240):
     return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
 
+def finish_timed(proc, needle, timeout=240):
+    """finish(), reading as the output comes: also the monotonic times at which `needle` first
+    appeared on stderr (None if never) and at which the process ended."""
+    import selectors
+
+    chunks = {proc.stdout: b"", proc.stderr: b""}
+    seen = None
+    selector = selectors.DefaultSelector()
+    for pipe in chunks:
+        os.set_blocking(pipe.fileno(), False)
+        selector.register(pipe, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    while selector.get_map() and time.monotonic() < deadline:
+        for key, _ in selector.select(timeout=0.1):
+            data = key.fileobj.read()
+            if not data:
+                selector.unregister(key.fileobj)
+                continue
+            chunks[key.fileobj] += data
+            if seen is None and needle.encode() in chunks[proc.stderr]:
+                seen = time.monotonic()
+    try:
+        proc.wait(timeout=max(1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    ended = time.monotonic()
+    out, err = chunks[proc.stdout].decode(errors="replace"), chunks[proc.stderr].decode(errors="replace")
+    if os.environ.get("SSH_TEST_SHOW"):  # the output docs/multi-host.md shows
+        print(f"--- exit {proc.returncode}\n{out}{err}---")
+    return proc.returncode, out, err, seen, ended
+
+
 def left_on_hosts(work):
     """Processes of the job still running anywhere, a moment after `run` returned: none may be."""
     deadline = time.monotonic() + 2
@@ -247,21 +280,27 @@ time.sleep(600)
 """)
     hf = hostfile(work, [f"{V4[i]} slots={NPROC[i]}" for i in range(3)])
     start = time.monotonic()
-    code, out, err = finish(hetlaunch_on_host0(b, [
+    failed = f"hetlaunch: node 2 ('{V4[2]}'): a worker failed (exit code 3)"
+    code, out, err, failed_at, ended = finish_timed(hetlaunch_on_host0(b, [
         "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", "29702", "--kill-after",
-        str(KILL_AFTER), "--", str(worker)]))
-    seconds = time.monotonic() - start
+        str(KILL_AFTER), "--", str(worker)]), failed)
+    seconds = ended - start
     problems = []
+    # The others ignore SIGTERM: they end by SIGKILL, --kill-after after run saw the failure.
+    stopping = None if failed_at is None else ended - failed_at
+    if stopping is not None and stopping > KILL_AFTER + 2:
+        problems.append(f"stopping the others took {stopping:.1f} s, more than --kill-after {KILL_AFTER} + 2")
     if code != 1:  # torchrun's status when a worker fails
         problems.append(f"run exited {code}, expected torchrun's 1")
-    for expected in [f"hetlaunch: node 2 ('{V4[2]}'): a worker failed (exit code 3)",
+    for expected in [failed,
                      f"hetlaunch: node 0 ('{V4[0]}'): stopped",
                      f"hetlaunch: node 1 ('{V4[1]}'): stopped"]:
         if expected not in err:
             problems.append(f"no '{expected}' in:\n{err[-2000:]}")
     if out.count("ready") != 7:
         problems.append(f"{out.count('ready')} workers said ready")
-    print(f"     worker crash: run ended {seconds:.1f} s after it started (the crash comes at about 3 s + start-up)")
+    print(f"     worker crash: run ended {seconds:.1f} s after it started (the crash comes at about 3 s + start-up), "
+          f"{'?' if stopping is None else f'{stopping:.2f}'} s after it reported the failure (--kill-after {KILL_AFTER})")
     return problems + left_on_hosts(work)
 
 

@@ -23,8 +23,11 @@ from fractions import Fraction
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "python"))
+sys.path.insert(0, str(HERE.parent / "support"))
 import hetlaunch_shares as shares  # noqa: E402
+from harness import Suite  # noqa: E402
 
+SPLIT_TOPOLOGIES = 153  # 3 extreme ones and 150 random
 WEIGHTS = ["1", "2", "3", "0.5", "2.5", "1.000001", "0.000001", "1000000", "7.123456", "1.50", "03"]
 
 
@@ -60,7 +63,7 @@ def split_cases(binary):
     cases = [([1, (1 << 31) - 3, 1], ["1000000", "0.000001", "1"], (1 << 31) - 1),
              ([1, 1], ["1000000", "0.000001"], (1 << 31) - 1),
              ([3, 1], ["1", "3"], 13)]
-    for _ in range(150):
+    for _ in range(SPLIT_TOPOLOGIES - 3):
         n = rng.randint(1, 7)
         nproc = [rng.randint(1, 9) for _ in range(n)]
         weights = [rng.choice(WEIGHTS) for _ in range(n)]
@@ -80,7 +83,6 @@ def split_cases(binary):
             tiled = all(r[1] == offset + sum(x[0] for x in ranks[:l]) for l, r in enumerate(ranks))
             if not tiled or sum(r[0] for r in ranks) != batch or min(r[0] for r in ranks) < 1:
                 failures.append(f"node of {p} workers with {batch} samples: ranks {ranks}")
-    print(("ok   " if not failures else "FAIL ") + f"split: {len(cases)} topologies equal the rule's reference")
     return failures
 
 
@@ -138,7 +140,6 @@ def sampler_cases():
             failures.append(f"{nproc}/{weights} B={b}: the steps depend on the topology")
         if size > b and mine == elsewhere:
             failures.append(f"B={b}, {size} samples: another seed gave the same steps")
-    print(("ok   " if not failures else "FAIL ") + "sampler: 60 topologies, every sample once, same steps on any topology")
     return failures
 
 
@@ -179,10 +180,13 @@ def env_cases():
         except ValueError as e:
             if says not in str(e):
                 failures.append(f"share_from_env with {name}={value!r} says {e!r}")
-    print(("ok   " if not failures else "FAIL ") + "share_from_env: refuses missing and inconsistent variables")
-    # A Share made by hand is checked as one from the environment: never an empty or overlapping
-    # step, never a division by zero.
-    before = len(failures)
+    return failures
+
+
+def hand_made_share_cases():
+    """A Share made by hand is checked as one from the environment: never an empty or overlapping
+    step, never a division by zero."""
+    failures = []
     for fields, says in [((0, 1, 1, 0), "Share.global_batch 0 is smaller than the world size 1"),
                          ((4, 0, 1, 0), "Share.world_size must be at least 1"),
                          ((4, 2, 0, 0), "Share.batch must be 1..4"),
@@ -200,7 +204,6 @@ def env_cases():
                 failures.append(f"Share{fields} says {e!r}")
     if shares.Share(4, 2, 2, 2).loss_scale != 1.0:
         failures.append("Share(4, 2, 2, 2) is a valid share")
-    print(("ok   " if len(failures) == before else "FAIL ") + "Share: refuses a share no rank can have")
     return failures
 
 
@@ -227,7 +230,6 @@ def install_cases():
             want = f"{target / 'hetlaunch_shares' / '__init__.py'} 1.0 False False True"
             if r.stdout.strip() != want:
                 failures.append(f"the installed package: {r.stdout!r} {r.stderr[-2000:]!r}, expected {want!r}")
-    print(("ok   " if not failures else "FAIL ") + "install: pip install --no-build-isolation ./python, offline")
     return failures
 
 
@@ -242,10 +244,13 @@ def main():
         first = pathlib.Path(torchrun).read_text(errors="replace").splitlines()[0]
         python = first[2:].strip().split()[0]
         os.execv(python, [python, __file__, *sys.argv[1:]])
-    failures = split_cases(sys.argv[1]) + sampler_cases() + env_cases() + install_cases()
-    for f in failures[:20]:
-        print("FAIL " + f)
-    return 1 if failures else 0
+    with Suite("shares split") as run:
+        run.case(f"split: {SPLIT_TOPOLOGIES} topologies equal the rule's reference", split_cases, sys.argv[1])
+        run.case("sampler: 60 topologies, every sample once, same steps on any topology", sampler_cases)
+        run.case("share_from_env: refuses missing and inconsistent variables", env_cases)
+        run.case("Share: refuses a share no rank can have", hand_made_share_cases)
+        run.case("install: pip install --no-build-isolation ./python, offline", install_cases)
+    return run.status
 
 
 if __name__ == "__main__":

@@ -265,7 +265,7 @@ inline std::string directive_word(const std::string& word) {
 }
 inline std::string directive(const std::vector<std::string>& words) {
   std::string out = "#SBATCH";
-  for (const std::string& w : words) out += " " + directive_word(w);
+  for (const std::string& w : words) out.append(" ").append(directive_word(w));
   return out + "\n";
 }
 inline bool breaks_line(std::string_view s) noexcept {

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 // A custom launcher that starts every worker of a heterogeneous job itself, without torchrun:
-// each worker gets the environment torchrun would give it (hetlaunch::direct_worker_env), but no
+// each worker gets the environment torchrun would give it (launch_plan::direct_worker_env), but no
 // agent store, so worker RANK 0 hosts the rendezvous store at MASTER_ADDR:MASTER_PORT.
 //
 // This demo runs all nodes' workers on this machine (loopback addresses stand for the hosts); a
 // real launcher would start each node's workers on that node, e.g. through ssh or a scheduler.
 //
 // usage: direct_launcher PORT PYTHON SCRIPT [ARGS...]    ("${local_rank}" in ARGS is substituted)
+#include <hetlaunch/plan.hpp>
 #include <hetlaunch/spawn.hpp>
 
 #include <signal.h>
@@ -32,17 +33,18 @@ int main(int argc, char** argv) {
   options.python = argv[2];
   options.script = argv[3];
   options.script_args.assign(argv + 4, argv + argc);
-  const std::vector<hetlaunch::diagnostic> problems =
-      hetlaunch::validate_launch(topology, 0, options);
-  for (const hetlaunch::diagnostic& d : problems)
-    std::fprintf(stderr, "direct_launcher: %s\n", d.message().c_str());
-  if (!problems.empty()) return 2;
+  // Validated once; every worker's environment is then read from the plan.
+  const auto plan = hetlaunch::make_plan(topology, options);
+  if (!plan) {
+    for (const hetlaunch::diagnostic& d : plan.error())
+      std::fprintf(stderr, "direct_launcher: %s\n", d.message().c_str());
+    return 2;
+  }
 
   std::vector<pid_t> workers;
   for (std::size_t node = 0; node < topology.node_count(); ++node) {
     for (int local = 0; local < topology.nproc(node); ++local) {
-      const hetlaunch::spawn_environment env(
-          hetlaunch::direct_worker_env(topology, node, local, options), environ);
+      const hetlaunch::spawn_environment env(plan->direct_worker_env(node, local), environ);
       const std::vector<std::string> command = hetlaunch::worker_argv(local, options);
       std::vector<char*> args;
       for (const std::string& a : command) args.push_back(const_cast<char*>(a.c_str()));

@@ -45,22 +45,27 @@ struct local_rank_cpus {
     start = end + 1;
     const auto index = detail::small_integer(item, 0x7fffffff, false);
     if (!index)
-      return binding_error{detail::concat(
-          "the visible devices ", detail::quoted(list), " hold ", detail::quoted(item),
-          ", not a GPU index (UUIDs and MIG devices cannot be bound)")};
+      return binding_error{
+          detail::concat("the visible devices ", detail::quoted(list), " hold ",
+                         detail::quoted(item),
+                         ", not a GPU index (UUIDs and MIG devices cannot be bound)"),
+          errc::bad_visible_devices};
     const auto found = std::find_if(gpus.begin(), gpus.end(),
                                     [&](const gpu_device& g) { return g.index == *index; });
     if (found == gpus.end()) {
       std::string have;
       for (const gpu_device& g : gpus) have += detail::concat(have.empty() ? "" : ",", g.index);
-      return binding_error{detail::concat(
-          "the visible devices ", detail::quoted(list), " name GPU ", *index,
-          ", which the node does not have (it has ", have.empty() ? "none" : have, ")")};
+      return binding_error{
+          detail::concat("the visible devices ", detail::quoted(list), " name GPU ", *index,
+                         ", which the node does not have (it has ", have.empty() ? "none" : have,
+                         ")"),
+          errc::bad_visible_devices};
     }
     for (const gpu_device& g : out)
       if (g.index == found->index)
         return binding_error{detail::concat("the visible devices ", detail::quoted(list),
-                                            " name GPU ", *index, " twice")};
+                                            " name GPU ", *index, " twice"),
+                             errc::bad_visible_devices};
     out.push_back(*found);
   }
   return out;
@@ -118,7 +123,8 @@ inline result<long long, binding_error> socket_of_node(const binding_context& b,
   if (!cpus) return cpus.error();
   if (cpus->empty())
     return binding_error{
-        concat("NUMA node ", node, " has no CPU this worker may use, so its socket is unknown")};
+        concat("NUMA node ", node, " has no CPU this worker may use, so its socket is unknown"),
+        errc::no_binding};
   return b.topology.package_of(cpus->front());
 }
 
@@ -171,7 +177,8 @@ inline result<cpu_list, binding_error> exclusive_cpus(const binding_context& b, 
   if (per_gpu < 1)
     return binding_error{concat("exclusive: NUMA node ", node, " has ", cores, " physical core",
                                 cores == 1 ? "" : "s", " this worker may use, fewer than its ",
-                                split->gpus, " GPUs")};
+                                split->gpus, " GPUs"),
+                         errc::no_binding};
   const std::size_t first = position * per_gpu + std::min(position, extra);
   const std::size_t count = per_gpu + (position < extra ? 1 : 0);
   cpu_list out;
@@ -191,7 +198,8 @@ inline result<cpu_list, binding_error> core_complex_cpus(const binding_context& 
       split_of_node(b, node, rank, [&](unsigned cpu) { return b.topology.cache_group_of(cpu); });
   if (!split) return split.error();
   if (split->groups.empty())
-    return binding_error{concat("NUMA node ", node, " has no CPU this worker may use")};
+    return binding_error{concat("NUMA node ", node, " has no CPU this worker may use"),
+                         errc::no_binding};
   std::vector<std::pair<unsigned, cpu_list>> order(split->groups.begin(), split->groups.end());
   // The groups with the most CPUs the worker may use first, then by their lowest CPU.
   std::stable_sort(order.begin(), order.end(),
@@ -212,12 +220,14 @@ inline result<cpu_list, binding_error> core_complex_cpus(const binding_context& 
   if (local_rank < 0 || static_cast<std::size_t>(local_rank) >= visible.size())
     return binding_error{detail::concat("local rank ", local_rank, " has no GPU: the node shows ",
                                         visible.size(), visible.size() == 1 ? " GPU" : " GPUs",
-                                        " (CUDA_VISIBLE_DEVICES, --devices)")};
+                                        " (CUDA_VISIBLE_DEVICES, --devices)"),
+                         errc::no_binding};
   const std::size_t rank = static_cast<std::size_t>(local_rank);
   const gpu_device& gpu = visible[rank];
   const auto failed = [&](const binding_error& e) {
     return binding_error{detail::concat("local rank ", local_rank, " (GPU ", gpu.index, ", ",
-                                        gpu.pci, "): ", e.text)};
+                                        gpu.pci, "): ", e.text),
+                         e.code};
   };
   const detail::binding_context b{topology, visible, allowed};
   result<int, binding_error> node = detail::gpu_numa_node(b, rank);
@@ -245,7 +255,8 @@ inline result<cpu_list, binding_error> core_complex_cpus(const binding_context& 
     return failed(
         binding_error{detail::concat(numa_binding_name(mode), ": no CPU of NUMA node ", *node,
                                      " is one this worker may use (allowed: ",
-                                     allowed.empty() ? "none" : format_cpulist(allowed), ")")});
+                                     allowed.empty() ? "none" : format_cpulist(allowed), ")"),
+                      errc::no_binding});
   return local_rank_cpus{local_rank, gpu.index, gpu.pci, *node, *std::move(cpus)};
 }
 

@@ -24,9 +24,12 @@ namespace hetlaunch {
 /// Why a CPU list, a topology or a binding could not be had: one sentence naming what and where.
 struct binding_error {
   std::string text;
+  /// What kind of problem: bad_cpu_topology, bad_syntax (a CPU or PCI list), bad_visible_devices,
+  /// no_binding, or nul_byte for a text no file can hold.
+  errc code = errc::bad_cpu_topology;
   [[nodiscard]] std::string message() const { return text; }
   friend bool operator==(const binding_error& a, const binding_error& b) {
-    return a.text == b.text;
+    return a.text == b.text && a.code == b.code;
   }
   friend bool operator!=(const binding_error& a, const binding_error& b) { return !(a == b); }
 };
@@ -81,12 +84,14 @@ inline std::optional<long long> small_integer(std::string_view text, long long m
                           ? first
                           : detail::small_integer(item.substr(dash + 1), max_cpu_number, false);
     if (!first || !last || *last < *first)
-      return binding_error{detail::concat("not a CPU list: ", detail::quoted(text), " (at ",
-                                          detail::quoted(item), "; CPUs are numbered 0 to ",
-                                          max_cpu_number, ")")};
+      return binding_error{
+          detail::concat("not a CPU list: ", detail::quoted(text), " (at ", detail::quoted(item),
+                         "; CPUs are numbered 0 to ", max_cpu_number, ")"),
+          errc::bad_syntax};
     if (end + 1 == list.size())
       return binding_error{
-          detail::concat("not a CPU list: ", detail::quoted(text), " (ends with ',')")};
+          detail::concat("not a CPU list: ", detail::quoted(text), " (ends with ',')"),
+          errc::bad_syntax};
     ranges.emplace_back(static_cast<unsigned>(*first), static_cast<unsigned>(*last));
     start = end + 1;
   }
@@ -147,7 +152,8 @@ struct gpu_device {
   const auto bad = [&] {
     return binding_error{
         detail::concat("not a PCI address: ", detail::quoted(address),
-                       " (expected DOMAIN:BUS:DEVICE.FUNCTION, as 00000000:07:00.0)")};
+                       " (expected DOMAIN:BUS:DEVICE.FUNCTION, as 00000000:07:00.0)"),
+        errc::bad_syntax};
   };
   const std::size_t c1 = a.find(':');
   const std::size_t c2 = c1 == std::string_view::npos ? c1 : a.find(':', c1 + 1);
@@ -228,7 +234,8 @@ class cpu_topology {
                                          const std::vector<gpu_device>& gpus) {
     cpu_topology t;
     const auto missing = [](const std::string& path) {
-      return binding_error{detail::concat("the CPU topology has no ", path)};
+      return binding_error{detail::concat("the CPU topology has no ", path),
+                           errc::bad_cpu_topology};
     };
     // The file's text; nothing for a file the tree lacks; an error for one that is there but
     // cannot be read.
@@ -239,15 +246,17 @@ class cpu_topology {
         return file_text(std::move(text));
       } else {
         if (!text)
-          return binding_error{detail::concat("the CPU topology's ", path, " ", text.error().text)};
+          return binding_error{detail::concat("the CPU topology's ", path, " ", text.error().text),
+                               errc::bad_cpu_topology};
         return file_text(std::move(*text));
       }
     };
     const auto garbled = [](const std::string& path, const std::string& text,
                             std::string_view expected) {
-      return binding_error{detail::concat("the CPU topology's ", path, " holds ",
-                                          detail::quoted(detail::trimmed(text)), ", not ",
-                                          expected)};
+      return binding_error{
+          detail::concat("the CPU topology's ", path, " holds ",
+                         detail::quoted(detail::trimmed(text)), ", not ", expected),
+          errc::bad_cpu_topology};
     };
     // A file holding a CPU list, an integer, or its text.
     const auto list_at = [&](const std::string& path) -> result<cpu_list, binding_error> {
@@ -339,7 +348,8 @@ class cpu_topology {
     const auto it = node_cpus_.find(node);
     if (it == node_cpus_.end())
       return binding_error{
-          detail::concat("the CPU topology has no devices/system/node/node", node, "/cpulist")};
+          detail::concat("the CPU topology has no devices/system/node/node", node, "/cpulist"),
+          errc::bad_cpu_topology};
     return it->second;
   }
 
@@ -349,7 +359,8 @@ class cpu_topology {
     const auto it = pci_numa_node_.find(pci);
     if (it == pci_numa_node_.end())
       return binding_error{
-          detail::concat("the CPU topology has no bus/pci/devices/", pci, "/numa_node")};
+          detail::concat("the CPU topology has no bus/pci/devices/", pci, "/numa_node"),
+          errc::bad_cpu_topology};
     return it->second;
   }
 
@@ -387,12 +398,15 @@ class cpu_topology {
   };
 
   static binding_error not_read(unsigned cpu) {
-    return binding_error{detail::concat(
-        "CPU ", cpu, " is on no GPU's NUMA node, so its core and caches were not read")};
+    return binding_error{
+        detail::concat("CPU ", cpu,
+                       " is on no GPU's NUMA node, so its core and caches were not read"),
+        errc::bad_cpu_topology};
   }
   static binding_error not_listed(unsigned cpu) {
     return binding_error{
-        detail::concat("CPU ", cpu, " is in no NUMA node's cpulist of the CPU topology")};
+        detail::concat("CPU ", cpu, " is in no NUMA node's cpulist of the CPU topology"),
+        errc::bad_cpu_topology};
   }
 
   // cache/index0, index1, ... (Linux numbers them without gaps): the first Unified or Data cache
@@ -412,7 +426,8 @@ class cpu_topology {
       if (!type) return type.error();
       if (!*type) {
         if (index == 0)
-          return binding_error{detail::concat("the CPU topology has no ", cache, "type")};
+          return binding_error{detail::concat("the CPU topology has no ", cache, "type"),
+                               errc::bad_cpu_topology};
         break;
       }
       const std::string_view kind = detail::trimmed(**type);
@@ -423,18 +438,21 @@ class cpu_topology {
           *level_text ? detail::small_integer(**level_text, 1000, false) : std::nullopt;
       if (!level)
         return binding_error{detail::concat("the CPU topology's ", cache, "level is ",
-                                            *level_text ? "not a level" : "missing")};
+                                            *level_text ? "not a level" : "missing"),
+                             errc::bad_cpu_topology};
       if (*level <= best_level) continue;
       best_level = *level;
       best = cache + "shared_cpu_list";
     }
     if (!best)
       return binding_error{
-          detail::concat("CPU ", cpu, " has no data or unified cache in the CPU topology")};
+          detail::concat("CPU ", cpu, " has no data or unified cache in the CPU topology"),
+          errc::bad_cpu_topology};
     const result<std::optional<unsigned>, binding_error> lowest = lowest_at(*best);
     if (!lowest) return lowest.error();
     if (!*lowest)
-      return binding_error{detail::concat("CPU ", cpu, "'s largest cache is shared by no CPU")};
+      return binding_error{detail::concat("CPU ", cpu, "'s largest cache is shared by no CPU"),
+                           errc::bad_cpu_topology};
     return **lowest;
   }
 

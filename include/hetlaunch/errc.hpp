@@ -81,6 +81,11 @@ enum class errc : int {
   bad_sbatch_option = 53,       // not an sbatch option, or one whose value would be the next line
   shrink_needs_one_group = 54,  // exclude_failed in a job of several components
   bad_min_nodes = 55,           // min_nodes outside 1..the job's nodes
+  // CPU binding (cpu_topology.hpp, cpu_binding.hpp; binding_error::code). A CPU or PCI list
+  // that is not one is bad_syntax.
+  bad_cpu_topology = 56,  // a file of the sysfs tree missing, unreadable or not as Linux writes it
+  bad_visible_devices = 57,  // CUDA_VISIBLE_DEVICES names a GPU that cannot be bound
+  no_binding = 58,           // the mode leaves a worker no CPU (or no GPU to take them from)
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -192,6 +197,12 @@ constexpr std::string_view to_string(errc code) noexcept {
       return "shrink_needs_one_group";
     case errc::bad_min_nodes:
       return "bad_min_nodes";
+    case errc::bad_cpu_topology:
+      return "bad_cpu_topology";
+    case errc::bad_visible_devices:
+      return "bad_visible_devices";
+    case errc::no_binding:
+      return "no_binding";
     case errc::global_batch_too_small:
       return "global_batch_too_small";
     case errc::bad_global_batch:

@@ -3,8 +3,10 @@
 #ifndef HETLAUNCH_HETLAUNCH_HPP
 #define HETLAUNCH_HETLAUNCH_HPP
 
+#include "config.hpp"
 #include "version.hpp"
 #include "result.hpp"
+#include "host_issue.hpp"
 #include "node_spec.hpp"
 #include "weight.hpp"
 #include "worker_variables.hpp"
@@ -26,6 +28,7 @@
 #include "cpu_binding.hpp"
 #include "ssh.hpp"
 #include "node_group.hpp"
+#include "document.hpp"
 #include "jobset.hpp"
 #include "slurm_batch.hpp"
 #include "device_filter.hpp"

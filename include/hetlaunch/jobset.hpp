@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "cluster.hpp"
-#include "detail/document.hpp"
 #include "diagnostic.hpp"
+#include "document.hpp"
 #include "node_group.hpp"
 #include "plan.hpp"
 #include "result.hpp"
@@ -238,9 +238,8 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
 }  // namespace detail
 
 /// The JobSet as a document (see jobset_manifest), or the first problem (validate_jobset).
-[[nodiscard]] inline result<detail::document, diagnostic> try_jobset_document(
+[[nodiscard]] inline result<document, diagnostic> try_jobset_document(
     const std::vector<node_group>& groups, const jobset_options& o) {
-  using detail::document;
   if (const auto problems = validate_jobset(groups, o); !problems.empty()) return problems.front();
   launch_options launch = o.launch;
   launch.master_addr.clear();  // node 0: the first pod
@@ -359,14 +358,7 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     const std::vector<node_group>& groups, const jobset_options& o, bool json = false) {
   auto doc = try_jobset_document(groups, o);
   if (!doc) return doc.error();
-  std::string out;
-  if (json) {
-    detail::write_json(out, *doc, 0);
-    out += '\n';
-  } else {
-    detail::write_yaml_block(out, *doc, 0, false);
-  }
-  return out;
+  return json ? to_json(*doc) : to_yaml(*doc);
 }
 /// try_jobset_manifest(...).value().
 [[nodiscard]] inline std::string jobset_manifest(const std::vector<node_group>& groups,

@@ -6,35 +6,10 @@
 #ifndef HETLAUNCH_HETLAUNCH_HPP
 #define HETLAUNCH_HETLAUNCH_HPP
 
-// ---- hetlaunch/version.hpp
-// hetlaunch: version of this header set.
-#ifndef HETLAUNCH_VERSION_HPP
-#define HETLAUNCH_VERSION_HPP
-
-#define HETLAUNCH_VERSION_MAJOR 0
-#define HETLAUNCH_VERSION_MINOR 1
-#define HETLAUNCH_VERSION_PATCH 0
-/// MMmmpp: 0.1.0 is 100, 1.2.3 is 10203.
-#define HETLAUNCH_VERSION \
-  (HETLAUNCH_VERSION_MAJOR * 10000 + HETLAUNCH_VERSION_MINOR * 100 + HETLAUNCH_VERSION_PATCH)
-
-#endif  // HETLAUNCH_VERSION_HPP
-// ---- hetlaunch/result.hpp
-// hetlaunch: result<T>, a value or an error, usable with and without exceptions.
-#ifndef HETLAUNCH_RESULT_HPP
-#define HETLAUNCH_RESULT_HPP
-
-#include <cstddef>
-#include <string>
-#include <type_traits>
-#include <utility>
-#include <variant>
-#include <vector>
-
-// ---- hetlaunch/detail/config.hpp
-// hetlaunch: configuration macros and the one place that reports a broken contract.
-#ifndef HETLAUNCH_DETAIL_CONFIG_HPP
-#define HETLAUNCH_DETAIL_CONFIG_HPP
+// ---- hetlaunch/config.hpp
+// hetlaunch: the configuration macros a program may define before including hetlaunch.
+#ifndef HETLAUNCH_CONFIG_HPP
+#define HETLAUNCH_CONFIG_HPP
 
 #include <cstdio>
 #include <cstdlib>
@@ -63,6 +38,38 @@
   (std::fputs("hetlaunch: ", stderr), std::fputs((message), stderr), std::fputc('\n', stderr), \
    std::abort())
 #endif
+
+#endif  // HETLAUNCH_CONFIG_HPP
+// ---- hetlaunch/version.hpp
+// hetlaunch: version of this header set.
+#ifndef HETLAUNCH_VERSION_HPP
+#define HETLAUNCH_VERSION_HPP
+
+#define HETLAUNCH_VERSION_MAJOR 0
+#define HETLAUNCH_VERSION_MINOR 1
+#define HETLAUNCH_VERSION_PATCH 0
+/// MMmmpp: 0.1.0 is 100, 1.2.3 is 10203.
+#define HETLAUNCH_VERSION \
+  (HETLAUNCH_VERSION_MAJOR * 10000 + HETLAUNCH_VERSION_MINOR * 100 + HETLAUNCH_VERSION_PATCH)
+
+#endif  // HETLAUNCH_VERSION_HPP
+// ---- hetlaunch/result.hpp
+// hetlaunch: result<T>, a value or an error, usable with and without exceptions.
+#ifndef HETLAUNCH_RESULT_HPP
+#define HETLAUNCH_RESULT_HPP
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+// ---- hetlaunch/detail/config.hpp
+// hetlaunch: the one place that reports a broken contract (through HETLAUNCH_ON_FAILURE).
+#ifndef HETLAUNCH_DETAIL_CONFIG_HPP
+#define HETLAUNCH_DETAIL_CONFIG_HPP
+
 
 namespace hetlaunch {
 namespace detail {
@@ -171,6 +178,11 @@ enum class errc : int {
   bad_sbatch_option = 53,       // not an sbatch option, or one whose value would be the next line
   shrink_needs_one_group = 54,  // exclude_failed in a job of several components
   bad_min_nodes = 55,           // min_nodes outside 1..the job's nodes
+  // CPU binding (cpu_topology.hpp, cpu_binding.hpp; binding_error::code). A CPU or PCI list
+  // that is not one is bad_syntax.
+  bad_cpu_topology = 56,  // a file of the sysfs tree missing, unreadable or not as Linux writes it
+  bad_visible_devices = 57,  // CUDA_VISIBLE_DEVICES names a GPU that cannot be bound
+  no_binding = 58,           // the mode leaves a worker no CPU (or no GPU to take them from)
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -282,6 +294,12 @@ constexpr std::string_view to_string(errc code) noexcept {
       return "shrink_needs_one_group";
     case errc::bad_min_nodes:
       return "bad_min_nodes";
+    case errc::bad_cpu_topology:
+      return "bad_cpu_topology";
+    case errc::bad_visible_devices:
+      return "bad_visible_devices";
+    case errc::no_binding:
+      return "no_binding";
     case errc::global_batch_too_small:
       return "global_batch_too_small";
     case errc::bad_global_batch:
@@ -745,6 +763,30 @@ class [[nodiscard]] result {
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_RESULT_HPP
+// ---- hetlaunch/host_issue.hpp
+// hetlaunch: host_issue, what is wrong with a host name (a diagnostic's `issue`).
+#ifndef HETLAUNCH_HOST_ISSUE_HPP
+#define HETLAUNCH_HOST_ISSUE_HPP
+
+namespace hetlaunch {
+
+/// Why a host was refused; `position` in the diagnostic says where.
+enum class host_issue : unsigned char {
+  none,
+  empty,                 // ""
+  too_long,              // more than 253 characters
+  bad_character,         // anything but letters, digits, '-', '.' (and ':' in IPv6)
+  empty_label,           // "a..b", ".a", "a."
+  label_too_long,        // a label over 63 characters
+  hyphen_at_label_edge,  // "-a", "a-.b": a leading '-' would read as an option to ssh or pdsh
+  numeric_not_ipv4,      // "123", "1.2.3": resolvers read these as IPv4 (0.0.0.123)
+  bad_ipv4,              // "1.2.3.256", "01.2.3.4" (a leading zero reads as octal)
+  bad_ipv6,              // "1:::2", "fe80::1%eth0", "[::1]"
+};
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_HOST_ISSUE_HPP
 // ---- hetlaunch/node_spec.hpp
 // hetlaunch: node_spec and rank_location, the value types of a topology.
 #ifndef HETLAUNCH_NODE_SPEC_HPP
@@ -1055,20 +1097,6 @@ class bounded_string {
 
 
 namespace hetlaunch {
-
-/// Why a host was refused; `position` in the diagnostic says where.
-enum class host_issue : unsigned char {
-  none,
-  empty,                 // ""
-  too_long,              // more than 253 characters
-  bad_character,         // anything but letters, digits, '-', '.' (and ':' in IPv6)
-  empty_label,           // "a..b", ".a", "a."
-  label_too_long,        // a label over 63 characters
-  hyphen_at_label_edge,  // "-a", "a-.b": a leading '-' would read as an option to ssh or pdsh
-  numeric_not_ipv4,      // "123", "1.2.3": resolvers read these as IPv4 (0.0.0.123)
-  bad_ipv4,              // "1.2.3.256", "01.2.3.4" (a leading zero reads as octal)
-  bad_ipv6,              // "1:::2", "fe80::1%eth0", "[::1]"
-};
 
 namespace detail {
 
@@ -4506,9 +4534,12 @@ namespace hetlaunch {
 /// Why a CPU list, a topology or a binding could not be had: one sentence naming what and where.
 struct binding_error {
   std::string text;
+  /// What kind of problem: bad_cpu_topology, bad_syntax (a CPU or PCI list), bad_visible_devices,
+  /// no_binding, or nul_byte for a text no file can hold.
+  errc code = errc::bad_cpu_topology;
   [[nodiscard]] std::string message() const { return text; }
   friend bool operator==(const binding_error& a, const binding_error& b) {
-    return a.text == b.text;
+    return a.text == b.text && a.code == b.code;
   }
   friend bool operator!=(const binding_error& a, const binding_error& b) { return !(a == b); }
 };
@@ -4563,12 +4594,14 @@ inline std::optional<long long> small_integer(std::string_view text, long long m
                           ? first
                           : detail::small_integer(item.substr(dash + 1), max_cpu_number, false);
     if (!first || !last || *last < *first)
-      return binding_error{detail::concat("not a CPU list: ", detail::quoted(text), " (at ",
-                                          detail::quoted(item), "; CPUs are numbered 0 to ",
-                                          max_cpu_number, ")")};
+      return binding_error{
+          detail::concat("not a CPU list: ", detail::quoted(text), " (at ", detail::quoted(item),
+                         "; CPUs are numbered 0 to ", max_cpu_number, ")"),
+          errc::bad_syntax};
     if (end + 1 == list.size())
       return binding_error{
-          detail::concat("not a CPU list: ", detail::quoted(text), " (ends with ',')")};
+          detail::concat("not a CPU list: ", detail::quoted(text), " (ends with ',')"),
+          errc::bad_syntax};
     ranges.emplace_back(static_cast<unsigned>(*first), static_cast<unsigned>(*last));
     start = end + 1;
   }
@@ -4629,7 +4662,8 @@ struct gpu_device {
   const auto bad = [&] {
     return binding_error{
         detail::concat("not a PCI address: ", detail::quoted(address),
-                       " (expected DOMAIN:BUS:DEVICE.FUNCTION, as 00000000:07:00.0)")};
+                       " (expected DOMAIN:BUS:DEVICE.FUNCTION, as 00000000:07:00.0)"),
+        errc::bad_syntax};
   };
   const std::size_t c1 = a.find(':');
   const std::size_t c2 = c1 == std::string_view::npos ? c1 : a.find(':', c1 + 1);
@@ -4710,7 +4744,8 @@ class cpu_topology {
                                          const std::vector<gpu_device>& gpus) {
     cpu_topology t;
     const auto missing = [](const std::string& path) {
-      return binding_error{detail::concat("the CPU topology has no ", path)};
+      return binding_error{detail::concat("the CPU topology has no ", path),
+                           errc::bad_cpu_topology};
     };
     // The file's text; nothing for a file the tree lacks; an error for one that is there but
     // cannot be read.
@@ -4721,15 +4756,17 @@ class cpu_topology {
         return file_text(std::move(text));
       } else {
         if (!text)
-          return binding_error{detail::concat("the CPU topology's ", path, " ", text.error().text)};
+          return binding_error{detail::concat("the CPU topology's ", path, " ", text.error().text),
+                               errc::bad_cpu_topology};
         return file_text(std::move(*text));
       }
     };
     const auto garbled = [](const std::string& path, const std::string& text,
                             std::string_view expected) {
-      return binding_error{detail::concat("the CPU topology's ", path, " holds ",
-                                          detail::quoted(detail::trimmed(text)), ", not ",
-                                          expected)};
+      return binding_error{
+          detail::concat("the CPU topology's ", path, " holds ",
+                         detail::quoted(detail::trimmed(text)), ", not ", expected),
+          errc::bad_cpu_topology};
     };
     // A file holding a CPU list, an integer, or its text.
     const auto list_at = [&](const std::string& path) -> result<cpu_list, binding_error> {
@@ -4821,7 +4858,8 @@ class cpu_topology {
     const auto it = node_cpus_.find(node);
     if (it == node_cpus_.end())
       return binding_error{
-          detail::concat("the CPU topology has no devices/system/node/node", node, "/cpulist")};
+          detail::concat("the CPU topology has no devices/system/node/node", node, "/cpulist"),
+          errc::bad_cpu_topology};
     return it->second;
   }
 
@@ -4831,7 +4869,8 @@ class cpu_topology {
     const auto it = pci_numa_node_.find(pci);
     if (it == pci_numa_node_.end())
       return binding_error{
-          detail::concat("the CPU topology has no bus/pci/devices/", pci, "/numa_node")};
+          detail::concat("the CPU topology has no bus/pci/devices/", pci, "/numa_node"),
+          errc::bad_cpu_topology};
     return it->second;
   }
 
@@ -4869,12 +4908,15 @@ class cpu_topology {
   };
 
   static binding_error not_read(unsigned cpu) {
-    return binding_error{detail::concat(
-        "CPU ", cpu, " is on no GPU's NUMA node, so its core and caches were not read")};
+    return binding_error{
+        detail::concat("CPU ", cpu,
+                       " is on no GPU's NUMA node, so its core and caches were not read"),
+        errc::bad_cpu_topology};
   }
   static binding_error not_listed(unsigned cpu) {
     return binding_error{
-        detail::concat("CPU ", cpu, " is in no NUMA node's cpulist of the CPU topology")};
+        detail::concat("CPU ", cpu, " is in no NUMA node's cpulist of the CPU topology"),
+        errc::bad_cpu_topology};
   }
 
   // cache/index0, index1, ... (Linux numbers them without gaps): the first Unified or Data cache
@@ -4894,7 +4936,8 @@ class cpu_topology {
       if (!type) return type.error();
       if (!*type) {
         if (index == 0)
-          return binding_error{detail::concat("the CPU topology has no ", cache, "type")};
+          return binding_error{detail::concat("the CPU topology has no ", cache, "type"),
+                               errc::bad_cpu_topology};
         break;
       }
       const std::string_view kind = detail::trimmed(**type);
@@ -4905,18 +4948,21 @@ class cpu_topology {
           *level_text ? detail::small_integer(**level_text, 1000, false) : std::nullopt;
       if (!level)
         return binding_error{detail::concat("the CPU topology's ", cache, "level is ",
-                                            *level_text ? "not a level" : "missing")};
+                                            *level_text ? "not a level" : "missing"),
+                             errc::bad_cpu_topology};
       if (*level <= best_level) continue;
       best_level = *level;
       best = cache + "shared_cpu_list";
     }
     if (!best)
       return binding_error{
-          detail::concat("CPU ", cpu, " has no data or unified cache in the CPU topology")};
+          detail::concat("CPU ", cpu, " has no data or unified cache in the CPU topology"),
+          errc::bad_cpu_topology};
     const result<std::optional<unsigned>, binding_error> lowest = lowest_at(*best);
     if (!lowest) return lowest.error();
     if (!*lowest)
-      return binding_error{detail::concat("CPU ", cpu, "'s largest cache is shared by no CPU")};
+      return binding_error{detail::concat("CPU ", cpu, "'s largest cache is shared by no CPU"),
+                           errc::bad_cpu_topology};
     return **lowest;
   }
 
@@ -4965,22 +5011,27 @@ struct local_rank_cpus {
     start = end + 1;
     const auto index = detail::small_integer(item, 0x7fffffff, false);
     if (!index)
-      return binding_error{detail::concat(
-          "the visible devices ", detail::quoted(list), " hold ", detail::quoted(item),
-          ", not a GPU index (UUIDs and MIG devices cannot be bound)")};
+      return binding_error{
+          detail::concat("the visible devices ", detail::quoted(list), " hold ",
+                         detail::quoted(item),
+                         ", not a GPU index (UUIDs and MIG devices cannot be bound)"),
+          errc::bad_visible_devices};
     const auto found = std::find_if(gpus.begin(), gpus.end(),
                                     [&](const gpu_device& g) { return g.index == *index; });
     if (found == gpus.end()) {
       std::string have;
       for (const gpu_device& g : gpus) have += detail::concat(have.empty() ? "" : ",", g.index);
-      return binding_error{detail::concat(
-          "the visible devices ", detail::quoted(list), " name GPU ", *index,
-          ", which the node does not have (it has ", have.empty() ? "none" : have, ")")};
+      return binding_error{
+          detail::concat("the visible devices ", detail::quoted(list), " name GPU ", *index,
+                         ", which the node does not have (it has ", have.empty() ? "none" : have,
+                         ")"),
+          errc::bad_visible_devices};
     }
     for (const gpu_device& g : out)
       if (g.index == found->index)
         return binding_error{detail::concat("the visible devices ", detail::quoted(list),
-                                            " name GPU ", *index, " twice")};
+                                            " name GPU ", *index, " twice"),
+                             errc::bad_visible_devices};
     out.push_back(*found);
   }
   return out;
@@ -5038,7 +5089,8 @@ inline result<long long, binding_error> socket_of_node(const binding_context& b,
   if (!cpus) return cpus.error();
   if (cpus->empty())
     return binding_error{
-        concat("NUMA node ", node, " has no CPU this worker may use, so its socket is unknown")};
+        concat("NUMA node ", node, " has no CPU this worker may use, so its socket is unknown"),
+        errc::no_binding};
   return b.topology.package_of(cpus->front());
 }
 
@@ -5091,7 +5143,8 @@ inline result<cpu_list, binding_error> exclusive_cpus(const binding_context& b, 
   if (per_gpu < 1)
     return binding_error{concat("exclusive: NUMA node ", node, " has ", cores, " physical core",
                                 cores == 1 ? "" : "s", " this worker may use, fewer than its ",
-                                split->gpus, " GPUs")};
+                                split->gpus, " GPUs"),
+                         errc::no_binding};
   const std::size_t first = position * per_gpu + std::min(position, extra);
   const std::size_t count = per_gpu + (position < extra ? 1 : 0);
   cpu_list out;
@@ -5111,7 +5164,8 @@ inline result<cpu_list, binding_error> core_complex_cpus(const binding_context& 
       split_of_node(b, node, rank, [&](unsigned cpu) { return b.topology.cache_group_of(cpu); });
   if (!split) return split.error();
   if (split->groups.empty())
-    return binding_error{concat("NUMA node ", node, " has no CPU this worker may use")};
+    return binding_error{concat("NUMA node ", node, " has no CPU this worker may use"),
+                         errc::no_binding};
   std::vector<std::pair<unsigned, cpu_list>> order(split->groups.begin(), split->groups.end());
   // The groups with the most CPUs the worker may use first, then by their lowest CPU.
   std::stable_sort(order.begin(), order.end(),
@@ -5132,12 +5186,14 @@ inline result<cpu_list, binding_error> core_complex_cpus(const binding_context& 
   if (local_rank < 0 || static_cast<std::size_t>(local_rank) >= visible.size())
     return binding_error{detail::concat("local rank ", local_rank, " has no GPU: the node shows ",
                                         visible.size(), visible.size() == 1 ? " GPU" : " GPUs",
-                                        " (CUDA_VISIBLE_DEVICES, --devices)")};
+                                        " (CUDA_VISIBLE_DEVICES, --devices)"),
+                         errc::no_binding};
   const std::size_t rank = static_cast<std::size_t>(local_rank);
   const gpu_device& gpu = visible[rank];
   const auto failed = [&](const binding_error& e) {
     return binding_error{detail::concat("local rank ", local_rank, " (GPU ", gpu.index, ", ",
-                                        gpu.pci, "): ", e.text)};
+                                        gpu.pci, "): ", e.text),
+                         e.code};
   };
   const detail::binding_context b{topology, visible, allowed};
   result<int, binding_error> node = detail::gpu_numa_node(b, rank);
@@ -5165,7 +5221,8 @@ inline result<cpu_list, binding_error> core_complex_cpus(const binding_context& 
     return failed(
         binding_error{detail::concat(numa_binding_name(mode), ": no CPU of NUMA node ", *node,
                                      " is one this worker may use (allowed: ",
-                                     allowed.empty() ? "none" : format_cpulist(allowed), ")")});
+                                     allowed.empty() ? "none" : format_cpulist(allowed), ")"),
+                      errc::no_binding});
   return local_rank_cpus{local_rank, gpu.index, gpu.pci, *node, *std::move(cpus)};
 }
 
@@ -5505,25 +5562,19 @@ struct node_group {
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_NODE_GROUP_HPP
-// ---- hetlaunch/jobset.hpp
-// hetlaunch: a Kubernetes JobSet (jobset.x-k8s.io/v1alpha2) that runs a mixed-GPU torchrun job:
-// one replicatedJob per group of equal nodes, each pod torchrun's node offset(group) + its index.
-#ifndef HETLAUNCH_JOBSET_HPP
-#define HETLAUNCH_JOBSET_HPP
-
-
-// ---- hetlaunch/detail/document.hpp
+// ---- hetlaunch/document.hpp
 // hetlaunch: a JSON-shaped document, written as JSON or as YAML that every YAML reader reads the
 // same way (the JobSet manifest is built as one).
-#ifndef HETLAUNCH_DETAIL_DOCUMENT_HPP
-#define HETLAUNCH_DETAIL_DOCUMENT_HPP
+#ifndef HETLAUNCH_DOCUMENT_HPP
+#define HETLAUNCH_DOCUMENT_HPP
 
 
 
 namespace hetlaunch {
-namespace detail {
 
-// A JSON-shaped value: written as YAML or JSON.
+/// A JSON-shaped value, written as JSON (to_json) or as YAML that every YAML reader reads the
+/// same way (to_yaml): what try_jobset_document returns, for a program that adds to a manifest
+/// before writing it.
 struct document {
   enum class kind { string, number, boolean, array, object } type = kind::string;
   std::string text;  // string, or number/boolean spelled
@@ -5551,6 +5602,8 @@ struct document {
   document& push(document value) { return add(std::string(), std::move(value)); }
   [[nodiscard]] std::size_t size() const noexcept { return values.size(); }
 };
+
+namespace detail {
 
 // Plain YAML scalars only where no reader could take them for another type or for syntax: a
 // letter first, then letters, digits and "-_./", and not one of the words YAML 1.1 readers
@@ -5663,9 +5716,33 @@ inline void write_yaml_value(std::string& out, const document& d, std::size_t in
 }
 
 }  // namespace detail
+
+/// The document as JSON, indented by two spaces, with a final line break.
+[[nodiscard]] inline std::string to_json(const document& d) {
+  std::string out;
+  detail::write_json(out, d, 0);
+  out += '\n';
+  return out;
+}
+
+/// The document as YAML (block style; strings quoted wherever a YAML 1.1 or 1.2 reader could
+/// read them as something else).
+[[nodiscard]] inline std::string to_yaml(const document& d) {
+  std::string out;
+  detail::write_yaml_block(out, d, 0, false);
+  return out;
+}
+
 }  // namespace hetlaunch
 
-#endif  // HETLAUNCH_DETAIL_DOCUMENT_HPP
+#endif  // HETLAUNCH_DOCUMENT_HPP
+// ---- hetlaunch/jobset.hpp
+// hetlaunch: a Kubernetes JobSet (jobset.x-k8s.io/v1alpha2) that runs a mixed-GPU torchrun job:
+// one replicatedJob per group of equal nodes, each pod torchrun's node offset(group) + its index.
+#ifndef HETLAUNCH_JOBSET_HPP
+#define HETLAUNCH_JOBSET_HPP
+
+
 
 namespace hetlaunch {
 
@@ -5887,9 +5964,8 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
 }  // namespace detail
 
 /// The JobSet as a document (see jobset_manifest), or the first problem (validate_jobset).
-[[nodiscard]] inline result<detail::document, diagnostic> try_jobset_document(
+[[nodiscard]] inline result<document, diagnostic> try_jobset_document(
     const std::vector<node_group>& groups, const jobset_options& o) {
-  using detail::document;
   if (const auto problems = validate_jobset(groups, o); !problems.empty()) return problems.front();
   launch_options launch = o.launch;
   launch.master_addr.clear();  // node 0: the first pod
@@ -6008,14 +6084,7 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     const std::vector<node_group>& groups, const jobset_options& o, bool json = false) {
   auto doc = try_jobset_document(groups, o);
   if (!doc) return doc.error();
-  std::string out;
-  if (json) {
-    detail::write_json(out, *doc, 0);
-    out += '\n';
-  } else {
-    detail::write_yaml_block(out, *doc, 0, false);
-  }
-  return out;
+  return json ? to_json(*doc) : to_yaml(*doc);
 }
 /// try_jobset_manifest(...).value().
 [[nodiscard]] inline std::string jobset_manifest(const std::vector<node_group>& groups,

@@ -84,6 +84,8 @@ TEST_SUITE("CPU binding") {
           "the visible devices '0,0' name GPU 0 twice");
     CHECK(hetlaunch::visible_gpus(tree_gpus, std::string_view("3")).error().message() ==
           "the visible devices '3' name GPU 3, which the node does not have (it has 0,1,2)");
+    CHECK(hetlaunch::visible_gpus(tree_gpus, std::string_view("3")).error().code ==
+          hetlaunch::errc::bad_visible_devices);
   }
 
   TEST_CASE("node: every allowed CPU of the GPU's NUMA node") {
@@ -105,6 +107,12 @@ TEST_SUITE("CPU binding") {
     CHECK(
         cpus_of(t, numa_binding::socket, 2, *hetlaunch::parse_cpulist("0-3")) ==
         "error: local rank 2 (GPU 2, 0000:01:00.0): NUMA node 1 has no CPU this worker may use, so its socket is unknown");
+    // The local rank's prefix keeps the code of what it wraps.
+    const auto topology = hetlaunch::cpu_topology::read(t, tree_gpus);
+    CHECK(hetlaunch::local_rank_binding(topology, numa_binding::socket, tree_gpus, 2,
+                                        *hetlaunch::parse_cpulist("0-3"))
+              .error()
+              .code == hetlaunch::errc::no_binding);
   }
 
   TEST_CASE("exclusive: the node's cores split among all of its visible GPUs, in visible order") {
@@ -194,6 +202,8 @@ TEST_SUITE("CPU binding") {
     CHECK(topology.numa_node_cpus(0).value() == *hetlaunch::parse_cpulist("0-3,8-11"));
     CHECK(topology.numa_node_cpus(7).error().text ==
           "the CPU topology has no devices/system/node/node7/cpulist");
+    CHECK(topology.numa_node_cpus(1).error().code == hetlaunch::errc::bad_cpu_topology);
+    CHECK(topology.numa_node_cpus(7).error().code == hetlaunch::errc::bad_cpu_topology);
   }
 
   TEST_CASE(

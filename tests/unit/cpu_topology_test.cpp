@@ -24,6 +24,7 @@ TEST_SUITE("CPU topology") {
       CHECK_MESSAGE(!hetlaunch::parse_cpulist(bad), bad);
     CHECK(hetlaunch::parse_cpulist("0-99999").error().message() ==
           "not a CPU list: '0-99999' (at '0-99999'; CPUs are numbered 0 to 65535)");
+    CHECK(hetlaunch::parse_cpulist("0-99999").error().code == hetlaunch::errc::bad_syntax);
   }
 
   TEST_CASE("property: format then parse gives the list back, for every subset of 12 CPUs") {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // hetlaunch: a JSON-shaped document, written as JSON or as YAML that every YAML reader reads the
 // same way (the JobSet manifest is built as one).
-#ifndef HETLAUNCH_DETAIL_DOCUMENT_HPP
-#define HETLAUNCH_DETAIL_DOCUMENT_HPP
+#ifndef HETLAUNCH_DOCUMENT_HPP
+#define HETLAUNCH_DOCUMENT_HPP
 
 #include <cstddef>
 #include <string>
@@ -10,13 +10,14 @@
 #include <utility>
 #include <vector>
 
-#include "host_name.hpp"
-#include "text.hpp"
+#include "detail/host_name.hpp"
+#include "detail/text.hpp"
 
 namespace hetlaunch {
-namespace detail {
 
-// A JSON-shaped value: written as YAML or JSON.
+/// A JSON-shaped value, written as JSON (to_json) or as YAML that every YAML reader reads the
+/// same way (to_yaml): what try_jobset_document returns, for a program that adds to a manifest
+/// before writing it.
 struct document {
   enum class kind { string, number, boolean, array, object } type = kind::string;
   std::string text;  // string, or number/boolean spelled
@@ -44,6 +45,8 @@ struct document {
   document& push(document value) { return add(std::string(), std::move(value)); }
   [[nodiscard]] std::size_t size() const noexcept { return values.size(); }
 };
+
+namespace detail {
 
 // Plain YAML scalars only where no reader could take them for another type or for syntax: a
 // letter first, then letters, digits and "-_./", and not one of the words YAML 1.1 readers
@@ -156,6 +159,23 @@ inline void write_yaml_value(std::string& out, const document& d, std::size_t in
 }
 
 }  // namespace detail
+
+/// The document as JSON, indented by two spaces, with a final line break.
+[[nodiscard]] inline std::string to_json(const document& d) {
+  std::string out;
+  detail::write_json(out, d, 0);
+  out += '\n';
+  return out;
+}
+
+/// The document as YAML (block style; strings quoted wherever a YAML 1.1 or 1.2 reader could
+/// read them as something else).
+[[nodiscard]] inline std::string to_yaml(const document& d) {
+  std::string out;
+  detail::write_yaml_block(out, d, 0, false);
+  return out;
+}
+
 }  // namespace hetlaunch
 
-#endif  // HETLAUNCH_DETAIL_DOCUMENT_HPP
+#endif  // HETLAUNCH_DOCUMENT_HPP

@@ -478,8 +478,11 @@ RESTART_WORKER = """work, mode = sys.argv[1], sys.argv[2]
 count = os.environ.get("HETLAUNCH_RESTART_COUNT", "unset")
 names = ["RANK", "WORLD_SIZE", "GROUP_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "HETLAUNCH_RESTART_COUNT",
          "HETLAUNCH_GLOBAL_BATCH", "HETLAUNCH_NODE_BATCH", "HETLAUNCH_NODE_BATCH_OFFSET"]
-with open(f"{work}/attempt-{count}-rank-{os.environ['RANK']}.env", "w") as f:
+# Written whole or not at all (the test may read while a worker is stopped mid-write).
+record = f"{work}/attempt-{count}-rank-{os.environ['RANK']}.env"
+with open(record + ".tmp", "w") as f:
     f.write("".join(f"{n}={os.environ.get(n, '')}\\n" for n in names))
+os.replace(record + ".tmp", record)
 print(f"ready {count} {os.environ['RANK']}", flush=True)
 if count == "0":
     if mode == "fail" and os.environ["GROUP_RANK"] == "2" or mode == "fail0" and os.environ["GROUP_RANK"] == "0":

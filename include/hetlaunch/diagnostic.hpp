@@ -155,6 +155,22 @@ struct diagnostic {
   }
 };
 
+/// "weight '0' is not valid: it must be more than 0": how every reader of weights (hostfiles,
+/// --weight, a node group, a diagnostic) says that one is not a weight.
+template <class Unused = void>
+[[nodiscard]] std::string weight_refusal(std::string_view text, weight_issue issue) {
+  return detail::concat("weight ", detail::quoted(text), " is not valid: ", describe(issue));
+}
+
+/// "'1X' is not a variable name (...)": how every reader of variables (--env, env files, ssh
+/// options, a diagnostic) says that a name is not one a shell can set.
+template <class Unused = void>
+[[nodiscard]] std::string env_name_refusal(std::string_view name) {
+  return detail::concat(
+      detail::quoted(name),
+      " is not a variable name (letters, digits and '_', not starting with a digit)");
+}
+
 namespace detail {
 /// The text of a problem of the core: the topology, the launch options, the workers'
 /// environments and the text inputs. A subsystem's `describe` falls back to it for the codes it
@@ -266,8 +282,7 @@ std::string core_message(const Diagnostic& d) {
     case errc::no_devices:
       return "nothing is left to run on";
     case errc::bad_env_name:
-      return concat(detail::quoted(text),
-                    " is not a variable name (letters, digits and '_', not starting with a digit)");
+      return env_name_refusal(text.view());
     case errc::owned_variable:
       if (text == variables::restart_count)
         return concat(detail::quoted(text),
@@ -282,8 +297,7 @@ std::string core_message(const Diagnostic& d) {
                     "no launch gave it (an inherited variable?); unset it, or plan with "
                     "--global-batch");
     case errc::bad_weight:
-      return concat(who, "weight ", detail::quoted(text),
-                    " is not valid: ", hetlaunch::describe(d.weight));
+      return concat(who, weight_refusal(text.view(), d.weight));
     case errc::global_batch_too_small:
       return concat("the global batch ", value, " is smaller than the world size ", limit,
                     ": every worker needs at least one sample a step");

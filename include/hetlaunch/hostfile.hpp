@@ -158,8 +158,7 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
         return error(field_start + 1, concat("weight is given twice for host ", quoted(e.host)));
       const weight_check wc = check_weight(value);
       if (!wc)
-        return error(value_start + 1 + wc.position,
-                     concat("weight ", quoted(value), " is not valid: ", describe(wc.issue)),
+        return error(value_start + 1 + wc.position, weight_refusal(value, wc.issue),
                      errc::bad_weight);
       has_weight = true;
       e.weight = value;

@@ -205,19 +205,20 @@ inline std::string slurm_batch_message(const diagnostic& d) {
   switch (d.code) {
     case errc::bad_sbatch_option:
       if (d.value == 2)
-        return concat("an #SBATCH option cannot hold a line break or a NUL byte: ", quoted(text));
+        return concat("an #SBATCH option cannot hold a line break or a NUL byte: ",
+                      detail::quoted(text));
       if (d.value == 1) {
         const std::string option = text.substr(0, d.position);
         const bool long_option = option.compare(0, 2, "--") == 0;
-        return concat("--sbatch-arg ", quoted(text), ": sbatch's ", option,
+        return concat("--sbatch-arg ", detail::quoted(text), ": sbatch's ", option,
                       " takes a value, which must be in the same --sbatch-arg (\"", option,
                       long_option ? "=" : "", "VALUE\" or \"", option,
                       " VALUE\"): alone, it would take the next #SBATCH line as its value");
       }
-      return concat("--sbatch-arg ", quoted(text),
+      return concat("--sbatch-arg ", detail::quoted(text),
                     " is not an sbatch option (\"--job-name=x\", \"-A acct\" or \"-Aacct\")");
     case errc::world_size_overflow:
-      return concat("the groups up to ", quoted(text), " hold more than ", d.limit,
+      return concat("the groups up to ", detail::quoted(text), " hold more than ", d.limit,
                     " workers, more than torch's ranks can count");
     case errc::shrink_needs_one_group:
       return "--exclude-failed needs a single --group: Slurm cancels a heterogeneous job when one "
@@ -229,7 +230,7 @@ inline std::string slurm_batch_message(const diagnostic& d) {
                     d.value < 1 ? std::string() : concat(d.limit, " nodes"));
     case errc::bad_group:
       return d.value < 0 ? std::string("a batch script needs at least one node group")
-                         : concat("group ", d.node, " (", quoted(text),
+                         : concat("group ", d.node, " (", detail::quoted(text),
                                   ") needs at least one node and one GPU");
     default:
       return core_message(d);

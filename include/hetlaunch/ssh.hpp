@@ -290,11 +290,7 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
                          detail::concat("expected NAME=VALUE, got ", detail::quoted(line))};
     const std::string_view name = line.substr(first, eq - first);
     if (!detail::is_env_name(name))
-      return parse_error{line_no, first + 1,
-                         detail::concat(detail::quoted(name),
-                                        " is not a variable name (letters, digits and '_', "
-                                        "not starting with a digit)"),
-                         errc::bad_env_name};
+      return parse_error{line_no, first + 1, env_name_refusal(name), errc::bad_env_name};
     out.emplace_back(std::string(name), std::string(line.substr(eq + 1)));
   }
   return out;

@@ -1455,6 +1455,22 @@ struct diagnostic {
   }
 };
 
+/// "weight '0' is not valid: it must be more than 0": how every reader of weights (hostfiles,
+/// --weight, a node group, a diagnostic) says that one is not a weight.
+template <class Unused = void>
+[[nodiscard]] std::string weight_refusal(std::string_view text, weight_issue issue) {
+  return detail::concat("weight ", detail::quoted(text), " is not valid: ", describe(issue));
+}
+
+/// "'1X' is not a variable name (...)": how every reader of variables (--env, env files, ssh
+/// options, a diagnostic) says that a name is not one a shell can set.
+template <class Unused = void>
+[[nodiscard]] std::string env_name_refusal(std::string_view name) {
+  return detail::concat(
+      detail::quoted(name),
+      " is not a variable name (letters, digits and '_', not starting with a digit)");
+}
+
 namespace detail {
 /// The text of a problem of the core: the topology, the launch options, the workers'
 /// environments and the text inputs. A subsystem's `describe` falls back to it for the codes it
@@ -1566,8 +1582,7 @@ std::string core_message(const Diagnostic& d) {
     case errc::no_devices:
       return "nothing is left to run on";
     case errc::bad_env_name:
-      return concat(detail::quoted(text),
-                    " is not a variable name (letters, digits and '_', not starting with a digit)");
+      return env_name_refusal(text.view());
     case errc::owned_variable:
       if (text == variables::restart_count)
         return concat(detail::quoted(text),
@@ -1582,8 +1597,7 @@ std::string core_message(const Diagnostic& d) {
                     "no launch gave it (an inherited variable?); unset it, or plan with "
                     "--global-batch");
     case errc::bad_weight:
-      return concat(who, "weight ", detail::quoted(text),
-                    " is not valid: ", hetlaunch::describe(d.weight));
+      return concat(who, weight_refusal(text.view(), d.weight));
     case errc::global_batch_too_small:
       return concat("the global batch ", value, " is smaller than the world size ", limit,
                     ": every worker needs at least one sample a step");
@@ -5525,11 +5539,7 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
                          detail::concat("expected NAME=VALUE, got ", detail::quoted(line))};
     const std::string_view name = line.substr(first, eq - first);
     if (!detail::is_env_name(name))
-      return parse_error{line_no, first + 1,
-                         detail::concat(detail::quoted(name),
-                                        " is not a variable name (letters, digits and '_', "
-                                        "not starting with a digit)"),
-                         errc::bad_env_name};
+      return parse_error{line_no, first + 1, env_name_refusal(name), errc::bad_env_name};
     out.emplace_back(std::string(name), std::string(line.substr(eq + 1)));
   }
   return out;
@@ -6290,19 +6300,20 @@ inline std::string slurm_batch_message(const diagnostic& d) {
   switch (d.code) {
     case errc::bad_sbatch_option:
       if (d.value == 2)
-        return concat("an #SBATCH option cannot hold a line break or a NUL byte: ", quoted(text));
+        return concat("an #SBATCH option cannot hold a line break or a NUL byte: ",
+                      detail::quoted(text));
       if (d.value == 1) {
         const std::string option = text.substr(0, d.position);
         const bool long_option = option.compare(0, 2, "--") == 0;
-        return concat("--sbatch-arg ", quoted(text), ": sbatch's ", option,
+        return concat("--sbatch-arg ", detail::quoted(text), ": sbatch's ", option,
                       " takes a value, which must be in the same --sbatch-arg (\"", option,
                       long_option ? "=" : "", "VALUE\" or \"", option,
                       " VALUE\"): alone, it would take the next #SBATCH line as its value");
       }
-      return concat("--sbatch-arg ", quoted(text),
+      return concat("--sbatch-arg ", detail::quoted(text),
                     " is not an sbatch option (\"--job-name=x\", \"-A acct\" or \"-Aacct\")");
     case errc::world_size_overflow:
-      return concat("the groups up to ", quoted(text), " hold more than ", d.limit,
+      return concat("the groups up to ", detail::quoted(text), " hold more than ", d.limit,
                     " workers, more than torch's ranks can count");
     case errc::shrink_needs_one_group:
       return "--exclude-failed needs a single --group: Slurm cancels a heterogeneous job when one "
@@ -6314,7 +6325,7 @@ inline std::string slurm_batch_message(const diagnostic& d) {
                     d.value < 1 ? std::string() : concat(d.limit, " nodes"));
     case errc::bad_group:
       return d.value < 0 ? std::string("a batch script needs at least one node group")
-                         : concat("group ", d.node, " (", quoted(text),
+                         : concat("group ", d.node, " (", detail::quoted(text),
                                   ") needs at least one node and one GPU");
     default:
       return core_message(d);
@@ -6975,8 +6986,7 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
         return error(field_start + 1, concat("weight is given twice for host ", quoted(e.host)));
       const weight_check wc = check_weight(value);
       if (!wc)
-        return error(value_start + 1 + wc.position,
-                     concat("weight ", quoted(value), " is not valid: ", describe(wc.issue)),
+        return error(value_start + 1 + wc.position, weight_refusal(value, wc.issue),
                      errc::bad_weight);
       has_weight = true;
       e.weight = value;

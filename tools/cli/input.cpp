@@ -93,8 +93,7 @@ bool apply_weights(const options& o, hetlaunch::cluster& nodes, std::string& err
     }
     const std::string_view weight = std::string_view(flag).substr(eq + 1);
     if (const hetlaunch::weight_check wc = hetlaunch::check_weight(weight); !wc) {
-      error = concat("--weight ", quoted(flag), ": weight ", quoted(weight),
-                     " is not valid: ", hetlaunch::describe(wc.issue));
+      error = concat("--weight ", quoted(flag), ": ", hetlaunch::weight_refusal(weight, wc.issue));
       return false;
     }
     const auto hosts = hetlaunch::expand_hostlist(std::string_view(flag).substr(0, eq),
@@ -262,9 +261,7 @@ std::optional<hetlaunch::environment> env_flags(const options& o, int& status) {
     const std::size_t eq = e.find('=');
     const std::string name = e.substr(0, eq);
     if (!hetlaunch::is_environment_name(name)) {
-      status = fail(
-          concat("--env ", quoted(e), ": ", quoted(name),
-                 " is not a variable name (letters, digits and '_', not starting with a digit)"));
+      status = fail(concat("--env ", quoted(e), ": ", hetlaunch::env_name_refusal(name)));
       return std::nullopt;
     }
     if (hetlaunch::is_owned_variable(name)) {

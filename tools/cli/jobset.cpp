@@ -45,8 +45,8 @@ std::vector<hetlaunch::node_group> node_groups(const options& o) {
 int group_weight_problem(const options& o, const std::vector<hetlaunch::node_group>& groups) {
   for (std::size_t k = 0; k < groups.size(); ++k)
     if (const hetlaunch::weight_check wc = hetlaunch::check_weight(groups[k].weight); !wc)
-      return fail(concat("--group ", quoted(o.groups[k]), ": weight ", quoted(groups[k].weight),
-                         " is not valid: ", hetlaunch::describe(wc.issue)));
+      return fail(concat("--group ", quoted(o.groups[k]), ": ",
+                         hetlaunch::weight_refusal(groups[k].weight, wc.issue)));
   return 0;
 }
 

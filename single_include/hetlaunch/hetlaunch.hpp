@@ -5300,14 +5300,15 @@ namespace detail {
 // and watches standard input, which the launcher holds open for as long as the node should run.
 // ssh gives a command without a terminal no signal when the connection ends, so end of input is
 // the signal: every process of the job then gets SIGTERM, and SIGKILL after KILL_AFTER seconds.
-// The job's processes are found again from /proc when a signalled one ends, and every second
-// while none does (a look reads all of /proc, and a host may run many node scripts): COMMAND's
+// The job's processes are found again from /proc when a signalled one ends (a look reads all of
+// /proc, and a host may run many node scripts), and once more after SIGKILL: COMMAND's
 // descendants, and every process of a session one of them belongs to (one pass over
 // /proc/*/status, breadth first; NSsid, Linux 4.1 and later, gives the sessions). A process keeps its
 // session when its parent dies, so a child forked during the teardown whose parent then exits
 // (a wrapper's, a worker's started in a session of its own by torch) is still found; the
 // script's own session never counts. Between looks the watcher waits until a signalled process
-// ends, a second passes or the deadline comes (kill -0 of each, every tenth of a second). SIGTERM goes once to each process, SIGKILL to all that
+// ends or the deadline comes (kill -0 of each, every tenth of a second); a process that appears
+// while none ends gets SIGKILL at the deadline. SIGTERM goes once to each process, SIGKILL to all that
 // remain. The watcher ignores SIGTERM once it is tearing down, so that COMMAND ending early does
 // not cut the teardown short. The script exits with COMMAND's status, which ssh passes on.
 // The variables it unsets are variables::owned, named where every delivered variable is.
@@ -5353,12 +5354,10 @@ job=$!
   scan
   while [ -n "$pids" ]; do
     for p in $pids; do case "$signalled" in *" $p "*) ;; *) kill -TERM "$p" 2>/dev/null; signalled="$signalled$p " ;; esac; done
-    ticks=0
-    while [ "$ticks" -lt 10 ] && all_alive $pids; do
+    while all_alive $pids; do
       now_cs
       [ "$now" -lt "$deadline" ] || break
       sleep 0.1
-      ticks=$((ticks + 1))
     done
     now_cs
     [ "$now" -lt "$deadline" ] || break

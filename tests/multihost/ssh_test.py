@@ -281,9 +281,11 @@ time.sleep(600)
     hf = hostfile(work, [f"{V4[i]} slots={NPROC[i]}" for i in range(3)])
     start = time.monotonic()
     failed = f"hetlaunch: node 2 ('{V4[2]}'): a worker failed (exit code 3)"
+    # run says so as soon as it sees the failure, before it stops the others.
+    stopping_line = "hetlaunch: node 2: a worker failed (exit code 3) and torchrun has no restart left: stopping every node"
     code, out, err, failed_at, ended = finish_timed(hetlaunch_on_host0(b, [
         "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", "29702", "--kill-after",
-        str(KILL_AFTER), "--", str(worker)]), failed)
+        str(KILL_AFTER), "--", str(worker)]), stopping_line)
     seconds = ended - start
     problems = []
     # The others ignore SIGTERM: they end by SIGKILL, --kill-after after run saw the failure.
@@ -292,7 +294,7 @@ time.sleep(600)
         problems.append(f"stopping the others took {stopping:.1f} s, more than --kill-after {KILL_AFTER} + 2")
     if code != 1:  # torchrun's status when a worker fails
         problems.append(f"run exited {code}, expected torchrun's 1")
-    for expected in [failed,
+    for expected in [failed, stopping_line,
                      f"hetlaunch: node 0 ('{V4[0]}'): stopped",
                      f"hetlaunch: node 1 ('{V4[1]}'): stopped"]:
         if expected not in err:

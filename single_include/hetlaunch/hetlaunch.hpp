@@ -5455,6 +5455,20 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
   return out;
 }
 
+/// ssh's argv that runs `remote_command` (one string, for the remote login shell) on `host`:
+/// ssh.program, ssh.args, "--", the host, the command. Every ssh command line of a launcher has
+/// this shape: a node's (ssh_argv), and a question to a host (`hetlaunch discover`'s GPU count).
+[[nodiscard]] inline std::vector<std::string> ssh_command_argv(const ssh_options& ssh,
+                                                               std::string_view host,
+                                                               std::string remote_command) {
+  std::vector<std::string> out = ssh.program;
+  out.insert(out.end(), ssh.args.begin(), ssh.args.end());
+  out.emplace_back("--");
+  out.emplace_back(host);
+  out.push_back(std::move(remote_command));
+  return out;
+}
+
 /// ssh's argv for `node`: ssh.program, ssh.args, "--", the node's host, and the remote command
 /// (try_remote_argv) quoted once more for the remote login shell, which must be a POSIX shell
 /// (sh, bash, dash, zsh, ksh). Every argument of the script arrives byte for byte: quotes, $(),
@@ -5467,12 +5481,8 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
     const launch_plan& plan, std::size_t node, const ssh_options& ssh) {
   auto remote = try_remote_argv(plan, node, ssh);
   if (!remote) return remote.error();
-  std::vector<std::string> out = ssh.program;
-  out.insert(out.end(), ssh.args.begin(), ssh.args.end());
-  out.emplace_back("--");
-  out.emplace_back(plan.topology().node(node).host);
-  out.push_back(detail::concat("exec ", shell_join(*remote)));
-  return out;
+  return ssh_command_argv(ssh, plan.topology().node(node).host,
+                          detail::concat("exec ", shell_join(*remote)));
 }
 /// try_ssh_argv(...).value().
 [[nodiscard]] inline std::vector<std::string> ssh_argv(const launch_plan& plan, std::size_t node,

@@ -45,6 +45,18 @@ TEST_SUITE("ssh") {
     CHECK(strings(remote.begin() + 8, remote.end()) == plan.torchrun_argv(1));
   }
 
+  TEST_CASE("every ssh command line has one shape: a node's, and a question to a host") {
+    hetlaunch::ssh_options ssh;
+    ssh.program = {"/opt/ssh", "-q"};
+    ssh.args = {"-p", "2222"};
+    CHECK(hetlaunch::ssh_command_argv(ssh, "gpu-a", "nvidia-smi -L") ==
+          strings{"/opt/ssh", "-q", "-p", "2222", "--", "gpu-a", "nvidia-smi -L"});
+    const auto plan = plan_of({{"gpu-a", 2}, {"gpu-b", 1}});
+    const strings node = hetlaunch::ssh_argv(plan, 0, ssh);
+    const strings question = hetlaunch::ssh_command_argv(ssh, "gpu-a", node.back());
+    CHECK(node == question);
+  }
+
   TEST_CASE(
       "a node's device list travels as torchrun's CUDA_VISIBLE_DEVICES, before the user's variables") {
     hetlaunch::cluster c{{"gpu-a", 2}, {"gpu-b", 2}};

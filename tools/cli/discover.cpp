@@ -46,13 +46,6 @@ std::optional<int> gpu_count(const std::string& output, bool custom) {
   return count;
 }
 
-std::vector<std::string> ssh_prefix(const options& o) {
-  std::vector<std::string> argv = {o.remote.ssh};
-  argv.insert(argv.end(), o.remote.ssh_args.begin(), o.remote.ssh_args.end());
-  argv.emplace_back("--");
-  return argv;
-}
-
 // The most a host's GPU-count command may print on either stream: `nvidia-smi -L` prints a short
 // line a GPU (or a MIG device), so this is far more than any host needs, and a command that
 // floods its output is stopped long before it costs memory.
@@ -73,6 +66,9 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
   install_signal_handlers();
   const bool custom = o.remote.gpu_count_command.has_value();
   const std::string command = custom ? *o.remote.gpu_count_command : "nvidia-smi -L";
+  hetlaunch::ssh_options ssh;
+  ssh.program = {o.remote.ssh};
+  ssh.args = o.remote.ssh_args;
   std::vector<child> children(asked.size());
   std::vector<double> started_at(asked.size());
   std::vector<int> counts(nodes.node_count());
@@ -97,9 +93,8 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
   };
   while (done < asked.size()) {
     while (next < asked.size() && active.size() < static_cast<std::size_t>(o.remote.fanout)) {
-      std::vector<std::string> argv = ssh_prefix(o);
-      argv.emplace_back(nodes.node(asked[next]).host);
-      argv.push_back(command);
+      const std::vector<std::string> argv =
+          hetlaunch::ssh_command_argv(ssh, nodes.node(asked[next]).host, command);
       std::string why;
       auto c = spawn(argv, false, why);
       if (!c) {

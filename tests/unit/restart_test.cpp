@@ -7,6 +7,7 @@
 #include <hetlaunch/plan.hpp>
 #include <hetlaunch/restart.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <random>
 #include <string>
@@ -15,6 +16,25 @@
 namespace {
 using hetlaunch::restart_verdict;
 using nodes = std::vector<std::size_t>;
+
+using spares = std::vector<hetlaunch::spare_host>;
+using replacements = std::vector<hetlaunch::node_replacement>;
+
+// The most failed nodes that distinct spares can replace, by trying every assignment: the
+// reference for the greedy matching.
+std::size_t most_replaceable(const hetlaunch::cluster& c, const nodes& failed, const spares& s,
+                             std::size_t from = 0, std::vector<bool> used = {}) {
+  if (used.empty()) used.assign(s.size(), false);
+  if (from == failed.size()) return 0;
+  std::size_t best = most_replaceable(c, failed, s, from + 1, used);  // this one not replaced
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    if (used[k] || s[k].nproc < c.node(failed[from]).nproc || s[k].nproc <= 0) continue;
+    used[k] = true;
+    best = std::max(best, 1 + most_replaceable(c, failed, s, from + 1, used));
+    used[k] = false;
+  }
+  return best;
+}
 
 hetlaunch::restart_options allowing(int restarts, bool exclude = false, std::size_t min_nodes = 1) {
   hetlaunch::restart_options o;
@@ -178,6 +198,183 @@ TEST_SUITE("gang restarts") {
         CAPTURE(mask);
         CAPTURE(addr);
         CHECK(hetlaunch::rendezvous_moves(c, keep, o) == !stays);
+      }
+    }
+  }
+
+  TEST_CASE("a spare of at least the failed node's nproc takes its place, and the plan stays") {
+    const hetlaunch::cluster c{{"a", 4, "default", "2"}, {"b", 2}, {"c", 1}};
+    const spares standing_by{{"s-small", 1}, {"s-big", 8}};
+    const auto d = hetlaunch::decide_restart(allowing(1), 0, c, {1}, false, standing_by);
+    REQUIRE(d.restart());
+    CHECK(d.nodes == nodes{0, 1, 2});
+    CHECK(d.replaced == replacements{{1, 1}});  // s-small has too few workers for node 1
+    const hetlaunch::cluster next = hetlaunch::restart_topology(c, d, standing_by);
+    REQUIRE(next.node_count() == 3);
+    CHECK(next.node(1).host == "s-big");
+    CHECK(next.node(1).nproc == 2);  // the node's, not the spare's 8
+    CHECK(next.world_size() == c.world_size());
+    CHECK(next.rank_offset(2) == c.rank_offset(2));
+    CHECK(next.node(0).weight == "2");
+  }
+
+  TEST_CASE("the smallest spare that fits is taken, leaving the big ones for big nodes") {
+    const hetlaunch::cluster c{{"a", 4}, {"b", 2}, {"c", 1}};
+    const spares standing_by{{"s8", 8}, {"s2", 2}, {"s4", 4}, {"s2b", 2}};
+    const auto d = hetlaunch::decide_restart(allowing(1, true), 0, c, {2, 0, 1}, false, standing_by);
+    REQUIRE(d.restart());
+    // Node 2 (1 worker) takes s2, node 1 (2) takes s2b, node 0 (4) takes s4; s8 stays free.
+    CHECK(d.replaced == replacements{{0, 2}, {1, 3}, {2, 1}});
+    CHECK(d.nodes == nodes{0, 1, 2});
+  }
+
+  TEST_CASE("with exclude_failed only the nodes no spare fits are left out") {
+    const hetlaunch::cluster c{{"a", 4}, {"b", 2}, {"c", 1}};
+    const spares standing_by{{"s", 2}};
+    const auto d = hetlaunch::decide_restart(allowing(1, true), 0, c, {0, 2}, false, standing_by);
+    REQUIRE(d.restart());
+    CHECK(d.replaced == replacements{{2, 0}});
+    CHECK(d.nodes == nodes{1, 2});
+    const hetlaunch::cluster next = hetlaunch::restart_topology(c, d, standing_by);
+    CHECK(next.node(0).host == "b");
+    CHECK(next.node(1).host == "s");
+    CHECK(next.world_size() == 3);
+    // Without exclude_failed the node no spare fits starts again on its own host.
+    const auto same = hetlaunch::decide_restart(allowing(1), 0, c, {0, 2}, false, standing_by);
+    CHECK(same.nodes == nodes{0, 1, 2});
+    CHECK(hetlaunch::restart_topology(c, same, standing_by).node(0).host == "a");
+  }
+
+  TEST_CASE("a spare not asked yet (nproc 0) fits no node; no spare, no restart left, a signal") {
+    const hetlaunch::cluster c{{"a", 1}, {"b", 1}};
+    CHECK(hetlaunch::decide_restart(allowing(1), 0, c, {1}, false, {{"s", 0}}).replaced.empty());
+    CHECK(hetlaunch::decide_restart(allowing(1), 1, c, {1}, false, {{"s", 1}}).verdict ==
+          restart_verdict::no_restart_left);
+    CHECK(hetlaunch::decide_restart(allowing(1), 0, c, {1}, true, {{"s", 1}}).verdict ==
+          restart_verdict::interrupted);
+    CHECK(hetlaunch::decide_restart(allowing(1), 0, c, {}, false, {{"s", 1}}).verdict ==
+          restart_verdict::succeeded);
+  }
+
+  TEST_CASE("a replaced node does not count against min_nodes") {
+    const hetlaunch::cluster c{{"a", 1}, {"b", 1}, {"c", 1}};
+    const auto d = hetlaunch::decide_restart(allowing(1, true, 3), 0, c, {1}, false, {{"s", 1}});
+    CHECK(d.restart());
+    const auto short_of_one =
+        hetlaunch::decide_restart(allowing(1, true, 3), 0, c, {1, 2}, false, {{"s", 1}});
+    CHECK(short_of_one.verdict == restart_verdict::too_few_nodes);
+    CHECK(short_of_one.replaced.empty());
+  }
+
+  TEST_CASE("node devices stay with their hosts: a spare gets none") {
+    hetlaunch::cluster c{{"a", 2}, {"b", 2}};
+    c.set_devices(0, {4, 5});
+    c.set_devices(1, {6, 7});
+    const spares standing_by{{"s", 2}};
+    const auto d = hetlaunch::decide_restart(allowing(1), 0, c, {1}, false, standing_by);
+    const hetlaunch::cluster next = hetlaunch::restart_topology(c, d, standing_by);
+    CHECK(next.devices(0) == std::vector<int>{4, 5});
+    CHECK(next.devices(1).empty());
+  }
+
+  TEST_CASE(
+      "property: for random jobs and failure sequences, spares replace as many nodes as can be, "
+      "each fitting and used once, and the rest follows the decision without spares") {
+    std::mt19937 rng(23);
+    for (int round = 0; round < 3000; ++round) {
+      const std::size_t n = 1 + rng() % 5;
+      std::vector<hetlaunch::node_spec> specs;
+      std::vector<std::string> names;
+      for (std::size_t i = 0; i < n; ++i) names.push_back("h" + std::to_string(i));
+      for (std::size_t i = 0; i < n; ++i)
+        specs.push_back({names[i], static_cast<int>(1 + rng() % 4)});
+      const hetlaunch::cluster c(specs);
+      spares standing_by;
+      for (std::size_t k = rng() % 4; k > 0; --k)
+        standing_by.push_back({"s" + std::to_string(standing_by.size()), static_cast<int>(rng() % 5)});
+      nodes failed;
+      for (std::size_t k = 1 + rng() % 3; k > 0; --k) failed.push_back(rng() % n);
+      const bool exclude = rng() % 2;
+      const std::size_t min_nodes = rng() % (n + 1);
+      const auto options = allowing(2, exclude, min_nodes);
+      const auto d = hetlaunch::decide_restart(options, 0, c, failed, false, standing_by);
+      CAPTURE(round);
+      if (d.verdict == restart_verdict::too_few_nodes) {
+        // Even the best replacement leaves too few nodes.
+        nodes distinct = failed;
+        std::sort(distinct.begin(), distinct.end());
+        distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+        const std::size_t best = most_replaceable(c, distinct, standing_by);
+        CHECK(exclude);
+        CHECK(n - (distinct.size() - best) < std::max<std::size_t>(min_nodes, 1));
+        continue;
+      }
+      REQUIRE(d.restart());
+      nodes distinct = failed;
+      std::sort(distinct.begin(), distinct.end());
+      distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+      CHECK(d.replaced.size() == most_replaceable(c, distinct, standing_by));
+      std::vector<bool> spare_used(standing_by.size(), false);
+      for (const auto& r : d.replaced) {
+        CHECK(std::find(distinct.begin(), distinct.end(), r.node) != distinct.end());
+        REQUIRE(r.spare < standing_by.size());
+        CHECK_FALSE(spare_used[r.spare]);
+        spare_used[r.spare] = true;
+        CHECK(standing_by[r.spare].nproc >= c.node(r.node).nproc);
+      }
+      // The next attempt: every node but the failed ones no spare replaced (with exclude_failed).
+      nodes expected;
+      for (std::size_t i = 0; i < n; ++i) {
+        const bool is_failed = std::find(distinct.begin(), distinct.end(), i) != distinct.end();
+        bool is_replaced = false;
+        for (const auto& r : d.replaced) is_replaced = is_replaced || r.node == i;
+        if (!(exclude && is_failed && !is_replaced)) expected.push_back(i);
+      }
+      CHECK(d.nodes == expected);
+      const hetlaunch::cluster next = hetlaunch::restart_topology(c, d, standing_by);
+      REQUIRE(next.node_count() == d.nodes.size());
+      long long world = 0;
+      for (std::size_t k = 0; k < d.nodes.size(); ++k) {
+        CHECK(next.node(k).nproc == c.node(d.nodes[k]).nproc);
+        world += c.node(d.nodes[k]).nproc;
+      }
+      CHECK(next.world_size() == world);
+      // When every failed node is replaced, nothing about the ranks changes.
+      if (d.replaced.size() == distinct.size()) {
+        CHECK(next.world_size() == c.world_size());
+        for (std::size_t i = 0; i < n; ++i) CHECK(next.rank_offset(i) == c.rank_offset(i));
+      }
+    }
+  }
+
+  TEST_CASE("the rendezvous address, before and after a restart's topology") {
+    const hetlaunch::cluster before{{"h1", 2}, {"h2", 1}, {"h3", 1}};
+    hetlaunch::launch_options o;
+    const auto moves = [&](std::string addr, const hetlaunch::cluster& after) {
+      o.master_addr = std::move(addr);
+      return hetlaunch::rendezvous_moves(before, after, o);
+    };
+    const hetlaunch::cluster spare_for_node0{{"s", 2}, {"h2", 1}, {"h3", 1}};
+    const hetlaunch::cluster spare_for_node2{{"h1", 2}, {"h2", 1}, {"s", 1}};
+    const hetlaunch::cluster without_node0{{"h2", 1}, {"h3", 1}};
+    CHECK_FALSE(moves("", spare_for_node0));
+    CHECK(moves("h1", spare_for_node0));         // the host of node 0, gone
+    CHECK(moves("10.1.0.1", spare_for_node0));   // node 0's other name goes with it
+    CHECK_FALSE(moves("10.1.0.1", spare_for_node2));
+    CHECK_FALSE(moves("h2", spare_for_node0));   // a host that remains
+    CHECK(moves("h3", spare_for_node2));
+    CHECK(moves("[h1]", without_node0));
+    // For a restart without spares it agrees with the answer over the nodes kept.
+    for (unsigned mask = 1; mask < 8; ++mask) {
+      nodes keep;
+      for (std::size_t i = 0; i < 3; ++i)
+        if (mask & (1u << i)) keep.push_back(i);
+      for (const char* addr : {"h1", "h2", "h3", "elsewhere"}) {
+        o.master_addr = addr;
+        CAPTURE(mask);
+        CAPTURE(addr);
+        CHECK(hetlaunch::rendezvous_moves(before, hetlaunch::keep_nodes(before, keep), o) ==
+              hetlaunch::rendezvous_moves(before, keep, o));
       }
     }
   }

@@ -523,8 +523,164 @@ FAKE_SSH = """#!/bin/sh
 while [ "$1" != "--" ]; do shift; done
 HOST=$2; export HOST
 shift 2
+case $HOST in lost*) echo "ssh: connect to host $HOST port 22: No route to host" >&2; exit 255;; esac
 exec sh -c "$*"
 """
+
+
+def events_cases(suite, binary, ssh, tmp):
+    """`run --events FILE` with the stand-in ssh: each way a job ends, its exact event sequence and
+    reason, every line valid by docs/events.schema.json; hot spares (asked when needed, passed
+    over when lost, the smallest that fits taken)."""
+    import job_events  # python3-jsonschema: only where these cases run
+
+    log = pathlib.Path(tmp) / "events.jsonl"
+
+    def run(args, program, expected_status, expected, check=None, timeout=60):
+        log.unlink(missing_ok=True)
+        argv = [binary, "run", *args, "--ssh", str(ssh), "--kill-after", "1", "--events", str(log)]
+        if program is not None:
+            argv += ["--program", "sh", "--program", "-c", "--program", program]
+        r = subprocess.run(argv + ["--", "t.py"], capture_output=True, text=True, timeout=timeout)
+        events, problems = job_events.read(log)
+        if r.returncode != expected_status:
+            problems.append(f"run exited {r.returncode}, expected {expected_status}: {r.stderr[-1500:]}")
+        problems += job_events.compare(events, expected)
+        if events and events[-1].get("status") != r.returncode:
+            problems.append(f"job_exited's status {events[-1].get('status')} is not run's {r.returncode}")
+        if check and not problems:
+            problems += check(events, r)
+        return problems
+
+    def started(attempt, *nodes):
+        return [("node_started", attempt, i, h, None) for i, h in nodes]
+
+    def exited(attempt, *nodes):
+        return [("node_exited", attempt, i, h, reason) for i, h, reason in nodes]
+
+    def planned_keys(nodes, world, batch=0):
+        def check(events, _r):
+            p = events[0]
+            got = (p["nodes"], p["world_size"], p["global_batch"])
+            return [] if got == (nodes, world, batch) else [f"planned says {got}, expected {(nodes, world, batch)}"]
+        return check
+
+    suite.case("events_succeeded", run, ["--hosts", "a:1,b:2", "--global-batch", "6"], "echo hi", 0,
+               [("planned", 0), *started(0, (0, "a"), (1, "b")), *exited(0, (0, "a", "succeeded"), (1, "b", "succeeded")),
+                ("job_exited", 0, "succeeded")], planned_keys(2, 3, 6))
+    fail_b = 'case $HOST in b) sleep 0.5; exit 3;; esac; exec sleep 30'
+    suite.case("events_worker_failed", run, ["--hosts", "a:1,b:2"], fail_b, 3,
+               [("planned", 0), *started(0, (0, "a"), (1, "b")), *exited(0, (1, "b", "failed")),
+                *exited(0, (0, "a", "stopped")), ("job_exited", 0, "worker_failed")])
+    # --fanout 1: node 0 starts, then node 1's host cannot be reached.
+    suite.case("events_unreachable", run, ["--hosts", "a:1,lost-b:2", "--fanout", "1"], "exec sleep 30", 255,
+               [("planned", 0), *started(0, (0, "a")), *exited(0, (1, "lost-b", "unreachable")),
+                *exited(0, (0, "a", "stopped")), ("job_exited", 0, "unreachable")])
+    suite.case("events_ended_before_start", run, ["--hosts", "a:1", "--ssh-arg", "-x", "--program", "true",
+                                                  "--chdir", "/nonexistent-dir"], None, 126,
+               [("planned", 0), *exited(0, (0, "a", "ended_before_start")), ("job_exited", 0, "ended_before_start")])
+
+    def restart_shape(status_reason, attempts, hosts=(("a", "stopped"), ("b", "failed"))):
+        rows = [("planned", 0)]
+        for k in range(attempts):
+            if k:
+                rows.append(("restart", k))
+            rows += started(k, (0, "a"), (1, "b"))
+            rows += exited(k, (1, "b", "failed")) + exited(k, (0, "a", "stopped"))
+        return rows + [("job_exited", attempts - 1, status_reason)]
+    suite.case("events_restarts_exhausted", run, ["--hosts", "a:1,b:2", "--restarts", "1"], fail_b, 3,
+               restart_shape("restarts_exhausted", 2))
+    suite.case("events_too_few_nodes", run, ["--hosts", "a:1,b:2", "--restarts", "1", "--exclude-failed",
+                                             "--min-nodes", "2"], fail_b, 3, restart_shape("too_few_nodes", 1))
+
+    # Node 1 fails in the first attempt only. Spares: lost-s cannot be asked (passed over), t
+    # answers 2 GPUs, u has 4: t is the smallest that fits node 1's 2 workers.
+    once = 'case $HOST in b) [ "$HETLAUNCH_RESTART_COUNT" = 0 ] && { sleep 0.5; exit 3; };; esac; echo ran'
+    count = "case $HOST in t) echo 2;; *) exit 4;; esac"
+
+    def replaced_by(spare, excluded=()):
+        def check(events, r):
+            restart = [e for e in events if e["event"] == "restart"][0]
+            problems = []
+            want = {"failed_node": 1, "failed_host": "b", "excluded": list(excluded),
+                    "replaced": [{"node": 1, "host": "b", "spare": spare}], "nodes": 2, "world_size": 3}
+            got = {k: restart[k] for k in want}
+            if got != want:
+                problems.append(f"restart event {got}, expected {want}")
+            line = f"restart 1 of 2: attempt 2 starts on 2 nodes (node 1 on spare '{spare}' instead of 'b'), world size 3"
+            if line not in r.stderr:
+                problems.append(f"no '{line}' in {r.stderr[-1500:]}")
+            return problems
+        return check
+    suite.case("events_spare_replaces", run,
+               ["--hosts", "a:1,b:2", "--restarts", "2", "--spare", "lost-s:auto,t:auto", "--spare", "u:4",
+                "--gpu-count-command", count], once, 0,
+               [("planned", 0), *started(0, (0, "a"), (1, "b")), *exited(0, (1, "b", "failed")),
+                *exited(0, (0, "a", "succeeded")), ("restart", 1), *started(1, (0, "a"), (1, "t")),
+                *exited(1, (0, "a", "succeeded"), (1, "t", "succeeded")), ("job_exited", 1, "succeeded")],
+               replaced_by("t"))
+    # A spare that cannot be reached when its turn comes fails like any node, and the next spare
+    # takes its place; one too small is never taken.
+    slow_a = 'case $HOST in b) [ "$HETLAUNCH_RESTART_COUNT" = 0 ] && exit 3;; esac; sleep 1; echo ran'
+    suite.case("events_lost_spare_passed_over", run,
+               ["--hosts", "a:1,b:2", "--restarts", "2", "--spare", "small:1,lost-x:2,t:3"], slow_a, 0,
+               [("planned", 0), *started(0, (0, "a"), (1, "b")), *exited(0, (1, "b", "failed")),
+                *exited(0, (0, "a", "stopped")), ("restart", 1), *started(1, (0, "a")),
+                *exited(1, (1, "lost-x", "unreachable")), *exited(1, (0, "a", "stopped")), ("restart", 2),
+                *started(2, (0, "a"), (1, "t")), *exited(2, (0, "a", "succeeded"), (1, "t", "succeeded")),
+                ("job_exited", 2, "succeeded")])
+    # No spare fits: --exclude-failed shrinks the job as before.
+    suite.case("events_no_spare_fits", run,
+               ["--hosts", "a:1,b:2", "--restarts", "1", "--exclude-failed", "--spare", "small:1"], once, 0,
+               [("planned", 0), *started(0, (0, "a"), (1, "b")), *exited(0, (1, "b", "failed")),
+                *exited(0, (0, "a", "succeeded")), ("restart", 1), *started(1, (0, "a")),
+                *exited(1, (0, "a", "succeeded")), ("job_exited", 1, "succeeded")])
+
+    def invalid(args, status):
+        log.unlink(missing_ok=True)
+        r = subprocess.run([binary, "run", "--ssh", str(ssh), *args, "--events", str(log), "--", "t.py"],
+                           capture_output=True, text=True, timeout=30)
+        events, problems = job_events.read(log)
+        problems += job_events.compare(events, [("job_exited", 0, "invalid_input")])
+        if r.returncode != status or (events and events[0]["status"] != status):
+            problems.append(f"exit {r.returncode}, event {events}, expected {status}: {r.stderr}")
+        return problems
+    for name, args, status in [
+            ("bad_slots", ["--hosts", "a:0"], 1),
+            ("usage", ["--hosts", "a:1", "--exclude-failed"], 2),
+            ("unknown_flag_after_events", ["--hosts", "a:1", "--no-such-flag"], 2),
+            ("spare_without_restarts", ["--hosts", "a:1", "--spare", "s:1"], 2),
+            ("spare_is_a_node", ["--hosts", "a:1", "--restarts", "1", "--spare", "a:1"], 1),
+            ("spare_twice", ["--hosts", "a:1", "--restarts", "1", "--spare", "s:1", "--spare", "s:2"], 1),
+            ("spare_bad_slots", ["--hosts", "a:1", "--restarts", "1", "--spare", "s:-1"], 1),
+            ("unknown_ssh", ["--hosts", "a:1", "--ssh", "/nonexistent/ssh"], 1)]:
+        suite.case(f"events_invalid_{name}", invalid, args, status)
+
+    def interrupted():
+        log.unlink(missing_ok=True)
+        proc = subprocess.Popen([binary, "run", "--hosts", "a:1,b:2", "--ssh", str(ssh), "--kill-after", "1",
+                                 "--events", str(log), "--program", "sh", "--program", "-c", "--program",
+                                 "echo up; exec sleep 30", "--", "t.py"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and (not log.exists() or log.read_text().count("node_started") < 2):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+        events, problems = job_events.read(log)
+        problems += job_events.compare(events, [("planned", 0), *started(0, (0, "a"), (1, "b")),
+                                                *exited(0, (0, "a", "stopped"), (1, "b", "stopped")),
+                                                ("job_exited", 0, "interrupted")])
+        if proc.returncode != 130:
+            problems.append(f"run exited {proc.returncode}, expected 130")
+        return problems
+    suite.case("events_interrupted", interrupted)
+
+    def unwritable():
+        r = subprocess.run([binary, "run", "--hosts", "a:1", "--events", "/nonexistent-dir/e.jsonl", "--ssh", str(ssh),
+                            "--", "t.py"], capture_output=True, text=True, timeout=30)
+        expected = "hetlaunch: --events '/nonexistent-dir/e.jsonl': cannot write it: No such file or directory\n"
+        return [] if r.returncode == 1 and r.stderr == expected else [f"{r.returncode} {r.stderr!r}"]
+    suite.case("events_file_cannot_be_written", unwritable)
 
 
 def fake_ssh_cases(suite, binary):
@@ -533,6 +689,7 @@ def fake_ssh_cases(suite, binary):
         ssh.write_text(FAKE_SSH)
         ssh.chmod(0o755)
         base = [binary]
+        events_cases(suite, binary, ssh, tmp)
 
         def check(name, ok, detail):
             suite.report(name, [] if ok else [repr(detail)])

@@ -247,6 +247,13 @@ const flag flags[] = {
      [](options& o, const std::string& v) {
        o.restart.min_nodes = to_int("--min-nodes", v, 1, 0x7fffffff);
      }},
+    {"--spare", nullptr, "HOSTS", 0,
+     "hosts that stand by (--hosts syntax, host:N or host:auto): with --restarts, a failed node "
+     "restarts on one with at least its nproc, keeping its ranks and share; repeatable",
+     [](options& o, const std::string& v) { o.restart.spares.push_back(v); }, true},
+    {"--events", nullptr, "FILE", 0,
+     "write what happens to the job to FILE, one JSON object a line (docs/events.md)",
+     [](options& o, const std::string& v) { o.remote.events = v; }},
     {"--kill-after", nullptr, "SECONDS", 0,
      "after a failure or a signal, how long the other nodes get to stop (10)",
      [](options& o, const std::string& v) {
@@ -434,6 +441,8 @@ std::string output_format(const command& c, const options& o) {
 }
 
 void check_restart_flags(const restart_args& r) {
+  if (!r.restarts && !r.spares.empty())
+    throw usage_error{"--spare needs --restarts N (a spare takes a failed node's place at a restart)"};
   if (!r.restarts && (r.exclude_failed || r.min_nodes))
     throw usage_error{
         concat(r.exclude_failed ? "--exclude-failed" : "--min-nodes", " needs --restarts N")};

@@ -7,6 +7,7 @@
 #include <hetlaunch/hetlaunch.hpp>
 
 #include <cstddef>
+#include <cstdio>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -62,6 +63,7 @@ struct remote_args {
   int kill_after = 10;
   std::optional<std::string> gpu_count_command;
   int discover_timeout = 60;  // seconds a host has to answer its GPU count
+  std::optional<std::string> events;  // --events FILE
 };
 
 // run and sbatch: starting the whole job again after a failure.
@@ -69,6 +71,7 @@ struct restart_args {
   std::optional<int> restarts;  // --restarts N
   bool exclude_failed = false;
   std::optional<int> min_nodes;  // --min-nodes M
+  std::vector<std::string> spares;  // --spare HOSTS, in order
 };
 
 // jobset: the Kubernetes side of the manifest.
@@ -218,6 +221,33 @@ int finish_output(int status);
 
 // run.cpp
 int run_command(options& o);
+
+// events.cpp: run --events FILE, one JSON object a line (docs/events.md).
+class event_log {
+  FILE* file_ = nullptr;
+  bool ended_ = false, write_failed_ = false;
+
+ public:
+  int attempt = 0;  // every event's "attempt"
+  event_log() = default;
+  event_log(const event_log&) = delete;
+  event_log& operator=(const event_log&) = delete;
+  ~event_log();
+  bool open(const std::string& path, std::string& error);
+  void close();
+  explicit operator bool() const { return file_ != nullptr; }
+  // Whether job_exited was written: it is the last event, and only one is.
+  bool ended() const { return ended_; }
+  // One event: `fields` are the event's own keys ("\"node\": 1, ..."), after event, time and
+  // attempt. Nothing without a file.
+  void write(const char* event, const std::string& fields);
+  void node_exited(std::size_t node, std::string_view host, int status, const char* reason);
+  void job_exited(int status, const char* reason);
+};
+// The events of the job this process runs (closed: none).
+extern event_log job_events;
+// A usage error of run or calibrate ends the job as invalid input, when --events names a file.
+void record_usage_error(int argc, char** argv);
 
 // discover.cpp
 int discover_command(options& o);

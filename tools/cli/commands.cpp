@@ -301,12 +301,16 @@ const std::vector<command>& commands() {
        "its torchrun or ssh gave it (255: ssh could not connect), which can be 2, 126 or 127 too:\n"
        "hetlaunch's own lines on stderr name the node and what happened. 127 also when the ssh\n"
        "program fails to start here: that blames no host and is never restarted.\n"
+       "--events FILE writes what happens as JSON lines (planned, node_started, node_exited,\n"
+       "restart, job_exited), and job_exited's reason tells the endings apart that share a status\n"
+       "(invalid_input, worker_failed, ...); see docs/events.md. With --restarts, a --spare host of\n"
+       "at least a failed node's nproc takes its place: same node index, ranks and share.\n"
        "--env and --env-file may not set HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH,\n"
        "HETLAUNCH_NODE_BATCH_OFFSET or HETLAUNCH_RESTART_COUNT: the plan and --restarts set them.\n",
        input_flags | launch_flags,
        {"--ssh", "--ssh-arg", "--fanout", "--env", "--env-file", "--chdir", "--dry-run",
         "--quiet-nodes", "--kill-after", "--gpu-count-command", "--discover-timeout", "--restarts",
-        "--exclude-failed", "--min-nodes"},
+        "--exclude-failed", "--min-nodes", "--spare", "--events"},
        script_use::required,
        node_use::none,
        run_command},

@@ -130,6 +130,7 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
         progress.clear();
         std::fprintf(stderr, "hetlaunch: %s: stopping discovery\n", strsignal(sigs[s]));
         stop_all();
+        job_events.job_exited(128 + sigs[s], "interrupted");
         std::exit(128 + sigs[s]);
       }
     }

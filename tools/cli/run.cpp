@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <unordered_set>
 
 extern char** environ;
 
@@ -107,7 +108,26 @@ struct attempt_result {
   std::vector<std::size_t> failed;  // the node that failed first, then every host not reached
   std::string failure;              // what happened to the node that failed first
   std::string local_failure;        // why a node could not be started from this machine
+  // job_exited's reason if this attempt is the last: succeeded, worker_failed, unreachable,
+  // ended_before_start or interrupted.
+  const char* reason = "succeeded";
 };
+
+// node_exited's reason for a node whose ssh ended with `status`.
+const char* node_end_reason(const child& c, bool stopping, bool first_to_fail) {
+  if (c.started && c.status == 0) return "succeeded";
+  if (!c.started && WIFEXITED(c.status) && WEXITSTATUS(c.status) == 255) return "unreachable";
+  if (stopping && !first_to_fail) return "stopped";
+  return c.started ? "failed" : "ended_before_start";
+}
+
+// The job's reason when the node that failed first ended for `node_reason`.
+const char* job_reason_of(const char* node_reason) {
+  const std::string_view r = node_reason;
+  if (r == "unreachable") return "unreachable";
+  if (r == "ended_before_start") return "ended_before_start";
+  return "worker_failed";
+}
 
 attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
                            const hetlaunch::ssh_options& ssh) {
@@ -125,6 +145,8 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
   std::optional<std::size_t> first_failure;
   std::string local_failure;
   bool failed_by_worker = false;  // the first failure was a worker's, seen in torchrun's log
+  const char* first_failure_reason = "failed";  // node_exited's reason of the first failure
+  event_log& events = job_events;
   const auto stop = [&](double grace) {
     if (!stopping) {
       stopping = true;
@@ -150,7 +172,12 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
     else
       sink.watched = &c, sink.watch = note_worker_failure;
     const bool open = drain(out ? c.out : c.err, out ? c.out_line : c.err_line, sink);
-    if (!was_started && c.started) --connecting, ++started;
+    if (!was_started && c.started) {
+      --connecting, ++started;
+      if (events)
+        events.write("node_started", concat("\"node\": ", i, ", \"host\": ",
+                                            json_string(plan->topology().node(i).host)));
+    }
     if (!open) dirty = true;
   };
   const progress_scope clear_progress;
@@ -238,10 +265,13 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
       --running;
       c.pid = -1;
       close_fd(c.in);
+      const char* reason = node_end_reason(c, stopping, first_failure && *first_failure == i);
+      events.node_exited(i, plan->topology().node(i).host, exit_code(c.status), reason);
       // A node whose ssh ended before its script said it started never ran torchrun, whatever
       // ssh's status: a banner and exit 0 (ForceCommand, a login shell that exits) is a failure.
       if ((c.status != 0 || !c.started) && !stopping) {
         first_failure = i;
+        first_failure_reason = reason;
         stop(o.remote.kill_after + 5.0);
       }
     });
@@ -302,6 +332,14 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
   r.local_failure = local_failure;
   r.status = result;
   r.interrupted = stop_signal != 0;
+  if (r.interrupted)
+    r.reason = "interrupted";
+  else if (!local_failure.empty())
+    r.reason = "ended_before_start";  // no node was to blame: this machine could not start one
+  else if (first_failure)
+    r.reason = job_reason_of(first_failure_reason);
+  else if (result != 0)
+    r.reason = "ended_before_start";
   if (first_failure) {
     r.failed.push_back(*first_failure);
     r.failure = std::move(first_failure_text);
@@ -314,24 +352,70 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
   return r;
 }
 
-// What a restart without some nodes does to a rendezvous address given for the first plan
-// (hetlaunch::rendezvous_moves): when it must move, it becomes the new node 0's host, and the
-// returned line says so; empty when it stays.
-std::string master_after_restart(const hetlaunch::launch_plan& before,
-                                 const hetlaunch::cluster& after,
-                                 const std::vector<std::size_t>& keep,
-                                 hetlaunch::launch_options& launch) {
-  if (!hetlaunch::rendezvous_moves(before.topology(), keep, launch)) return "";
-  const std::string given = launch.master_addr;
-  launch.master_addr.clear();
-  return concat("the rendezvous moves to the new node 0 (", quoted(after.node(0).host), "): ",
-                launch.backend == hetlaunch::rendezvous::c10d ? "the endpoint " : "--master-addr ",
-                quoted(given), " was on a node left out");
+// The --spare flags as hosts that stand by, each with its worker count (0: slots=auto, asked
+// when needed). A spare may not be a host of the job, nor be given twice.
+std::optional<std::vector<hetlaunch::spare_host>> read_spares(const options& o,
+                                                              const hetlaunch::cluster& job) {
+  hetlaunch::hostfile_options parsing;
+  parsing.allow_auto_slots = true;
+  std::vector<hetlaunch::spare_host> spares;
+  std::unordered_set<std::string> hosts;
+  for (std::size_t i = 0; i < job.node_count(); ++i) hosts.insert(std::string(job.node(i).host));
+  for (const std::string& text : o.restart.spares) {
+    const std::string where = concat("--spare ", quoted(text, 200));
+    auto r = hetlaunch::parse_host_list(text, parsing);
+    if (!r) {
+      fail(concat(where, ": column ", r.error().column, ": ", r.error().message));
+      return std::nullopt;
+    }
+    for (std::size_t i = 0; i < r->node_count(); ++i) {
+      const hetlaunch::node_spec n = r->node(i);
+      if (!hosts.insert(std::string(n.host)).second) {
+        std::size_t node = job.node_count();
+        for (std::size_t k = 0; k < job.node_count(); ++k)
+          if (job.node(k).host == n.host) node = k;
+        fail(node < job.node_count()
+                 ? concat(where, ": host ", quoted(n.host), " is node ", node, "'s host; a spare must be a host the job does not use")
+                 : concat(where, ": host ", quoted(n.host), " is given as a spare twice"));
+        return std::nullopt;
+      }
+      spares.push_back({std::string(n.host), n.nproc});
+    }
+  }
+  return spares;
 }
 
-}  // namespace
+// Asks each slots=auto spare for its GPU count, as discover does, when a restart needs spares.
+// One that cannot be reached or gives no count is passed over (dropped, with a line saying so).
+void ask_auto_spares(const options& o, std::vector<hetlaunch::spare_host>& spares) {
+  options asking = o;
+  asking.restart.restarts = 1;  // a spare that cannot be reached is left out, not an error
+  asking.restart.exclude_failed = true;
+  for (std::size_t k = 0; k < spares.size();) {
+    if (spares[k].nproc != 0) {
+      ++k;
+      continue;
+    }
+    hetlaunch::cluster one{{spares[k].host, 0}};
+    std::string error;
+    if (resolve_auto(asking, one, error) && one.node_count() == 1 && one.node(0).nproc > 0) {
+      spares[k++].nproc = one.node(0).nproc;
+      continue;
+    }
+    std::fprintf(stderr, "hetlaunch: spare %s: %s: passed over\n", quoted(spares[k].host).c_str(),
+                 error.empty() ? "it cannot be reached" : error.c_str());
+    spares.erase(spares.begin() + static_cast<std::ptrdiff_t>(k));
+  }
+}
 
-int run_command(options& o) {
+std::string json_hosts(const hetlaunch::cluster& c, const std::vector<std::size_t>& nodes) {
+  std::string out = "[";
+  for (std::size_t k = 0; k < nodes.size(); ++k)
+    out += concat(k ? ", " : "", json_string(c.node(nodes[k]).host));
+  return out + "]";
+}
+
+int run_job(options& o) {
   check_restart_flags(o.restart);
   int status = 0;
   std::optional<input> in = read_input(o, status, resolve_auto);
@@ -339,6 +423,8 @@ int run_command(options& o) {
   take_script(o);
   std::optional<hetlaunch::launch_plan> plan = plan_of(*in, o);
   if (!plan) return exit_invalid;
+  std::optional<std::vector<hetlaunch::spare_host>> spares = read_spares(o, plan->topology());
+  if (!spares) return exit_invalid;
   hetlaunch::ssh_options ssh;
   ssh.program = {o.remote.ssh};
   ssh.args = o.remote.ssh_args;
@@ -366,6 +452,15 @@ int run_command(options& o) {
     return fail(
         concat("--min-nodes ", restarts.min_nodes, " is more than the plan's ", n, " nodes"));
   }
+  // A program this machine cannot run fails every node alike: refused before any connection.
+  if (std::string why; !o.remote.dry_run && !can_run(o.remote.ssh, why))
+    return fail(concat("--ssh ", quoted(o.remote.ssh), ": ", why));
+  event_log& events = job_events;
+  const auto planned = [&] {
+    events.write("planned", concat("\"nodes\": ", plan->topology().node_count(),
+                                   ", \"world_size\": ", plan->topology().world_size(),
+                                   ", \"global_batch\": ", plan->options().global_batch));
+  };
   // The dry run shows the first attempt's commands exactly.
   const auto attempt_ssh = [&](int attempt) {
     hetlaunch::ssh_options this_attempt = ssh;
@@ -374,6 +469,7 @@ int run_command(options& o) {
     return this_attempt;
   };
   if (o.remote.dry_run) {
+    planned();
     const hetlaunch::ssh_options first = attempt_ssh(0);
     const auto command_of = [&](std::size_t i) { return hetlaunch::ssh_argv(*plan, i, first); };
     for (std::size_t i = 0; i < n; ++i) {
@@ -382,37 +478,42 @@ int run_command(options& o) {
           concat("# node ", i, " on ", host, "\n", hetlaunch::shell_join(command_of(i)), "\n");
       std::fwrite(text.data(), 1, text.size(), stdout);
     }
+    events.job_exited(0, "succeeded");
     return 0;
   }
 
-  // A program this machine cannot run fails every node alike: refused before any connection.
-  if (std::string why; !can_run(o.remote.ssh, why))
-    return fail(concat("--ssh ", quoted(o.remote.ssh), ": ", why));
+  planned();
   for (int attempt = 0;; ++attempt) {
+    events.attempt = attempt;
     const attempt_result r = run_attempt(o, &*plan, attempt_ssh(attempt));
+    const auto ended = [&](const char* reason) {
+      events.job_exited(r.status, reason);
+      return r.status;
+    };
     if (!r.local_failure.empty() && !r.interrupted) {
       std::fprintf(
           stderr, "hetlaunch: the job failed on this machine (%s), not on a host%s\n",
           r.local_failure.c_str(),
           o.restart.restarts ? ": not restarting, every attempt would fail the same way" : "");
-      return r.status;
+      return ended(r.reason);
     }
-    const std::size_t nodes_now = plan->topology().node_count();
+    const hetlaunch::cluster& topology = plan->topology();
+    const std::size_t nodes_now = topology.node_count();
+    if (!o.restart.restarts || r.interrupted || r.failed.empty()) return ended(r.reason);
+    // Spares written host:auto are asked for their GPU count only now that one may be needed.
+    if (attempt < restarts.restarts) ask_auto_spares(o, *spares);
     const hetlaunch::restart_decision d =
-        hetlaunch::decide_restart(restarts, attempt, nodes_now, r.failed, r.interrupted);
-    if (!o.restart.restarts || d.verdict == hetlaunch::restart_verdict::succeeded ||
-        d.verdict == hetlaunch::restart_verdict::interrupted)
-      return r.status;
+        hetlaunch::decide_restart(restarts, attempt, topology, r.failed, r.interrupted, *spares);
     const std::size_t culprit = r.failed.front();
     const std::string blamed =
-        concat("node ", culprit, " (", quoted(plan->topology().node(culprit).host),
+        concat("node ", culprit, " (", quoted(topology.node(culprit).host),
                ") failed: ", r.failure.empty() ? std::string("could not be reached") : r.failure);
     if (d.verdict == hetlaunch::restart_verdict::no_restart_left) {
       std::fprintf(
           stderr,
           "hetlaunch: %s; no restart left (--restarts %d): the job failed after %d attempt%s\n",
           blamed.c_str(), restarts.restarts, attempt + 1, attempt == 0 ? "" : "s");
-      return r.status;
+      return ended("restarts_exhausted");
     }
     if (d.verdict == hetlaunch::restart_verdict::too_few_nodes) {
       std::vector<bool> blamed_node(nodes_now, false);
@@ -424,38 +525,89 @@ int run_command(options& o) {
           "hetlaunch: %s; without it the job would have %zu node%s, fewer than --min-nodes %zu: "
           "not restarting\n",
           blamed.c_str(), remaining, remaining == 1 ? "" : "s", restarts.min_nodes);
-      return r.status;
+      return ended("too_few_nodes");
     }
-    std::string left_out, moved_master;
-    if (d.nodes.size() < nodes_now) {
+    std::string left_out, replaced_text, moved_master;
+    std::vector<std::size_t> excluded;
+    {
       std::vector<bool> kept(nodes_now, false);
       for (std::size_t i : d.nodes) kept[i] = true;
       for (std::size_t i = 0; i < nodes_now; ++i)
-        if (!kept[i])
-          left_out += concat(left_out.empty() ? "" : ", ", i, " (",
-                             quoted(plan->topology().node(i).host), ")");
-      hetlaunch::cluster remaining = hetlaunch::keep_nodes(plan->topology(), d.nodes);
+        if (!kept[i]) {
+          excluded.push_back(i);
+          left_out += concat(left_out.empty() ? "" : ", ", i, " (", quoted(topology.node(i).host), ")");
+        }
+    }
+    std::string replaced_json = "[";
+    for (const hetlaunch::node_replacement& x : d.replaced) {
+      const std::string& spare = (*spares)[x.spare].host;
+      replaced_text += concat(replaced_text.empty() ? "" : ", ", "node ", x.node, " on spare ",
+                              quoted(spare), " instead of ", quoted(topology.node(x.node).host));
+      replaced_json += concat(replaced_json.size() > 1 ? ", " : "", "{\"node\": ", x.node,
+                              ", \"host\": ", json_string(topology.node(x.node).host),
+                              ", \"spare\": ", json_string(spare), "}");
+    }
+    replaced_json += "]";
+    const std::string excluded_json = json_hosts(topology, excluded);
+    const std::string failed_host(topology.node(culprit).host);
+    if (!excluded.empty() || !d.replaced.empty()) {
+      hetlaunch::cluster next = hetlaunch::restart_topology(topology, d, *spares);
       hetlaunch::launch_options launch = plan->options();
-      moved_master = master_after_restart(*plan, remaining, d.nodes, launch);
+      if (hetlaunch::rendezvous_moves(topology, next, launch)) {
+        moved_master = concat("the rendezvous moves to the new node 0 (", quoted(next.node(0).host),
+                              "): ",
+                              launch.backend == hetlaunch::rendezvous::c10d ? "the endpoint "
+                                                                              : "--master-addr ",
+                              quoted(launch.master_addr), " was on a node ",
+                              excluded.empty() ? "replaced" : "left out");
+        launch.master_addr.clear();
+      }
       std::optional<hetlaunch::launch_plan> again =
-          plan_again(remaining, launch, "run: the plan of the restart");
+          plan_again(next, launch, "run: the plan of the restart");
       if (!again) {
-        std::fprintf(
-            stderr,
-            "hetlaunch: %s; the plan without node %s is not valid (above): not restarting\n",
-            blamed.c_str(), left_out.c_str());
-        return r.status;
+        std::fprintf(stderr,
+                     "hetlaunch: %s; the plan without node %s is not valid (above): not restarting\n",
+                     blamed.c_str(), left_out.c_str());
+        return ended(r.reason);
       }
       plan = std::move(again);
+      // A spare is used once: the ones taken now are no longer free.
+      std::vector<bool> used(spares->size(), false);
+      for (const hetlaunch::node_replacement& x : d.replaced) used[x.spare] = true;
+      std::vector<hetlaunch::spare_host> free_spares;
+      for (std::size_t k = 0; k < spares->size(); ++k)
+        if (!used[k]) free_spares.push_back(std::move((*spares)[k]));
+      *spares = std::move(free_spares);
     }
     std::fprintf(
         stderr,
-        "hetlaunch: %s; restart %d of %d: attempt %d starts on %zu node%s%s, world size %d\n",
+        "hetlaunch: %s; restart %d of %d: attempt %d starts on %zu node%s%s%s, world size %d\n",
         blamed.c_str(), attempt + 1, restarts.restarts, attempt + 2, plan->topology().node_count(),
         plan->topology().node_count() == 1 ? "" : "s",
         left_out.empty() ? "" : concat(" (without node ", left_out, ")").c_str(),
+        replaced_text.empty() ? "" : concat(" (", replaced_text, ")").c_str(),
         plan->topology().world_size());
     if (!moved_master.empty()) std::fprintf(stderr, "hetlaunch: %s\n", moved_master.c_str());
+    events.attempt = attempt + 1;
+    events.write("restart", concat("\"failed_node\": ", culprit, ", \"failed_host\": ",
+                                   json_string(failed_host), ", \"excluded\": ", excluded_json,
+                                   ", \"replaced\": ", replaced_json, ", \"nodes\": ",
+                                   plan->topology().node_count(), ", \"world_size\": ",
+                                   plan->topology().world_size()));
   }
+}
+
+}  // namespace
+
+int run_command(options& o) {
+  if (o.remote.events) {
+    std::string error;
+    if (!job_events.open(*o.remote.events, error)) return fail(error);
+  }
+  const int status = run_job(o);
+  // Every way out before the job was planned is input the job cannot start with.
+  job_events.job_exited(status, "invalid_input");
+  job_events.close();
+  return status;
 }
 }  // namespace cli

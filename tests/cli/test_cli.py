@@ -595,10 +595,11 @@ def events_cases(suite, binary, ssh, tmp):
 
     # Node 1 fails in the first attempt only. Spares: lost-s cannot be asked (passed over), t
     # answers 2 GPUs, u has 4: t is the smallest that fits node 1's 2 workers.
-    once = 'case $HOST in b) [ "$HETLAUNCH_RESTART_COUNT" = 0 ] && { sleep 0.5; exit 3; };; esac; echo ran'
+    once = ('[ "$HETLAUNCH_RESTART_COUNT" = 0 ] && case $HOST in b) sleep 0.5; exit 3;; *) exec sleep 30;; esac; '
+            'sleep 0.5; echo ran')
     count = "case $HOST in t) echo 2;; *) exit 4;; esac"
 
-    def replaced_by(spare, excluded=()):
+    def replaced_by(spare, excluded=(), passed_over=()):
         def check(events, r):
             restart = [e for e in events if e["event"] == "restart"][0]
             problems = []
@@ -608,17 +609,20 @@ def events_cases(suite, binary, ssh, tmp):
             if got != want:
                 problems.append(f"restart event {got}, expected {want}")
             line = f"restart 1 of 2: attempt 2 starts on 2 nodes (node 1 on spare '{spare}' instead of 'b'), world size 3"
-            if line not in r.stderr:
-                problems.append(f"no '{line}' in {r.stderr[-1500:]}")
+            for line in [line] + list(passed_over):
+                if line not in r.stderr:
+                    problems.append(f"no '{line}' in {r.stderr[-1500:]}")
             return problems
         return check
     suite.case("events_spare_replaces", run,
                ["--hosts", "a:1,b:2", "--restarts", "2", "--spare", "lost-s:auto,t:auto", "--spare", "u:4",
                 "--gpu-count-command", count], once, 0,
                [("planned", 0), *started(0, (0, "a"), (1, "b")), *exited(0, (1, "b", "failed")),
-                *exited(0, (0, "a", "succeeded")), ("restart", 1), *started(1, (0, "a"), (1, "t")),
+                *exited(0, (0, "a", "stopped")), ("restart", 1), *started(1, (0, "a"), (1, "t")),
                 *exited(1, (0, "a", "succeeded"), (1, "t", "succeeded")), ("job_exited", 1, "succeeded")],
-               replaced_by("t"))
+               replaced_by("t", passed_over=["hetlaunch: spare 'lost-s' is passed over: slots=auto: host 'lost-s': "
+                                             "'case $HOST in t) echo 2;; *) exit 4;; esac' failed (exit status 255): "
+                                             "'ssh: connect to host lost-s port 22: No route to host'"]))
     # A spare that cannot be reached when its turn comes fails like any node, and the next spare
     # takes its place; one too small is never taken.
     slow_a = 'case $HOST in b) [ "$HETLAUNCH_RESTART_COUNT" = 0 ] && exit 3;; esac; sleep 1; echo ran'
@@ -633,7 +637,7 @@ def events_cases(suite, binary, ssh, tmp):
     suite.case("events_no_spare_fits", run,
                ["--hosts", "a:1,b:2", "--restarts", "1", "--exclude-failed", "--spare", "small:1"], once, 0,
                [("planned", 0), *started(0, (0, "a"), (1, "b")), *exited(0, (1, "b", "failed")),
-                *exited(0, (0, "a", "succeeded")), ("restart", 1), *started(1, (0, "a")),
+                *exited(0, (0, "a", "stopped")), ("restart", 1), *started(1, (0, "a")),
                 *exited(1, (0, "a", "succeeded")), ("job_exited", 1, "succeeded")])
 
     def invalid(args, status):

@@ -32,6 +32,7 @@ import tempfile
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
+import job_events  # noqa: E402
 import netns  # noqa: E402
 import processes  # noqa: E402
 import torchrun_flags  # noqa: E402
@@ -235,6 +236,30 @@ def hostfile(work, lines, name="hostfile"):
     return path
 
 
+def events_flag(work):
+    return ["--events", str(work / "events.jsonl")]
+
+
+def started(attempt, *nodes):
+    """node_started rows of docs/events.md for these node indices (hosts as the hostfile names them)."""
+    return [("node_started", attempt, i, V4[i], None) for i in nodes]
+
+
+def exited(attempt, **reasons):
+    """node_exited rows: exited(0, n0="stopped", n2="failed")."""
+    return [("node_exited", attempt, int(k[1:]), V4[int(k[1:])], r) for k, r in reasons.items()]
+
+
+def events_problems(work, expected, status):
+    """What is wrong with the case's events file: a line the schema refuses, a sequence other than
+    `expected`, or a job_exited whose status is not run's."""
+    events, problems = job_events.read(work / "events.jsonl")
+    problems += job_events.compare(events, expected)
+    if events and events[-1].get("status") != status:
+        problems.append(f"job_exited's status is {events[-1].get('status')}, run's {status}")
+    return problems
+
+
 # ---- the cases -------------------------------------------------------------------------------
 
 def case_job(b, w, work, c):
@@ -285,7 +310,7 @@ time.sleep(600)
     stopping_line = "hetlaunch: node 2: a worker failed (exit code 3) and torchrun has no restart left: stopping every node"
     code, out, err, failed_at, ended = finish_timed(hetlaunch_on_host0(b, [
         "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", "29702", "--kill-after",
-        str(KILL_AFTER), "--", str(worker)]), stopping_line)
+        str(KILL_AFTER), *events_flag(work), "--", str(worker)]), stopping_line)
     seconds = ended - start
     problems = []
     # The others ignore SIGTERM: they end by SIGKILL, --kill-after after run saw the failure.
@@ -301,6 +326,9 @@ time.sleep(600)
             problems.append(f"no '{expected}' in:\n{err[-2000:]}")
     if out.count("ready") != 7:
         problems.append(f"{out.count('ready')} workers said ready")
+    problems += events_problems(work, [("planned", 0), *started(0, 0, 1, 2),
+                                       *exited(0, n0="stopped", n1="stopped", n2="failed"),
+                                       ("job_exited", 0, "worker_failed")], code)
     print(f"     worker crash: run ended {seconds:.1f} s after it started (the crash comes at about 3 s + start-up), "
           f"{'?' if stopping is None else f'{stopping:.2f}'} s after it reported the failure (--kill-after {KILL_AFTER})")
     return problems + left_on_hosts(work)
@@ -315,7 +343,7 @@ def case_sshd_down(b, w, work, c):
     try:
         code, out, err = finish(hetlaunch_on_host0(b, [
             "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", "29703", "--fanout", "1",
-            "--kill-after", str(KILL_AFTER), "--", str(worker)]))
+            "--kill-after", str(KILL_AFTER), *events_flag(work), "--", str(worker)]))
     finally:
         c.start_sshd(2)
     problems = [] if code == 255 else [f"run exited {code}, expected ssh's 255"]
@@ -324,6 +352,9 @@ def case_sshd_down(b, w, work, c):
                      f"hetlaunch: node 0 ('{V4[0]}'): stopped"]:
         if expected not in err:
             problems.append(f"no '{expected}' in:\n{err[-2000:]}")
+    problems += events_problems(work, [("planned", 0), *started(0, 0, 1),
+                                       *exited(0, n0="stopped", n1="stopped", n2="unreachable"),
+                                       ("job_exited", 0, "unreachable")], code)
     return problems + left_on_hosts(work)
 
 
@@ -333,7 +364,7 @@ def case_interrupt(b, w, work, c):
     worker = write_worker(work, "hang.py", HANG)
     hf = hostfile(work, [f"{V4[i]} slots={NPROC[i]}" for i in range(3)])
     proc = hetlaunch_on_host0(b, ["run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", "29704",
-                                  "--kill-after", str(KILL_AFTER), "--", str(worker)])
+                                  "--kill-after", str(KILL_AFTER), *events_flag(work), "--", str(worker)])
     # Read until all seven workers are up.
     ready = 0
     out = b""
@@ -353,6 +384,9 @@ def case_interrupt(b, w, work, c):
         problems.append(f"run exited {code}, expected 130:\n{err[-2000:]}")
     if seconds > KILL_AFTER + 2:
         problems.append(f"stopping took {seconds:.1f} s, more than --kill-after {KILL_AFTER} + 2")
+    problems += events_problems(work, [("planned", 0), *started(0, 0, 1, 2),
+                                       *exited(0, n0="stopped", n1="stopped", n2="stopped"),
+                                       ("job_exited", 0, "interrupted")], code)
     print(f"     SIGINT: every node stopped and run exited {seconds:.2f} s after the signal (--kill-after {KILL_AFTER})")
     return problems + left_on_hosts(work)
 
@@ -416,14 +450,15 @@ def case_invalid_hostfile(b, w, work, c):
     connection in any sshd's log)."""
     hf = hostfile(work, [f"{V4[0]} slots=4", f"{V4[1]} slots=0", f"{V4[2]} slots=1"])
     before = [c.log(i).count("Connection from") for i in range(3)]
-    code, _, err = finish(hetlaunch_on_host0(b, ["run", "--hostfile", str(hf), *ssh_args(c.work), "--", w]))
+    code, _, err = finish(hetlaunch_on_host0(b, ["run", "--hostfile", str(hf), *ssh_args(c.work), *events_flag(work),
+                                                 "--", w]))
     after = [c.log(i).count("Connection from") for i in range(3)]
     problems = [] if code == 1 else [f"run exited {code}"]
     if f"{hf}:2:" not in err or "slots must be a positive integer, got '0'" not in err:
         problems.append(f"unexpected message: {err!r}")
     if before != after:
         problems.append(f"connections were made: {before} -> {after}")
-    return problems
+    return problems + events_problems(work, [("job_exited", 0, "invalid_input")], code)
 
 
 HOSTILE = [b"it's", b"$(touch /tmp/hetlaunch-pwned)", b"`id`", b"a\nb", b"\xff\xfe not UTF-8", b"", b"*", b"~",
@@ -480,15 +515,20 @@ RESTART_WORKER = """work, mode = sys.argv[1], sys.argv[2]
 count = os.environ.get("HETLAUNCH_RESTART_COUNT", "unset")
 names = ["RANK", "WORLD_SIZE", "GROUP_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "HETLAUNCH_RESTART_COUNT",
          "HETLAUNCH_GLOBAL_BATCH", "HETLAUNCH_NODE_BATCH", "HETLAUNCH_NODE_BATCH_OFFSET"]
+import socket
 # Written whole or not at all (the test may read while a worker is stopped mid-write).
 record = f"{work}/attempt-{count}-rank-{os.environ['RANK']}.env"
 with open(record + ".tmp", "w") as f:
     f.write("".join(f"{n}={os.environ.get(n, '')}\\n" for n in names))
+    f.write(f"HOST={socket.gethostname()}\\nSTARTED={time.time()}\\n")
 os.replace(record + ".tmp", record)
 print(f"ready {count} {os.environ['RANK']}", flush=True)
-if count == "0":
-    if mode == "fail" and os.environ["GROUP_RANK"] == "2" or mode == "fail0" and os.environ["GROUP_RANK"] == "0":
+failing = {"fail": "2", "fail0": "0", "fail1": "1", "always": "2"}.get(mode)
+if count == "0" or mode == "always":
+    if os.environ["GROUP_RANK"] == failing:
         time.sleep(2)
+        with open(f"{work}/failed-at-{count}", "w") as f:
+            f.write(str(time.time()))
         sys.exit(3)
     time.sleep(600)
 """
@@ -506,11 +546,13 @@ def first_attempt_running(work, proc, timeout=120):
         time.sleep(0.1)
 
 
-def restart_run(b, work, c, port, flags, mode="fail", **kwargs):
+def restart_run(b, work, c, port, flags, mode="fail", hosts=3, kill_after=("--kill-after", str(KILL_AFTER)),
+                **kwargs):
     worker = write_worker(work, "restart.py", RESTART_WORKER)
-    hf = hostfile(work, [f"{V4[i]} slots={NPROC[i]}" for i in range(3)])
+    hf = hostfile(work, [f"{V4[i]} slots={NPROC[i]}" for i in range(hosts)])
     return hetlaunch_on_host0(b, ["run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", port,
-                                  "--kill-after", str(KILL_AFTER), *flags, "--", str(worker), str(work), mode], **kwargs)
+                                  *kill_after, *events_flag(work), *flags, "--", str(worker), str(work), mode],
+                              **kwargs)
 
 
 def failure_line(then):
@@ -552,6 +594,9 @@ def case_restart_none_left(b, w, work, c):
     expected = failure_line("no restart left (--restarts 0): the job failed after 1 attempt")
     if not re.search(expected, err):
         problems.append(f"no '{expected}' in:\n{err[-2000:]}")
+    problems += events_problems(work, [("planned", 0), *started(0, 0, 1, 2),
+                                       *exited(0, n0="stopped", n1="stopped", n2="failed"),
+                                       ("job_exited", 0, "restarts_exhausted")], code)
     return problems + left_on_hosts(work)
 
 
@@ -631,7 +676,35 @@ def case_restart_lost_host(b, w, work, c):
     expected = f"restart 1 of 1: attempt 2 starts on 2 nodes (without node 2 ('{V4[2]}')), world size 6"
     if expected not in err:
         problems.append(f"no '{expected}' in:\n{err[-2000:]}")
+    problems += events_problems(work, [("planned", 0), *started(0, 0, 1, 2),
+                                       *exited(0, n0="stopped", n1="stopped", n2="unreachable"), ("restart", 1),
+                                       *started(1, 0, 1), *exited(1, n0="succeeded", n1="succeeded"),
+                                       ("job_exited", 1, "succeeded")], code)
+    events, _ = job_events.read(work / "events.jsonl")
+    restart = [e for e in events if e["event"] == "restart"]
+    want = {"failed_node": 2, "failed_host": V4[2], "excluded": [V4[2]], "replaced": [], "nodes": 2, "world_size": 6}
+    if restart and {k: restart[0][k] for k in want} != want:
+        problems.append(f"restart event {restart[0]}, expected {want}")
     return problems + left_on_hosts(work)
+
+
+def same_as_one_process(example, result, label):
+    """Problems when the parameters train_restarts.py wrote to `result` differ from those of the
+    same 30 steps in one process over each step's whole batch of 24 (float64)."""
+    python = pathlib.Path("/usr/bin/torchrun").read_text().splitlines()[0][2:].strip()
+    reference = subprocess.run([python, "-c", (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2]);"
+        "import train_restarts as t, hetlaunch_shares as s;"
+        "print(json.dumps(t.train(s.Share(24, 1, 24, 0), 30, 0.05, None, 5, 1)))"),
+        str(example.parent), str(example.parents[1] / "python")], capture_output=True, text=True)
+    if reference.returncode != 0 or not result.exists():
+        return [f"no result to compare: {reference.stderr[-2000:]}"]
+    want, got = json.loads(reference.stdout), json.loads(result.read_text())
+    worst = max(abs(a - b2) for a, b2 in zip(want, got))
+    print(f"     {label}: final parameters off the single-process run by {worst:.2g}")
+    if len(want) != len(got) or worst > 1e-6:
+        return [f"the final parameters differ from one process's by {worst:.3g}"]
+    return []
 
 
 def case_restart_training(b, w, work, c):
@@ -662,22 +735,48 @@ def case_restart_training(b, w, work, c):
         problems.append(f"the second attempt did not finish on a world of {m.group(3)}:\n{(out + err)[-2000:]}")
     else:
         print(f"     restart training: node {m.group(1)} left out, the second attempt's world size {m.group(3)}")
-    # The same 30 steps in one process over each step's whole batch.
-    python = pathlib.Path("/usr/bin/torchrun").read_text().splitlines()[0][2:].strip()
-    reference = subprocess.run([python, "-c", (
-        "import json, sys; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2]);"
-        "import train_restarts as t, hetlaunch_shares as s;"
-        "print(json.dumps(t.train(s.Share(24, 1, 24, 0), 30, 0.05, None, 5, 1)))"),
-        str(example.parent), str(example.parents[1] / "python")], capture_output=True, text=True)
-    if reference.returncode != 0 or not result.exists():
-        problems.append(f"no result to compare: {reference.stderr[-2000:]}")
-    else:
-        want, got = json.loads(reference.stdout), json.loads(result.read_text())
-        worst = max(abs(a - b2) for a, b2 in zip(want, got))
-        print(f"     restart training: final parameters off the single-process run by {worst:.2g}")
-        if len(want) != len(got) or worst > 1e-6:
-            problems.append(f"the final parameters differ from one process's by {worst:.3g}")
-    return problems + left_on_hosts(work)
+    return problems + same_as_one_process(example, result, "restart training") + left_on_hosts(work)
+
+def case_spare_training(b, w, work, c):
+    """examples/train_restarts.py on hosts 0 and 1 (4 + 2 workers, a global batch of 24, a
+    checkpoint every 5 steps), host 2 standing by: node 1 fails at step 12. Whichever node's
+    torchrun reports the failure first, the spare (4 GPUs, room for either node) takes its place;
+    the second attempt resumes from step 10 on a world of 6 again, and the final parameters equal
+    one process's training on every step's whole batch."""
+    example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_restarts.py"
+    hf = hostfile(work, [f"{V4[i]} slots={NPROC[i]}" for i in range(2)])
+    ckpt = work / "ckpt"
+    ckpt.mkdir()
+    ckpt.chmod(0o777)
+    result = work / "result.json"
+    code, out, err = finish(hetlaunch_on_host0(b, [
+        "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", "29721", "--kill-after",
+        str(KILL_AFTER), "--restarts", "1", "--spare", f"{V4[2]}:4", "--global-batch", "24",
+        "--env", "GLOO_SOCKET_IFNAME=eth0", *events_flag(work),
+        "--", str(example), "--checkpoint-dir", str(ckpt), "--steps", "30", "--every", "5", "--fail-at", "12",
+        "--fail-node", "1", "--result", str(result)]), timeout=400)
+    problems = [] if code == 0 else [f"run exited {code}, expected 0:\n{err[-3000:]}"]
+    events, _ = job_events.read(work / "events.jsonl")
+    restart = [e for e in events if e["event"] == "restart"]
+    culprit = restart[0]["failed_node"] if restart else 1
+    hosts_after = [V4[2] if i == culprit else V4[i] for i in range(2)]
+    problems += events_problems(work, [
+        ("planned", 0), *started(0, 0, 1), *exited(0, **{f"n{i}": "failed" if i == culprit else "stopped"
+                                                          for i in range(2)}),
+        ("restart", 1), *[("node_started", 1, i, hosts_after[i], None) for i in range(2)],
+        *[("node_exited", 1, i, hosts_after[i], "succeeded") for i in range(2)], ("job_exited", 1, "succeeded")], code)
+    want = {"replaced": [{"node": culprit, "host": V4[culprit], "spare": V4[2]}], "excluded": [], "nodes": 2,
+            "world_size": 6}
+    if not restart or {k: restart[0][k] for k in want} != want:
+        problems.append(f"restart event {restart}, expected {want}")
+    # The world size never changes: the planned event, the restart and the last attempt's script.
+    if events and events[0].get("world_size") != 6:
+        problems.append(f"planned world size {events[0].get('world_size')}")
+    if "attempt 1: 30 steps done on a world of 6" not in out + err:
+        problems.append(f"the second attempt did not finish on a world of 6:\n{(out + err)[-2000:]}")
+    print(f"     spare training: node {culprit} replaced by the spare")
+    return problems + same_as_one_process(example, result, "spare training") + left_on_hosts(work)
+
 
 def case_restart_min_nodes(b, w, work, c):
     """--min-nodes 3 keeps the job from shrinking: node 2 fails, and run fails instead."""
@@ -689,6 +788,101 @@ def case_restart_min_nodes(b, w, work, c):
     expected = "without it the job would have 2 nodes, fewer than --min-nodes 3: not restarting"
     if expected not in err:
         problems.append(f"no '{expected}' in:\n{err[-2000:]}")
+    problems += events_problems(work, [("planned", 0), *started(0, 0, 1, 2),
+                                       *exited(0, n0="stopped", n1="stopped", n2="failed"),
+                                       ("job_exited", 0, "too_few_nodes")], code)
+    return problems + left_on_hosts(work)
+
+
+def case_restart_exhausted(b, w, work, c):
+    """Node 2 fails in every attempt: after --restarts 1 the job fails, and the events say the
+    restarts ran out."""
+    code, out, err = finish(restart_run(b, work, c, "29719", ["--restarts", "1"], mode="always"))
+    problems = [] if code == 1 else [f"run exited {code}, expected 1:\n{err[-3000:]}"]
+    expected = failure_line("no restart left (--restarts 1): the job failed after 2 attempts")
+    if not re.search(expected, err):
+        problems.append(f"no '{expected}' in:\n{err[-2000:]}")
+    problems += events_problems(work, [("planned", 0), *started(0, 0, 1, 2),
+                                       *exited(0, n0="stopped", n1="stopped", n2="failed"), ("restart", 1),
+                                       *started(1, 0, 1, 2), *exited(1, n0="stopped", n1="stopped", n2="failed"),
+                                       ("job_exited", 1, "restarts_exhausted")], code)
+    return problems + left_on_hosts(work)
+
+
+def case_spare(b, w, work, c):
+    """A job on hosts 0 and 1 (4 + 2 workers) with host 2 standing by (--spare, slots=auto: asked
+    only when needed). Node 1's worker fails: the spare takes node 1's place, with its index, its
+    2 workers and its share, so every rank, the world size and the node batches of attempt 2 equal
+    attempt 1's, and node 1's workers run on host 2. The default --kill-after. Measured: from the
+    failure to the spare's workers running."""
+    code, out, err = finish(restart_run(b, work, c, "29720", ["--restarts", "1", "--global-batch", "12",
+                                                              "--spare", f"{V4[2]}:auto", "--gpu-count-command", "echo 4"],
+                                        mode="fail1", hosts=2, kill_after=()))
+    problems = [] if code == 0 else [f"run exited {code}, expected 0:\n{err[-3000:]}"]
+    first, second = attempt_records(work, 0), attempt_records(work, 1)
+    same = ["RANK", "WORLD_SIZE", "GROUP_RANK", "LOCAL_WORLD_SIZE", "HETLAUNCH_NODE_BATCH",
+            "HETLAUNCH_NODE_BATCH_OFFSET", "MASTER_ADDR"]
+    if sorted(first) != list(range(6)) or sorted(second) != list(range(6)):
+        problems.append(f"ranks of attempt 1: {sorted(first)}, of attempt 2: {sorted(second)}")
+    else:
+        for rank in range(6):
+            if [first[rank][n] for n in same] != [second[rank][n] for n in same]:
+                problems.append(f"rank {rank}: attempt 1 {first[rank]}, attempt 2 {second[rank]}")
+            host = HOSTS[2] if second[rank]["GROUP_RANK"] == "1" else HOSTS[0]
+            if second[rank]["HOST"] != host:
+                problems.append(f"rank {rank} of attempt 2 ran on {second[rank]['HOST']}, not {host}")
+    line = (f"restart 1 of 1: attempt 2 starts on 2 nodes (node 1 on spare '{V4[2]}' instead of '{V4[1]}'), "
+            "world size 6")
+    if line not in err:
+        problems.append(f"no '{line}' in:\n{err[-2000:]}")
+    problems += events_problems(work, [("planned", 0), *started(0, 0, 1), *exited(0, n0="stopped", n1="failed"),
+                                       ("restart", 1), ("node_started", 1, 0, V4[0], None),
+                                       ("node_started", 1, 1, V4[2], None),
+                                       ("node_exited", 1, 0, V4[0], "succeeded"),
+                                       ("node_exited", 1, 1, V4[2], "succeeded"), ("job_exited", 1, "succeeded")], code)
+    events, _ = job_events.read(work / "events.jsonl")
+    restart = [e for e in events if e["event"] == "restart"]
+    want = {"attempt": 1, "failed_node": 1, "failed_host": V4[1], "excluded": [],
+            "replaced": [{"node": 1, "host": V4[1], "spare": V4[2]}], "nodes": 2, "world_size": 6}
+    if not restart or {k: restart[0][k] for k in want} != want:
+        problems.append(f"restart event {restart}, expected {want}")
+    failed_at = work / "failed-at-0"
+    if failed_at.exists() and sorted(second) == list(range(6)):
+        running = min(float(r["STARTED"]) for r in second.values() if r["GROUP_RANK"] == "1")
+        seconds = running - float(failed_at.read_text())
+        print(f"     spare: {seconds:.2f} s from the failure to the spare's workers running (--kill-after 10)")
+        if seconds > 10:
+            problems.append(f"the spare's workers ran {seconds:.1f} s after the failure, not within 10 s")
+    return problems + left_on_hosts(work)
+
+
+def case_node_exited_in_time(b, w, work, c):
+    """Each node's program writes the time just before it ends (node 0 after 1 s, node 1 after 2,
+    node 2 fails after 3): each node_exited event comes no later than 1 s after it."""
+    program = ('case $(hostname) in *-h0) s=1 r=0;; *-h1) s=2 r=0;; *) s=3 r=3;; esac; sleep $s; '
+               f'date +%s.%N > {work}/end-$(hostname); exit $r')
+    hf = hostfile(work, [f"{V4[i]} slots=1" for i in range(3)])
+    code, out, err = finish(hetlaunch_on_host0(b, ["run", "--hostfile", str(hf), *ssh_args(c.work),
+                                                   *events_flag(work), "--program", "sh", "--program", "-c",
+                                                   "--program", program, "--", "t.py"]))
+    problems = [] if code == 3 else [f"run exited {code}, expected 3:\n{err[-2000:]}"]
+    problems += events_problems(work, [("planned", 0), *started(0, 0, 1, 2), *exited(0, n0="succeeded"),
+                                       *exited(0, n1="succeeded"), *exited(0, n2="failed"),
+                                       ("job_exited", 0, "worker_failed")], code)
+    events, _ = job_events.read(work / "events.jsonl")
+    late = []
+    for e in events:
+        if e["event"] != "node_exited":
+            continue
+        end = work / f"end-{HOSTS[e['node']]}"
+        if not end.exists():
+            problems.append(f"node {e['node']} wrote no end time")
+            continue
+        late.append(job_events.seconds(e) - float(end.read_text()))
+    if late:
+        print(f"     node_exited came {min(late):.3f} to {max(late):.3f} s after each node's program ended")
+        if max(late) > 1.0:
+            problems.append(f"a node_exited came {max(late):.2f} s after the node ended, more than 1 s")
     return problems + left_on_hosts(work)
 
 
@@ -746,6 +940,10 @@ CASES = {
     "restart_lost_host": case_restart_lost_host,
     "restart_training": case_restart_training,
     "restart_min_nodes": case_restart_min_nodes,
+    "restart_exhausted": case_restart_exhausted,
+    "spare": case_spare,
+    "spare_training": case_spare_training,
+    "node_exited_in_time": case_node_exited_in_time,
     "restart_interrupt": case_restart_interrupt,
     "restart_refused": case_restart_refused,
 }

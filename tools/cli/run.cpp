@@ -116,7 +116,8 @@ struct attempt_result {
 // node_exited's reason for a node whose ssh ended with `status`.
 const char* node_end_reason(const child& c, bool stopping, bool first_to_fail) {
   if (c.started && c.status == 0) return "succeeded";
-  if (!c.started && WIFEXITED(c.status) && WEXITSTATUS(c.status) == 255) return "unreachable";
+  // ssh's own 255: it could not connect, or the connection was lost (the host went down).
+  if (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 255) return "unreachable";
   if (stopping && !first_to_fail) return "stopped";
   return c.started ? "failed" : "ended_before_start";
 }
@@ -389,8 +390,7 @@ std::optional<std::vector<hetlaunch::spare_host>> read_spares(const options& o,
 // One that cannot be reached or gives no count is passed over (dropped, with a line saying so).
 void ask_auto_spares(const options& o, std::vector<hetlaunch::spare_host>& spares) {
   options asking = o;
-  asking.restart.restarts = 1;  // a spare that cannot be reached is left out, not an error
-  asking.restart.exclude_failed = true;
+  asking.restart = restart_args{};  // a spare that cannot be asked is an error, said below
   for (std::size_t k = 0; k < spares.size();) {
     if (spares[k].nproc != 0) {
       ++k;
@@ -402,8 +402,8 @@ void ask_auto_spares(const options& o, std::vector<hetlaunch::spare_host>& spare
       spares[k++].nproc = one.node(0).nproc;
       continue;
     }
-    std::fprintf(stderr, "hetlaunch: spare %s: %s: passed over\n", quoted(spares[k].host).c_str(),
-                 error.empty() ? "it cannot be reached" : error.c_str());
+    std::fprintf(stderr, "hetlaunch: spare %s is passed over: %s\n", quoted(spares[k].host).c_str(),
+                 error.empty() ? "it gave no GPU count" : error.c_str());
     spares.erase(spares.begin() + static_cast<std::ptrdiff_t>(k));
   }
 }

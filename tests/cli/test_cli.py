@@ -565,10 +565,11 @@ def events_cases(suite, binary, ssh, tmp):
             return [] if got == (nodes, world, batch) else [f"planned says {got}, expected {(nodes, world, batch)}"]
         return check
 
-    suite.case("events_succeeded", run, ["--hosts", "a:1,b:2", "--global-batch", "6"], "echo hi", 0,
+    suite.case("events_succeeded", run, ["--hosts", "a:1,b:2", "--global-batch", "6"], "sleep 1; echo hi", 0,
                [("planned", 0), *started(0, (0, "a"), (1, "b")), *exited(0, (0, "a", "succeeded"), (1, "b", "succeeded")),
                 ("job_exited", 0, "succeeded")], planned_keys(2, 3, 6))
-    fail_b = 'case $HOST in b) sleep 0.5; exit 3;; esac; exec sleep 30'
+    # The sleeps leave every node time to start before anything ends, on a loaded machine too.
+    fail_b = 'case $HOST in b) sleep 1.5; exit 3;; esac; exec sleep 30'
     suite.case("events_worker_failed", run, ["--hosts", "a:1,b:2"], fail_b, 3,
                [("planned", 0), *started(0, (0, "a"), (1, "b")), *exited(0, (1, "b", "failed")),
                 *exited(0, (0, "a", "stopped")), ("job_exited", 0, "worker_failed")])
@@ -595,8 +596,8 @@ def events_cases(suite, binary, ssh, tmp):
 
     # Node 1 fails in the first attempt only. Spares: lost-s cannot be asked (passed over), t
     # answers 2 GPUs, u has 4: t is the smallest that fits node 1's 2 workers.
-    once = ('[ "$HETLAUNCH_RESTART_COUNT" = 0 ] && case $HOST in b) sleep 0.5; exit 3;; *) exec sleep 30;; esac; '
-            'sleep 0.5; echo ran')
+    once = ('[ "$HETLAUNCH_RESTART_COUNT" = 0 ] && case $HOST in b) sleep 1.5; exit 3;; *) exec sleep 30;; esac; '
+            'sleep 1; echo ran')
     count = "case $HOST in t) echo 2;; *) exit 4;; esac"
 
     def replaced_by(spare, excluded=(), passed_over=()):
@@ -624,10 +625,11 @@ def events_cases(suite, binary, ssh, tmp):
                                              "'case $HOST in t) echo 2;; *) exit 4;; esac' failed (exit status 255): "
                                              "'ssh: connect to host lost-s port 22: No route to host'"]))
     # A spare that cannot be reached when its turn comes fails like any node, and the next spare
-    # takes its place; one too small is never taken.
+    # takes its place; one too small is never taken. (--fanout 1: node 0 starts before node 1 is
+    # tried, so the order of the events is fixed.)
     slow_a = 'case $HOST in b) [ "$HETLAUNCH_RESTART_COUNT" = 0 ] && exit 3;; esac; sleep 1; echo ran'
     suite.case("events_lost_spare_passed_over", run,
-               ["--hosts", "a:1,b:2", "--restarts", "2", "--spare", "small:1,lost-x:2,t:3"], slow_a, 0,
+               ["--hosts", "a:1,b:2", "--restarts", "2", "--spare", "small:1,lost-x:2,t:3", "--fanout", "1"], slow_a, 0,
                [("planned", 0), *started(0, (0, "a"), (1, "b")), *exited(0, (1, "b", "failed")),
                 *exited(0, (0, "a", "stopped")), ("restart", 1), *started(1, (0, "a")),
                 *exited(1, (1, "lost-x", "unreachable")), *exited(1, (0, "a", "stopped")), ("restart", 2),

@@ -132,6 +132,7 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
   // A run of equal weights shares one entry, so a cluster of a few GPU types keeps a few.
   std::vector<std::uint32_t> weight_id_;
   std::vector<std::string> weights_;  // by id; id 0 is "1"
+  std::vector<int> max_batch_;  // empty, or one ceiling per node (0: none)
 
   node_spec node_unchecked(std::size_t i) const noexcept {
     const char* base = text_.data();
@@ -246,6 +247,26 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
   }
   /// Whether some node has a weight other than "1". O(1).
   [[nodiscard]] bool has_weights() const noexcept { return !weight_id_.empty(); }
+
+  /// Node i's memory ceiling: the most samples one of its workers takes in one forward (its
+  /// share runs as micro-batches of at most this many), or 0 for none. Precondition:
+  /// i < node_count().
+  [[nodiscard]] int max_batch(std::size_t i) const noexcept {
+    detail::expects(i < node_count(), "max_batch(i): node index out of range");
+    return max_batch_.empty() ? 0 : max_batch_[i];
+  }
+  /// Gives node i the ceiling `m` (0: none). Preconditions: i < node_count(), m >= 0.
+  void set_max_batch(std::size_t i, int m) {
+    detail::expects(i < node_count(), "set_max_batch(i, m): node index out of range");
+    detail::expects(m >= 0, "set_max_batch(i, m): m must not be negative");
+    if (max_batch_.empty()) {
+      if (m == 0) return;
+      max_batch_.assign(node_count(), 0);
+    }
+    max_batch_[i] = m;
+  }
+  /// Whether some node has a ceiling. O(1).
+  [[nodiscard]] bool has_max_batches() const noexcept { return !max_batch_.empty(); }
 
   /// The nodes in node order, as a view of this cluster that copies nothing (as
   /// fixed_cluster::nodes() gives its array). Its node_specs view this cluster's strings. A

@@ -86,6 +86,7 @@ enum class errc : int {
   bad_cpu_topology = 56,  // a file of the sysfs tree missing, unreadable or not as Linux writes it
   bad_visible_devices = 57,  // CUDA_VISIBLE_DEVICES names a GPU that cannot be bound
   no_binding = 58,           // the mode leaves a worker no CPU (or no GPU to take them from)
+  bad_max_batch = 59,        // a node's ceiling (max_batch) is not a positive integer up to INT_MAX
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -203,6 +204,8 @@ constexpr std::string_view to_string(errc code) noexcept {
       return "bad_visible_devices";
     case errc::no_binding:
       return "no_binding";
+    case errc::bad_max_batch:
+      return "bad_max_batch";
     case errc::global_batch_too_small:
       return "global_batch_too_small";
     case errc::bad_global_batch:

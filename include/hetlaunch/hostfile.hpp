@@ -88,7 +88,26 @@ struct hostfile_entry {
   std::size_t column = 0;  // of the host, from 1
   int slots = 0;
   std::string_view weight = "1";
+  int max_batch = 0;  // 0: none
 };
+
+// A node's ceiling: a positive integer up to INT_MAX, ASCII digits only.
+inline bool parse_max_batch(std::string_view text, int& out) {
+  if (text.empty() || text.size() > 10) return false;
+  long long v = 0;
+  for (char ch : text) {
+    if (ch < '0' || ch > '9') return false;
+    v = v * 10 + (ch - '0');
+  }
+  if (v < 1 || v > 2147483647LL) return false;
+  out = static_cast<int>(v);
+  return true;
+}
+inline std::string max_batch_problem(std::string_view text) {
+  return concat("max_batch must be a positive integer up to 2147483647 (the most samples one "
+                "worker takes in one forward), got ",
+                quoted(text));
+}
 
 // Reads one line (without its '\n'). Fields are key=value, with blanks allowed around '=' as
 // Open MPI allows them ("slots = 4").
@@ -118,7 +137,7 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
   int slots = 0, max_slots = 0;
   std::size_t slots_column = 0;
   std::string_view slots_key;  // the key that gave the slots, for "given twice"
-  bool has_weight = false;
+  bool has_weight = false, has_max_batch = false;
   const std::size_t colon = e.host.find(':');
   if (colon != std::string_view::npos &&
       e.host.find(':', colon + 1) == std::string_view::npos) {  // MPICH host:N
@@ -164,11 +183,19 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
       e.weight = value;
       continue;
     }
+    if (has_value && key == "max_batch") {
+      if (has_max_batch)
+        return error(field_start + 1, concat("max_batch is given twice for host ", quoted(e.host)));
+      if (!parse_max_batch(value, e.max_batch))
+        return error(value_start + 1, max_batch_problem(value), errc::bad_max_batch);
+      has_max_batch = true;
+      continue;
+    }
     if (!is_slots && !is_max) {
       const std::size_t shown_end = has_value ? i : field_start + key.size();
       return error(field_start + 1,
                    concat("unexpected ", quoted(line.substr(field_start, shown_end - field_start)),
-                          "; expected slots=N, max_slots=N or weight=W"));
+                          "; expected slots=N, max_slots=N, weight=W or max_batch=M"));
     }
     int number = 0;
     if (!slot_count(value, allow_auto && is_slots, number))
@@ -219,6 +246,7 @@ struct list_entry {
   int slots = 0;
   std::size_t line = 0, column = 0;
   std::string_view weight = "1";
+  int max_batch = 0;
 };
 
 // The cluster of a host list read by `each(checked, visit)`, which calls visit(list_entry) for
@@ -242,11 +270,20 @@ result<cluster> parse_entries(Each each, validate_options options, Where where,
   if (hosts == 0) return parse_error{1, 1, no_hosts, errc::empty_cluster};
   cluster_builder builder;
   builder.reserve(hosts, chars);
+  bool ceilings = false;
   (void)each(true, [&](const list_entry& e) {
     builder.add(e.host, e.slots, "default", e.weight);
+    ceilings = ceilings || e.max_batch > 0;
     return true;
   });
   cluster c = builder.finish();  // not const: returned by move
+  if (ceilings) {
+    std::size_t node = 0;
+    (void)each(true, [&](const list_entry& e) {
+      c.set_max_batch(node++, e.max_batch);
+      return true;
+    });
+  }
   const auto place = [&each](std::size_t node) {
     std::pair<std::size_t, std::size_t> at{1, 1};
     std::size_t seen = 0;
@@ -293,6 +330,7 @@ result<cluster> parse_entries(Each each, validate_options options, Where where,
 ///   worker-2:2                  # MPICH
 ///   worker-3                    # a bare host: 1 slot
 ///   worker-4 slots=8 weight=2.5 # each worker's share of a global batch (shares.hpp)
+///   worker-5 slots=4 max_batch=16 # at most 16 samples a worker in one forward
 /// `#` starts a comment anywhere on a line; blank lines, tabs and CRLF line ends are fine, and so
 /// are blanks around '=' ("slots = 4"), as Open MPI allows. Open MPI's `count=`/`cpu=` mean slots,
 /// and `max_slots` (or a synonym such as `max-slots`) alone sets the slots; max_slots below slots
@@ -320,7 +358,8 @@ result<cluster> parse_entries(Each each, validate_options options, Where where,
         return false;
       }
       return !e->has_host ||
-             visit(detail::list_entry{e->host, e->slots, line_no, e->column, e->weight});
+             visit(detail::list_entry{e->host, e->slots, line_no, e->column, e->weight,
+                                      e->max_batch});
     });
     if (failed) return error;
     return true;

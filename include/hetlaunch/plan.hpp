@@ -158,7 +158,7 @@ class launch_plan {
   [[nodiscard]] result<environment, diagnostic> try_agent_env(std::size_t node) const {
     if (node >= topology_.node_count()) return node_error(node);
     environment env = hetlaunch::agent_env(topology_, node);
-    detail::append_batch_env(env, options_, share(node));
+    detail::append_batch_env(env, options_, share(node), topology_.max_batch(node));
     return env;
   }
   /// try_agent_env(node).value().
@@ -232,7 +232,8 @@ template <std::size_t N>
 /// check_worker_env against a plan: the topology's variables, and with a global batch also
 /// HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET, which must be
 /// set and equal the plan's for the worker's node (GROUP_RANK); a difference is batch_mismatch.
-/// Without a global batch, each of them that is set is unplanned_share.
+/// Without a global batch, each of them that is set is unplanned_share. A HETLAUNCH_MAX_BATCH
+/// that differs from the node's ceiling is batch_mismatch too.
 ///   for (const auto& d : hetlaunch::check_worker_env(plan, std::getenv))
 ///     std::cerr << d.message() << '\n';
 template <class Getenv,
@@ -243,7 +244,6 @@ template <class Getenv,
     for (std::string_view name : variables::share)
       if (const char* value = get(name.data()))
         out.push_back(diagnostic::of(errc::unplanned_share).with_variable(name).with_text(value));
-    return out;
   }
   // A batch and an offset are counts: a '-' makes them no number.
   const auto read = [&](const char* name, long long& value) {
@@ -267,12 +267,16 @@ template <class Getenv,
     }
     out.push_back(d);
   };
-  compare(variables::global_batch.data(), plan.options().global_batch, false);
-  if (have_node) {
+  if (plan.has_shares()) compare(variables::global_batch.data(), plan.options().global_batch, false);
+  if (plan.has_shares() && have_node) {
     const node_batch share = plan.node_batch_of(static_cast<std::size_t>(group));
     compare(variables::node_batch.data(), share.batch, true);
     compare(variables::node_batch_offset.data(), share.offset, true);
   }
+  // The node's ceiling, when it has one and the worker was given one.
+  if (have_node && plan.topology().max_batch(static_cast<std::size_t>(group)) > 0)
+    compare(variables::max_batch.data(), plan.topology().max_batch(static_cast<std::size_t>(group)),
+            true);
   return out;
 }
 /// check_worker_env against a plan, over an environment list (the later of two equal names wins).

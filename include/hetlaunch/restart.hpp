@@ -150,7 +150,7 @@ restart_decision decide_restart(const restart_options& options, int restarts_don
 }
 
 /// The topology of the nodes `keep` (indices into `c`, ascending), in their order in `c`, with
-/// each node's role, weight and device list. Node indices, rank offsets and the world size are
+/// each node's role, weight, ceiling and device list. Node indices, rank offsets and the world size are
 /// those of the smaller topology. Precondition: every index is below c.node_count(). O(N).
 [[nodiscard]] inline cluster keep_nodes(const cluster& c, const std::vector<std::size_t>& keep) {
   cluster_builder builder;
@@ -165,13 +165,15 @@ restart_decision decide_restart(const restart_options& options, int restarts_don
     builder.add(n.host, n.nproc, n.role, n.weight);
   }
   cluster out = builder.finish();
-  for (std::size_t k = 0; k < keep.size(); ++k)
+  for (std::size_t k = 0; k < keep.size(); ++k) {
     if (!c.devices(keep[k]).empty()) out.set_devices(k, c.devices(keep[k]));
+    out.set_max_batch(k, c.max_batch(keep[k]));
+  }
   return out;
 }
 
 /// The topology of a restart: the nodes d.nodes of `c`, in their order, each replaced node on
-/// its spare's host with the node's nproc, role and weight, so that ranks, the world size and
+/// its spare's host with the node's nproc, role, weight and ceiling, so that ranks, the world size and
 /// the shares stay the node's. A replaced node's device list is dropped: it named the failed
 /// host's GPUs. Precondition: `d` came from decide_restart over `c` and these `spares`. O(N).
 [[nodiscard]] inline cluster restart_topology(const cluster& c, const restart_decision& d,
@@ -199,8 +201,10 @@ restart_decision decide_restart(const restart_options& options, int restarts_don
     }
   }
   cluster out = builder.finish();
-  for (std::size_t k = 0; k < d.nodes.size(); ++k)
+  for (std::size_t k = 0; k < d.nodes.size(); ++k) {
     if (!replaced[k] && !c.devices(d.nodes[k]).empty()) out.set_devices(k, c.devices(d.nodes[k]));
+    out.set_max_batch(k, c.max_batch(d.nodes[k]));  // the node's ceiling, on a spare too
+  }
   return out;
 }
 

@@ -48,11 +48,21 @@ inline constexpr std::string_view default_signals_to_handle = "SIGTERM,SIGINT,SI
 // passes on (TORCH_NCCL_ASYNC_ERROR_HANDLING, OMP_NUM_THREADS, PET_SIGNALS_TO_HANDLE).
 // The variables of a node's work share, which torchrun passes on from its own environment; none
 // without a global batch.
-inline void append_batch_env(environment& env, const launch_options& o, const node_batch* share) {
-  if (o.global_batch <= 0 || share == nullptr) return;
-  env.emplace_back(variables::global_batch, std::to_string(o.global_batch));
-  env.emplace_back(variables::node_batch, std::to_string(share->batch));
-  env.emplace_back(variables::node_batch_offset, std::to_string(share->offset));
+// The node's ceiling follows them, when it has one (with or without a global batch).
+inline void append_batch_env(environment& env, const launch_options& o, const node_batch* share,
+                             int max_batch) {
+  if (o.global_batch > 0 && share != nullptr) {
+    env.emplace_back(variables::global_batch, std::to_string(o.global_batch));
+    env.emplace_back(variables::node_batch, std::to_string(share->batch));
+    env.emplace_back(variables::node_batch_offset, std::to_string(share->offset));
+  }
+  if (max_batch > 0) env.emplace_back(variables::max_batch, std::to_string(max_batch));
+}
+// Node i's ceiling: a fixed topology has none.
+inline int node_max_batch(const cluster& c, std::size_t i) { return c.max_batch(i); }
+template <std::size_t N>
+int node_max_batch(const fixed_cluster<N>&, std::size_t) {
+  return 0;
 }
 
 // Node `node`'s work share, computed for this one call (O(N)); the plan keeps every node's.
@@ -121,7 +131,7 @@ environment build_worker_env(const Topology& c, std::size_t node, int local_rank
   }
   if (const std::vector<int>* ids = node_devices(c, node))
     set("CUDA_VISIBLE_DEVICES", join_ids(*ids));
-  append_batch_env(env, o, share);
+  append_batch_env(env, o, share, node_max_batch(c, node));
   return env;
 }
 
@@ -239,7 +249,8 @@ struct runtime_variable {
   return env;
 }
 /// agent_env(c, node), then, with a global batch, the node's work share: HETLAUNCH_GLOBAL_BATCH,
-/// HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET. Validates the topology and global batch
+/// HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET; and HETLAUNCH_MAX_BATCH when the node has
+/// a ceiling. Validates the topology and global batch
 /// (O(N) a call; launch_plan::agent_env costs the node's output only). Errors as split_batch's.
 [[nodiscard]] inline result<environment, diagnostic> try_agent_env(const cluster& c,
                                                                    std::size_t node,
@@ -250,10 +261,13 @@ struct runtime_variable {
         .with_limit(static_cast<long long>(c.node_count()));
   }
   environment env = agent_env(c, node);
-  if (options.global_batch == 0) return env;
+  if (options.global_batch == 0) {
+    detail::append_batch_env(env, options, nullptr, c.max_batch(node));
+    return env;
+  }
   auto split = split_batch(c, options.global_batch);
   if (!split) return split.error();
-  detail::append_batch_env(env, options, &(*split)[node]);
+  detail::append_batch_env(env, options, &(*split)[node], c.max_batch(node));
   return env;
 }
 

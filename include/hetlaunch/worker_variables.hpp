@@ -18,6 +18,9 @@ inline constexpr std::string_view global_batch = "HETLAUNCH_GLOBAL_BATCH";
 inline constexpr std::string_view node_batch = "HETLAUNCH_NODE_BATCH";
 /// o_i, where the node's samples start within the step.
 inline constexpr std::string_view node_batch_offset = "HETLAUNCH_NODE_BATCH_OFFSET";
+/// M, the most samples one of the node's workers takes in one forward (its memory ceiling): set
+/// only for a node that has one.
+inline constexpr std::string_view max_batch = "HETLAUNCH_MAX_BATCH";
 /// The attempt of a job started with restarts: 0 first, then 1, 2, ...
 inline constexpr std::string_view restart_count = "HETLAUNCH_RESTART_COUNT";
 /// The job's tasks a node (SLURM_TASKS_PER_NODE's form), kept by a batch script for its steps.
@@ -33,10 +36,11 @@ inline constexpr std::string_view worker_identical = "TORCH_ELASTIC_WORKER_IDENT
 /// --global-batch 64`, or Slurm's --export=ALL, must not hand a share to a job without one).
 inline constexpr std::array<std::string_view, 3> share = {global_batch, node_batch,
                                                           node_batch_offset};
-/// The variables the launch owns: the work share's, and the restart count a launcher with
-/// restarts sets for each attempt.
-inline constexpr std::array<std::string_view, 4> owned = {global_batch, node_batch,
-                                                          node_batch_offset, restart_count};
+/// The variables the launch owns: the work share's, the node's ceiling, and the restart count a
+/// launcher with restarts sets for each attempt.
+inline constexpr std::array<std::string_view, 5> owned = {global_batch, node_batch,
+                                                          node_batch_offset, max_batch,
+                                                          restart_count};
 
 }  // namespace variables
 

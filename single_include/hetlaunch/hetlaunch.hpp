@@ -183,6 +183,7 @@ enum class errc : int {
   bad_cpu_topology = 56,  // a file of the sysfs tree missing, unreadable or not as Linux writes it
   bad_visible_devices = 57,  // CUDA_VISIBLE_DEVICES names a GPU that cannot be bound
   no_binding = 58,           // the mode leaves a worker no CPU (or no GPU to take them from)
+  bad_max_batch = 59,        // a node's ceiling (max_batch) is not a positive integer up to INT_MAX
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -300,6 +301,8 @@ constexpr std::string_view to_string(errc code) noexcept {
       return "bad_visible_devices";
     case errc::no_binding:
       return "no_binding";
+    case errc::bad_max_batch:
+      return "bad_max_batch";
     case errc::global_batch_too_small:
       return "global_batch_too_small";
     case errc::bad_global_batch:
@@ -950,6 +953,9 @@ inline constexpr std::string_view global_batch = "HETLAUNCH_GLOBAL_BATCH";
 inline constexpr std::string_view node_batch = "HETLAUNCH_NODE_BATCH";
 /// o_i, where the node's samples start within the step.
 inline constexpr std::string_view node_batch_offset = "HETLAUNCH_NODE_BATCH_OFFSET";
+/// M, the most samples one of the node's workers takes in one forward (its memory ceiling): set
+/// only for a node that has one.
+inline constexpr std::string_view max_batch = "HETLAUNCH_MAX_BATCH";
 /// The attempt of a job started with restarts: 0 first, then 1, 2, ...
 inline constexpr std::string_view restart_count = "HETLAUNCH_RESTART_COUNT";
 /// The job's tasks a node (SLURM_TASKS_PER_NODE's form), kept by a batch script for its steps.
@@ -965,10 +971,11 @@ inline constexpr std::string_view worker_identical = "TORCH_ELASTIC_WORKER_IDENT
 /// --global-batch 64`, or Slurm's --export=ALL, must not hand a share to a job without one).
 inline constexpr std::array<std::string_view, 3> share = {global_batch, node_batch,
                                                           node_batch_offset};
-/// The variables the launch owns: the work share's, and the restart count a launcher with
-/// restarts sets for each attempt.
-inline constexpr std::array<std::string_view, 4> owned = {global_batch, node_batch,
-                                                          node_batch_offset, restart_count};
+/// The variables the launch owns: the work share's, the node's ceiling, and the restart count a
+/// launcher with restarts sets for each attempt.
+inline constexpr std::array<std::string_view, 5> owned = {global_batch, node_batch,
+                                                          node_batch_offset, max_batch,
+                                                          restart_count};
 
 }  // namespace variables
 
@@ -2280,6 +2287,7 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
   // A run of equal weights shares one entry, so a cluster of a few GPU types keeps a few.
   std::vector<std::uint32_t> weight_id_;
   std::vector<std::string> weights_;  // by id; id 0 is "1"
+  std::vector<int> max_batch_;  // empty, or one ceiling per node (0: none)
 
   node_spec node_unchecked(std::size_t i) const noexcept {
     const char* base = text_.data();
@@ -2394,6 +2402,26 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
   }
   /// Whether some node has a weight other than "1". O(1).
   [[nodiscard]] bool has_weights() const noexcept { return !weight_id_.empty(); }
+
+  /// Node i's memory ceiling: the most samples one of its workers takes in one forward (its
+  /// share runs as micro-batches of at most this many), or 0 for none. Precondition:
+  /// i < node_count().
+  [[nodiscard]] int max_batch(std::size_t i) const noexcept {
+    detail::expects(i < node_count(), "max_batch(i): node index out of range");
+    return max_batch_.empty() ? 0 : max_batch_[i];
+  }
+  /// Gives node i the ceiling `m` (0: none). Preconditions: i < node_count(), m >= 0.
+  void set_max_batch(std::size_t i, int m) {
+    detail::expects(i < node_count(), "set_max_batch(i, m): node index out of range");
+    detail::expects(m >= 0, "set_max_batch(i, m): m must not be negative");
+    if (max_batch_.empty()) {
+      if (m == 0) return;
+      max_batch_.assign(node_count(), 0);
+    }
+    max_batch_[i] = m;
+  }
+  /// Whether some node has a ceiling. O(1).
+  [[nodiscard]] bool has_max_batches() const noexcept { return !max_batch_.empty(); }
 
   /// The nodes in node order, as a view of this cluster that copies nothing (as
   /// fixed_cluster::nodes() gives its array). Its node_specs view this cluster's strings. A
@@ -3466,11 +3494,21 @@ inline constexpr std::string_view default_signals_to_handle = "SIGTERM,SIGINT,SI
 // passes on (TORCH_NCCL_ASYNC_ERROR_HANDLING, OMP_NUM_THREADS, PET_SIGNALS_TO_HANDLE).
 // The variables of a node's work share, which torchrun passes on from its own environment; none
 // without a global batch.
-inline void append_batch_env(environment& env, const launch_options& o, const node_batch* share) {
-  if (o.global_batch <= 0 || share == nullptr) return;
-  env.emplace_back(variables::global_batch, std::to_string(o.global_batch));
-  env.emplace_back(variables::node_batch, std::to_string(share->batch));
-  env.emplace_back(variables::node_batch_offset, std::to_string(share->offset));
+// The node's ceiling follows them, when it has one (with or without a global batch).
+inline void append_batch_env(environment& env, const launch_options& o, const node_batch* share,
+                             int max_batch) {
+  if (o.global_batch > 0 && share != nullptr) {
+    env.emplace_back(variables::global_batch, std::to_string(o.global_batch));
+    env.emplace_back(variables::node_batch, std::to_string(share->batch));
+    env.emplace_back(variables::node_batch_offset, std::to_string(share->offset));
+  }
+  if (max_batch > 0) env.emplace_back(variables::max_batch, std::to_string(max_batch));
+}
+// Node i's ceiling: a fixed topology has none.
+inline int node_max_batch(const cluster& c, std::size_t i) { return c.max_batch(i); }
+template <std::size_t N>
+int node_max_batch(const fixed_cluster<N>&, std::size_t) {
+  return 0;
 }
 
 // Node `node`'s work share, computed for this one call (O(N)); the plan keeps every node's.
@@ -3539,7 +3577,7 @@ environment build_worker_env(const Topology& c, std::size_t node, int local_rank
   }
   if (const std::vector<int>* ids = node_devices(c, node))
     set("CUDA_VISIBLE_DEVICES", join_ids(*ids));
-  append_batch_env(env, o, share);
+  append_batch_env(env, o, share, node_max_batch(c, node));
   return env;
 }
 
@@ -3657,7 +3695,8 @@ struct runtime_variable {
   return env;
 }
 /// agent_env(c, node), then, with a global batch, the node's work share: HETLAUNCH_GLOBAL_BATCH,
-/// HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET. Validates the topology and global batch
+/// HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET; and HETLAUNCH_MAX_BATCH when the node has
+/// a ceiling. Validates the topology and global batch
 /// (O(N) a call; launch_plan::agent_env costs the node's output only). Errors as split_batch's.
 [[nodiscard]] inline result<environment, diagnostic> try_agent_env(const cluster& c,
                                                                    std::size_t node,
@@ -3668,10 +3707,13 @@ struct runtime_variable {
         .with_limit(static_cast<long long>(c.node_count()));
   }
   environment env = agent_env(c, node);
-  if (options.global_batch == 0) return env;
+  if (options.global_batch == 0) {
+    detail::append_batch_env(env, options, nullptr, c.max_batch(node));
+    return env;
+  }
   auto split = split_batch(c, options.global_batch);
   if (!split) return split.error();
-  detail::append_batch_env(env, options, &(*split)[node]);
+  detail::append_batch_env(env, options, &(*split)[node], c.max_batch(node));
   return env;
 }
 
@@ -4288,7 +4330,7 @@ class launch_plan {
   [[nodiscard]] result<environment, diagnostic> try_agent_env(std::size_t node) const {
     if (node >= topology_.node_count()) return node_error(node);
     environment env = hetlaunch::agent_env(topology_, node);
-    detail::append_batch_env(env, options_, share(node));
+    detail::append_batch_env(env, options_, share(node), topology_.max_batch(node));
     return env;
   }
   /// try_agent_env(node).value().
@@ -4362,7 +4404,8 @@ template <std::size_t N>
 /// check_worker_env against a plan: the topology's variables, and with a global batch also
 /// HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET, which must be
 /// set and equal the plan's for the worker's node (GROUP_RANK); a difference is batch_mismatch.
-/// Without a global batch, each of them that is set is unplanned_share.
+/// Without a global batch, each of them that is set is unplanned_share. A HETLAUNCH_MAX_BATCH
+/// that differs from the node's ceiling is batch_mismatch too.
 ///   for (const auto& d : hetlaunch::check_worker_env(plan, std::getenv))
 ///     std::cerr << d.message() << '\n';
 template <class Getenv,
@@ -4373,7 +4416,6 @@ template <class Getenv,
     for (std::string_view name : variables::share)
       if (const char* value = get(name.data()))
         out.push_back(diagnostic::of(errc::unplanned_share).with_variable(name).with_text(value));
-    return out;
   }
   // A batch and an offset are counts: a '-' makes them no number.
   const auto read = [&](const char* name, long long& value) {
@@ -4397,12 +4439,16 @@ template <class Getenv,
     }
     out.push_back(d);
   };
-  compare(variables::global_batch.data(), plan.options().global_batch, false);
-  if (have_node) {
+  if (plan.has_shares()) compare(variables::global_batch.data(), plan.options().global_batch, false);
+  if (plan.has_shares() && have_node) {
     const node_batch share = plan.node_batch_of(static_cast<std::size_t>(group));
     compare(variables::node_batch.data(), share.batch, true);
     compare(variables::node_batch_offset.data(), share.offset, true);
   }
+  // The node's ceiling, when it has one and the worker was given one.
+  if (have_node && plan.topology().max_batch(static_cast<std::size_t>(group)) > 0)
+    compare(variables::max_batch.data(), plan.topology().max_batch(static_cast<std::size_t>(group)),
+            true);
   return out;
 }
 /// check_worker_env against a plan, over an environment list (the later of two equal names wins).
@@ -4558,7 +4604,7 @@ restart_decision decide_restart(const restart_options& options, int restarts_don
 }
 
 /// The topology of the nodes `keep` (indices into `c`, ascending), in their order in `c`, with
-/// each node's role, weight and device list. Node indices, rank offsets and the world size are
+/// each node's role, weight, ceiling and device list. Node indices, rank offsets and the world size are
 /// those of the smaller topology. Precondition: every index is below c.node_count(). O(N).
 [[nodiscard]] inline cluster keep_nodes(const cluster& c, const std::vector<std::size_t>& keep) {
   cluster_builder builder;
@@ -4573,13 +4619,15 @@ restart_decision decide_restart(const restart_options& options, int restarts_don
     builder.add(n.host, n.nproc, n.role, n.weight);
   }
   cluster out = builder.finish();
-  for (std::size_t k = 0; k < keep.size(); ++k)
+  for (std::size_t k = 0; k < keep.size(); ++k) {
     if (!c.devices(keep[k]).empty()) out.set_devices(k, c.devices(keep[k]));
+    out.set_max_batch(k, c.max_batch(keep[k]));
+  }
   return out;
 }
 
 /// The topology of a restart: the nodes d.nodes of `c`, in their order, each replaced node on
-/// its spare's host with the node's nproc, role and weight, so that ranks, the world size and
+/// its spare's host with the node's nproc, role, weight and ceiling, so that ranks, the world size and
 /// the shares stay the node's. A replaced node's device list is dropped: it named the failed
 /// host's GPUs. Precondition: `d` came from decide_restart over `c` and these `spares`. O(N).
 [[nodiscard]] inline cluster restart_topology(const cluster& c, const restart_decision& d,
@@ -4607,8 +4655,10 @@ restart_decision decide_restart(const restart_options& options, int restarts_don
     }
   }
   cluster out = builder.finish();
-  for (std::size_t k = 0; k < d.nodes.size(); ++k)
+  for (std::size_t k = 0; k < d.nodes.size(); ++k) {
     if (!replaced[k] && !c.devices(d.nodes[k]).empty()) out.set_devices(k, c.devices(d.nodes[k]));
+    out.set_max_batch(k, c.max_batch(d.nodes[k]));  // the node's ceiling, on a spare too
+  }
   return out;
 }
 
@@ -7045,7 +7095,26 @@ struct hostfile_entry {
   std::size_t column = 0;  // of the host, from 1
   int slots = 0;
   std::string_view weight = "1";
+  int max_batch = 0;  // 0: none
 };
+
+// A node's ceiling: a positive integer up to INT_MAX, ASCII digits only.
+inline bool parse_max_batch(std::string_view text, int& out) {
+  if (text.empty() || text.size() > 10) return false;
+  long long v = 0;
+  for (char ch : text) {
+    if (ch < '0' || ch > '9') return false;
+    v = v * 10 + (ch - '0');
+  }
+  if (v < 1 || v > 2147483647LL) return false;
+  out = static_cast<int>(v);
+  return true;
+}
+inline std::string max_batch_problem(std::string_view text) {
+  return concat("max_batch must be a positive integer up to 2147483647 (the most samples one "
+                "worker takes in one forward), got ",
+                quoted(text));
+}
 
 // Reads one line (without its '\n'). Fields are key=value, with blanks allowed around '=' as
 // Open MPI allows them ("slots = 4").
@@ -7075,7 +7144,7 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
   int slots = 0, max_slots = 0;
   std::size_t slots_column = 0;
   std::string_view slots_key;  // the key that gave the slots, for "given twice"
-  bool has_weight = false;
+  bool has_weight = false, has_max_batch = false;
   const std::size_t colon = e.host.find(':');
   if (colon != std::string_view::npos &&
       e.host.find(':', colon + 1) == std::string_view::npos) {  // MPICH host:N
@@ -7121,11 +7190,19 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
       e.weight = value;
       continue;
     }
+    if (has_value && key == "max_batch") {
+      if (has_max_batch)
+        return error(field_start + 1, concat("max_batch is given twice for host ", quoted(e.host)));
+      if (!parse_max_batch(value, e.max_batch))
+        return error(value_start + 1, max_batch_problem(value), errc::bad_max_batch);
+      has_max_batch = true;
+      continue;
+    }
     if (!is_slots && !is_max) {
       const std::size_t shown_end = has_value ? i : field_start + key.size();
       return error(field_start + 1,
                    concat("unexpected ", quoted(line.substr(field_start, shown_end - field_start)),
-                          "; expected slots=N, max_slots=N or weight=W"));
+                          "; expected slots=N, max_slots=N, weight=W or max_batch=M"));
     }
     int number = 0;
     if (!slot_count(value, allow_auto && is_slots, number))
@@ -7176,6 +7253,7 @@ struct list_entry {
   int slots = 0;
   std::size_t line = 0, column = 0;
   std::string_view weight = "1";
+  int max_batch = 0;
 };
 
 // The cluster of a host list read by `each(checked, visit)`, which calls visit(list_entry) for
@@ -7199,11 +7277,20 @@ result<cluster> parse_entries(Each each, validate_options options, Where where,
   if (hosts == 0) return parse_error{1, 1, no_hosts, errc::empty_cluster};
   cluster_builder builder;
   builder.reserve(hosts, chars);
+  bool ceilings = false;
   (void)each(true, [&](const list_entry& e) {
     builder.add(e.host, e.slots, "default", e.weight);
+    ceilings = ceilings || e.max_batch > 0;
     return true;
   });
   cluster c = builder.finish();  // not const: returned by move
+  if (ceilings) {
+    std::size_t node = 0;
+    (void)each(true, [&](const list_entry& e) {
+      c.set_max_batch(node++, e.max_batch);
+      return true;
+    });
+  }
   const auto place = [&each](std::size_t node) {
     std::pair<std::size_t, std::size_t> at{1, 1};
     std::size_t seen = 0;
@@ -7250,6 +7337,7 @@ result<cluster> parse_entries(Each each, validate_options options, Where where,
 ///   worker-2:2                  # MPICH
 ///   worker-3                    # a bare host: 1 slot
 ///   worker-4 slots=8 weight=2.5 # each worker's share of a global batch (shares.hpp)
+///   worker-5 slots=4 max_batch=16 # at most 16 samples a worker in one forward
 /// `#` starts a comment anywhere on a line; blank lines, tabs and CRLF line ends are fine, and so
 /// are blanks around '=' ("slots = 4"), as Open MPI allows. Open MPI's `count=`/`cpu=` mean slots,
 /// and `max_slots` (or a synonym such as `max-slots`) alone sets the slots; max_slots below slots
@@ -7277,7 +7365,8 @@ result<cluster> parse_entries(Each each, validate_options options, Where where,
         return false;
       }
       return !e->has_host ||
-             visit(detail::list_entry{e->host, e->slots, line_no, e->column, e->weight});
+             visit(detail::list_entry{e->host, e->slots, line_no, e->column, e->weight,
+                                      e->max_batch});
     });
     if (failed) return error;
     return true;

@@ -58,6 +58,14 @@ CASES = {
     "env_bad_format": (["env", "--node", "0", "--local-rank", "0", "--format", "yaml"], 2),
     # Work shares: weights from a hostfile or --weight, a global batch split over nodes and ranks.
     "shares_plan": (["plan", "--hostfile", "@DATA@/weights.hostfile", "--global-batch", "1024"], 0),
+    "ceilings_plan": (["plan", "--hostfile", "@DATA@/ceilings.hostfile", "--global-batch", "600", "--max-batch",
+                       "a100-1=48", "train.py"], 0),
+    "ceilings_plan_json": (["plan", "--hostfile", "@DATA@/ceilings.hostfile", "--json", "train.py"], 0),
+    "ceilings_env": (["env", "--hostfile", "@DATA@/ceilings.hostfile", "--node", "2", "--local-rank", "1", "train.py"], 0),
+    "ceilings_bad_hostfile": (["plan", "--hostfile", "@DATA@/bad_ceiling.hostfile"], 1),
+    "ceilings_bad_flag": (["plan", "--hosts", "a:1", "--max-batch", "a=0"], 1),
+    "ceilings_flag_unknown_host": (["plan", "--hosts", "a:1", "--max-batch", "b=4"], 1),
+    "ceilings_flag_not_hosts_equals": (["plan", "--hosts", "a:1", "--max-batch", "4"], 1),
     "shares_plan_json": (["plan", "--hosts", "a100-0:8,a100-1:8,t4-0:4", "--weight", "a100-[0-1]=3", "--global-batch", "333",
                           "--json"], 0),
     # CPU binding: torchrun starts each worker through `hetlaunch bind`; a bad mode is a usage error.

@@ -46,7 +46,8 @@ struct input_args {
   std::optional<std::string> hosts;
   bool slurm = false;
   std::string include, exclude;
-  std::vector<std::string> weights;  // --weight HOSTS=W, in order
+  std::vector<std::string> weights;      // --weight HOSTS=W, in order
+  std::vector<std::string> max_batches;  // --max-batch HOSTS=M, in order
   std::size_t max_hosts = std::size_t{1} << 20;
   std::size_t max_bytes = std::size_t{1} << 27;
 };
@@ -196,7 +197,8 @@ using auto_resolver = bool (*)(const options&, hetlaunch::cluster&, std::string&
 // The cluster from the chosen input; on an error, prints it and sets `status`. Without a
 // resolver, slots=auto is an error that names the commands that can resolve it.
 std::optional<input> read_input(const options& o, int& status, auto_resolver resolve = nullptr);
-// Gives the nodes that --weight names their weights; false with a message on an error.
+// Gives the nodes that --weight and --max-batch name their weights and ceilings; false with a
+// message on an error.
 bool apply_weights(const options& o, hetlaunch::cluster& nodes, std::string& error);
 // One plan for the command; on problems, prints every one and returns nothing.
 std::optional<hetlaunch::launch_plan> plan_of(const input& in, const options& o);

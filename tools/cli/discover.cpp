@@ -205,7 +205,10 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
     error = "slots=auto: no host is left to run on";
     return false;
   }
-  nodes = builder.finish();
+  hetlaunch::cluster resolved = builder.finish();
+  for (std::size_t i = 0, k = 0; i < nodes.node_count(); ++i)
+    if (!left_out[i]) resolved.set_max_batch(k++, nodes.max_batch(i));
+  nodes = std::move(resolved);
   return true;
 }
 
@@ -223,6 +226,7 @@ int discover_command(options& o) {
     const auto n = c.node(i);
     line = concat(n.host, " slots=", n.nproc);
     if (n.weight != "1") line += concat(" weight=", n.weight);
+    if (c.max_batch(i) > 0) line += concat(" max_batch=", c.max_batch(i));
     line += '\n';
     std::fwrite(line.data(), 1, line.size(), stdout);
   }

@@ -78,41 +78,66 @@ std::string lower(std::string_view text) {
 }
 }  // namespace
 
-// Gives the nodes the --weight flags name their weights, in flag order (a later flag wins). HOSTS
-// is a host or a Slurm host list; host names compare without case, as DNS names do. Every host
-// named must be a node, and W a valid weight; otherwise false with a message.
+// Gives the nodes the --weight flags name their weights and the --max-batch flags their
+// ceilings, each in flag order (a later flag wins). HOSTS is a host or a Slurm host list; host
+// names compare without case, as DNS names do. Every host named must be a node, and the value
+// valid; otherwise false with a message.
 bool apply_weights(const options& o, hetlaunch::cluster& nodes, std::string& error) {
   std::unordered_map<std::string, std::vector<std::size_t>> by_host;
   for (std::size_t i = 0; i < nodes.node_count(); ++i)
     by_host[lower(nodes.node(i).host)].push_back(i);
-  for (const std::string& flag : o.input.weights) {
-    const std::size_t eq = flag.rfind('=');
-    if (eq == std::string::npos || eq == 0) {
-      error = concat("--weight ", quoted(flag), " is not HOSTS=W (\"gpu[1-4]=2.5\")");
-      return false;
-    }
-    const std::string_view weight = std::string_view(flag).substr(eq + 1);
-    if (const hetlaunch::weight_check wc = hetlaunch::check_weight(weight); !wc) {
-      error = concat("--weight ", quoted(flag), ": ", hetlaunch::weight_refusal(weight, wc.issue));
-      return false;
-    }
-    const auto hosts = hetlaunch::expand_hostlist(std::string_view(flag).substr(0, eq),
-                                                  o.input.max_hosts, o.input.max_bytes);
-    if (!hosts) {
-      error = concat("--weight ", quoted(flag), ": ", hosts.error().to_string());
-      return false;
-    }
-    for (const std::string& host : *hosts) {
-      const auto it = by_host.find(lower(host));
-      if (it == by_host.end()) {
-        error = concat("--weight ", quoted(flag), ": host ", quoted(host),
-                       " is not a node of the plan");
+  // Each flag: its name, its values, what a valid value is, and what it does to a node.
+  const auto apply = [&](const char* flag_name, const char* example,
+                         const std::vector<std::string>& flags, auto refusal, auto set) {
+    for (const std::string& flag : flags) {
+      const std::size_t eq = flag.rfind('=');
+      const std::string where = concat(flag_name, " ", quoted(flag));
+      if (eq == std::string::npos || eq == 0) {
+        error = concat(where, " is not ", example);
         return false;
       }
-      for (const std::size_t i : it->second) nodes.set_weight(i, weight);
+      const std::string_view value = std::string_view(flag).substr(eq + 1);
+      if (const std::string why = refusal(value); !why.empty()) {
+        error = concat(where, ": ", why);
+        return false;
+      }
+      const auto hosts = hetlaunch::expand_hostlist(std::string_view(flag).substr(0, eq),
+                                                    o.input.max_hosts, o.input.max_bytes);
+      if (!hosts) {
+        error = concat(where, ": ", hosts.error().to_string());
+        return false;
+      }
+      for (const std::string& host : *hosts) {
+        const auto it = by_host.find(lower(host));
+        if (it == by_host.end()) {
+          error = concat(where, ": host ", quoted(host), " is not a node of the plan");
+          return false;
+        }
+        for (const std::size_t i : it->second) set(i, value);
+      }
     }
-  }
-  return true;
+    return true;
+  };
+  return apply(
+             "--weight", "HOSTS=W (\"gpu[1-4]=2.5\")", o.input.weights,
+             [](std::string_view w) {
+               const hetlaunch::weight_check wc = hetlaunch::check_weight(w);
+               return wc ? std::string() : hetlaunch::weight_refusal(w, wc.issue);
+             },
+             [&](std::size_t i, std::string_view w) { nodes.set_weight(i, w); }) &&
+         apply(
+             "--max-batch", "HOSTS=M (\"t4-[1-8]=16\")", o.input.max_batches,
+             [](std::string_view m) {
+               int ceiling = 0;
+               return hetlaunch::detail::parse_max_batch(m, ceiling)
+                          ? std::string()
+                          : hetlaunch::detail::max_batch_problem(m);
+             },
+             [&](std::size_t i, std::string_view m) {
+               int ceiling = 0;
+               (void)hetlaunch::detail::parse_max_batch(m, ceiling);
+               nodes.set_max_batch(i, ceiling);
+             });
 }
 
 // Reads the cluster from the chosen input; an error names where (file:line:column) and why.
@@ -195,7 +220,7 @@ std::optional<input> read_input(const options& o, int& status, auto_resolver res
     }
     in.nodes = std::move(r->nodes);
   }
-  if (!o.input.weights.empty()) {
+  if (!o.input.weights.empty() || !o.input.max_batches.empty()) {
     std::string error;
     if (!apply_weights(o, in.nodes, error)) {
       status = fail(error);

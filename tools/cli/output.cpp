@@ -58,7 +58,7 @@ int print_plan(const hetlaunch::launch_plan& plan, bool json) {
       const hetlaunch::node_batch share =
           plan.has_shares() ? plan.node_batch_of(i) : hetlaunch::node_batch{};
       line += concat("], \"weight\": ", json_string(n.weight), ", \"node_batch\": ", share.batch,
-                     ", \"node_batch_offset\": ", share.offset);
+                     ", \"node_batch_offset\": ", share.offset, ", \"max_batch\": ", c.max_batch(i));
       // The node's command as a shell runs it: the variables torchrun must be started with (the
       // work share's), then torchrun; "env" holds the same variables for a launcher of its own.
       line += ", \"argv\": " + json_array(argv) + ", \"env\": {";
@@ -86,6 +86,7 @@ int print_plan(const hetlaunch::launch_plan& plan, bool json) {
   std::printf("%-5s %-20s %6s  %-10s %7s  %s", "node", "host", "nproc", "role", "offset",
               "global ranks");
   if (shares) std::printf("   %-8s %10s %12s", "weight", "node batch", "batch offset");
+  if (c.has_max_batches()) std::printf(" %9s", "max batch");
   std::printf("\n");
   std::string ranks;
   for (std::size_t i = 0; i < c.node_count(); ++i) {
@@ -103,6 +104,12 @@ int print_plan(const hetlaunch::launch_plan& plan, bool json) {
         std::printf(" %10d %12d", share.batch, share.offset);
       } else
         std::printf(" %10s %12s", "-", "-");
+    }
+    if (c.has_max_batches()) {
+      if (c.max_batch(i) > 0)
+        std::printf(" %9d", c.max_batch(i));
+      else
+        std::printf(" %9s", "-");
     }
     std::printf("\n");
   }

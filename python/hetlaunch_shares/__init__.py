@@ -31,12 +31,12 @@ by the parts that use them. Install with `pip install --no-build-isolation ./pyt
 `python/` folder on PYTHONPATH.
 """
 
-from ._core import (RESHARD_REFUSED, Share, ShareBatchSampler, ShareLoaderError, rank_batch,
-                    share_from_env, weighted_allreduce_hook)
+from ._core import (RESHARD_REFUSED, Share, ShareBatchSampler, ShareLoaderError, micro_batches, rank_batch,
+                    share_from_env, split_batch, weighted_allreduce_hook)
 from ._accelerate import prepare_loader
 
 __all__ = ["Share", "rank_batch", "share_from_env", "ShareBatchSampler", "ShareLoaderError",
-           "weighted_allreduce_hook", "prepare_loader", "ShareTrainer"]
+           "weighted_allreduce_hook", "prepare_loader", "ShareTrainer", "micro_batches", "split_batch"]
 
 
 def __getattr__(name):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Iterator, List, Mapping, Optional, Tuple
 
 __all__ = ["Share", "rank_batch", "share_from_env", "ShareBatchSampler", "ShareLoaderError",
-           "weighted_allreduce_hook"]
+           "weighted_allreduce_hook", "micro_batches", "split_batch"]
 
 
 class ShareLoaderError(RuntimeError):
@@ -44,14 +44,17 @@ class Share:
     batch: int  # b: this rank's samples a step
     offset: int  # where they start within the step's B
     group: Optional[object] = None  # the process group of weighted_allreduce_hook (None: the default)
+    max_batch: int = 0  # M: the most samples this rank takes in one forward (0: no ceiling)
 
     def __post_init__(self):
         # A share that cannot be a rank's part of a step would make the sampler yield empty or
         # overlapping steps, or divide by zero: refused, naming the field.
-        for name in ("global_batch", "world_size", "batch", "offset"):
+        for name in ("global_batch", "world_size", "batch", "offset", "max_batch"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ValueError(f"Share.{name} must be an integer, got {value!r}")
+        if self.max_batch < 0:
+            raise ValueError(f"Share.max_batch must be 0 (no ceiling) or a positive integer, got {self.max_batch}")
         if self.world_size < 1:
             raise ValueError(f"Share.world_size must be at least 1, got {self.world_size}")
         if self.global_batch < self.world_size:
@@ -62,6 +65,11 @@ class Share:
         if not 0 <= self.offset <= self.global_batch - self.batch:
             raise ValueError(f"Share.offset must be 0..{self.global_batch - self.batch}, so that the batch of "
                              f"{self.batch} lies within the step's {self.global_batch} samples; got {self.offset}")
+
+    @property
+    def micro_batch_count(self) -> int:
+        """How many forwards this rank's share takes under its ceiling: ceil(b / M), 1 without one."""
+        return -(-self.batch // self.max_batch) if self.max_batch else 1
 
     @property
     def loss_scale(self) -> float:
@@ -88,7 +96,8 @@ def _integer(env: Mapping[str, str], name: str, least: int = 0) -> int:
 
 
 def share_from_env(env: Optional[Mapping[str, str]] = None) -> Share:
-    """This rank's share, from the variables hetlaunch and torchrun set."""
+    """This rank's share, from the variables hetlaunch and torchrun set (HETLAUNCH_MAX_BATCH, the
+    node's ceiling, only when the node has one)."""
     env = os.environ if env is None else env
     global_batch = _integer(env, "HETLAUNCH_GLOBAL_BATCH", 1)
     world_size = _integer(env, "WORLD_SIZE", 1)
@@ -100,7 +109,76 @@ def share_from_env(env: Optional[Mapping[str, str]] = None) -> Share:
     if global_batch < world_size or not 1 <= batch or offset + batch > global_batch:
         raise ValueError(f"inconsistent work share: batch {batch} at {offset} of a global batch of {global_batch} "
                          f"over {world_size} workers")
-    return Share(global_batch, world_size, batch, offset)
+    max_batch = _integer(env, "HETLAUNCH_MAX_BATCH", 1) if "HETLAUNCH_MAX_BATCH" in env else 0
+    return Share(global_batch, world_size, batch, offset, max_batch=max_batch)
+
+
+def micro_batches(indices, max_batch: int) -> list:
+    """`indices` (a rank's share of one step) cut into ceil(len / max_batch) micro-batches of at most
+    max_batch, their sizes as even as possible, the larger ones first; one batch when max_batch is
+    0 (no ceiling). Run a forward and backward on each and synchronise gradients only on the last
+    (DDP's no_sync() around the others): the step's gradient does not change, only how many
+    samples one forward holds.
+
+        for k, part in enumerate(micro_batches(step_indices, share.max_batch)):
+            last = k == len(parts) - 1
+            with (contextlib.nullcontext() if last else ddp.no_sync()):
+                (loss_fn(ddp(x[part]), y[part]) * len(part) / len(step_indices) * share.loss_scale).backward()
+    """
+    if not isinstance(max_batch, int) or isinstance(max_batch, bool) or max_batch < 0:
+        raise ValueError(f"max_batch must be 0 (no ceiling) or a positive integer, got {max_batch!r}")
+    items = list(indices)
+    if max_batch == 0 or len(items) <= max_batch:
+        return [items] if items else []
+    count = -(-len(items) // max_batch)
+    base, extra = divmod(len(items), count)
+    out, start = [], 0
+    for k in range(count):
+        size = base + (1 if k < extra else 0)
+        out.append(items[start:start + size])
+        start += size
+    return out
+
+
+_DECIMAL = re.compile(r"([0-9]+)(?:\.([0-9]{1,6}))?")
+
+
+def _weight_millionths(weight: str) -> int:
+    """A weight's exact value in millionths, read as hetlaunch reads it (at most 6 fractional
+    digits, above 0, at most 1000000)."""
+    m = _DECIMAL.fullmatch(weight) if isinstance(weight, str) else None
+    if not m:
+        raise ValueError(f"weight {weight!r} is not a decimal with at most 6 fractional digits")
+    value = int(m.group(1)) * 10**6 + int((m.group(2) or "").ljust(6, "0"))
+    if not 0 < value <= 10**12:
+        raise ValueError(f"weight {weight!r} must be above 0 and at most 1000000")
+    return value
+
+
+def split_batch(global_batch: int, nproc, weights) -> List[Tuple[int, int]]:
+    """Each node's (n_i, o_i) of one step: hetlaunch's split (docs/shares.md), in exact integers,
+    equal to `hetlaunch plan --json`'s node_batch and node_batch_offset for every input. Every
+    rank gets one sample; the E = B - W others go by d_i = p_i * w_i, floors first, then one each
+    to the largest remainders, ties to the lower node."""
+    nproc = list(nproc)
+    if not nproc or any(not isinstance(p, int) or p < 1 for p in nproc):
+        raise ValueError(f"every node needs at least one worker: {nproc}")
+    if len(weights) != len(nproc):
+        raise ValueError(f"{len(weights)} weights for {len(nproc)} nodes")
+    world = sum(nproc)
+    if global_batch < world:
+        raise ValueError(f"the global batch {global_batch} is smaller than the world size {world}")
+    d = [p * _weight_millionths(w) for p, w in zip(nproc, weights)]
+    total, extra = sum(d), global_batch - world
+    batch = [p + extra * di // total for p, di in zip(nproc, d)]
+    left = global_batch - sum(batch)
+    for i in sorted(range(len(d)), key=lambda i: (-(extra * d[i] % total), i))[:left]:
+        batch[i] += 1
+    offsets, at = [], 0
+    for n in batch:
+        offsets.append(at)
+        at += n
+    return list(zip(batch, offsets))
 
 
 class ShareBatchSampler:

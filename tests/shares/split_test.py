@@ -2,8 +2,10 @@
 """Work shares as a training script sees them, with no job running:
 
 1. The split `hetlaunch plan --json` prints equals an independent reference of the rule in
-   Python's exact integers and fractions, for random topologies, weights and global batches (up
-   to 2^31 - 1), and every rank's part (hetlaunch_shares.rank_batch) tiles its node's.
+   Python's exact integers and fractions, and hetlaunch_shares.split_batch (the package's own,
+   which rebalancing uses), for random topologies, weights and global batches (up to 2^31 - 1),
+   and every rank's part (hetlaunch_shares.rank_batch) tiles its node's. micro_batches cuts a
+   share under a ceiling.
 2. The sampler: over an epoch, with drop_last, every sample of the permutation is used exactly
    once by exactly one rank and every step has B samples; without it, every sample at least once
    and the padding repeats the head, as DistributedSampler pads; every rank has the same number
@@ -76,6 +78,12 @@ def split_cases(binary):
         if nodes != want or got["global_batch"] != b or [node["weight"] for node in got["nodes"]] != weights:
             failures.append(f"nproc {nproc} weights {weights} B {b}: hetlaunch {nodes}, the rule {want}")
             continue
+        # The package splits again when it rebalances: its split must be the C++ one.
+        python_split = shares.split_batch(b, nproc, weights)
+        if python_split != nodes:
+            failures.append(f"nproc {nproc} weights {weights} B {b}: hetlaunch {nodes}, "
+                            f"hetlaunch_shares.split_batch {python_split}")
+            continue
         for (batch, offset), p in zip(nodes, nproc):
             if p > 1000:  # the extreme cases' ranks are too many to list
                 continue
@@ -83,6 +91,34 @@ def split_cases(binary):
             tiled = all(r[1] == offset + sum(x[0] for x in ranks[:l]) for l, r in enumerate(ranks))
             if not tiled or sum(r[0] for r in ranks) != batch or min(r[0] for r in ranks) < 1:
                 failures.append(f"node of {p} workers with {batch} samples: ranks {ranks}")
+    return failures
+
+
+def micro_batch_cases():
+    """micro_batches: for every share size up to 200 and every ceiling up to 40, the parts are
+    the share in order, ceil(b/M) of them, none above M, sizes differing by at most one with the
+    larger first; no ceiling is one part; a ceiling below 0 or not an integer is refused."""
+    failures = []
+    for b in range(0, 201):
+        items = list(range(100, 100 + b))
+        for m in range(0, 41):
+            parts = shares.micro_batches(items, m)
+            sizes = [len(p) for p in parts]
+            want_count = (0 if b == 0 else 1) if m == 0 else -(-b // m)
+            if [x for p in parts for x in p] != items or len(parts) != want_count or \
+                    (m and any(s > m for s in sizes)) or sizes != sorted(sizes, reverse=True) or \
+                    (sizes and max(sizes) - min(sizes) > 1):
+                failures.append(f"micro_batches({b} samples, {m}): sizes {sizes}")
+    for bad in (-1, 1.5, "4", True):
+        try:
+            shares.micro_batches([1, 2], bad)
+            failures.append(f"micro_batches accepted max_batch={bad!r}")
+        except ValueError as e:
+            if "max_batch must be 0 (no ceiling) or a positive integer" not in str(e):
+                failures.append(f"micro_batches({bad!r}) says {e}")
+    share = shares.Share(12, 2, 7, 0, max_batch=3)
+    if share.micro_batch_count != 3 or shares.Share(12, 2, 7, 0).micro_batch_count != 1:
+        failures.append(f"micro_batch_count: {share.micro_batch_count}")
     return failures
 
 
@@ -148,8 +184,10 @@ def env_cases():
     good = {"HETLAUNCH_GLOBAL_BATCH": "13", "WORLD_SIZE": "4", "HETLAUNCH_NODE_BATCH": "8",
             "HETLAUNCH_NODE_BATCH_OFFSET": "0", "LOCAL_WORLD_SIZE": "3", "LOCAL_RANK": "2"}
     share = shares.share_from_env(good)
-    if (share.batch, share.offset, share.loss_scale) != (2, 6, 2 * 4 / 13):
+    if (share.batch, share.offset, share.loss_scale, share.max_batch) != (2, 6, 2 * 4 / 13, 0):
         failures.append(f"share_from_env: {share}")
+    if shares.share_from_env({**good, "HETLAUNCH_MAX_BATCH": "16"}).max_batch != 16:
+        failures.append("share_from_env does not read HETLAUNCH_MAX_BATCH")
     for name, value, says in [("HETLAUNCH_GLOBAL_BATCH", None, "HETLAUNCH_GLOBAL_BATCH is not set"),
                               ("HETLAUNCH_NODE_BATCH", "x8", "HETLAUNCH_NODE_BATCH='x8'"),
                               ("HETLAUNCH_NODE_BATCH_OFFSET", "10", "inconsistent work share"),
@@ -168,7 +206,10 @@ def env_cases():
                               ("WORLD_SIZE", "4_0", "WORLD_SIZE='4_0' is not a"),
                               ("HETLAUNCH_NODE_BATCH_OFFSET", "9" * 40, "is not a non-negative integer"),
                               ("HETLAUNCH_GLOBAL_BATCH", "0", "HETLAUNCH_GLOBAL_BATCH='0' must be at least 1"),
-                              ("HETLAUNCH_NODE_BATCH", "0", "HETLAUNCH_NODE_BATCH='0' must be at least 1")]:
+                              ("HETLAUNCH_NODE_BATCH", "0", "HETLAUNCH_NODE_BATCH='0' must be at least 1"),
+                              ("HETLAUNCH_MAX_BATCH", "0", "HETLAUNCH_MAX_BATCH='0' must be at least 1"),
+                              ("HETLAUNCH_MAX_BATCH", "-3", "HETLAUNCH_MAX_BATCH='-3' is not a"),
+                              ("HETLAUNCH_MAX_BATCH", "x", "HETLAUNCH_MAX_BATCH='x' is not a")]:
         env = dict(good)
         if value is None:
             del env[name]
@@ -246,6 +287,7 @@ def main():
         os.execv(python, [python, __file__, *sys.argv[1:]])
     with Suite("shares split") as run:
         run.case(f"split: {SPLIT_TOPOLOGIES} topologies equal the rule's reference", split_cases, sys.argv[1])
+        run.case("micro_batches: every share and ceiling up to 200 x 40", micro_batch_cases)
         run.case("sampler: 60 topologies, every sample once, same steps on any topology", sampler_cases)
         run.case("share_from_env: refuses missing and inconsistent variables", env_cases)
         run.case("Share: refuses a share no rank can have", hand_made_share_cases)

@@ -87,6 +87,7 @@ enum class errc : int {
   bad_visible_devices = 57,  // CUDA_VISIBLE_DEVICES names a GPU that cannot be bound
   no_binding = 58,           // the mode leaves a worker no CPU (or no GPU to take them from)
   bad_max_batch = 59,        // a node's ceiling (max_batch) is not a positive integer up to INT_MAX
+  bad_measurement = 60,      // a HETLAUNCH_MEASURED line or a rate that cannot be a node's speed
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -206,6 +207,8 @@ constexpr std::string_view to_string(errc code) noexcept {
       return "no_binding";
     case errc::bad_max_batch:
       return "bad_max_batch";
+    case errc::bad_measurement:
+      return "bad_measurement";
     case errc::global_batch_too_small:
       return "global_batch_too_small";
     case errc::bad_global_batch:

@@ -13,9 +13,9 @@
 #include <vector>
 
 namespace {
-using strings = std::vector<std::string>;
-std::string refusal(std::string_view text, std::size_t nodes) {
-  const auto r = hetlaunch::parse_measurement(text, nodes);
+using weight_texts = std::vector<std::string>;
+std::string measurement_refusal(std::string_view text, std::size_t node_count) {
+  const auto r = hetlaunch::parse_measurement(text, node_count);
   if (r) return "ok";
   return std::to_string(r.error().column) + ": " + r.error().message;
 }
@@ -23,12 +23,12 @@ std::string refusal(std::string_view text, std::size_t nodes) {
 
 TEST_SUITE("calibration") {
   TEST_CASE("weights are each rate over the slowest, to the millionth, the slowest 1") {
-    CHECK(hetlaunch::weights_from_rates({300, 100, 150}).value() == strings{"3", "1", "1.5"});
-    CHECK(hetlaunch::weights_from_rates({10}).value() == strings{"1"});
-    CHECK(hetlaunch::weights_from_rates({1, 3}).value() == strings{"1", "3"});
-    CHECK(hetlaunch::weights_from_rates({3, 1.0000004}).value() == strings{"2.999999", "1"});
-    CHECK(hetlaunch::weights_from_rates({2.0000005, 1}).value() == strings{"2.000001", "1"});
-    CHECK(hetlaunch::weights_from_rates({1e300, 1e-300}).value() == strings{"1000000", "1"});
+    CHECK(hetlaunch::weights_from_rates({300, 100, 150}).value() == weight_texts{"3", "1", "1.5"});
+    CHECK(hetlaunch::weights_from_rates({10}).value() == weight_texts{"1"});
+    CHECK(hetlaunch::weights_from_rates({1, 3}).value() == weight_texts{"1", "3"});
+    CHECK(hetlaunch::weights_from_rates({3, 1.0000004}).value() == weight_texts{"2.999999", "1"});
+    CHECK(hetlaunch::weights_from_rates({2.0000005, 1}).value() == weight_texts{"2.000001", "1"});
+    CHECK(hetlaunch::weights_from_rates({1e300, 1e-300}).value() == weight_texts{"1000000", "1"});
   }
 
   TEST_CASE("property: every weight is one hetlaunch accepts, and the ratios hold to a millionth") {
@@ -77,31 +77,31 @@ TEST_SUITE("calibration") {
   }
 
   TEST_CASE("a malformed line, or one about other nodes, is refused with its column") {
-    CHECK(refusal("", 1) == "1: expected '{'");
-    CHECK(refusal("{}", 1) == "3: no \"step\" and no \"nodes\"");
-    CHECK(refusal(R"({"step": 1})", 1) == "12: no \"nodes\"");
-    CHECK(refusal(R"({"step": 0, "nodes": []})", 1) == "11: step must be a positive integer, got 0");
-    CHECK(refusal(R"({"step": 1.5, "nodes": []})", 1) ==
+    CHECK(measurement_refusal("", 1) == "1: expected '{'");
+    CHECK(measurement_refusal("{}", 1) == "3: no \"step\" and no \"nodes\"");
+    CHECK(measurement_refusal(R"({"step": 1})", 1) == "12: no \"nodes\"");
+    CHECK(measurement_refusal(R"({"step": 0, "nodes": []})", 1) == "11: step must be a positive integer, got 0");
+    CHECK(measurement_refusal(R"({"step": 1.5, "nodes": []})", 1) ==
           "13: step must be a positive integer, got 1.5");
-    CHECK(refusal(R"({"step": 1, "nodes": []})", 1) == "25: node 0 of the job was not measured");
-    CHECK(refusal(R"({"step": 1, "nodes": [{"node": 2, "samples_per_second": 1}]})", 2) ==
+    CHECK(measurement_refusal(R"({"step": 1, "nodes": []})", 1) == "25: node 0 of the job was not measured");
+    CHECK(measurement_refusal(R"({"step": 1, "nodes": [{"node": 2, "samples_per_second": 1}]})", 2) ==
           "32: node 2 is not a node of the job's 2");
-    CHECK(refusal(R"({"step": 1, "nodes": [{"node": 0, "samples_per_second": 1}, {"node": 0, )"
+    CHECK(measurement_refusal(R"({"step": 1, "nodes": [{"node": 0, "samples_per_second": 1}, {"node": 0, )"
                   R"("samples_per_second": 2}]})",
                   1) == "61: node 0 is measured twice");
-    CHECK(refusal(R"({"step": 1, "nodes": [{"node": 0, "samples_per_second": -1}]})", 1) ==
+    CHECK(measurement_refusal(R"({"step": 1, "nodes": [{"node": 0, "samples_per_second": -1}]})", 1) ==
           "59: samples_per_second must be above 0, got -1");
-    CHECK(refusal(R"({"step": 1, "nodes": [{"node": 0, "samples_per_second": nan}]})", 1) ==
+    CHECK(measurement_refusal(R"({"step": 1, "nodes": [{"node": 0, "samples_per_second": nan}]})", 1) ==
           "57: expected a number");
-    CHECK(refusal(R"({"step": 1, "nodes": [{"node": 0}]})", 1) ==
+    CHECK(measurement_refusal(R"({"step": 1, "nodes": [{"node": 0}]})", 1) ==
           "34: a node without \"node\" or \"samples_per_second\"");
-    CHECK(refusal(R"({"step": 1, "nodes": [{"node": 0, "samples_per_second": 1}]} x)", 1) ==
+    CHECK(measurement_refusal(R"({"step": 1, "nodes": [{"node": 0, "samples_per_second": 1}]} x)", 1) ==
           "62: text after the object");
-    CHECK(refusal(R"({"step": "1", "nodes": []})", 1) == "10: expected a number");
+    CHECK(measurement_refusal(R"({"step": "1", "nodes": []})", 1) == "10: expected a number");
     // Hostile nesting stops at a depth, never at the stack's end.
     std::string deep = R"({"step": 1, "x": )";
     for (int i = 0; i < 100000; ++i) deep += '[';
-    CHECK(refusal(deep, 1).find("nested too deep") != std::string::npos);
-    CHECK(refusal(R"({"step": 1, "s": "unterminated)", 1) == "31: a string that does not end");
+    CHECK(measurement_refusal(deep, 1).find("nested too deep") != std::string::npos);
+    CHECK(measurement_refusal(R"({"step": 1, "s": "unterminated)", 1) == "31: a string that does not end");
   }
 }

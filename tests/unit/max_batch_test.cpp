@@ -12,13 +12,13 @@
 #include <vector>
 
 namespace {
-std::string value_of(const hetlaunch::environment& env, const std::string& name) {
+std::string ceiling_env_value(const hetlaunch::environment& env, const std::string& name) {
   std::string found = "(unset)";
   for (const auto& v : env)
     if (v.first == name) found = v.second;
   return found;
 }
-std::string ceiling_error(const char* text) {
+std::string ceiling_refusal(const char* text) {
   const auto r = hetlaunch::parse_hostfile(text);
   if (r) return "ok";
   return std::to_string(r.error().line) + ":" + std::to_string(r.error().column) + " " +
@@ -45,15 +45,15 @@ TEST_SUITE("memory ceilings") {
     const std::string why =
         "max_batch must be a positive integer up to 2147483647 (the most samples one worker "
         "takes in one forward), got ";
-    CHECK(ceiling_error("a max_batch=0") == "1:13 bad_max_batch " + why + "'0'");
-    CHECK(ceiling_error("a max_batch=-1") == "1:13 bad_max_batch " + why + "'-1'");
-    CHECK(ceiling_error("a max_batch=x") == "1:13 bad_max_batch " + why + "'x'");
-    CHECK(ceiling_error("a max_batch=2147483648") == "1:13 bad_max_batch " + why + "'2147483648'");
-    CHECK(ceiling_error("a max_batch=99999999999999999999") ==
+    CHECK(ceiling_refusal("a max_batch=0") == "1:13 bad_max_batch " + why + "'0'");
+    CHECK(ceiling_refusal("a max_batch=-1") == "1:13 bad_max_batch " + why + "'-1'");
+    CHECK(ceiling_refusal("a max_batch=x") == "1:13 bad_max_batch " + why + "'x'");
+    CHECK(ceiling_refusal("a max_batch=2147483648") == "1:13 bad_max_batch " + why + "'2147483648'");
+    CHECK(ceiling_refusal("a max_batch=99999999999999999999") ==
           "1:13 bad_max_batch " + why + "'99999999999999999999'");
-    CHECK(ceiling_error("a max_batch=1.5") == "1:13 bad_max_batch " + why + "'1.5'");
-    CHECK(ceiling_error("a max_batch=") == "1:13 bad_max_batch " + why + "''");
-    CHECK(ceiling_error("a max_batch=2 max_batch=3") ==
+    CHECK(ceiling_refusal("a max_batch=1.5") == "1:13 bad_max_batch " + why + "'1.5'");
+    CHECK(ceiling_refusal("a max_batch=") == "1:13 bad_max_batch " + why + "''");
+    CHECK(ceiling_refusal("a max_batch=2 max_batch=3") ==
           "1:15 bad_syntax max_batch is given twice for host 'a'");
   }
 
@@ -64,14 +64,14 @@ TEST_SUITE("memory ceilings") {
     o.script = "t.py";
     const auto plain = hetlaunch::make_plan(c, o);
     REQUIRE(plain);
-    CHECK(value_of(plain->agent_env(1), "HETLAUNCH_MAX_BATCH") == "8");
-    CHECK(value_of(plain->agent_env(0), "HETLAUNCH_MAX_BATCH") == "(unset)");
-    CHECK(value_of(plain->direct_worker_env(1, 0), "HETLAUNCH_MAX_BATCH") == "8");
-    CHECK(value_of(hetlaunch::try_agent_env(c, 1, o).value(), "HETLAUNCH_MAX_BATCH") == "8");
+    CHECK(ceiling_env_value(plain->agent_env(1), "HETLAUNCH_MAX_BATCH") == "8");
+    CHECK(ceiling_env_value(plain->agent_env(0), "HETLAUNCH_MAX_BATCH") == "(unset)");
+    CHECK(ceiling_env_value(plain->direct_worker_env(1, 0), "HETLAUNCH_MAX_BATCH") == "8");
+    CHECK(ceiling_env_value(hetlaunch::try_agent_env(c, 1, o).value(), "HETLAUNCH_MAX_BATCH") == "8");
     o.global_batch = 30;
     const auto shared = hetlaunch::make_plan(c, o);
     REQUIRE(shared);
-    CHECK(value_of(shared->agent_env(1), "HETLAUNCH_MAX_BATCH") == "8");
+    CHECK(ceiling_env_value(shared->agent_env(1), "HETLAUNCH_MAX_BATCH") == "8");
     const hetlaunch::cluster without{{"a", 2}, {"b", 1}};
     const auto reference = hetlaunch::make_plan(without, o);
     for (std::size_t i = 0; i < 2; ++i) CHECK(shared->node_batch_of(i) == reference->node_batch_of(i));

@@ -813,8 +813,8 @@ def case_spare(b, w, work, c):
     """A job on hosts 0 and 1 (4 + 2 workers) with host 2 standing by (--spare, slots=auto: asked
     only when needed). Node 1's worker fails: the spare takes node 1's place, with its index, its
     2 workers and its share, so every rank, the world size and the node batches of attempt 2 equal
-    attempt 1's, and node 1's workers run on host 2. The default --kill-after. Measured: from the
-    failure to the spare's workers running."""
+    attempt 1's, and node 1's workers run on host 2. The default --kill-after. Printed: the time
+    from the failure to the spare's workers running."""
     code, out, err = finish(restart_run(b, work, c, "29720", ["--restarts", "1", "--global-batch", "12",
                                                               "--spare", f"{V4[2]}:auto", "--gpu-count-command", "echo 4"],
                                         mode="fail1", hosts=2, kill_after=()))
@@ -850,9 +850,8 @@ def case_spare(b, w, work, c):
     if failed_at.exists() and sorted(second) == list(range(6)):
         running = min(float(r["STARTED"]) for r in second.values() if r["GROUP_RANK"] == "1")
         seconds = running - float(failed_at.read_text())
+        # Printed, not asserted: a time on a shared machine is a benchmark's (docs/performance.md).
         print(f"     spare: {seconds:.2f} s from the failure to the spare's workers running (--kill-after 10)")
-        if seconds > 10:
-            problems.append(f"the spare's workers ran {seconds:.1f} s after the failure, not within 10 s")
     return problems + left_on_hosts(work)
 
 

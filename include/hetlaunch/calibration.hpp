@@ -47,7 +47,8 @@ inline std::string number_text(double v) {
   for (std::size_t i = 0; i < rates.size(); ++i) {
     if (!(rates[i] > 0) || !std::isfinite(rates[i]))
       return parse_error{0, 0,
-                         detail::concat("node ", i, ": samples per second must be a positive "
+                         detail::concat("node ", i,
+                                        ": samples per second must be a positive "
                                         "finite number, got ",
                                         detail::number_text(rates[i])),
                          errc::bad_measurement};
@@ -57,10 +58,10 @@ inline std::string number_text(double v) {
   out.reserve(rates.size());
   for (const double rate : rates) {
     const double ratio = rate / slowest;  // >= 1, finite: both are positive and finite
-    const std::int64_t micros =
-        ratio >= static_cast<double>(max_weight)
-            ? max_weight * weight_scale
-            : static_cast<std::int64_t>(std::floor(ratio * static_cast<double>(weight_scale) + 0.5));
+    const std::int64_t micros = ratio >= static_cast<double>(max_weight)
+                                    ? max_weight * weight_scale
+                                    : static_cast<std::int64_t>(std::floor(
+                                          ratio * static_cast<double>(weight_scale) + 0.5));
     std::string text = std::to_string(micros / weight_scale);
     std::int64_t fraction = micros % weight_scale;
     if (fraction != 0) {
@@ -78,7 +79,7 @@ inline std::string number_text(double v) {
 struct node_measurement {
   std::size_t node = 0;
   double samples_per_second = 0;  ///< per worker
-  std::string weight;             ///< as the script computed it (informative; see weights_from_rates)
+  std::string weight;  ///< as the script computed it (informative; see weights_from_rates)
 };
 
 /// A HETLAUNCH_MEASURED line, read.
@@ -135,9 +136,12 @@ class measured_reader {
       if (c == '\\') {
         if (at_ >= text_.size()) break;
         c = text_[at_++];
-        if (c == 'n') c = '\n';
-        else if (c == 't') c = '\t';
-        else if (c != '"' && c != '\\' && c != '/') return fail("an escape this line never needs");
+        if (c == 'n')
+          c = '\n';
+        else if (c == 't')
+          c = '\t';
+        else if (c != '"' && c != '\\' && c != '/')
+          return fail("an escape this line never needs");
       }
       out += c;
     }
@@ -148,8 +152,8 @@ class measured_reader {
   bool number(double& out) {
     blanks();
     const std::size_t start = at_;
-    while (at_ < text_.size() && (std::string_view("0123456789+-.eE").find(text_[at_]) !=
-                                  std::string_view::npos))
+    while (at_ < text_.size() &&
+           (std::string_view("0123456789+-.eE").find(text_[at_]) != std::string_view::npos))
       ++at_;
     const std::string token(text_.substr(start, at_ - start));
     if (token.empty()) return fail("expected a number");
@@ -157,7 +161,7 @@ class measured_reader {
     out = std::strtod(token.c_str(), &end);
     if (end != token.c_str() + token.size() || !std::isfinite(out)) {
       at_ = start;
-      return fail(concat("not a number: ", quoted(token)));
+      return fail(concat("not a number: ", detail::quoted(token)));
     }
     return true;
   }
@@ -223,7 +227,9 @@ class measured_reader {
           has_node = true;
         } else if (key == "samples_per_second") {
           if (!r.number(v)) return false;
-          if (!(v > 0)) return r.fail(detail::concat("samples_per_second must be above 0, got ", detail::number_text(v)));
+          if (!(v > 0))
+            return r.fail(
+                detail::concat("samples_per_second must be above 0, got ", detail::number_text(v)));
           n.samples_per_second = v;
           has_rate = true;
         } else if (key == "weight") {
@@ -249,7 +255,9 @@ class measured_reader {
       if (key == "step") {
         double v = 0;
         if (!r.number(v)) return false;
-        if (!whole_number(v, 1e15) || v < 1) return r.fail(detail::concat("step must be a positive integer, got ", detail::number_text(v)));
+        if (!whole_number(v, 1e15) || v < 1)
+          return r.fail(
+              detail::concat("step must be a positive integer, got ", detail::number_text(v)));
         m.step = static_cast<long long>(v);
         has_step = true;
       } else if (key == "nodes") {

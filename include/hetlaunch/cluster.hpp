@@ -132,7 +132,7 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
   // A run of equal weights shares one entry, so a cluster of a few GPU types keeps a few.
   std::vector<std::uint32_t> weight_id_;
   std::vector<std::string> weights_;  // by id; id 0 is "1"
-  std::vector<int> max_batch_;  // empty, or one ceiling per node (0: none)
+  std::vector<int> max_batch_;        // empty, or one ceiling per node (0: none)
 
   node_spec node_unchecked(std::size_t i) const noexcept {
     const char* base = text_.data();

@@ -104,9 +104,10 @@ inline bool parse_max_batch(std::string_view text, int& out) {
   return true;
 }
 inline std::string max_batch_problem(std::string_view text) {
-  return concat("max_batch must be a positive integer up to 2147483647 (the most samples one "
-                "worker takes in one forward), got ",
-                quoted(text));
+  return concat(
+      "max_batch must be a positive integer up to 2147483647 (the most samples one "
+      "worker takes in one forward), got ",
+      quoted(text));
 }
 
 // Reads one line (without its '\n'). Fields are key=value, with blanks allowed around '=' as
@@ -357,9 +358,8 @@ result<cluster> parse_entries(Each each, validate_options options, Where where,
         failed = true;
         return false;
       }
-      return !e->has_host ||
-             visit(detail::list_entry{e->host, e->slots, line_no, e->column, e->weight,
-                                      e->max_batch});
+      return !e->has_host || visit(detail::list_entry{e->host, e->slots, line_no, e->column,
+                                                      e->weight, e->max_batch});
     });
     if (failed) return error;
     return true;

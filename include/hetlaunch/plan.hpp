@@ -267,7 +267,8 @@ template <class Getenv,
     }
     out.push_back(d);
   };
-  if (plan.has_shares()) compare(variables::global_batch.data(), plan.options().global_batch, false);
+  if (plan.has_shares())
+    compare(variables::global_batch.data(), plan.options().global_batch, false);
   if (plan.has_shares() && have_node) {
     const node_batch share = plan.node_batch_of(static_cast<std::size_t>(group));
     compare(variables::node_batch.data(), share.batch, true);

@@ -94,9 +94,8 @@ restart_decision decide_restart(const restart_options& options, int restarts_don
                    [&](std::size_t a, std::size_t b) { return nproc_of(a) < nproc_of(b); });
   for (std::size_t s = 0; s < spares.size(); ++s)
     if (spares[s].nproc > 0) spare_order.push_back(s);
-  std::stable_sort(spare_order.begin(), spare_order.end(), [&](std::size_t a, std::size_t b) {
-    return spares[a].nproc < spares[b].nproc;
-  });
+  std::stable_sort(spare_order.begin(), spare_order.end(),
+                   [&](std::size_t a, std::size_t b) { return spares[a].nproc < spares[b].nproc; });
   std::size_t next_spare = 0;
   for (std::size_t i : by_size) {
     while (next_spare < spare_order.size() && spares[spare_order[next_spare]].nproc < nproc_of(i))
@@ -129,8 +128,8 @@ restart_decision decide_restart(const restart_options& options, int restarts_don
                                                      int restarts_done, std::size_t node_count,
                                                      const std::vector<std::size_t>& failed,
                                                      bool interrupted) {
-  return detail::decide_restart(
-      options, restarts_done, node_count, [](std::size_t) { return 0; }, failed, interrupted, {});
+  return detail::decide_restart(options, restarts_done, node_count, [](std::size_t) { return 0; },
+                                failed, interrupted, {});
 }
 
 /// The same decision for a job with hosts standing by: each failed node of `topology` that a

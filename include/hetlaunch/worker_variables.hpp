@@ -38,9 +38,8 @@ inline constexpr std::array<std::string_view, 3> share = {global_batch, node_bat
                                                           node_batch_offset};
 /// The variables the launch owns: the work share's, the node's ceiling, and the restart count a
 /// launcher with restarts sets for each attempt.
-inline constexpr std::array<std::string_view, 5> owned = {global_batch, node_batch,
-                                                          node_batch_offset, max_batch,
-                                                          restart_count};
+inline constexpr std::array<std::string_view, 5> owned = {
+    global_batch, node_batch, node_batch_offset, max_batch, restart_count};
 
 }  // namespace variables
 

@@ -976,9 +976,8 @@ inline constexpr std::array<std::string_view, 3> share = {global_batch, node_bat
                                                           node_batch_offset};
 /// The variables the launch owns: the work share's, the node's ceiling, and the restart count a
 /// launcher with restarts sets for each attempt.
-inline constexpr std::array<std::string_view, 5> owned = {global_batch, node_batch,
-                                                          node_batch_offset, max_batch,
-                                                          restart_count};
+inline constexpr std::array<std::string_view, 5> owned = {
+    global_batch, node_batch, node_batch_offset, max_batch, restart_count};
 
 }  // namespace variables
 
@@ -2290,7 +2289,7 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
   // A run of equal weights shares one entry, so a cluster of a few GPU types keeps a few.
   std::vector<std::uint32_t> weight_id_;
   std::vector<std::string> weights_;  // by id; id 0 is "1"
-  std::vector<int> max_batch_;  // empty, or one ceiling per node (0: none)
+  std::vector<int> max_batch_;        // empty, or one ceiling per node (0: none)
 
   node_spec node_unchecked(std::size_t i) const noexcept {
     const char* base = text_.data();
@@ -4442,7 +4441,8 @@ template <class Getenv,
     }
     out.push_back(d);
   };
-  if (plan.has_shares()) compare(variables::global_batch.data(), plan.options().global_batch, false);
+  if (plan.has_shares())
+    compare(variables::global_batch.data(), plan.options().global_batch, false);
   if (plan.has_shares() && have_node) {
     const node_batch share = plan.node_batch_of(static_cast<std::size_t>(group));
     compare(variables::node_batch.data(), share.batch, true);
@@ -4551,9 +4551,8 @@ restart_decision decide_restart(const restart_options& options, int restarts_don
                    [&](std::size_t a, std::size_t b) { return nproc_of(a) < nproc_of(b); });
   for (std::size_t s = 0; s < spares.size(); ++s)
     if (spares[s].nproc > 0) spare_order.push_back(s);
-  std::stable_sort(spare_order.begin(), spare_order.end(), [&](std::size_t a, std::size_t b) {
-    return spares[a].nproc < spares[b].nproc;
-  });
+  std::stable_sort(spare_order.begin(), spare_order.end(),
+                   [&](std::size_t a, std::size_t b) { return spares[a].nproc < spares[b].nproc; });
   std::size_t next_spare = 0;
   for (std::size_t i : by_size) {
     while (next_spare < spare_order.size() && spares[spare_order[next_spare]].nproc < nproc_of(i))
@@ -4586,8 +4585,8 @@ restart_decision decide_restart(const restart_options& options, int restarts_don
                                                      int restarts_done, std::size_t node_count,
                                                      const std::vector<std::size_t>& failed,
                                                      bool interrupted) {
-  return detail::decide_restart(
-      options, restarts_done, node_count, [](std::size_t) { return 0; }, failed, interrupted, {});
+  return detail::decide_restart(options, restarts_done, node_count, [](std::size_t) { return 0; },
+                                failed, interrupted, {});
 }
 
 /// The same decision for a job with hosts standing by: each failed node of `topology` that a
@@ -4743,7 +4742,8 @@ inline std::string number_text(double v) {
   for (std::size_t i = 0; i < rates.size(); ++i) {
     if (!(rates[i] > 0) || !std::isfinite(rates[i]))
       return parse_error{0, 0,
-                         detail::concat("node ", i, ": samples per second must be a positive "
+                         detail::concat("node ", i,
+                                        ": samples per second must be a positive "
                                         "finite number, got ",
                                         detail::number_text(rates[i])),
                          errc::bad_measurement};
@@ -4753,10 +4753,10 @@ inline std::string number_text(double v) {
   out.reserve(rates.size());
   for (const double rate : rates) {
     const double ratio = rate / slowest;  // >= 1, finite: both are positive and finite
-    const std::int64_t micros =
-        ratio >= static_cast<double>(max_weight)
-            ? max_weight * weight_scale
-            : static_cast<std::int64_t>(std::floor(ratio * static_cast<double>(weight_scale) + 0.5));
+    const std::int64_t micros = ratio >= static_cast<double>(max_weight)
+                                    ? max_weight * weight_scale
+                                    : static_cast<std::int64_t>(std::floor(
+                                          ratio * static_cast<double>(weight_scale) + 0.5));
     std::string text = std::to_string(micros / weight_scale);
     std::int64_t fraction = micros % weight_scale;
     if (fraction != 0) {
@@ -4774,7 +4774,7 @@ inline std::string number_text(double v) {
 struct node_measurement {
   std::size_t node = 0;
   double samples_per_second = 0;  ///< per worker
-  std::string weight;             ///< as the script computed it (informative; see weights_from_rates)
+  std::string weight;  ///< as the script computed it (informative; see weights_from_rates)
 };
 
 /// A HETLAUNCH_MEASURED line, read.
@@ -4831,9 +4831,12 @@ class measured_reader {
       if (c == '\\') {
         if (at_ >= text_.size()) break;
         c = text_[at_++];
-        if (c == 'n') c = '\n';
-        else if (c == 't') c = '\t';
-        else if (c != '"' && c != '\\' && c != '/') return fail("an escape this line never needs");
+        if (c == 'n')
+          c = '\n';
+        else if (c == 't')
+          c = '\t';
+        else if (c != '"' && c != '\\' && c != '/')
+          return fail("an escape this line never needs");
       }
       out += c;
     }
@@ -4844,8 +4847,8 @@ class measured_reader {
   bool number(double& out) {
     blanks();
     const std::size_t start = at_;
-    while (at_ < text_.size() && (std::string_view("0123456789+-.eE").find(text_[at_]) !=
-                                  std::string_view::npos))
+    while (at_ < text_.size() &&
+           (std::string_view("0123456789+-.eE").find(text_[at_]) != std::string_view::npos))
       ++at_;
     const std::string token(text_.substr(start, at_ - start));
     if (token.empty()) return fail("expected a number");
@@ -4853,7 +4856,7 @@ class measured_reader {
     out = std::strtod(token.c_str(), &end);
     if (end != token.c_str() + token.size() || !std::isfinite(out)) {
       at_ = start;
-      return fail(concat("not a number: ", quoted(token)));
+      return fail(concat("not a number: ", detail::quoted(token)));
     }
     return true;
   }
@@ -4919,7 +4922,9 @@ class measured_reader {
           has_node = true;
         } else if (key == "samples_per_second") {
           if (!r.number(v)) return false;
-          if (!(v > 0)) return r.fail(detail::concat("samples_per_second must be above 0, got ", detail::number_text(v)));
+          if (!(v > 0))
+            return r.fail(
+                detail::concat("samples_per_second must be above 0, got ", detail::number_text(v)));
           n.samples_per_second = v;
           has_rate = true;
         } else if (key == "weight") {
@@ -4945,7 +4950,9 @@ class measured_reader {
       if (key == "step") {
         double v = 0;
         if (!r.number(v)) return false;
-        if (!whole_number(v, 1e15) || v < 1) return r.fail(detail::concat("step must be a positive integer, got ", detail::number_text(v)));
+        if (!whole_number(v, 1e15) || v < 1)
+          return r.fail(
+              detail::concat("step must be a positive integer, got ", detail::number_text(v)));
         m.step = static_cast<long long>(v);
         has_step = true;
       } else if (key == "nodes") {
@@ -7385,9 +7392,10 @@ inline bool parse_max_batch(std::string_view text, int& out) {
   return true;
 }
 inline std::string max_batch_problem(std::string_view text) {
-  return concat("max_batch must be a positive integer up to 2147483647 (the most samples one "
-                "worker takes in one forward), got ",
-                quoted(text));
+  return concat(
+      "max_batch must be a positive integer up to 2147483647 (the most samples one "
+      "worker takes in one forward), got ",
+      quoted(text));
 }
 
 // Reads one line (without its '\n'). Fields are key=value, with blanks allowed around '=' as
@@ -7638,9 +7646,8 @@ result<cluster> parse_entries(Each each, validate_options options, Where where,
         failed = true;
         return false;
       }
-      return !e->has_host ||
-             visit(detail::list_entry{e->host, e->slots, line_no, e->column, e->weight,
-                                      e->max_batch});
+      return !e->has_host || visit(detail::list_entry{e->host, e->slots, line_no, e->column,
+                                                      e->weight, e->max_batch});
     });
     if (failed) return error;
     return true;

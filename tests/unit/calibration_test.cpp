@@ -46,7 +46,8 @@ TEST_SUITE("calibration") {
         const hetlaunch::weight_check wc = hetlaunch::check_weight((*weights)[i]);
         REQUIRE(wc);
         CHECK(wc.micros >= hetlaunch::weight_scale);
-        CHECK(std::fabs(static_cast<double>(wc.micros) / 1e6 - rates[i] / slowest) <= 0.5e-6 + 1e-9);
+        CHECK(std::fabs(static_cast<double>(wc.micros) / 1e6 - rates[i] / slowest) <=
+              0.5e-6 + 1e-9);
         saw_one = saw_one || (*weights)[i] == "1";
       }
       CHECK(saw_one);
@@ -80,28 +81,32 @@ TEST_SUITE("calibration") {
     CHECK(measurement_refusal("", 1) == "1: expected '{'");
     CHECK(measurement_refusal("{}", 1) == "3: no \"step\" and no \"nodes\"");
     CHECK(measurement_refusal(R"({"step": 1})", 1) == "12: no \"nodes\"");
-    CHECK(measurement_refusal(R"({"step": 0, "nodes": []})", 1) == "11: step must be a positive integer, got 0");
+    CHECK(measurement_refusal(R"({"step": 0, "nodes": []})", 1) ==
+          "11: step must be a positive integer, got 0");
     CHECK(measurement_refusal(R"({"step": 1.5, "nodes": []})", 1) ==
           "13: step must be a positive integer, got 1.5");
-    CHECK(measurement_refusal(R"({"step": 1, "nodes": []})", 1) == "25: node 0 of the job was not measured");
-    CHECK(measurement_refusal(R"({"step": 1, "nodes": [{"node": 2, "samples_per_second": 1}]})", 2) ==
-          "32: node 2 is not a node of the job's 2");
-    CHECK(measurement_refusal(R"({"step": 1, "nodes": [{"node": 0, "samples_per_second": 1}, {"node": 0, )"
-                  R"("samples_per_second": 2}]})",
-                  1) == "61: node 0 is measured twice");
-    CHECK(measurement_refusal(R"({"step": 1, "nodes": [{"node": 0, "samples_per_second": -1}]})", 1) ==
-          "59: samples_per_second must be above 0, got -1");
-    CHECK(measurement_refusal(R"({"step": 1, "nodes": [{"node": 0, "samples_per_second": nan}]})", 1) ==
-          "57: expected a number");
+    CHECK(measurement_refusal(R"({"step": 1, "nodes": []})", 1) ==
+          "25: node 0 of the job was not measured");
+    CHECK(measurement_refusal(R"({"step": 1, "nodes": [{"node": 2, "samples_per_second": 1}]})",
+                              2) == "32: node 2 is not a node of the job's 2");
+    CHECK(measurement_refusal(
+              R"({"step": 1, "nodes": [{"node": 0, "samples_per_second": 1}, {"node": 0, )"
+              R"("samples_per_second": 2}]})",
+              1) == "61: node 0 is measured twice");
+    CHECK(measurement_refusal(R"({"step": 1, "nodes": [{"node": 0, "samples_per_second": -1}]})",
+                              1) == "59: samples_per_second must be above 0, got -1");
+    CHECK(measurement_refusal(R"({"step": 1, "nodes": [{"node": 0, "samples_per_second": nan}]})",
+                              1) == "57: expected a number");
     CHECK(measurement_refusal(R"({"step": 1, "nodes": [{"node": 0}]})", 1) ==
           "34: a node without \"node\" or \"samples_per_second\"");
-    CHECK(measurement_refusal(R"({"step": 1, "nodes": [{"node": 0, "samples_per_second": 1}]} x)", 1) ==
-          "62: text after the object");
+    CHECK(measurement_refusal(R"({"step": 1, "nodes": [{"node": 0, "samples_per_second": 1}]} x)",
+                              1) == "62: text after the object");
     CHECK(measurement_refusal(R"({"step": "1", "nodes": []})", 1) == "10: expected a number");
     // Hostile nesting stops at a depth, never at the stack's end.
     std::string deep = R"({"step": 1, "x": )";
     for (int i = 0; i < 100000; ++i) deep += '[';
     CHECK(measurement_refusal(deep, 1).find("nested too deep") != std::string::npos);
-    CHECK(measurement_refusal(R"({"step": 1, "s": "unterminated)", 1) == "31: a string that does not end");
+    CHECK(measurement_refusal(R"({"step": 1, "s": "unterminated)", 1) ==
+          "31: a string that does not end");
   }
 }

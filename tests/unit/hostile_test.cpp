@@ -185,10 +185,12 @@ TEST_SUITE("hostile input") {
     };
     CHECK(layout("a slots = 4\nb slots= 2 max_slots =3\nc\tcount\t=\t5") == "a:4 b:2 c:5");
     CHECK(layout("a slots =") == "ERR line 1, column 10: slots must be a positive integer, got ''");
-    CHECK(layout("a slots 4") ==
-          "ERR line 1, column 3: unexpected 'slots'; expected slots=N, max_slots=N, weight=W or max_batch=M");
-    CHECK(layout("a = 4") ==
-          "ERR line 1, column 3: unexpected '= 4'; expected slots=N, max_slots=N, weight=W or max_batch=M");
+    CHECK(
+        layout("a slots 4") ==
+        "ERR line 1, column 3: unexpected 'slots'; expected slots=N, max_slots=N, weight=W or max_batch=M");
+    CHECK(
+        layout("a = 4") ==
+        "ERR line 1, column 3: unexpected '= 4'; expected slots=N, max_slots=N, weight=W or max_batch=M");
   }
 
   TEST_CASE("messages name a byte order mark, keep whole UTF-8 characters and cut long text") {

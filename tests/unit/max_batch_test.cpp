@@ -28,7 +28,8 @@ std::string ceiling_refusal(const char* text) {
 
 TEST_SUITE("memory ceilings") {
   TEST_CASE("a hostfile's max_batch=M is the node's ceiling; a node without one has 0") {
-    const auto c = hetlaunch::parse_hostfile("a slots=4 max_batch=16\nb slots=2\nc:1 max_batch = 3");
+    const auto c =
+        hetlaunch::parse_hostfile("a slots=4 max_batch=16\nb slots=2\nc:1 max_batch = 3");
     REQUIRE(c);
     CHECK(c->max_batch(0) == 16);
     CHECK(c->max_batch(1) == 0);
@@ -48,7 +49,8 @@ TEST_SUITE("memory ceilings") {
     CHECK(ceiling_refusal("a max_batch=0") == "1:13 bad_max_batch " + why + "'0'");
     CHECK(ceiling_refusal("a max_batch=-1") == "1:13 bad_max_batch " + why + "'-1'");
     CHECK(ceiling_refusal("a max_batch=x") == "1:13 bad_max_batch " + why + "'x'");
-    CHECK(ceiling_refusal("a max_batch=2147483648") == "1:13 bad_max_batch " + why + "'2147483648'");
+    CHECK(ceiling_refusal("a max_batch=2147483648") ==
+          "1:13 bad_max_batch " + why + "'2147483648'");
     CHECK(ceiling_refusal("a max_batch=99999999999999999999") ==
           "1:13 bad_max_batch " + why + "'99999999999999999999'");
     CHECK(ceiling_refusal("a max_batch=1.5") == "1:13 bad_max_batch " + why + "'1.5'");
@@ -57,7 +59,8 @@ TEST_SUITE("memory ceilings") {
           "1:15 bad_syntax max_batch is given twice for host 'a'");
   }
 
-  TEST_CASE("workers get HETLAUNCH_MAX_BATCH with or without a global batch; the split ignores it") {
+  TEST_CASE(
+      "workers get HETLAUNCH_MAX_BATCH with or without a global batch; the split ignores it") {
     hetlaunch::cluster c{{"a", 2}, {"b", 1}};
     c.set_max_batch(1, 8);
     hetlaunch::launch_options o;
@@ -67,14 +70,16 @@ TEST_SUITE("memory ceilings") {
     CHECK(ceiling_env_value(plain->agent_env(1), "HETLAUNCH_MAX_BATCH") == "8");
     CHECK(ceiling_env_value(plain->agent_env(0), "HETLAUNCH_MAX_BATCH") == "(unset)");
     CHECK(ceiling_env_value(plain->direct_worker_env(1, 0), "HETLAUNCH_MAX_BATCH") == "8");
-    CHECK(ceiling_env_value(hetlaunch::try_agent_env(c, 1, o).value(), "HETLAUNCH_MAX_BATCH") == "8");
+    CHECK(ceiling_env_value(hetlaunch::try_agent_env(c, 1, o).value(), "HETLAUNCH_MAX_BATCH") ==
+          "8");
     o.global_batch = 30;
     const auto shared = hetlaunch::make_plan(c, o);
     REQUIRE(shared);
     CHECK(ceiling_env_value(shared->agent_env(1), "HETLAUNCH_MAX_BATCH") == "8");
     const hetlaunch::cluster without{{"a", 2}, {"b", 1}};
     const auto reference = hetlaunch::make_plan(without, o);
-    for (std::size_t i = 0; i < 2; ++i) CHECK(shared->node_batch_of(i) == reference->node_batch_of(i));
+    for (std::size_t i = 0; i < 2; ++i)
+      CHECK(shared->node_batch_of(i) == reference->node_batch_of(i));
   }
 
   TEST_CASE("check_worker_env: a ceiling that differs from the plan's is a batch_mismatch") {

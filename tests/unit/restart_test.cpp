@@ -221,7 +221,8 @@ TEST_SUITE("gang restarts") {
   TEST_CASE("the smallest spare that fits is taken, leaving the big ones for big nodes") {
     const hetlaunch::cluster c{{"a", 4}, {"b", 2}, {"c", 1}};
     const spares standing_by{{"s8", 8}, {"s2", 2}, {"s4", 4}, {"s2b", 2}};
-    const auto d = hetlaunch::decide_restart(allowing(1, true), 0, c, {2, 0, 1}, false, standing_by);
+    const auto d =
+        hetlaunch::decide_restart(allowing(1, true), 0, c, {2, 0, 1}, false, standing_by);
     REQUIRE(d.restart());
     // Node 2 (1 worker) takes s2, node 1 (2) takes s2b, node 0 (4) takes s4; s8 stays free.
     CHECK(d.replaced == replacements{{0, 2}, {1, 3}, {2, 1}});
@@ -286,7 +287,8 @@ TEST_SUITE("gang restarts") {
       std::vector<hetlaunch::node_spec> specs;
       std::vector<std::string> names;
       // Appended, not "h" + ...: GCC 12 at -O3 warns falsely (-Wrestrict) on operator+ here.
-      for (std::size_t i = 0; i < n; ++i) names.push_back(std::string(1, 'h').append(std::to_string(i)));
+      for (std::size_t i = 0; i < n; ++i)
+        names.push_back(std::string(1, 'h').append(std::to_string(i)));
       for (std::size_t i = 0; i < n; ++i)
         specs.push_back({names[i], static_cast<int>(1 + rng() % 4)});
       const hetlaunch::cluster c(specs);
@@ -360,10 +362,10 @@ TEST_SUITE("gang restarts") {
     const hetlaunch::cluster spare_for_node2{{"h1", 2}, {"h2", 1}, {"s", 1}};
     const hetlaunch::cluster without_node0{{"h2", 1}, {"h3", 1}};
     CHECK_FALSE(moves("", spare_for_node0));
-    CHECK(moves("h1", spare_for_node0));         // the host of node 0, gone
-    CHECK(moves("10.1.0.1", spare_for_node0));   // node 0's other name goes with it
+    CHECK(moves("h1", spare_for_node0));        // the host of node 0, gone
+    CHECK(moves("10.1.0.1", spare_for_node0));  // node 0's other name goes with it
     CHECK_FALSE(moves("10.1.0.1", spare_for_node2));
-    CHECK_FALSE(moves("h2", spare_for_node0));   // a host that remains
+    CHECK_FALSE(moves("h2", spare_for_node0));  // a host that remains
     CHECK(moves("h3", spare_for_node2));
     CHECK(moves("[h1]", without_node0));
     // For a restart without spares it agrees with the answer over the nodes kept.

@@ -445,7 +445,8 @@ std::string output_format(const command& c, const options& o) {
 
 void check_restart_flags(const restart_args& r) {
   if (!r.restarts && !r.spares.empty())
-    throw usage_error{"--spare needs --restarts N (a spare takes a failed node's place at a restart)"};
+    throw usage_error{
+        "--spare needs --restarts N (a spare takes a failed node's place at a restart)"};
   if (!r.restarts && (r.exclude_failed || r.min_nodes))
     throw usage_error{
         concat(r.exclude_failed ? "--exclude-failed" : "--min-nodes", " needs --restarts N")};

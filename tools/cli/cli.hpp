@@ -63,7 +63,7 @@ struct remote_args {
   bool quiet_nodes = false;
   int kill_after = 10;
   std::optional<std::string> gpu_count_command;
-  int discover_timeout = 60;  // seconds a host has to answer its GPU count
+  int discover_timeout = 60;          // seconds a host has to answer its GPU count
   std::optional<std::string> events;  // --events FILE
 };
 
@@ -71,7 +71,7 @@ struct remote_args {
 struct restart_args {
   std::optional<int> restarts;  // --restarts N
   bool exclude_failed = false;
-  std::optional<int> min_nodes;  // --min-nodes M
+  std::optional<int> min_nodes;     // --min-nodes M
   std::vector<std::string> spares;  // --spare HOSTS, in order
 };
 

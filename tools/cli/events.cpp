@@ -44,9 +44,9 @@ std::string event_time() {
 
 void event_log::write(const char* event, const std::string& fields) {
   if (!file_) return;
-  const std::string line = concat("{\"event\": \"", event, "\", \"time\": \"", event_time(),
-                                  "\", \"attempt\": ", attempt, fields.empty() ? "" : ", ",
-                                  fields, "}\n");
+  const std::string line =
+      concat("{\"event\": \"", event, "\", \"time\": \"", event_time(),
+             "\", \"attempt\": ", attempt, fields.empty() ? "" : ", ", fields, "}\n");
   // A scheduler reading a full disk's error from stderr is better off than one whose run failed
   // because its log could not be written: a failed write is reported once, and the job goes on.
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {

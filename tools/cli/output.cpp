@@ -57,8 +57,9 @@ int print_plan(const hetlaunch::launch_plan& plan, bool json) {
         line += concat(k ? ", " : "", c.devices(i)[k]);
       const hetlaunch::node_batch share =
           plan.has_shares() ? plan.node_batch_of(i) : hetlaunch::node_batch{};
-      line += concat("], \"weight\": ", json_string(n.weight), ", \"node_batch\": ", share.batch,
-                     ", \"node_batch_offset\": ", share.offset, ", \"max_batch\": ", c.max_batch(i));
+      line +=
+          concat("], \"weight\": ", json_string(n.weight), ", \"node_batch\": ", share.batch,
+                 ", \"node_batch_offset\": ", share.offset, ", \"max_batch\": ", c.max_batch(i));
       // The node's command as a shell runs it: the variables torchrun must be started with (the
       // work share's), then torchrun; "env" holds the same variables for a launcher of its own.
       line += ", \"argv\": " + json_array(argv) + ", \"env\": {";

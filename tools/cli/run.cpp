@@ -176,8 +176,9 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
     if (!was_started && c.started) {
       --connecting, ++started;
       if (events)
-        events.write("node_started", concat("\"node\": ", i, ", \"host\": ",
-                                            json_string(plan->topology().node(i).host)));
+        events.write(
+            "node_started",
+            concat("\"node\": ", i, ", \"host\": ", json_string(plan->topology().node(i).host)));
     }
     if (!open) dirty = true;
   };
@@ -376,7 +377,8 @@ std::optional<std::vector<hetlaunch::spare_host>> read_spares(const options& o,
         for (std::size_t k = 0; k < job.node_count(); ++k)
           if (job.node(k).host == n.host) node = k;
         fail(node < job.node_count()
-                 ? concat(where, ": host ", quoted(n.host), " is node ", node, "'s host; a spare must be a host the job does not use")
+                 ? concat(where, ": host ", quoted(n.host), " is node ", node,
+                          "'s host; a spare must be a host the job does not use")
                  : concat(where, ": host ", quoted(n.host), " is given as a spare twice"));
         return std::nullopt;
       }
@@ -535,7 +537,8 @@ int run_job(options& o) {
       for (std::size_t i = 0; i < nodes_now; ++i)
         if (!kept[i]) {
           excluded.push_back(i);
-          left_out += concat(left_out.empty() ? "" : ", ", i, " (", quoted(topology.node(i).host), ")");
+          left_out +=
+              concat(left_out.empty() ? "" : ", ", i, " (", quoted(topology.node(i).host), ")");
         }
     }
     std::string replaced_json = "[";
@@ -554,20 +557,20 @@ int run_job(options& o) {
       hetlaunch::cluster next = hetlaunch::restart_topology(topology, d, *spares);
       hetlaunch::launch_options launch = plan->options();
       if (hetlaunch::rendezvous_moves(topology, next, launch)) {
-        moved_master = concat("the rendezvous moves to the new node 0 (", quoted(next.node(0).host),
-                              "): ",
-                              launch.backend == hetlaunch::rendezvous::c10d ? "the endpoint "
-                                                                              : "--master-addr ",
-                              quoted(launch.master_addr), " was on a node ",
-                              excluded.empty() ? "replaced" : "left out");
+        moved_master = concat(
+            "the rendezvous moves to the new node 0 (", quoted(next.node(0).host), "): ",
+            launch.backend == hetlaunch::rendezvous::c10d ? "the endpoint " : "--master-addr ",
+            quoted(launch.master_addr), " was on a node ",
+            excluded.empty() ? "replaced" : "left out");
         launch.master_addr.clear();
       }
       std::optional<hetlaunch::launch_plan> again =
           plan_again(next, launch, "run: the plan of the restart");
       if (!again) {
-        std::fprintf(stderr,
-                     "hetlaunch: %s; the plan without node %s is not valid (above): not restarting\n",
-                     blamed.c_str(), left_out.c_str());
+        std::fprintf(
+            stderr,
+            "hetlaunch: %s; the plan without node %s is not valid (above): not restarting\n",
+            blamed.c_str(), left_out.c_str());
         return ended(r.reason);
       }
       plan = std::move(again);
@@ -591,9 +594,9 @@ int run_job(options& o) {
     events.attempt = attempt + 1;
     events.write("restart", concat("\"failed_node\": ", culprit, ", \"failed_host\": ",
                                    json_string(failed_host), ", \"excluded\": ", excluded_json,
-                                   ", \"replaced\": ", replaced_json, ", \"nodes\": ",
-                                   plan->topology().node_count(), ", \"world_size\": ",
-                                   plan->topology().world_size()));
+                                   ", \"replaced\": ", replaced_json,
+                                   ", \"nodes\": ", plan->topology().node_count(),
+                                   ", \"world_size\": ", plan->topology().world_size()));
   }
 }
 

@@ -32,11 +32,12 @@ by the parts that use them. Install with `pip install --no-build-isolation ./pyt
 """
 
 from ._core import (RESHARD_REFUSED, Share, ShareBatchSampler, ShareLoaderError, micro_batches, rank_batch,
-                    share_from_env, split_batch, weighted_allreduce_hook)
+                    share_from_env, split_batch, weighted_allreduce_hook, weights_from_rates)
 from ._accelerate import prepare_loader
 
 __all__ = ["Share", "rank_batch", "share_from_env", "ShareBatchSampler", "ShareLoaderError",
-           "weighted_allreduce_hook", "prepare_loader", "ShareTrainer", "micro_batches", "split_batch"]
+           "weighted_allreduce_hook", "prepare_loader", "ShareTrainer", "micro_batches", "split_batch",
+           "weights_from_rates"]
 
 
 def __getattr__(name):

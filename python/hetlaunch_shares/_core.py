@@ -2,14 +2,17 @@
 """The work share of a rank, the sampler of its part of every step, and the DDP hook that weights
 its gradient (hetlaunch_shares' core: the standard library and torch only)."""
 
+import json
 import math
 import os
 import re
-from dataclasses import dataclass
+import sys
+import time
+from dataclasses import dataclass, replace
 from typing import Iterator, List, Mapping, Optional, Tuple
 
 __all__ = ["Share", "rank_batch", "share_from_env", "ShareBatchSampler", "ShareLoaderError",
-           "weighted_allreduce_hook", "micro_batches", "split_batch"]
+           "weighted_allreduce_hook", "micro_batches", "split_batch", "weights_from_rates"]
 
 
 class ShareLoaderError(RuntimeError):
@@ -181,25 +184,87 @@ def split_batch(global_batch: int, nproc, weights) -> List[Tuple[int, int]]:
     return list(zip(batch, offsets))
 
 
+def weights_from_rates(rates) -> List[str]:
+    """The weights of measured speeds (samples per second of one worker, by node): each rate over
+    the slowest, to the millionth (half up), as decimal strings; the slowest node gets "1", none
+    more than 1000000. The same rule as the C++ weights_from_rates (calibration.hpp)."""
+    rates = list(rates)
+    if not rates:
+        raise ValueError("no node was measured")
+    for i, r in enumerate(rates):
+        if not isinstance(r, (int, float)) or not math.isfinite(r) or r <= 0:
+            raise ValueError(f"node {i}: samples per second must be a positive finite number, got {r!r}")
+    slowest = min(rates)
+    out = []
+    for r in rates:
+        ratio = r / slowest
+        micros = 10**12 if ratio >= 10**6 else int(math.floor(ratio * 10**6 + 0.5))
+        whole, fraction = divmod(micros, 10**6)
+        out.append(str(whole) + (("." + f"{fraction:06d}".rstrip("0")) if fraction else ""))
+    return out
+
+
+def _calibrate_steps(env) -> int:
+    value = env.get("HETLAUNCH_CALIBRATE_STEPS")
+    if value is None:
+        return 0
+    if not _DIGITS.fullmatch(value) or int(value) < 1:
+        raise ValueError(f"HETLAUNCH_CALIBRATE_STEPS={value!r} must be a positive integer of ASCII digits")
+    return int(value)
+
+
 class ShareBatchSampler:
     """Yields this rank's sample indices of each step of an epoch (use as a DataLoader's
     batch_sampler). Step s covers positions [s*B, (s+1)*B) of one permutation of the dataset,
     the same on every rank (torch.randperm seeded with seed + epoch, as DistributedSampler);
     this rank takes its `batch` positions from its `offset`. With drop_last the last partial
     step is dropped; without, the order is padded by repeating its head, as DistributedSampler
-    pads. Every rank has the same number of steps, so none waits in a collective for another."""
+    pads. Every rank has the same number of steps, so none waits in a collective for another.
 
-    def __init__(self, dataset_size: int, share: Share, seed: int = 0, shuffle: bool = True, drop_last: bool = True):
+    rebalance_every=K > 0: every K steps the ranks share what each measured (its compute seconds
+    and samples over the window), and split the same B again by hetlaunch's rule, each node's
+    weight its workers' samples per second. Which samples form a step never changes, only who
+    takes them. A new split is taken only when it shortens the predicted step (the slowest rank's
+    share over its rate) by at least 5%, so a steady load never makes it oscillate. `share` is
+    the current Share. The sampler measures a step's compute from the moment it hands out the
+    step's indices to the step's last gradient bucket, when it is the state of the DDP comm hook:
+    `ddp.register_comm_hook(sampler, weighted_allreduce_hook)`; a script that scales its loss
+    instead calls `sampler.computed()` after backward() and scales by `sampler.share.loss_scale`.
+    Needs torch.distributed initialised (every rank calls it at the same steps).
+
+    With HETLAUNCH_CALIBRATE_STEPS=N in the environment (`hetlaunch calibrate`), the sampler
+    rebalances every few steps, and after N steps rank 0 prints one line `HETLAUNCH_MEASURED
+    {json}` and the sampler yields no more steps."""
+
+    DEADBAND = 0.05
+
+    def __init__(self, dataset_size: int, share: Share, seed: int = 0, shuffle: bool = True, drop_last: bool = True,
+                 rebalance_every: int = 0):
         if dataset_size < 1:
             raise ValueError("the dataset is empty")
         if drop_last and dataset_size < share.global_batch:
             raise ValueError(f"the dataset has {dataset_size} samples, fewer than one step's {share.global_batch}")
+        if not isinstance(rebalance_every, int) or isinstance(rebalance_every, bool) or rebalance_every < 0:
+            raise ValueError(f"rebalance_every must be 0 (never) or a positive number of steps, got {rebalance_every!r}")
         self.dataset_size = dataset_size
         self.share = share
         self.seed = seed
         self.shuffle = shuffle
         self.drop_last = drop_last
         self.epoch = 0
+        self.calibrate_steps = _calibrate_steps(os.environ)
+        if self.calibrate_steps and not rebalance_every:
+            rebalance_every = max(2, self.calibrate_steps // 4)
+        self.rebalance_every = rebalance_every
+        self.weights = None  # each node's weight (decimal strings) once measured; None: the plan's
+        self.changes = 0  # how many times the split changed
+        self.steps_done = 0  # steps handed out in all epochs
+        self.measured = None  # {"step": S, "nodes": [...]}: the last window's measurement
+        self._window_seconds = 0.0
+        self._window_samples = 0
+        self._step_start = None
+        self._last_gradient = None
+        self._layout = None  # [(group_rank, local_world_size, local_rank) of each rank], by rank
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -230,22 +295,145 @@ class ShareBatchSampler:
             indices += (indices * math.ceil(padding / len(indices)))[:padding]
         return indices[:total]
 
+    # ---- measuring ----
+
+    def gradient_ready(self) -> None:
+        """A gradient bucket of the current step is ready (the comm hook calls this)."""
+        self._last_gradient = time.perf_counter()
+
+    def computed(self) -> None:
+        """The current step's backward() is done: for a script that scales its loss instead of
+        registering the comm hook."""
+        self._last_gradient = time.perf_counter()
+
+    def _close_step(self) -> None:
+        if self._step_start is not None and self._last_gradient is not None and self._last_gradient > self._step_start:
+            self._window_seconds += self._last_gradient - self._step_start
+            self._window_samples += self.share.batch
+        self._step_start = self._last_gradient = None
+
+    def _rebalance(self) -> None:
+        """Every rank, at the same step: gather the window's measurements, split again."""
+        import torch.distributed as dist
+
+        mine = (int(os.environ.get("GROUP_RANK", "0")), int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
+                int(os.environ.get("LOCAL_RANK", "0")), self._window_seconds, self._window_samples)
+        gathered = [None] * dist.get_world_size(self.share.group)
+        dist.all_gather_object(gathered, mine, group=self.share.group)
+        self._window_seconds, self._window_samples = 0.0, 0
+        nodes = sorted({g[0] for g in gathered})
+        if nodes != list(range(len(nodes))):
+            raise RuntimeError(f"GROUP_RANK values {nodes} are not 0..N-1: cannot rebalance")
+        nproc = [next(g[1] for g in gathered if g[0] == i) for i in nodes]
+        rates = []
+        for i in nodes:
+            per_worker = [g[4] / g[3] for g in gathered if g[0] == i and g[3] > 0 and g[4] > 0]
+            if len(per_worker) != nproc[i]:
+                return  # a rank measured nothing in this window (no hook, no computed()): keep the split
+            rates.append(sum(per_worker) / len(per_worker))
+        weights = weights_from_rates(rates)
+        self.measured = {"step": self.steps_done,
+                         "nodes": [{"node": i, "samples_per_second": rates[i], "weight": weights[i]} for i in nodes]}
+        B = self.share.global_batch
+        current = self._node_split(nproc)
+        proposed = split_batch(B, nproc, weights)
+
+        def predicted(split):
+            # The step takes as long as its slowest rank: the largest share over its rate.
+            return max(rank_batch(n, o, nproc[i], 0)[0] / rates[i] for i, (n, o) in enumerate(split))
+        if proposed != current and predicted(proposed) <= (1 - self.DEADBAND) * predicted(current):
+            self.weights = weights
+            self.changes += 1
+            self._apply(proposed, nproc)
+
+    def _node_split(self, nproc):
+        return split_batch(self.share.global_batch, nproc, self.weights) if self.weights else self._plan_split(nproc)
+
+    def _plan_split(self, nproc):
+        # The split the job started with: every node's (n, o), from the ranks' own shares.
+        import torch.distributed as dist
+
+        if self._layout is None:
+            mine = (int(os.environ.get("GROUP_RANK", "0")), int(os.environ.get("LOCAL_RANK", "0")),
+                    self.share.batch, self.share.offset)
+            self._layout = [None] * dist.get_world_size(self.share.group)
+            dist.all_gather_object(self._layout, mine, group=self.share.group)
+        split = []
+        for i in range(len(nproc)):
+            ranks = [x for x in self._layout if x[0] == i]
+            split.append((sum(x[2] for x in ranks), min(x[3] for x in ranks)))
+        return split
+
+    def _apply(self, split, nproc):
+        node = int(os.environ.get("GROUP_RANK", "0"))
+        n, o = split[node]
+        b, off = rank_batch(n, o, nproc[node], int(os.environ.get("LOCAL_RANK", "0")))
+        self.share = replace(self.share, batch=b, offset=off)
+
+    def state_dict(self) -> dict:
+        """What a checkpoint keeps: the learned weights (None: the plan's split) and the counts."""
+        return {"weights": list(self.weights) if self.weights else None, "changes": self.changes,
+                "steps_done": self.steps_done}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Takes the learned weights back (after a restart): the next step uses their split.
+        Every rank must load the same state."""
+        weights = state.get("weights")
+        self.changes = int(state.get("changes", 0))
+        self.steps_done = int(state.get("steps_done", 0))
+        if weights:
+            import torch.distributed as dist
+
+            nproc_of = [None] * dist.get_world_size(self.share.group)
+            dist.all_gather_object(nproc_of, (int(os.environ.get("GROUP_RANK", "0")),
+                                              int(os.environ.get("LOCAL_WORLD_SIZE", "1"))), group=self.share.group)
+            nproc = [n for _, n in sorted(set(nproc_of))]
+            if len(nproc) != len(weights):
+                raise ValueError(f"the checkpoint has weights for {len(weights)} nodes; this job has {len(nproc)}")
+            self.weights = list(weights)
+            self._apply(split_batch(self.share.global_batch, nproc, self.weights), nproc)
+
+    def _print_measured(self) -> None:
+        import torch.distributed as dist
+
+        if self.measured is None:
+            raise RuntimeError("calibration ended before any step was measured: register the sampler as the comm "
+                               "hook's state, or call sampler.computed() after backward()")
+        if dist.get_rank(self.share.group) == 0:
+            print("HETLAUNCH_MEASURED " + json.dumps(self.measured), flush=True)
+            sys.stdout.flush()
+
     def __iter__(self) -> Iterator[List[int]]:
+        if self.calibrate_steps and self.measured is not None and self.steps_done >= self.calibrate_steps:
+            return  # calibrated: no more steps, in any epoch
         indices = self.order()
-        b, start = self.share.global_batch, self.share.offset
+        b = self.share.global_batch
         for step in range(len(self)):
-            first = step * b + start
+            self._close_step()
+            if self.rebalance_every and self.steps_done and self.steps_done % self.rebalance_every == 0:
+                self._rebalance()
+                if self.calibrate_steps and self.steps_done >= self.calibrate_steps:
+                    self._print_measured()
+                    return
+            first = step * b + self.share.offset
+            self.steps_done += 1
+            self._step_start = time.perf_counter()
             yield indices[first:first + self.share.batch]
 
 
-def weighted_allreduce_hook(state: Share, bucket):
+def weighted_allreduce_hook(state, bucket):
     """A DDP communication hook that weights each rank's gradient by its batch: each bucket is
     multiplied by b / B and summed over the ranks, which is the mean over all B samples.
     Register it with `ddp.register_comm_hook(share, weighted_allreduce_hook)` and do not scale
-    the loss as well (DDP does not divide by the world size when a hook is registered)."""
+    the loss as well (DDP does not divide by the world size when a hook is registered). With a
+    ShareBatchSampler as the state, the current share of a rebalancing sampler weights it, and
+    the sampler times the step."""
     import torch.distributed as dist
 
+    share = state.share if isinstance(state, ShareBatchSampler) else state
+    if isinstance(state, ShareBatchSampler):
+        state.gradient_ready()  # the sampler times the step's compute by its last bucket
     tensor = bucket.buffer()
-    tensor.mul_(state.batch / state.global_batch)
-    future = dist.all_reduce(tensor, group=state.group, async_op=True).get_future()
+    tensor.mul_(share.batch / share.global_batch)
+    future = dist.all_reduce(tensor, group=share.group, async_op=True).get_future()
     return future.then(lambda f: f.value()[0])

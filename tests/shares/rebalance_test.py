@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Shares that measure themselves, in real jobs: `hetlaunch run` starts two torchrun agents on
+loopback through a stand-in ssh (a shell that runs the node's command here), of 1 and 2 workers,
+training a float64 model with DDP on gloo (tests/shares/rebalance_worker.py). Each "GPU" has a
+known speed: its forward sleeps a fixed time per sample. The sampler starts from equal weights and
+rebalances every 5 steps, timing itself as the comm hook's state.
+
+- The split it learns gives a step, at the true speeds, within 1.15x of the ideal (the step's
+  samples over the sum of the workers' rates); the wall times are printed beside it.
+- After one node slows down mid-run, the split gets back within 1.15x of the new ideal.
+- Under a steady load the split changes at most twice in 30 steps.
+- With a ceiling (--max-batch), no forward holds more than M samples.
+- In every case, the final parameters equal one process's training over the same step batches
+  (float64, 1e-9): rebalancing changes who computes a step, never what it computes.
+
+The split is compared, not the wall time: times on a shared machine belong to benchmarks
+(docs/performance.md). Nothing outlives the test: every process carries a marker and is killed
+at the end, also after a failure or a signal, and those of a killed earlier run at the start.
+
+usage: rebalance_test.py HETLAUNCH [--torchrun PATH]
+"""
+import json
+import os
+import pathlib
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "support"))
+sys.path.insert(0, str(HERE.parents[1] / "python"))
+sys.path.insert(0, str(HERE))
+import processes  # noqa: E402
+import torchrun_flags  # noqa: E402
+from harness import Suite  # noqa: E402
+
+MARKER_NAME = "HETLAUNCH_REBALANCE_TEST"
+HOSTS = "127.0.0.1:1,127.0.0.2:2"
+NPROC = [1, 2]
+B, STEPS, EVERY = 60, 30, 5
+FAKE_SSH = """#!/bin/sh
+while [ "$1" != "--" ]; do shift; done
+shift 2
+exec sh -c "$*"
+"""
+
+
+def ideal_step(per_sample):
+    """The step's samples over the sum of every worker's rate."""
+    return B / sum(p / t for p, t in zip(NPROC, per_sample))
+
+
+def predicted_step(batches, per_sample):
+    """How long a step of this split takes at the true speeds: its slowest rank's share."""
+    return max(b * per_sample[node] for node, b in batches)
+
+
+def reference_params(torchrun, global_batch, steps):
+    python = pathlib.Path(torchrun).read_text().splitlines()[0][2:].strip()
+    r = subprocess.run([python, "-c", "import json, sys; sys.path.insert(0, sys.argv[1]); import rebalance_worker as w;"
+                        "print(json.dumps(w.reference(int(sys.argv[2]), int(sys.argv[3]))))",
+                        str(HERE), str(global_batch), str(steps)], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(HERE.parents[1] / "python")})
+    if r.returncode != 0:
+        raise RuntimeError(r.stderr[-2000:])
+    return json.loads(r.stdout)
+
+
+class job_runner:
+    def __init__(self, binary, torchrun, work, marker):
+        self.binary, self.torchrun, self.work, self.marker = binary, torchrun, work, marker
+        self.ssh = work / "ssh"
+        self.ssh.write_text(FAKE_SSH)
+        self.ssh.chmod(0o755)
+
+    def run(self, name, per_sample, steps=STEPS, extra=(), slow=None):
+        out = self.work / f"{name}.json"
+        argv = [self.binary, "run", "--hosts", HOSTS, "--ssh", str(self.ssh), "--master-addr", "127.0.0.1",
+                "--master-port", processes.free_port(), "--global-batch", str(B), "--kill-after", "2",
+                *torchrun_flags.torchrun(self.torchrun), "--env", "GLOO_SOCKET_IFNAME=lo",
+                "--env", f"PYTHONPATH={HERE.parents[1] / 'python'}", "--env", f"{MARKER_NAME}={self.marker.value}",
+                *extra, "--", str(HERE / "rebalance_worker.py"), str(out), str(steps), str(EVERY),
+                ",".join(str(t) for t in per_sample), *(str(x) for x in (slow or ()))]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=300,
+                           env={**os.environ, MARKER_NAME: self.marker.value})
+        if r.returncode != 0 or not out.exists():
+            raise RuntimeError(f"the job exited {r.returncode}:\n{r.stderr[-3000:]}")
+        return json.loads(out.read_text())
+
+
+def params_problems(record, want):
+    worst = max(abs(a - b) for a, b in zip(record["params"], want))
+    print(f"     final parameters off the one-process run by {worst:.2g}")
+    return [] if len(record["params"]) == len(want) and worst <= 1e-9 else \
+        [f"the final parameters differ from one process's by {worst:.3g}"]
+
+
+def converges(runner, want):
+    per_sample = [0.015, 0.005]
+    record = runner.run("converges", per_sample)
+    final = predicted_step(record["batches"][-1], per_sample)
+    ideal = ideal_step(per_sample)
+    wall = statistics.median(record["step_seconds"][-5:])
+    print(f"     equal split {predicted_step(record['batches'][0], per_sample):.3f} s a step, learned split "
+          f"{final:.3f} s, ideal {ideal:.3f} s ({final / ideal:.2f}x); wall time of the last steps {wall:.3f} s "
+          f"({wall / ideal:.2f}x); weights {record['state']['weights']}")
+    problems = [] if final <= 1.15 * ideal else [f"the learned split takes {final / ideal:.2f}x the ideal step"]
+    return problems + params_problems(record, want)
+
+
+def slows_down(runner, want):
+    per_sample, factor, at = [0.015, 0.005], 3.0, 15
+    record = runner.run("slows_down", per_sample, slow=(at, 1, factor))
+    after = [per_sample[0], per_sample[1] * factor]
+    final = predicted_step(record["batches"][-1], after)
+    ideal = ideal_step(after)
+    before = predicted_step(record["batches"][at - 1], after)
+    print(f"     node 1 three times slower from step {at}: the old split takes {before / ideal:.2f}x the new ideal, "
+          f"the split after rebalancing {final / ideal:.2f}x; {record['changes']} changes in all")
+    problems = [] if final <= 1.15 * ideal else [f"after the slow-down the split takes {final / ideal:.2f}x the ideal"]
+    return problems + params_problems(record, want)
+
+
+def steady(runner, want):
+    per_sample = [0.006, 0.006]
+    record = runner.run("steady", per_sample)
+    splits = [tuple(b for _, b in s) for s in record["batches"]]
+    changed = sum(1 for a, b in zip(splits, splits[1:]) if a != b)
+    print(f"     equal speeds: the split changed {changed} times in {len(splits)} steps")
+    problems = [] if changed <= 2 else [f"the split changed {changed} times in {len(splits)} steps under a steady load"]
+    return problems + params_problems(record, want)
+
+
+def ceilings(runner, want):
+    per_sample = [0.015, 0.005]
+    record = runner.run("ceilings", per_sample, extra=["--max-batch", "127.0.0.2=8", "--max-batch", "127.0.0.1=5"])
+    print(f"     --max-batch 8 and 5: the largest forward held {record['largest_forward']} samples; the last split "
+          f"{[b for _, b in record['batches'][-1]]}")
+    problems = [] if record["largest_forward"] <= 8 else [f"a forward held {record['largest_forward']} samples"]
+    return problems + params_problems(record, want)
+
+
+def main():
+    binary = sys.argv[1]
+    torchrun = sys.argv[sys.argv.index("--torchrun") + 1] if "--torchrun" in sys.argv else shutil.which("torchrun")
+    if not torchrun:
+        print("rebalance_test: torchrun is needed (Debian: python3-torch)")
+        return 1
+    marker = processes.marker(MARKER_NAME)
+    processes.kill_until_gone(marker.stale())  # a killed earlier run's
+    work = pathlib.Path(tempfile.mkdtemp(prefix="hetlaunch-rebalance-"))
+
+    def teardown():
+        processes.kill_until_gone(marker.mine())
+        shutil.rmtree(work, ignore_errors=True)
+
+    def leftovers():
+        return [f"left running: {pid}" for pid in marker.mine()()]
+
+    with Suite("shares rebalance", teardown, leftovers) as suite:
+        runner = job_runner(binary, torchrun, work, marker)
+        want = reference_params(torchrun, B, STEPS)
+        suite.case("from equal weights to the ideal split", converges, runner, want)
+        suite.case("a node slows down mid-run: back to the new ideal", slows_down, runner, want)
+        suite.case("a steady load: at most two changes in 30 steps", steady, runner, want)
+        suite.case("ceilings: no forward above --max-batch", ceilings, runner, want)
+    return suite.status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -689,6 +689,51 @@ def events_cases(suite, binary, ssh, tmp):
         return problems
     suite.case("events_interrupted", interrupted)
 
+    def calibrate(program, status, message, extra=()):
+        r = subprocess.run([binary, "calibrate", "--hosts", "a:1,b:2", "--ssh", str(ssh), "--global-batch", "6",
+                            *extra, "--program", "sh", "--program", "-c", "--program", program, "--", "t.py"],
+                           capture_output=True, text=True, timeout=60)
+        return [] if r.returncode == status and message in r.stderr + r.stdout else \
+            [f"exit {r.returncode}, expected {status} with {message!r}: {r.stdout[-800:]} {r.stderr[-1500:]}"]
+    line = 'HETLAUNCH_MEASURED {"step": 20, "nodes": [{"node": 0, "samples_per_second": 50}, ' \
+           '{"node": 1, "samples_per_second": 125.5}]}'
+    suite.case("calibrate_table", calibrate,
+               f'[ "$HETLAUNCH_CALIBRATE_STEPS" = 7 ] || exit 9; case $HOST in a) echo \'[default0]:{line}\';; esac', 0,
+               "1     b                          2         125.50  2.51", ["--calibrate-steps", "7"])
+    suite.case("calibrate_never_printed", calibrate, "true", 1,
+               "hetlaunch: calibrate: the script never printed a HETLAUNCH_MEASURED line")
+    suite.case("calibrate_malformed", calibrate, "echo 'HETLAUNCH_MEASURED {\"step\": 1, \"nodes\": ['", 1,
+               "hetlaunch: calibrate: the HETLAUNCH_MEASURED line, column 23: expected '{'")
+    suite.case("calibrate_unknown_node", calibrate,
+               "echo 'HETLAUNCH_MEASURED {\"step\": 1, \"nodes\": [{\"node\": 5, \"samples_per_second\": 1}]}'", 1,
+               "column 32: node 5 is not a node of the job's 2")
+    suite.case("calibrate_job_failed", calibrate, "exit 3", 3, "hetlaunch: calibrate: the job failed (exit status 3)")
+
+    def calibrate_events():
+        log.unlink(missing_ok=True)
+        program = f"case $HOST in a) echo '{line}';; esac; sleep 1"
+        r = subprocess.run([binary, "calibrate", "--hosts", "a:1,b:2", "--ssh", str(ssh), "--global-batch", "6",
+                            "--events", str(log), "--json", "--program", "sh", "--program", "-c", "--program", program,
+                            "--", "t.py"], capture_output=True, text=True, timeout=60)
+        events, problems = job_events.read(log)
+        problems += job_events.compare(events, [("planned", 0), *started(0, (0, "a"), (1, "b")),
+                                                *exited(0, (0, "a", "succeeded"), (1, "b", "succeeded")),
+                                                ("job_exited", 0, "succeeded")])
+        # stdout is calibrate's JSON alone: the nodes' lines went to stderr.
+        try:
+            weights = [n["weight"] for n in json.loads(r.stdout)["nodes"]]
+        except ValueError:
+            weights = None
+        if r.returncode != 0 or weights != ["1", "2.51"]:
+            problems.append(f"exit {r.returncode}, stdout {r.stdout!r}")
+        return problems
+    suite.case("calibrate_events_and_json", calibrate_events)
+
+    def calibrate_needs_global_batch():
+        r = subprocess.run([binary, "calibrate", "--hosts", "a:1", "--", "t.py"], capture_output=True, text=True)
+        return [] if r.returncode == 2 and "calibrate needs --global-batch B" in r.stderr else [r.stderr]
+    suite.case("calibrate_needs_global_batch", calibrate_needs_global_batch)
+
     def unwritable():
         r = subprocess.run([binary, "run", "--hosts", "a:1", "--events", "/nonexistent-dir/e.jsonl", "--ssh", str(ssh),
                             "--", "t.py"], capture_output=True, text=True, timeout=30)

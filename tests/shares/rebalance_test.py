@@ -10,8 +10,11 @@ rebalances every 5 steps, timing itself as the comm hook's state.
 - After one node slows down mid-run, the split gets back within 1.15x of the new ideal.
 - Under a steady load the split changes at most twice in 30 steps.
 - With a ceiling (--max-batch), no forward holds more than M samples.
+- The sampler's state_dict carries the learned weights into a new job (a restart).
 - In every case, the final parameters equal one process's training over the same step batches
   (float64, 1e-9): rebalancing changes who computes a step, never what it computes.
+- `hetlaunch calibrate` on the same job finds the true speed ratio within 10%, and a run of the
+  hostfile it writes starts at the ideal split (within 1.15x) from its first step.
 
 The split is compared, not the wall time: times on a shared machine belong to benchmarks
 (docs/performance.md). Nothing outlives the test: every process carries a marker and is killed
@@ -75,9 +78,9 @@ class job_runner:
         self.ssh.write_text(FAKE_SSH)
         self.ssh.chmod(0o755)
 
-    def run(self, name, per_sample, steps=STEPS, extra=(), slow=None):
+    def run(self, name, per_sample, steps=STEPS, extra=(), slow=None, command="run", hosts=("--hosts", HOSTS)):
         out = self.work / f"{name}.json"
-        argv = [self.binary, "run", "--hosts", HOSTS, "--ssh", str(self.ssh), "--master-addr", "127.0.0.1",
+        argv = [self.binary, command, *hosts, "--ssh", str(self.ssh), "--master-addr", "127.0.0.1",
                 "--master-port", processes.free_port(), "--global-batch", str(B), "--kill-after", "2",
                 *torchrun_flags.torchrun(self.torchrun), "--env", "GLOO_SOCKET_IFNAME=lo",
                 "--env", f"PYTHONPATH={HERE.parents[1] / 'python'}", "--env", f"{MARKER_NAME}={self.marker.value}",
@@ -87,6 +90,8 @@ class job_runner:
                            env={**os.environ, MARKER_NAME: self.marker.value})
         if r.returncode != 0 or not out.exists():
             raise RuntimeError(f"the job exited {r.returncode}:\n{r.stderr[-3000:]}")
+        if command == "calibrate":
+            return r.stdout
         return json.loads(out.read_text())
 
 
@@ -142,6 +147,51 @@ def ceilings(runner, want):
     return problems + params_problems(record, want)
 
 
+def restores(runner, want):
+    """The learned weights survive a checkpoint: a second job whose sampler loads the first's
+    state_dict starts at the learned split, within 1.15x of the ideal from its first step."""
+    per_sample = [0.015, 0.005]
+    first = runner.run("learns", per_sample, steps=15)
+    state = runner.work / "sampler-state.json"
+    state.write_text(json.dumps(first["state"]))
+    second = runner.run("restored", per_sample, extra=["--env", f"REBALANCE_STATE={state}"])
+    start = predicted_step(second["batches"][0], per_sample)
+    ideal = ideal_step(per_sample)
+    print(f"     learned weights {first['state']['weights']}; the restored job's first step takes {start / ideal:.2f}x "
+          "the ideal")
+    problems = [] if first["state"]["weights"] and start <= 1.15 * ideal else \
+        [f"the restored job starts at {start / ideal:.2f}x the ideal (state {first['state']})"]
+    return problems + params_problems(second, want)
+
+
+def calibrate(runner, want):
+    """`hetlaunch calibrate` on the same job finds the true speed ratio (3) within 10%, and a run
+    of the hostfile it writes starts at the ideal split, within 1.15x, from its first step."""
+    import time
+
+    per_sample = [0.015, 0.005]
+    hostfile = runner.work / "calibrated.hostfile"
+    start = time.monotonic()
+    printed = runner.run("calibrate", per_sample, steps=1000, command="calibrate",
+                         extra=["--json", "--write-hostfile", str(hostfile), "--calibrate-steps", "20"])
+    seconds = time.monotonic() - start
+    measured = json.loads(printed)
+    weights = [n["weight"] for n in measured["nodes"]]
+    ratio = float(weights[1]) / float(weights[0])
+    problems = [] if abs(ratio / 3 - 1) <= 0.10 else [f"calibrate found a speed ratio of {ratio:.3f}, not 3 within 10%"]
+    lines = hostfile.read_text().splitlines() if hostfile.exists() else []
+    if lines[1:] != [f"127.0.0.1 slots=1 weight={weights[0]}", f"127.0.0.2 slots=2 weight={weights[1]}"]:
+        problems.append(f"the hostfile written: {lines}")
+    record = runner.run("calibrated_run", per_sample, hosts=("--hostfile", str(hostfile)))
+    first = predicted_step(record["batches"][0], per_sample)
+    ideal = ideal_step(per_sample)
+    print(f"     calibrate took {seconds:.1f} s and found weights {weights} (ratio {ratio:.3f}, true 3); a run of its "
+          f"hostfile starts at {first / ideal:.2f}x the ideal step")
+    if first > 1.15 * ideal:
+        problems.append(f"the calibrated run's first step takes {first / ideal:.2f}x the ideal")
+    return problems + params_problems(record, want)
+
+
 def main():
     binary = sys.argv[1]
     torchrun = sys.argv[sys.argv.index("--torchrun") + 1] if "--torchrun" in sys.argv else shutil.which("torchrun")
@@ -166,6 +216,9 @@ def main():
         suite.case("a node slows down mid-run: back to the new ideal", slows_down, runner, want)
         suite.case("a steady load: at most two changes in 30 steps", steady, runner, want)
         suite.case("ceilings: no forward above --max-batch", ceilings, runner, want)
+        suite.case("state_dict: the learned split survives a checkpoint", restores, runner, want)
+        suite.case("calibrate: the speed ratio within 10%, and a run of its hostfile at the ideal", calibrate,
+                   runner, want)
     return suite.status
 
 

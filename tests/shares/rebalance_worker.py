@@ -6,6 +6,7 @@
 # Rank 0 writes what happened: each step's wall time and split, the largest forward of any rank,
 # the sampler's split changes, and the final parameters.
 # usage: rebalance_worker.py OUT STEPS K SECONDS_PER_SAMPLE[,NODE1,...] [SLOW_AT NODE FACTOR]
+#        (REBALANCE_STATE=FILE: the sampler starts from a state_dict, as after a restart)
 #        (with HETLAUNCH_CALIBRATE_STEPS set: runs until the sampler stops)
 import contextlib
 import faulthandler
@@ -72,6 +73,8 @@ def main() -> int:
     rank, node = dist.get_rank(), int(os.environ["GROUP_RANK"])
     share = shares.share_from_env()
     sampler = shares.ShareBatchSampler(SAMPLES, share, seed=SEED, rebalance_every=every)
+    if os.environ.get("REBALANCE_STATE"):  # a checkpoint's sampler state: the learned weights
+        sampler.load_state_dict(json.loads(pathlib.Path(os.environ["REBALANCE_STATE"]).read_text()))
     x, y = data()
     ddp = DDP(model())
     ddp.register_comm_hook(sampler, shares.weighted_allreduce_hook)

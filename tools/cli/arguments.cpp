@@ -250,6 +250,14 @@ const flag flags[] = {
      [](options& o, const std::string& v) {
        o.restart.min_nodes = to_int("--min-nodes", v, 1, 0x7fffffff);
      }},
+    {"--calibrate-steps", nullptr, "N", 0,
+     "steps the script measures before it reports (HETLAUNCH_CALIBRATE_STEPS, default: 20)",
+     [](options& o, const std::string& v) {
+       o.calibrate.steps = to_int("--calibrate-steps", v, 1, 1000000);
+     }},
+    {"--write-hostfile", nullptr, "FILE", 0,
+     "write the measured weights as a hostfile for run: host slots=N weight=W (and max_batch=M)",
+     [](options& o, const std::string& v) { o.calibrate.hostfile = v; }},
     {"--spare", nullptr, "HOSTS", 0,
      "hosts that stand by (--hosts syntax, host:N or host:auto): with --restarts, a failed node "
      "restarts on one with at least its nproc, keeping its ranks and share; repeatable",

@@ -75,6 +75,13 @@ struct restart_args {
   std::vector<std::string> spares;  // --spare HOSTS, in order
 };
 
+// calibrate: measuring each node's speed with the job itself.
+struct calibrate_args {
+  bool measuring = false;               // the command is calibrate: run's job, watched for the line
+  int steps = 20;                       // --calibrate-steps N: HETLAUNCH_CALIBRATE_STEPS
+  std::optional<std::string> hostfile;  // --write-hostfile FILE
+};
+
 // jobset: the Kubernetes side of the manifest.
 struct jobset_args {
   std::string name, namespace_, image, cpu, memory;
@@ -122,6 +129,7 @@ struct options {
   input_args input;
   remote_args remote;
   restart_args restart;
+  calibrate_args calibrate;
   jobset_args jobset;
   sbatch_args sbatch;
   binding_args binding;
@@ -223,6 +231,7 @@ int finish_output(int status);
 
 // run.cpp
 int run_command(options& o);
+int calibrate_command(options& o);
 
 // events.cpp: run --events FILE, one JSON object a line (docs/events.md).
 class event_log {

@@ -314,6 +314,28 @@ const std::vector<command>& commands() {
        script_use::required,
        node_use::none,
        run_command},
+      {"calibrate",
+       "",
+       "runs the job to measure each node's speed, and prints the weights",
+       "Starts the job as `run` does, with HETLAUNCH_CALIBRATE_STEPS=N (--calibrate-steps, default 20)\n"
+       "in every worker. A script whose sampler is hetlaunch_shares.ShareBatchSampler measures its steps\n"
+       "in that mode, and after N steps rank 0 prints one line HETLAUNCH_MEASURED {json} and the\n"
+       "sampler stops, so the script ends. calibrate reads that line and prints per node its host,\n"
+       "workers, samples per second (per worker) and weight: the rate over the slowest node's, the\n"
+       "slowest 1. --json prints the same as JSON; --write-hostfile FILE writes a hostfile for run\n"
+       "(slots=, weight= and any max_batch=). Exit status: 0 when measured; the job's status when it\n"
+       "failed; 1 when the script never printed the line or printed one that is malformed or names a\n"
+       "node the job does not have. The nodes' output goes to stderr, stdout is calibrate's own.\n"
+       "Needs --global-batch. See docs/shares.md.\n",
+       input_flags | launch_flags,
+       {"--ssh", "--ssh-arg", "--fanout", "--env", "--env-file", "--chdir", "--quiet-nodes",
+        "--kill-after", "--gpu-count-command", "--discover-timeout", "--calibrate-steps",
+        "--write-hostfile", "--events", "--format", "--json"},
+       script_use::required,
+       node_use::none,
+       calibrate_command,
+       {"--global-batch"},
+       "text|json"},
       {"discover",
        "",
        "asks each slots=auto host for its GPU count and prints the hostfile",

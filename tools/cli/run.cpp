@@ -11,6 +11,7 @@
 #include "cli.hpp"
 #include "process.hpp"
 
+#include <hetlaunch/calibration.hpp>
 #include <hetlaunch/restart.hpp>
 
 #include <poll.h>
@@ -46,6 +47,16 @@ void note_worker_failure(child& c, std::string_view line) {
       hetlaunch::parse_integer(rest.substr(0, rest.find(')')), -(1 << 30), 1 << 30);
   ++c.worker_failures;
   c.failed_exitcode = static_cast<int>(code.value_or(0));
+}
+
+// calibrate: the last HETLAUNCH_MEASURED line any node printed (torchrun's --tee puts its own
+// "[default0]:" before a worker's line), and the topology of the job's last attempt.
+std::string measured_line;
+std::optional<hetlaunch::cluster> last_topology;
+void note_measured(child&, std::string_view line) {
+  const std::size_t at = line.find(hetlaunch::measured_prefix);
+  if (at != std::string_view::npos)
+    measured_line = std::string(line.substr(at + hetlaunch::measured_prefix.size()));
 }
 
 // Where an env file (already read without an error) sets a variable the launch owns.
@@ -166,11 +177,13 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
   const auto read_node = [&](std::size_t i, bool out) {
     child& c = nodes[i];
     const bool was_started = c.started;
-    line_sink sink =
-        shown_lines(out ? stdout : stderr, prefixes[i], !out || !o.remote.quiet_nodes || i == 0);
-    if (out)
+    // calibrate's stdout is its own table or JSON: the nodes' lines all go to stderr there.
+    line_sink sink = shown_lines(out && !o.calibrate.measuring ? stdout : stderr, prefixes[i],
+                                 !out || !o.remote.quiet_nodes || i == 0);
+    if (out) {
       sink.started = &c.started;
-    else
+      if (o.calibrate.measuring) sink.watched = &c, sink.watch = note_measured;
+    } else
       sink.watched = &c, sink.watch = note_worker_failure;
     const bool open = drain(out ? c.out : c.err, out ? c.out_line : c.err_line, sink);
     if (!was_started && c.started) {
@@ -440,6 +453,8 @@ int run_job(options& o) {
   std::optional<hetlaunch::environment> env = node_environment(o, status);
   if (!env) return status;
   ssh.env = std::move(*env);
+  if (o.calibrate.measuring)
+    ssh.env.emplace_back("HETLAUNCH_CALIBRATE_STEPS", std::to_string(o.calibrate.steps));
   const std::size_t n = plan->topology().node_count();
   // Each node's command is made when it is needed: memory stays that of one command.
   if (const auto problems = hetlaunch::validate_ssh(ssh); !problems.empty()) {
@@ -487,6 +502,7 @@ int run_job(options& o) {
   planned();
   for (int attempt = 0;; ++attempt) {
     events.attempt = attempt;
+    last_topology = plan->topology();
     const attempt_result r = run_attempt(o, &*plan, attempt_ssh(attempt));
     const auto ended = [&](const char* reason) {
       events.job_exited(r.status, reason);
@@ -613,4 +629,80 @@ int run_command(options& o) {
   job_events.close();
   return status;
 }
+// `hetlaunch calibrate`: run's job, then the line its rank 0 printed, as a table, JSON or a
+// hostfile. The weights are computed here from the rates (calibration.hpp), not taken from the
+// script.
+int calibrate_command(options& o) {
+  o.calibrate.measuring = true;
+  measured_line.clear();
+  const int status = run_command(o);
+  if (status != 0 || !last_topology) {
+    if (last_topology)
+      std::fprintf(stderr,
+                   "hetlaunch: calibrate: the job failed (exit status %d): nothing measured\n",
+                   status);
+    return status;
+  }
+  const hetlaunch::cluster& c = *last_topology;
+  if (measured_line.empty())
+    return fail(concat("calibrate: the script never printed a ", hetlaunch::measured_prefix,
+                       "line; its sampler must be hetlaunch_shares.ShareBatchSampler, which prints "
+                       "it after HETLAUNCH_CALIBRATE_STEPS steps"));
+  const auto m = hetlaunch::parse_measurement(measured_line, c.node_count());
+  if (!m)
+    return fail(concat("calibrate: the ", hetlaunch::measured_prefix, "line, column ",
+                       m.error().column, ": ", m.error().message));
+  std::vector<double> rates;
+  for (const hetlaunch::node_measurement& n : m->nodes) rates.push_back(n.samples_per_second);
+  const auto weights = hetlaunch::weights_from_rates(rates);
+  if (!weights) return fail(concat("calibrate: ", weights.error().message));
+  char rate[40];
+  std::string text;
+  if (o.format == "json") {
+    text = concat("{\"step\": ", m->step, ", \"nodes\": [");
+    for (std::size_t i = 0; i < c.node_count(); ++i) {
+      std::snprintf(rate, sizeof rate, "%.6g", rates[i]);
+      text += concat(i ? ", " : "", "{\"node\": ", i, ", \"host\": ", json_string(c.node(i).host),
+                     ", \"nproc\": ", c.node(i).nproc, ", \"samples_per_second\": ", rate,
+                     ", \"weight\": ", json_string((*weights)[i]),
+                     ", \"max_batch\": ", c.max_batch(i), "}");
+    }
+    text += "]}\n";
+  } else {
+    text = concat("measured over ", m->step, " steps\n\n");
+    char line[512];
+    std::snprintf(line, sizeof line, "%-5s %-20s %7s %14s  %s\n", "node", "host", "workers",
+                  "samples/s", "weight");
+    text += line;
+    for (std::size_t i = 0; i < c.node_count(); ++i) {
+      std::snprintf(line, sizeof line, "%-5zu %-20.*s %7d %14.2f  %s\n", i,
+                    static_cast<int>(c.node(i).host.size()), c.node(i).host.data(), c.node(i).nproc,
+                    rates[i], (*weights)[i].c_str());
+      text += line;
+    }
+  }
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  if (o.calibrate.hostfile) {
+    std::string hostfile =
+        concat("# written by hetlaunch calibrate: samples per second per worker, over ", m->step,
+               " steps\n");
+    for (std::size_t i = 0; i < c.node_count(); ++i) {
+      hostfile += concat(c.node(i).host, " slots=", c.node(i).nproc, " weight=", (*weights)[i]);
+      if (c.max_batch(i) > 0) hostfile += concat(" max_batch=", c.max_batch(i));
+      hostfile += '\n';
+    }
+    FILE* f = std::fopen(o.calibrate.hostfile->c_str(), "w");
+    const bool written =
+        f && std::fwrite(hostfile.data(), 1, hostfile.size(), f) == hostfile.size();
+    const int why = errno;
+    if (f && std::fclose(f) != 0 && written)
+      return fail(
+          concat("--write-hostfile ", quoted(*o.calibrate.hostfile), ": ", std::strerror(errno)));
+    if (!written)
+      return fail(concat("--write-hostfile ", quoted(*o.calibrate.hostfile),
+                         ": cannot write it: ", std::strerror(why)));
+  }
+  return 0;
+}
+
 }  // namespace cli

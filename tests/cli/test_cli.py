@@ -758,15 +758,16 @@ def fake_ssh_cases(suite, binary):
                                    "--gpu-count-command", count], capture_output=True, text=True, timeout=30)
         check("discover_gpu_count_command", r.returncode == 0 and r.stdout == "a slots=3\nb slots=2\nx slots=5\n",
               (r.returncode, r.stdout, r.stderr))
-        # Weights survive: from --weight (a host list, later flags win) and from a hostfile, so that
-        # a plan of the printed hostfile splits a global batch as a plan of the input does.
+        # Weights and ceilings survive: from --weight and --max-batch (host lists, later flags win)
+        # and from a hostfile, so that a plan of the printed hostfile splits a global batch as a
+        # plan of the input does, and gives the workers the same ceilings.
         hf = pathlib.Path(tmp) / "weighted"
-        hf.write_text("a slots=auto weight=2.5\nb slots=auto\nx slots=5 weight=0.125\n")
+        hf.write_text("a slots=auto weight=2.5 max_batch=16\nb slots=auto\nx slots=5 weight=0.125\n")
         r = subprocess.run(base + ["discover", "--hostfile", str(hf), "--weight", "b=4", "--weight", "a=3",
-                                   "--ssh", str(ssh), "--gpu-count-command", count],
+                                   "--max-batch", "x=2", "--ssh", str(ssh), "--gpu-count-command", count],
                            capture_output=True, text=True, timeout=30)
         check("discover_keeps_weights", r.returncode == 0 and
-              r.stdout == "a slots=3 weight=3\nb slots=2 weight=4\nx slots=5 weight=0.125\n",
+              r.stdout == "a slots=3 weight=3 max_batch=16\nb slots=2 weight=4\nx slots=5 weight=0.125 max_batch=2\n",
               (r.returncode, r.stdout, r.stderr))
         printed = pathlib.Path(tmp) / "printed"
         printed.write_text(r.stdout)

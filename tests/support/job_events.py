@@ -1,8 +1,9 @@
 """The lines of `hetlaunch run --events FILE`, read and checked the way a scheduler reads them:
 every line must validate against docs/events.schema.json, the file must end with exactly one
-job_exited, and the event sequence is compared as a shape, in which the events that happen at
-once on several nodes (a run of node_started or node_exited lines of one attempt) are sorted by
-node, since their order among themselves is the network's, not the launcher's."""
+job_exited, and the event sequence is compared as a shape: the job events (planned, restart,
+job_exited) in their order, and between two of them the node events as a set, each node's start
+before its end. How the nodes' starts and ends interleave is the network's and the machine's
+load's, not the launcher's."""
 import datetime
 import json
 import pathlib
@@ -53,9 +54,8 @@ def seconds(event):
 
 
 def shape(events):
-    """The sequence as tuples: (event, attempt, node, host, reason) for node events, (event,
-    attempt, reason) for job_exited, (event, attempt) for the rest; runs of node events of one
-    kind and attempt sorted by node."""
+    """The sequence as comparable rows: (event, attempt, node, host, reason) for node events,
+    (event, attempt, reason) for job_exited, (event, attempt) for the rest; see sorted_runs."""
     rows = []
     for e in events:
         kind = e["event"]
@@ -68,25 +68,46 @@ def shape(events):
     return sorted_runs(rows)
 
 
+def order_problems(events):
+    """Within an attempt a node starts before it exits, and each does each at most once."""
+    problems, seen = [], {}
+    for e in events:
+        if e["event"] not in ("node_started", "node_exited"):
+            continue
+        key = (e["attempt"], e["node"])
+        done = seen.setdefault(key, [])
+        if e["event"] in done or (e["event"] == "node_started" and "node_exited" in done):
+            problems.append(f"node {e['node']} of attempt {e['attempt']}: {e['event']} after {done}")
+        done.append(e["event"])
+    return problems
+
+
 def compare(events, expected):
-    """Problems when the shape of `events` is not `expected` (a list of tuples as shape() makes
-    them, in order; runs of node events sorted by node)."""
+    """Problems when `events` are not `expected` (tuples as shape() makes them): the same events
+    with the same keys between the same job events (planned, restart, job_exited), in that order;
+    between two of those, the node events of different nodes may come in any order (it is the
+    network's), while each node's own start comes before its end."""
     got = shape(events)
-    if got == sorted_runs(expected):
-        return []
-    return ["the events differ from the expected sequence:\n  got      " + "\n           ".join(map(str, got))
-            + "\n  expected " + "\n           ".join(map(str, sorted_runs(expected)))]
+    problems = order_problems(events)
+    if got != sorted_runs(expected):
+        problems.append("the events differ from the expected sequence:\n  got      "
+                        + "\n           ".join(map(str, got)) + "\n  expected "
+                        + "\n           ".join(map(str, sorted_runs(expected))))
+    return problems
 
 
 def sorted_runs(rows):
-    """`rows` (tuples as shape() makes them) with each run of node events of one kind and
-    attempt sorted by node."""
+    """`rows` with each run of node events (between two job events) sorted: by node, a node's
+    start before its end."""
+    rank = {"node_started": 0, "node_exited": 1}
     out, k = [], 0
     while k < len(rows):
         j = k + 1
-        if rows[k][0].startswith("node_"):
-            while j < len(rows) and rows[j][:2] == rows[k][:2]:
+        if rows[k][0] in rank:
+            while j < len(rows) and rows[j][0] in rank:
                 j += 1
-        out.extend(sorted(rows[k:j]))
+            out.extend(sorted(rows[k:j], key=lambda r: (r[1], r[2], rank[r[0]], r[3], str(r[4]))))
+        else:
+            out.append(rows[k])
         k = j
     return out

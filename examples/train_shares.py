@@ -7,7 +7,8 @@ over the whole batch. Synthetic data, a small MLP, gloo: it runs on CPUs anywher
 
 with `weight=W` on the hostfile lines (W: each worker's samples per second, measured). It prints,
 from rank 0, the job's samples per second over the steps after the first few, and with
---report FILE writes them as JSON.
+--report FILE writes them as JSON. --rebalance-every K lets the sampler measure the ranks and
+split again every K steps; `hetlaunch calibrate` runs it in the sampler's calibrate mode.
 """
 import argparse
 import datetime
@@ -31,6 +32,9 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--hook", action="store_true", help="weight the gradients in a DDP comm hook instead")
     p.add_argument("--report", help="write rank 0's measurement here (JSON)")
+    p.add_argument("--rebalance-every", type=int, default=0, metavar="K",
+                   help="measure and split again every K steps (the sampler as the comm hook's state with --hook)")
+    p.add_argument("--progress", help="rank 0 writes the steps done here after each step")
     args = p.parse_args()
 
     import torch
@@ -48,28 +52,42 @@ def main() -> int:
                                 torch.nn.Linear(args.hidden, args.hidden), torch.nn.ReLU(),
                                 torch.nn.Linear(args.hidden, 1))
     ddp = DDP(model)
+    # With HETLAUNCH_CALIBRATE_STEPS (hetlaunch calibrate) the sampler measures and then stops.
+    sampler = shares.ShareBatchSampler(args.samples, share, seed=args.seed, rebalance_every=args.rebalance_every)
     if args.hook:
-        ddp.register_comm_hook(share, shares.weighted_allreduce_hook)
+        ddp.register_comm_hook(sampler, shares.weighted_allreduce_hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
-    sampler = shares.ShareBatchSampler(args.samples, share, seed=args.seed)
-    step, epoch, started = 0, 0, None
+    step, epoch, started, step_times = 0, 0, None, []
     while step < args.warmup + args.steps:
         sampler.set_epoch(epoch)
+        yielded = 0
         for idx in sampler:
+            yielded += 1
             if step == args.warmup:
                 dist.barrier()
                 started = time.perf_counter()
             loss = torch.nn.functional.mse_loss(ddp(x[idx]), y[idx])
             if not args.hook:
-                loss = loss * share.loss_scale  # DDP divides by the world size: the whole batch's mean
+                # DDP divides by the world size: scaled by the current share, the whole batch's mean.
+                loss = loss * sampler.share.loss_scale
             opt.zero_grad(set_to_none=True)
             loss.backward()
+            if not args.hook:
+                sampler.computed()  # the step's own work ends here (the hook tells it otherwise)
             opt.step()
             step += 1
+            step_times.append(time.perf_counter())
+            if args.progress and dist.get_rank() == 0:
+                pathlib.Path(args.progress).write_text(str(step))
             if step == args.warmup + args.steps:
                 break
         epoch += 1
+        if yielded == 0:  # a calibrating sampler has stopped
+            break
     dist.barrier()
+    if started is None:  # calibrated before the timed steps: nothing to report
+        dist.destroy_process_group()
+        return 0
     seconds = time.perf_counter() - started
     rate = args.steps * share.global_batch / seconds
     if dist.get_rank() == 0:
@@ -78,7 +96,10 @@ def main() -> int:
         if args.report:
             pathlib.Path(args.report).write_text(json.dumps({"seconds": seconds, "samples_per_second": rate,
                                                              "global_batch": share.global_batch,
-                                                             "steps": args.steps, "world_size": share.world_size}))
+                                                             "steps": args.steps, "world_size": share.world_size,
+                                                             "step_times": step_times,
+                                                             "changes": sampler.changes,
+                                                             "weights": sampler.weights}))
     dist.destroy_process_group()
     return 0
 

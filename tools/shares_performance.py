@@ -9,6 +9,11 @@ the whole job with the equal split, with shares by weight (each worker's weight 
 and the ideal: the two workers' rates alone, each measured in a job of its own, summed. Each
 worker is pinned to its own core (taskset) so that the quota is the only difference.
 
+Shares that measure themselves, on the same job: the sampler rebalancing from equal weights
+(`--rebalance-every`), the weights `hetlaunch calibrate` measures (its hosts reached through a
+stand-in ssh that pins each node and puts the second in the cgroup), and a quota halved mid-run
+while the sampler rebalances.
+
 What they cost: `make_plan` of 1,000,000 nodes with and without a global batch
 (bench/bench_plan.cpp), and `hetlaunch plan --json` of a 1,000,000-line hostfile with and
 without one.
@@ -74,7 +79,7 @@ def torch_python():
     return first[2:].strip().split()[0]
 
 
-def job(binary, hosts, weights, global_batch, throttled_node, cgroup, work, core_offset=0):
+def job(binary, hosts, weights, global_batch, throttled_node, cgroup, work, core_offset=0, train=(), full=False):
     """One job: a torchrun a node through `hetlaunch exec`, node k pinned to core k, the node
     `throttled_node` in the cgroup. Its samples a second (rank 0's report)."""
     port = str(29900 + (os.getpid() + int(time.monotonic() * 1000) + 7 * core_offset) % 60)
@@ -86,7 +91,7 @@ def job(binary, hosts, weights, global_batch, throttled_node, cgroup, work, core
         argv = [binary, "exec", "--node", str(node), "--hosts", hosts, *weights, "--global-batch", str(global_batch),
                 "--master-port", port, "--torchrun-arg", "--redirects", "--torchrun-arg", "2", "--torchrun-arg", "--tee",
                 "--torchrun-arg", "2", "--", str(ROOT / "examples" / "train_shares.py"), *TRAIN, "--steps", str(STEPS),
-                "--report", str(report)]
+                "--report", str(report), *train]
         prefix = ["taskset", "-c", str((node + core_offset) % os.cpu_count())]
         if node == throttled_node:
             # The shell joins the cgroup, then becomes the agent: torchrun and its worker follow.
@@ -105,7 +110,7 @@ def job(binary, hosts, weights, global_batch, throttled_node, cgroup, work, core
         logs.append(out)
         if a.returncode != 0:
             raise RuntimeError(f"a job failed ({a.returncode}):\n" + "\n".join(logs)[-3000:])
-    return json.loads(report.read_text())["samples_per_second"]
+    return json.loads(report.read_text()) if full else json.loads(report.read_text())["samples_per_second"]
 
 
 def job_on_core(binary, hosts, global_batch, throttled_node, cgroup, work, core):
@@ -113,8 +118,92 @@ def job_on_core(binary, hosts, global_batch, throttled_node, cgroup, work, core)
     return job(binary, hosts, [], global_batch, throttled_node, cgroup, work, core_offset=core)
 
 
-def median_job(*args):
-    return statistics.median(job(*args) for _ in range(REPEAT))
+def median_job(*args, **kwargs):
+    return statistics.median(job(*args, **kwargs) for _ in range(REPEAT))
+
+
+def spread(values):
+    return f"{min(values):.0f} to {max(values):.0f}"
+
+
+# calibrate reaches its hosts through ssh; here a stand-in runs each node's command on this
+# machine, pinned to its core, the second host's in the throttled cgroup.
+FAKE_SSH = """#!/bin/sh
+while [ "$1" != "--" ]; do shift; done
+host=$2
+shift 2
+case $host in
+  127.0.0.2) echo $$ > {procs}; exec taskset -c 1 sh -c "$*";;
+  *) exec taskset -c 0 sh -c "$*";;
+esac
+"""
+
+
+def calibrate(binary, cgroup, work):
+    """`hetlaunch calibrate` of the two-worker job: its weights, and how long it took."""
+    ssh = work / "ssh"
+    ssh.write_text(FAKE_SSH.format(procs=cgroup / "cgroup.procs"))
+    ssh.chmod(0o755)
+    port = str(29960 + os.getpid() % 30)
+    started = time.monotonic()
+    r = subprocess.run([binary, "calibrate", "--hosts", "127.0.0.1:1,127.0.0.2:1", "--ssh", str(ssh), "--json",
+                        "--global-batch", str(GLOBAL_BATCH), "--calibrate-steps", "8", "--master-addr", "127.0.0.1",
+                        "--master-port", port, "--env", "OMP_NUM_THREADS=1", "--torchrun-arg", "--redirects",
+                        "--torchrun-arg", "2", "--torchrun-arg", "--tee", "--torchrun-arg", "2", "--",
+                        str(ROOT / "examples" / "train_shares.py"), *TRAIN, "--steps", "1000", "--warmup", "1000"],
+                       capture_output=True, text=True, timeout=900)
+    if r.returncode != 0:
+        raise RuntimeError(f"calibrate failed ({r.returncode}):\n{r.stderr[-3000:]}")
+    return [n["weight"] for n in json.loads(r.stdout)["nodes"]], time.monotonic() - started
+
+
+def quota_change(binary, cgroup, work, at=9, every=3, steps=24):
+    """A rebalancing job (from equal weights) whose throttled worker's quota is halved once rank 0
+    has done `at` steps: its samples a second over the steps from one rebalance window after the
+    change to the end."""
+    progress = work / "progress"
+    progress.unlink(missing_ok=True)
+    done = threading.Event()
+
+    def halve():
+        while not done.is_set():
+            if progress.exists() and progress.read_text().strip() and int(progress.read_text()) >= at:
+                (cgroup / "cpu.cfs_quota_us").write_text(str(QUOTA // 2))
+                return
+            time.sleep(0.02)
+    watcher = threading.Thread(target=halve)
+    watcher.start()
+    try:
+        report = job(binary, "127.0.0.1:1,127.0.0.2:1", [], GLOBAL_BATCH, 1, cgroup, work, full=True,
+                     train=["--rebalance-every", str(every), "--progress", str(progress), "--steps", str(steps),
+                            "--hook"])
+    finally:
+        done.set()
+        watcher.join()
+        (cgroup / "cpu.cfs_quota_us").write_text(str(QUOTA))
+    times = report["step_times"]
+    after = times[at + every - 1:]
+    return (len(after) - 1) * GLOBAL_BATCH / (after[-1] - after[0]), report["changes"]
+
+
+def measured_shares(binary, cgroup, work, t):
+    """Shares that measure themselves, beside the equal split and the static weights: rebalancing
+    from equal weights, calibrated weights, and a quota halved mid-run. Three runs each."""
+    hosts = "127.0.0.1:1,127.0.0.2:1"
+    rebalanced = [job(binary, hosts, [], GLOBAL_BATCH, 1, cgroup, work, train=["--rebalance-every", "2", "--hook"])
+                  for _ in range(REPEAT)]
+    calibrations = [calibrate(binary, cgroup, work) for _ in range(REPEAT)]
+    calibrated = [job(binary, hosts, ["--weight", f"127.0.0.1={w[0]}", "--weight", f"127.0.0.2={w[1]}"],
+                      GLOBAL_BATCH, 1, cgroup, work) for w, _ in calibrations]
+    (cgroup / "cpu.cfs_quota_us").write_text(str(QUOTA // 2))
+    try:
+        slow_half = median_job(binary, "127.0.0.2:1", [], GLOBAL_BATCH // 2, 0, cgroup, work)
+    finally:
+        (cgroup / "cpu.cfs_quota_us").write_text(str(QUOTA))
+    changes = [quota_change(binary, cgroup, work) for _ in range(REPEAT)]
+    return dict(rebalanced=rebalanced, calibrated=calibrated, calibrations=calibrations, slow_half=slow_half,
+                new_ideal=t["fast"] + slow_half, after_change=[c[0] for c in changes],
+                change_splits=[c[1] for c in changes])
 
 
 def throughput(binary, cgroup, work):
@@ -179,12 +268,13 @@ def cli_costs(binary, work):
 def plot(t):
     if not shutil.which("gnuplot"):
         return False
-    rows = [("slow worker alone", t["slow"]), ("fast worker alone", t["fast"]), ("equal split", t["equal"]),
-            ("shares by weight", t["weighted"]), ("ideal (sum alone)", t["ideal"])]
+    rows = [("slow alone", t["slow"]), ("fast alone", t["fast"]), ("equal split", t["equal"]),
+            ("static weights", t["weighted"]), ("rebalanced", statistics.median(t["rebalanced"])),
+            ("calibrated", statistics.median(t["calibrated"])), ("ideal (sum alone)", t["ideal"])]
     with tempfile.NamedTemporaryFile("w", suffix=".dat", delete=False) as data:
         for i, (name, value) in enumerate(rows):
             data.write(f'{i} "{name}" {value:.1f}\n')
-    script = (f"set terminal pngcairo size 800,420 font ',11'\nset output '{DOCS / 'shares.png'}'\n"
+    script = (f"set terminal pngcairo size 960,420 font ',11'\nset output '{DOCS / 'shares.png'}'\n"
               "set title 'A DDP job of a full core and a core throttled to a third'\n"
               "set ylabel 'samples per second'\nset style fill solid 0.6\nset boxwidth 0.6\nset yrange [0:*]\n"
               "set grid ytics\nunset key\n"
@@ -211,12 +301,13 @@ def main():
         cgroup = make_cgroup()
         with tempfile.TemporaryDirectory() as tmp:
             t = throughput(binary, cgroup, pathlib.Path(tmp))
+            m = measured_shares(binary, cgroup, pathlib.Path(tmp), t)
     finally:
         remove_cgroups()
     with tempfile.TemporaryDirectory() as tmp:
         cli = cli_costs(binary, pathlib.Path(tmp))
     costs = bench_costs(bench)
-    have_plot = plot(t)
+    have_plot = plot({**t, **m})
     of_ideal, over_equal = t["weighted"] / t["ideal"], t["weighted"] / t["equal"]
     plan_ratio = costs["make_plan_with_shares"] / costs["make_plan"]
     cli_ratio = cli["plan with shares"] / cli["plan"]
@@ -243,6 +334,27 @@ def main():
         f"| `plan --json` of a 1,000,000-line hostfile with a global batch, end to end, within 1.5x of without | "
         f"{cli['plan with shares'] * 1000:.0f} ms vs {cli['plan'] * 1000:.0f} ms: **{cli_ratio:.2f}x** | "
         f"{'met' if cli_ratio <= 1.5 else 'not met'} |",
+        "",
+        "",
+        "Shares that measure themselves, on the same job (three runs each; the range of the three):",
+        "",
+        "| goal | measured | |",
+        "| --- | --- | --- |",
+        f"| rebalancing from equal weights (`rebalance_every=2`, the first window untimed) reaches 0.9 of the ideal | "
+        f"{statistics.median(m['rebalanced']):.0f} samples/s ({spread(m['rebalanced'])}): "
+        f"**{statistics.median(m['rebalanced']) / t['ideal']:.2f}** | "
+        f"{'met' if statistics.median(m['rebalanced']) / t['ideal'] >= 0.9 else 'not met'} |",
+        f"| a run with the weights `hetlaunch calibrate` measured (8 steps, "
+        f"{statistics.median(c[1] for c in m['calibrations']):.0f} s) reaches 0.9 of the ideal | "
+        f"{statistics.median(m['calibrated']):.0f} samples/s ({spread(m['calibrated'])}), weights "
+        f"{', '.join('/'.join(c[0]) for c in m['calibrations'])}: **{statistics.median(m['calibrated']) / t['ideal']:.2f}** | "
+        f"{'met' if statistics.median(m['calibrated']) / t['ideal'] >= 0.9 else 'not met'} |",
+        f"| the throttled worker's quota halved at step 9 of 24: from one rebalance window (3 steps) after, at least "
+        f"0.85 of the new ideal ({m['new_ideal']:.0f} samples/s: the fast worker alone plus the slow one alone at the "
+        f"new quota, {m['slow_half']:.0f}) | {statistics.median(m['after_change']):.0f} samples/s "
+        f"({spread(m['after_change'])}), {'/'.join(str(c) for c in m['change_splits'])} split changes: "
+        f"**{statistics.median(m['after_change']) / m['new_ideal']:.2f}** | "
+        f"{'met' if statistics.median(m['after_change']) / m['new_ideal'] >= 0.85 else 'not met'} |",
         "",
         "| | samples/s |",
         "| --- | ---: |",

@@ -18,12 +18,13 @@ The recipe, in a few lines:
 accelerate's own prepare(loader) would deal the steps out round-robin: it raises ShareLoaderError
 instead. Runs on CPUs (gloo); a float64 linear model on a fixed random data set.
 
-usage: train_accelerate.py [--epochs N] [--record DIR] [--standard-prepare] [--unguarded]
+usage: train_accelerate.py [--epochs N] [--record DIR] [--standard-prepare] [--unguarded] [--rebalance-every K]
   --record DIR        each rank writes DIR/rank-R.json: every step's sample indices, the
                       parameters before the step and the gradient after backward (the tests)
   --standard-prepare  prepare the loader with accelerator.prepare, as accelerate's examples do
   --unguarded         (with --standard-prepare) a sampler without the guard, to show what
                       accelerate does to a share loader
+  --rebalance-every K the sampler measures the ranks and splits again every K steps
 """
 import argparse
 import json
@@ -77,6 +78,7 @@ def main():
     parser.add_argument("--record")
     parser.add_argument("--standard-prepare", action="store_true")
     parser.add_argument("--unguarded", action="store_true")
+    parser.add_argument("--rebalance-every", type=int, default=0)
     args = parser.parse_args()
 
     from accelerate import Accelerator
@@ -97,7 +99,7 @@ def main():
         model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
     else:
         model, optimizer = accelerator.prepare(model, optimizer)
-        loader = shares.prepare_loader(accelerator, loader)
+        loader = shares.prepare_loader(accelerator, loader, rebalance_every=args.rebalance_every)
 
     record = {"rank": dist.get_rank(), "batch": share.batch, "offset": share.offset, "steps_in_loader": len(loader),
               "steps": []}
@@ -105,14 +107,18 @@ def main():
         loader.set_epoch(epoch)
         for step, (xb, yb) in enumerate(loader):
             before = [p.detach().reshape(-1).tolist() for p in model.parameters()]
-            loss = torch.nn.functional.mse_loss(model(xb), yb) * share.loss_scale
+            current = sampler.share  # a rebalancing sampler's current share
+            loss = torch.nn.functional.mse_loss(model(xb), yb) * current.loss_scale
             accelerator.backward(loss)
+            sampler.computed()
             # Each sample's first feature identifies it (the tests map them back to indices).
             record["steps"].append({"epoch": epoch, "step": step, "keys": xb[:, 0].tolist(), "params": before,
+                                    "batch": current.batch, "offset": current.offset,
                                     "grad": [p.grad.reshape(-1).tolist() for p in model.parameters()]})
             optimizer.step()
             optimizer.zero_grad()
-        accelerator.print(f"epoch {epoch}: {len(loader)} steps, loss {loss.item() / share.loss_scale:.6f}")
+        accelerator.print(f"epoch {epoch}: {len(loader)} steps, loss {loss.item() / current.loss_scale:.6f}"
+                          + (f", {sampler.changes} split changes" if args.rebalance_every else ""))
     if args.record:
         path = pathlib.Path(args.record) / f"rank-{record['rank']}.json"
         path.write_text(json.dumps(record))

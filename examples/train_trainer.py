@@ -17,7 +17,7 @@ Runs on CPUs (gloo), in float64, with models built from code or a config (nothin
 `--model mse`, a small regression network whose loss is a mean over samples, or `--model lm`, a
 tiny Llama on sequences of different lengths, whose loss is a mean over tokens.
 
-usage: train_trainer.py [--model mse|lm] [--steps N] [--record DIR]
+usage: train_trainer.py [--model mse|lm] [--steps N] [--record DIR] [--rebalance-every K]
   --record DIR   rank 0 writes DIR/final.json: the parameters after the last step (the tests)
 """
 import argparse
@@ -120,6 +120,7 @@ def main():
     parser.add_argument("--model", choices=["mse", "lm"], default="mse")
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--record")
+    parser.add_argument("--rebalance-every", type=int, default=0)
     args = parser.parse_args()
 
     from transformers import TrainingArguments
@@ -136,10 +137,12 @@ def main():
                                      max_grad_norm=0.0, logging_steps=1, save_strategy="no", report_to=[], seed=0,
                                      remove_unused_columns=False, disable_tqdm=True)
         trainer = shares.ShareTrainer(model=model, args=training, train_dataset=data, data_collator=collate,
-                                      optimizers=(optimizer, schedule))
+                                      optimizers=(optimizer, schedule), rebalance_every=args.rebalance_every)
         trainer.train()
     if args.record and dist.get_rank() == 0:
-        pathlib.Path(args.record, "final.json").write_text(json.dumps({"params": parameters(model)}))
+        sampler = trainer.share_sampler
+        pathlib.Path(args.record, "final.json").write_text(json.dumps({"params": parameters(model),
+                                                                      "changes": sampler.changes if sampler else 0}))
     dist.barrier()
     dist.destroy_process_group()
 

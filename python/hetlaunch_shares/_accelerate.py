@@ -5,16 +5,25 @@ on the accelerator's device, never dealt out again."""
 from ._core import ShareBatchSampler
 
 
-def prepare_loader(accelerator, loader):
+def prepare_loader(accelerator, loader, rebalance_every=0):
     """`loader` (a torch DataLoader whose batch_sampler is a ShareBatchSampler) as accelerate's
     prepare would give it, without re-sharding: every batch is this rank's share of its step,
     moved to `accelerator.device`, and the loader takes part in accelerate's gradient state (the
     last batch of an epoch is its end, for `accelerator.accumulate`). `len()` is the number of
-    steps; `set_epoch(e)` reshuffles as the sampler's does."""
+    steps; `set_epoch(e)` reshuffles as the sampler's does.
+
+    rebalance_every=K > 0: the sampler measures the ranks and splits every K steps again
+    (ShareBatchSampler's rebalance_every). Scale the loss by `loader.share.loss_scale` (the current
+    share) and call `loader.computed()` after `accelerator.backward(loss)`: the step's own work ends
+    there."""
     if not isinstance(getattr(loader, "batch_sampler", None), ShareBatchSampler):
         raise TypeError("prepare_loader takes a DataLoader built with batch_sampler=ShareBatchSampler(...), "
                         f"got {type(loader).__name__} with batch_sampler "
                         f"{type(getattr(loader, 'batch_sampler', None)).__name__}")
+    if not isinstance(rebalance_every, int) or isinstance(rebalance_every, bool) or rebalance_every < 0:
+        raise ValueError(f"rebalance_every must be 0 (never) or a positive number of steps, got {rebalance_every!r}")
+    if rebalance_every:
+        loader.batch_sampler.rebalance_every = rebalance_every
     return _share_loader_class()(loader, accelerator)
 
 
@@ -51,20 +60,23 @@ def _share_loader_class():
         def set_epoch(self, epoch):
             self.base_loader.batch_sampler.set_epoch(epoch)
 
+        def computed(self):
+            """The step's backward is done (for a rebalancing sampler's measurement)."""
+            self.base_loader.batch_sampler.computed()
+
         def __len__(self):
             return len(self.base_loader)
 
         def __iter__(self):
             self.begin()
             try:
-                batches = iter(self.base_loader)
-                current = next(batches, None)
-                while current is not None:
-                    following = next(batches, None)
-                    # The gradient state learns of the epoch's end before its last batch is used.
-                    self.end_of_dataloader = following is None
-                    yield send_to_device(current, self.device)
-                    current = following
+                # No batch is read ahead: a rebalancing sampler times a step from the moment it
+                # hands out the step's indices. Every step is whole, so the epoch's last batch is
+                # known by its count; the gradient state learns of it before it is used.
+                steps = len(self.base_loader)
+                for k, batch in enumerate(self.base_loader):
+                    self.end_of_dataloader = k == steps - 1
+                    yield send_to_device(batch, self.device)
             finally:
                 self.end()
 

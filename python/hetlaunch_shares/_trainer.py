@@ -21,14 +21,21 @@ class ShareTrainer(Trainer):
     - any other loss (a mean over the rank's samples): scaled by the share's loss_scale, b·W/B.
 
     The share decides each rank's training batch; `per_device_train_batch_size` does not.
-    `share` defaults to share_from_env(). TrainingArguments values it cannot honour are errors
+    `share` defaults to share_from_env(). `rebalance_every=K` > 0: the sampler measures each
+    rank's steps and splits every K steps again (ShareBatchSampler's rebalance_every); the loss
+    follows the current share. TrainingArguments values it cannot honour are errors
     that name them: gradient_accumulation_steps above 1, auto_find_batch_size,
     train_sampling_strategy='group_by_length' (the step's samples are the sampler's), and
     average_tokens_across_devices=False with a token loss."""
 
-    def __init__(self, *args, share=None, **kwargs):
+    def __init__(self, *args, share=None, rebalance_every=0, **kwargs):
         super().__init__(*args, **kwargs)
         self.share = share if share is not None else share_from_env()
+        if not isinstance(rebalance_every, int) or isinstance(rebalance_every, bool) or rebalance_every < 0:
+            raise ValueError(f"ShareTrainer: rebalance_every must be 0 (never) or a positive number of steps, "
+                             f"got {rebalance_every!r}")
+        self.rebalance_every = rebalance_every
+        self.share_sampler = None  # the training loader's sampler, once made
         a = self.args
         refused = []
         if a.gradient_accumulation_steps != 1:
@@ -67,7 +74,8 @@ class ShareTrainer(Trainer):
         seed = self.args.data_seed if self.args.data_seed is not None else self.args.seed
         sampler = ShareBatchSampler(len(dataset), self.share, seed=seed,
                                     shuffle=getattr(self.args, "train_sampling_strategy", "random") != "sequential",
-                                    drop_last=self.args.dataloader_drop_last)
+                                    drop_last=self.args.dataloader_drop_last, rebalance_every=self.rebalance_every)
+        self.share_sampler = sampler
         loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=collator,
                             num_workers=self.args.dataloader_num_workers, pin_memory=self.args.dataloader_pin_memory)
         return prepare_loader(self.accelerator, loader)
@@ -82,7 +90,14 @@ class ShareTrainer(Trainer):
                                       num_items_in_batch=num_items_in_batch)
         if token_loss or not model.training:
             return result
+        share = self.share_sampler.share if self.share_sampler is not None else self.share  # the current one
         if return_outputs:
             loss, outputs = result
-            return loss * self.share.loss_scale, outputs
-        return result * self.share.loss_scale
+            return loss * share.loss_scale, outputs
+        return result * share.loss_scale
+
+    def training_step(self, *args, **kwargs):
+        loss = super().training_step(*args, **kwargs)
+        if self.share_sampler is not None:
+            self.share_sampler.computed()  # the step's backward is done: the sampler's measurement
+        return loss

@@ -10,8 +10,11 @@ samples on one node, 11 on the other), each node started by `hetlaunch exec`, DD
   accelerate-prepare  accelerate's own prepare(loader) of a share loader fails with a message that
                     names prepare_loader; the same loader without the guard shows what it did
                     before: fewer steps, and a gradient far from the whole step's (measured);
+  accelerate-rebalance  the same with prepare_loader(..., rebalance_every=2): whatever splits the
+                    measurements give, each step's shares tile it and its gradient is the whole step's;
   trainer-mse       ShareTrainer on a model whose loss is a mean over samples: after 6 steps the
                     parameters equal one process's run over every step's whole batch (to 1e-9);
+  trainer-mse-rebalance  the same with ShareTrainer(..., rebalance_every=2);
   trainer-lm        the same for a tiny Llama built from a config, on sequences of different
                     lengths (a token mean); scaling by the share's sample counts instead would not
                     be exact there (measured, and it must differ);
@@ -114,11 +117,12 @@ def accelerate_gradient(module, params, indices):
     return flat(p.grad.reshape(-1).tolist() for p in model.parameters())
 
 
-def case_accelerate(job, work):
+def case_accelerate(job, work, rebalance_every=0):
     """prepare_loader: each rank's samples are its share, every step is there, and every step's
     gradient is the whole step's (to 1e-12)."""
     module = example("train_accelerate")
-    codes, logs = job.run(work, "train_accelerate.py", "--epochs", "2", "--record", str(work))
+    codes, logs = job.run(work, "train_accelerate.py", "--epochs", "2", "--record", str(work),
+                          "--rebalance-every", str(rebalance_every))
     if codes != [0, 0]:
         return [f"the agents exited {codes}:\n{logs[-4000:]}"]
     problems = []
@@ -135,7 +139,8 @@ def case_accelerate(job, work):
         taken = []
         for r in ranks:
             mine = [key_of[k] for k in r["steps"][s]["keys"]]
-            want = indices[r["offset"]:r["offset"] + r["batch"]]
+            batch, offset = r["steps"][s]["batch"], r["steps"][s]["offset"]  # the share of this step
+            want = indices[offset:offset + batch]
             if mine != want:
                 problems.append(f"step {s}: rank {r['rank']} took {mine}, its share is {want}")
             taken += mine
@@ -146,9 +151,16 @@ def case_accelerate(job, work):
             worst = max(worst, max(abs(a - b) for a, b in zip(flat(r["steps"][s]["grad"]), whole)))
     if worst > 1e-12:
         problems.append(f"a rank's gradient is off the whole step's by {worst:.3g}")
-    print(f"     accelerate + prepare_loader: {len(steps)} steps, ranks of {[r['batch'] for r in ranks]} samples; "
-          f"gradients off the whole step's by at most {worst:.2g}")
+    splits = sorted({tuple(r["steps"][s]["batch"] for r in ranks) for s in range(len(steps))})
+    print(f"     accelerate + prepare_loader{f' (rebalance_every={rebalance_every})' if rebalance_every else ''}: "
+          f"{len(steps)} steps, ranks of {splits} samples; gradients off the whole step's by at most {worst:.2g}")
     return problems
+
+
+def case_accelerate_rebalance(job, work):
+    """prepare_loader(..., rebalance_every=2): whatever splits the measurements lead to, each step's
+    shares tile it and every gradient is the whole step's."""
+    return case_accelerate(job, work, rebalance_every=2)
 
 
 def case_accelerate_prepare(job, work):
@@ -217,16 +229,20 @@ def trainer_reference(kind, steps):
     return module.parameters(model), off
 
 
-def trainer_case(kind):
+def trainer_case(kind, rebalance_every=0):
     def case(job, work):
         steps = 6
-        codes, logs = job.run(work, "train_trainer.py", "--model", kind, "--steps", str(steps), "--record", str(work))
+        codes, logs = job.run(work, "train_trainer.py", "--model", kind, "--steps", str(steps), "--record", str(work),
+                              "--rebalance-every", str(rebalance_every))
         if codes != [0, 0]:
             return [f"the agents exited {codes}:\n{logs[-4000:]}"]
         got = json.loads((work / "final.json").read_text())["params"]
         want, sample_weighted_off = trainer_reference(kind, steps)
         worst = max(abs(a - b) for a, b in zip(flat(got), flat(want)))
         what = "a token mean" if kind == "lm" else "a sample mean"
+        if rebalance_every:
+            what += f", rebalance_every={rebalance_every} ({json.loads((work / 'final.json').read_text())['changes']} " \
+                    "split changes)"
         print(f"     ShareTrainer, {what}: after {steps} steps the parameters are off one process's by {worst:.2g}"
               + ("" if sample_weighted_off is None else
                  f"; weighting each rank's token mean by its samples would put the first gradient off by "
@@ -270,7 +286,9 @@ def case_trainer_refusals(job, work):
 
 
 CASES = {"accelerate": case_accelerate, "accelerate-prepare": case_accelerate_prepare,
+         "accelerate-rebalance": case_accelerate_rebalance,
          "trainer-mse": trainer_case("mse"), "trainer-lm": trainer_case("lm"),
+         "trainer-mse-rebalance": trainer_case("mse", rebalance_every=2),
          "trainer-refusals": case_trainer_refusals}
 
 

@@ -2,7 +2,7 @@
 """accelerate's Accelerator with work shares: a loader that yields this rank's share of every step
 on the accelerator's device, never dealt out again."""
 
-from ._core import ShareBatchSampler
+from ._core import ShareBatchSampler, check_rebalance_every
 
 
 def prepare_loader(accelerator, loader, rebalance_every=0):
@@ -20,9 +20,7 @@ def prepare_loader(accelerator, loader, rebalance_every=0):
         raise TypeError("prepare_loader takes a DataLoader built with batch_sampler=ShareBatchSampler(...), "
                         f"got {type(loader).__name__} with batch_sampler "
                         f"{type(getattr(loader, 'batch_sampler', None)).__name__}")
-    if not isinstance(rebalance_every, int) or isinstance(rebalance_every, bool) or rebalance_every < 0:
-        raise ValueError(f"rebalance_every must be 0 (never) or a positive number of steps, got {rebalance_every!r}")
-    if rebalance_every:
+    if check_rebalance_every(rebalance_every):
         loader.batch_sampler.rebalance_every = rebalance_every
     return _share_loader_class()(loader, accelerator)
 

@@ -205,12 +205,14 @@ def weights_from_rates(rates) -> List[str]:
 
 
 def _calibrate_steps(env) -> int:
-    value = env.get("HETLAUNCH_CALIBRATE_STEPS")
-    if value is None:
-        return 0
-    if not _DIGITS.fullmatch(value) or int(value) < 1:
-        raise ValueError(f"HETLAUNCH_CALIBRATE_STEPS={value!r} must be a positive integer of ASCII digits")
-    return int(value)
+    return _integer(env, "HETLAUNCH_CALIBRATE_STEPS", 1) if "HETLAUNCH_CALIBRATE_STEPS" in env else 0
+
+
+def check_rebalance_every(value) -> int:
+    """`value` if it is a valid rebalance_every (0: never, K > 0: every K steps); else ValueError."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"rebalance_every must be 0 (never) or a positive number of steps, got {value!r}")
+    return value
 
 
 class ShareBatchSampler:
@@ -244,8 +246,7 @@ class ShareBatchSampler:
             raise ValueError("the dataset is empty")
         if drop_last and dataset_size < share.global_batch:
             raise ValueError(f"the dataset has {dataset_size} samples, fewer than one step's {share.global_batch}")
-        if not isinstance(rebalance_every, int) or isinstance(rebalance_every, bool) or rebalance_every < 0:
-            raise ValueError(f"rebalance_every must be 0 (never) or a positive number of steps, got {rebalance_every!r}")
+        check_rebalance_every(rebalance_every)
         self.dataset_size = dataset_size
         self.share = share
         self.seed = seed

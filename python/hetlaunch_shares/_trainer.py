@@ -6,7 +6,7 @@ from torch.utils.data import DataLoader
 from transformers import Trainer
 
 from ._accelerate import prepare_loader
-from ._core import ShareBatchSampler, share_from_env
+from ._core import ShareBatchSampler, check_rebalance_every, share_from_env
 
 
 class ShareTrainer(Trainer):
@@ -31,10 +31,7 @@ class ShareTrainer(Trainer):
     def __init__(self, *args, share=None, rebalance_every=0, **kwargs):
         super().__init__(*args, **kwargs)
         self.share = share if share is not None else share_from_env()
-        if not isinstance(rebalance_every, int) or isinstance(rebalance_every, bool) or rebalance_every < 0:
-            raise ValueError(f"ShareTrainer: rebalance_every must be 0 (never) or a positive number of steps, "
-                             f"got {rebalance_every!r}")
-        self.rebalance_every = rebalance_every
+        self.rebalance_every = check_rebalance_every(rebalance_every)
         self.share_sampler = None  # the training loader's sampler, once made
         a = self.args
         refused = []

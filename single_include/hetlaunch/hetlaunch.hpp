@@ -7381,13 +7381,8 @@ struct hostfile_entry {
 
 // A node's ceiling: a positive integer up to INT_MAX, ASCII digits only.
 inline bool parse_max_batch(std::string_view text, int& out) {
-  if (text.empty() || text.size() > 10) return false;
   long long v = 0;
-  for (char ch : text) {
-    if (ch < '0' || ch > '9') return false;
-    v = v * 10 + (ch - '0');
-  }
-  if (v < 1 || v > 2147483647LL) return false;
+  if (!parse_decimal(text, INT_MAX, v) || v < 1) return false;
   out = static_cast<int>(v);
   return true;
 }

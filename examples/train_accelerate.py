@@ -110,7 +110,6 @@ def main():
             current = sampler.share  # a rebalancing sampler's current share
             loss = torch.nn.functional.mse_loss(model(xb), yb) * current.loss_scale
             accelerator.backward(loss)
-            sampler.computed()
             # Each sample's first feature identifies it (the tests map them back to indices).
             record["steps"].append({"epoch": epoch, "step": step, "keys": xb[:, 0].tolist(), "params": before,
                                     "batch": current.batch, "offset": current.offset,

@@ -56,6 +56,8 @@ def main() -> int:
     sampler = shares.ShareBatchSampler(args.samples, share, seed=args.seed, rebalance_every=args.rebalance_every)
     if args.hook:
         ddp.register_comm_hook(sampler, shares.weighted_allreduce_hook)
+    else:
+        sampler.watch(ddp)  # times each step to this rank's last gradient, before DDP waits for the others
     opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
     step, epoch, started, step_times = 0, 0, None, []
     while step < args.warmup + args.steps:
@@ -72,8 +74,6 @@ def main() -> int:
                 loss = loss * sampler.share.loss_scale
             opt.zero_grad(set_to_none=True)
             loss.backward()
-            if not args.hook:
-                sampler.computed()  # the step's own work ends here (the hook tells it otherwise)
             opt.step()
             step += 1
             step_times.append(time.perf_counter())

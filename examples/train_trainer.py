@@ -142,7 +142,8 @@ def main():
     if args.record and dist.get_rank() == 0:
         sampler = trainer.share_sampler
         pathlib.Path(args.record, "final.json").write_text(json.dumps({"params": parameters(model),
-                                                                      "changes": sampler.changes if sampler else 0}))
+                                                                      "changes": sampler.changes if sampler else 0,
+                                                                      "weights": sampler.weights if sampler else None}))
     dist.barrier()
     dist.destroy_process_group()
 

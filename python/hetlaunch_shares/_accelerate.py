@@ -14,8 +14,9 @@ def prepare_loader(accelerator, loader, rebalance_every=0):
 
     rebalance_every=K > 0: the sampler measures the ranks and splits every K steps again
     (ShareBatchSampler's rebalance_every). Scale the loss by `loader.share.loss_scale` (the current
-    share) and call `loader.computed()` after `accelerator.backward(loss)`: the step's own work ends
-    there."""
+    share). The sampler times each step to the last gradient computed on this rank of the models
+    the accelerator has prepared when the loader is first iterated (ShareBatchSampler.watch); a
+    model prepared later, or not by the accelerator, is timed with `loader.watch(model)`."""
     if not isinstance(getattr(loader, "batch_sampler", None), ShareBatchSampler):
         raise TypeError("prepare_loader takes a DataLoader built with batch_sampler=ShareBatchSampler(...), "
                         f"got {type(loader).__name__} with batch_sampler "
@@ -23,6 +24,11 @@ def prepare_loader(accelerator, loader, rebalance_every=0):
     if check_rebalance_every(rebalance_every):
         loader.batch_sampler.rebalance_every = rebalance_every
     return _share_loader_class()(loader, accelerator)
+
+
+def _prepared_models(accelerator):
+    # Accelerator keeps the models its prepare() wrapped; only their parameters are used.
+    return list(getattr(accelerator, "_models", []))
 
 
 _CLASS = None
@@ -46,6 +52,7 @@ def _share_loader_class():
             self.gradient_state = GradientState()
             self._drop_last = True  # every step is a whole step: no remainder to gather
             self.dataset = loader.dataset
+            self.accelerator = accelerator
 
         @property
         def batch_sampler(self):
@@ -58,14 +65,19 @@ def _share_loader_class():
         def set_epoch(self, epoch):
             self.base_loader.batch_sampler.set_epoch(epoch)
 
-        def computed(self):
-            """The step's backward is done (for a rebalancing sampler's measurement)."""
-            self.base_loader.batch_sampler.computed()
+        def watch(self, model):
+            """Times each step to the last of `model`'s gradients computed on this rank
+            (ShareBatchSampler.watch)."""
+            return self.base_loader.batch_sampler.watch(model)
 
         def __len__(self):
             return len(self.base_loader)
 
         def __iter__(self):
+            sampler = self.base_loader.batch_sampler
+            if sampler.rebalance_every and not sampler.watching:
+                for model in _prepared_models(self.accelerator):
+                    sampler.watch(model)
             self.begin()
             try:
                 # No batch is read ahead: a rebalancing sampler times a step from the moment it

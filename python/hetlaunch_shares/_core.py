@@ -215,6 +215,11 @@ def check_rebalance_every(value) -> int:
     return value
 
 
+NOTHING_TIMED = ("no rank timed a step, so the sampler cannot measure the ranks: register it as the DDP comm "
+                 "hook's state (ddp.register_comm_hook(sampler, weighted_allreduce_hook)), or call "
+                 "sampler.watch(model) once when the script scales its loss")
+
+
 class ShareBatchSampler:
     """Yields this rank's sample indices of each step of an epoch (use as a DataLoader's
     batch_sampler). Step s covers positions [s*B, (s+1)*B) of one permutation of the dataset,
@@ -230,9 +235,12 @@ class ShareBatchSampler:
     share over its rate) by at least 5%, so a steady load never makes it oscillate. `share` is
     the current Share. The sampler measures a step's compute from the moment it hands out the
     step's indices to the step's last gradient bucket, when it is the state of the DDP comm hook:
-    `ddp.register_comm_hook(sampler, weighted_allreduce_hook)`; a script that scales its loss
-    instead calls `sampler.computed()` after backward() and scales by `sampler.share.loss_scale`.
-    Needs torch.distributed initialised (every rank calls it at the same steps).
+    `ddp.register_comm_hook(sampler, weighted_allreduce_hook)`. A script that scales its loss
+    instead (by `sampler.share.loss_scale`) calls `sampler.watch(model)` once: the sampler then
+    times a step to the last of its gradients computed on this rank. Not to the end of
+    backward(): DDP's backward() waits there for every rank's gradients, so every rank would
+    measure the slowest one's step. Needs torch.distributed initialised (every rank calls it at
+    the same steps); rebalancing with nothing timed is an error.
 
     With HETLAUNCH_CALIBRATE_STEPS=N in the environment (`hetlaunch calibrate`), the sampler
     rebalances every few steps, and after N steps rank 0 prints one line `HETLAUNCH_MEASURED
@@ -266,6 +274,7 @@ class ShareBatchSampler:
         self._step_start = None
         self._last_gradient = None
         self._layout = None  # [(group_rank, local_world_size, local_rank) of each rank], by rank
+        self.watching = 0  # parameters whose gradients time the steps (watch())
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -303,9 +312,23 @@ class ShareBatchSampler:
         self._last_gradient = time.perf_counter()
 
     def computed(self) -> None:
-        """The current step's backward() is done: for a script that scales its loss instead of
-        registering the comm hook."""
+        """The current step's own work is done: for a script that synchronises its gradients
+        itself, called before it does. Under DDP use watch(): its backward() has waited for the
+        other ranks by the time it returns."""
         self._last_gradient = time.perf_counter()
+
+    def watch(self, module) -> list:
+        """Times each step to the last gradient of `module`'s parameters computed on this rank
+        (a hook on each parameter that needs one; DDP's wrapper or the module it wraps alike).
+        For a script that scales its loss instead of registering the comm hook: one call, before
+        training. Returns the hooks' handles (`.remove()` ends the watch)."""
+        def stamp(grad):
+            self._last_gradient = time.perf_counter()
+        handles = [p.register_hook(stamp) for p in module.parameters() if p.requires_grad]
+        if not handles:
+            raise ValueError(f"{type(module).__name__} has no parameter that needs a gradient: nothing to time")
+        self.watching += len(handles)
+        return handles
 
     def _close_step(self) -> None:
         if self._step_start is not None and self._last_gradient is not None and self._last_gradient > self._step_start:
@@ -326,11 +349,13 @@ class ShareBatchSampler:
         if nodes != list(range(len(nodes))):
             raise RuntimeError(f"GROUP_RANK values {nodes} are not 0..N-1: cannot rebalance")
         nproc = [next(g[1] for g in gathered if g[0] == i) for i in nodes]
+        if not any(g[3] > 0 for g in gathered):
+            raise RuntimeError(NOTHING_TIMED)
         rates = []
         for i in nodes:
             per_worker = [g[4] / g[3] for g in gathered if g[0] == i and g[3] > 0 and g[4] > 0]
             if len(per_worker) != nproc[i]:
-                return  # a rank measured nothing in this window (no hook, no computed()): keep the split
+                return  # a rank had no samples to time in this window (an empty share): keep the split
             rates.append(sum(per_worker) / len(per_worker))
         weights = weights_from_rates(rates)
         self.measured = {"step": self.steps_done,
@@ -398,8 +423,7 @@ class ShareBatchSampler:
         import torch.distributed as dist
 
         if self.measured is None:
-            raise RuntimeError("calibration ended before any step was measured: register the sampler as the comm "
-                               "hook's state, or call sampler.computed() after backward()")
+            raise RuntimeError("calibration ended before any step was measured: " + NOTHING_TIMED)
         if dist.get_rank(self.share.group) == 0:
             print("HETLAUNCH_MEASURED " + json.dumps(self.measured), flush=True)
             sys.stdout.flush()

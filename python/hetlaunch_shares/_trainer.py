@@ -33,6 +33,7 @@ class ShareTrainer(Trainer):
         self.share = share if share is not None else share_from_env()
         self.rebalance_every = check_rebalance_every(rebalance_every)
         self.share_sampler = None  # the training loader's sampler, once made
+        self._watch_handles = []
         a = self.args
         refused = []
         if a.gradient_accumulation_steps != 1:
@@ -72,7 +73,13 @@ class ShareTrainer(Trainer):
         sampler = ShareBatchSampler(len(dataset), self.share, seed=seed,
                                     shuffle=getattr(self.args, "train_sampling_strategy", "random") != "sequential",
                                     drop_last=self.args.dataloader_drop_last, rebalance_every=self.rebalance_every)
+        for handle in self._watch_handles:  # a loader made again: only the new sampler times the steps
+            handle.remove()
         self.share_sampler = sampler
+        if sampler.rebalance_every:  # asked for, or hetlaunch calibrate's
+            # Timed to the last gradient this rank computes: the end of DDP's backward() waits for
+            # every rank's. The wrapped model holds the same parameters.
+            self._watch_handles = sampler.watch(self.model)
         loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=collator,
                             num_workers=self.args.dataloader_num_workers, pin_memory=self.args.dataloader_pin_memory)
         return prepare_loader(self.accelerator, loader)
@@ -93,8 +100,3 @@ class ShareTrainer(Trainer):
             return loss * share.loss_scale, outputs
         return result * share.loss_scale
 
-    def training_step(self, *args, **kwargs):
-        loss = super().training_step(*args, **kwargs)
-        if self.share_sampler is not None:
-            self.share_sampler.computed()  # the step's backward is done: the sampler's measurement
-        return loss

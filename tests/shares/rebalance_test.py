@@ -3,10 +3,12 @@
 loopback through a stand-in ssh (a shell that runs the node's command here), of 1 and 2 workers,
 training a float64 model with DDP on gloo (tests/shares/rebalance_worker.py). Each "GPU" has a
 known speed: its forward sleeps a fixed time per sample. The sampler starts from equal weights and
-rebalances every 5 steps, timing itself as the comm hook's state.
+rebalances every 5 steps, timing itself as the comm hook's state (or, in one case, by watch() in
+a script that scales its loss).
 
 - The split it learns gives a step, at the true speeds, within 1.15x of the ideal (the step's
-  samples over the sum of the workers' rates); the wall times are printed beside it.
+  samples over the sum of the workers' rates); the wall times are printed beside it. The same
+  when the script scales its loss and the sampler watches the model's gradients instead.
 - After one node slows down mid-run, the split gets back within 1.15x of the new ideal.
 - Under a steady load the split changes at most twice in 30 steps.
 - With a ceiling (--max-batch), no forward holds more than M samples.
@@ -102,9 +104,9 @@ def params_problems(record, want):
         [f"the final parameters differ from one process's by {worst:.3g}"]
 
 
-def converges(runner, want):
+def converges(runner, want, extra=()):
     per_sample = [0.015, 0.005]
-    record = runner.run("converges", per_sample)
+    record = runner.run("converges", per_sample, extra=extra)
     final = predicted_step(record["batches"][-1], per_sample)
     ideal = ideal_step(per_sample)
     wall = statistics.median(record["step_seconds"][-5:])
@@ -213,6 +215,8 @@ def main():
         runner = job_runner(binary, torchrun, work, marker)
         want = reference_params(torchrun, B, STEPS)
         suite.case("from equal weights to the ideal split", converges, runner, want)
+        suite.case("a script that scales its loss, timed by watch(): to the ideal split", converges, runner, want,
+                   ["--env", "REBALANCE_SCALE_LOSS=1"])
         suite.case("a node slows down mid-run: back to the new ideal", slows_down, runner, want)
         suite.case("a steady load: at most two changes in 30 steps", steady, runner, want)
         suite.case("ceilings: no forward above --max-batch", ceilings, runner, want)

@@ -77,7 +77,11 @@ def main() -> int:
         sampler.load_state_dict(json.loads(pathlib.Path(os.environ["REBALANCE_STATE"]).read_text()))
     x, y = data()
     ddp = DDP(model())
-    ddp.register_comm_hook(sampler, shares.weighted_allreduce_hook)
+    scale_loss = bool(os.environ.get("REBALANCE_SCALE_LOSS"))  # the loss scaled, the steps timed by watch()
+    if scale_loss:
+        sampler.watch(ddp)
+    else:
+        ddp.register_comm_hook(sampler, shares.weighted_allreduce_hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=LR)
     per_sample = seconds[node]
     record = {"step_seconds": [], "batches": [], "largest_forward": 0}
@@ -94,6 +98,8 @@ def main() -> int:
             with (contextlib.nullcontext() if k == len(parts) - 1 else ddp.no_sync()):
                 time.sleep(per_sample * len(part))  # this "GPU"'s speed
                 loss = torch.nn.functional.mse_loss(ddp(x[part]), y[part]) * (len(part) / len(idx))
+                if scale_loss:
+                    loss = loss * sampler.share.loss_scale  # the current share's
                 loss.backward()
         opt.step()
         batches = [None] * dist.get_world_size()

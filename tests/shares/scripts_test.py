@@ -10,11 +10,14 @@ samples on one node, 11 on the other), each node started by `hetlaunch exec`, DD
   accelerate-prepare  accelerate's own prepare(loader) of a share loader fails with a message that
                     names prepare_loader; the same loader without the guard shows what it did
                     before: fewer steps, and a gradient far from the whole step's (measured);
-  accelerate-rebalance  the same with prepare_loader(..., rebalance_every=2): whatever splits the
-                    measurements give, each step's shares tile it and its gradient is the whole step's;
+  accelerate-rebalance  the same with prepare_loader(..., rebalance_every=2), on "GPUs" of known
+                    speeds (tests/shares/slowed.py: node 1's worker 4 times node 0's, where the
+                    weights say 3): the split moves to a shorter step at the true speeds, each
+                    step's shares tile it and its gradient is the whole step's;
   trainer-mse       ShareTrainer on a model whose loss is a mean over samples: after 6 steps the
                     parameters equal one process's run over every step's whole batch (to 1e-9);
-  trainer-mse-rebalance  the same with ShareTrainer(..., rebalance_every=2);
+  trainer-mse-rebalance  the same with ShareTrainer(..., rebalance_every=2), on the same speeds:
+                    the learned weights are the true ones within 25%;
   trainer-lm        the same for a tiny Llama built from a config, on sequences of different
                     lengths (a token mean); scaling by the share's sample counts instead would not
                     be exact there (measured, and it must differ);
@@ -61,17 +64,22 @@ class Job:
     def __init__(self, binary, torchrun, marker):
         self.binary, self.torchrun, self.marker = binary, torchrun, marker
 
-    def run(self, work, script, *args):
-        """Both nodes of the job, each started by `hetlaunch exec`; their statuses and logs."""
+    def run(self, work, script, *args, seconds_per_sample=None):
+        """Both nodes of the job, each started by `hetlaunch exec`; their statuses and logs. With
+        seconds_per_sample (one a node), each node's Linear forwards sleep that long a sample."""
         port = processes.free_port()
         env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS" and not k.startswith("PET_")}
         env[self.marker.name] = self.marker.value
+        program = [str(ROOT / "examples" / script)]
+        if seconds_per_sample:
+            env["HETLAUNCH_TEST_SECONDS_PER_SAMPLE"] = ",".join(str(t) for t in seconds_per_sample)
+            program.insert(0, str(HERE / "slowed.py"))
         agents = []
         for node in range(2):
             log = open(work / f"agent-{node}.log", "w")
             agents.append(subprocess.Popen(
                 [self.binary, "exec", "--node", str(node), *FLAGS, "--master-port", port,
-                 *torchrun_flags.torchrun(self.torchrun), "--", str(ROOT / "examples" / script), *args],
+                 *torchrun_flags.torchrun(self.torchrun), "--", *program, *args],
                 stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=work))
         codes = []
         for a in agents:
@@ -117,12 +125,20 @@ def accelerate_gradient(module, params, indices):
     return flat(p.grad.reshape(-1).tolist() for p in model.parameters())
 
 
+# "GPUs" of known speeds for the rebalancing cases: node 1's worker is 4 times as fast as each of
+# node 0's three, where the job's weights (1 and 3) say 3. Sleeps long beside the tiny models'
+# compute, short beside the test's time.
+SECONDS_PER_SAMPLE = (0.008, 0.002)
+TRUE_RATIO = SECONDS_PER_SAMPLE[0] / SECONDS_PER_SAMPLE[1]
+
+
 def case_accelerate(job, work, rebalance_every=0):
     """prepare_loader: each rank's samples are its share, every step is there, and every step's
     gradient is the whole step's (to 1e-12)."""
     module = example("train_accelerate")
     codes, logs = job.run(work, "train_accelerate.py", "--epochs", "2", "--record", str(work),
-                          "--rebalance-every", str(rebalance_every))
+                          "--rebalance-every", str(rebalance_every),
+                          seconds_per_sample=SECONDS_PER_SAMPLE if rebalance_every else None)
     if codes != [0, 0]:
         return [f"the agents exited {codes}:\n{logs[-4000:]}"]
     problems = []
@@ -152,8 +168,22 @@ def case_accelerate(job, work, rebalance_every=0):
     if worst > 1e-12:
         problems.append(f"a rank's gradient is off the whole step's by {worst:.3g}")
     splits = sorted({tuple(r["steps"][s]["batch"] for r in ranks) for s in range(len(steps))})
+    moved = ""
+    if rebalance_every:
+        # The weights start node 1's worker (rank 3) at 11 of the 24 samples, and each of node 0's
+        # at 5 or 4: the step waits for a rank of 5 at 8 ms a sample. At the true speeds whole
+        # samples allow no better than 4 a rank on node 0 (the ideal, 24 over the summed rates,
+        # is 27 ms). Timing to the end of backward() would never move the split.
+        def step_ms(s):
+            return max(r["steps"][s]["batch"] * SECONDS_PER_SAMPLE[0 if r["rank"] < 3 else 1] for r in ranks) * 1000
+        first, last = step_ms(0), step_ms(len(steps) - 1)
+        moved = f"; at the true speeds a step of the first split takes {first:.0f} ms, of the last {last:.0f} ms"
+        if last >= first or ranks[3]["steps"][-1]["batch"] <= 11:
+            problems.append(f"the split did not follow the true speeds: the last step's shares "
+                            f"{[r['steps'][-1]['batch'] for r in ranks]} take {last:.0f} ms, the first's {first:.0f} ms")
     print(f"     accelerate + prepare_loader{f' (rebalance_every={rebalance_every})' if rebalance_every else ''}: "
-          f"{len(steps)} steps, ranks of {splits} samples; gradients off the whole step's by at most {worst:.2g}")
+          f"{len(steps)} steps, ranks of {splits} samples; gradients off the whole step's by at most {worst:.2g}"
+          + moved)
     return problems
 
 
@@ -233,21 +263,29 @@ def trainer_case(kind, rebalance_every=0):
     def case(job, work):
         steps = 6
         codes, logs = job.run(work, "train_trainer.py", "--model", kind, "--steps", str(steps), "--record", str(work),
-                              "--rebalance-every", str(rebalance_every))
+                              "--rebalance-every", str(rebalance_every),
+                              seconds_per_sample=SECONDS_PER_SAMPLE if rebalance_every else None)
         if codes != [0, 0]:
             return [f"the agents exited {codes}:\n{logs[-4000:]}"]
         got = json.loads((work / "final.json").read_text())["params"]
         want, sample_weighted_off = trainer_reference(kind, steps)
         worst = max(abs(a - b) for a, b in zip(flat(got), flat(want)))
         what = "a token mean" if kind == "lm" else "a sample mean"
+        problems = []
         if rebalance_every:
-            what += f", rebalance_every={rebalance_every} ({json.loads((work / 'final.json').read_text())['changes']} " \
-                    "split changes)"
+            final = json.loads((work / "final.json").read_text())
+            weights = final["weights"]
+            ratio = float(weights[1]) / float(weights[0]) if weights else None
+            what += f", rebalance_every={rebalance_every} ({final['changes']} split changes, learned weights " \
+                    f"{weights}, true ratio {TRUE_RATIO:g})"
+            if ratio is None or abs(ratio / TRUE_RATIO - 1) > 0.25:
+                problems.append(f"the learned weights {weights} are not the true speeds ({TRUE_RATIO:g}) within 25%")
         print(f"     ShareTrainer, {what}: after {steps} steps the parameters are off one process's by {worst:.2g}"
               + ("" if sample_weighted_off is None else
                  f"; weighting each rank's token mean by its samples would put the first gradient off by "
                  f"{sample_weighted_off:.3g}"))
-        problems = [] if worst <= 1e-9 else [f"the parameters are off one process's run by {worst:.3g}"]
+        if worst > 1e-9:
+            problems.append(f"the parameters are off one process's run by {worst:.3g}")
         if sample_weighted_off is not None and sample_weighted_off < 1e-6:
             problems.append(f"the sample-weighted token means equal the token mean ({sample_weighted_off:.3g}): the "
                             "sequences do not tell the two apart")

@@ -11,6 +11,7 @@
    and the padding repeats the head, as DistributedSampler pads; every rank has the same number
    of steps; the same seed gives the same steps on any topology and another seed other steps.
 3. share_from_env refuses missing or inconsistent variables with a message naming them.
+4. Rebalancing with no step timed is an error that says how to time one; watch() times them.
 
 usage: split_test.py HETLAUNCH [--torchrun PATH]
 """
@@ -248,6 +249,52 @@ def hand_made_share_cases():
     return failures
 
 
+TIMING_PROBE = r"""
+import sys, tempfile, torch, torch.distributed as dist
+sys.path.insert(0, sys.argv[1])
+import hetlaunch_shares as shares
+dist.init_process_group("gloo", store=dist.FileStore(tempfile.mktemp(), 1), rank=0, world_size=1)
+model = torch.nn.Linear(3, 1)
+x = torch.randn(64, 3)
+
+def train(sampler, steps):
+    for k, idx in enumerate(sampler):
+        if k == steps:
+            break
+        model(x[idx]).sum().backward()
+
+untimed = shares.ShareBatchSampler(64, shares.Share(8, 1, 8, 0), rebalance_every=2)
+try:
+    train(untimed, 3)
+    print("untimed: no error")
+except RuntimeError as e:
+    print("untimed:", e)
+try:
+    untimed.watch(torch.nn.ReLU())
+    print("no parameters: accepted")
+except ValueError as e:
+    print("no parameters:", e)
+watched = shares.ShareBatchSampler(64, shares.Share(8, 1, 8, 0), rebalance_every=2)
+handles = watched.watch(model)
+train(watched, 3)
+print("watched:", len(handles), watched.measured is not None and watched.measured["nodes"][0]["samples_per_second"] > 0)
+"""
+
+
+def timing_cases():
+    """Rebalancing needs each step timed: with nothing timed (no comm hook, no watch) the first
+    rebalance is an error that says how to time; watch() of a model times it; watch() of a module
+    without parameters is refused."""
+    r = subprocess.run([sys.executable, "-c", TIMING_PROBE, str(HERE.parents[1] / "python")], capture_output=True,
+                       text=True, timeout=120, env={**os.environ, "GROUP_RANK": "0", "LOCAL_RANK": "0",
+                                                    "LOCAL_WORLD_SIZE": "1"})
+    lines = r.stdout.splitlines()
+    want = ["untimed: " + shares.NOTHING_TIMED,
+            "no parameters: ReLU has no parameter that needs a gradient: nothing to time",
+            "watched: 2 True"]
+    return [] if lines == want else [f"got {lines} ({r.stderr[-2000:]}), expected {want}"]
+
+
 def install_cases():
     """hetlaunch_shares installs offline, with nothing but pip and setuptools, and imports from
     where it was installed without importing accelerate or transformers."""
@@ -291,6 +338,7 @@ def main():
         run.case("sampler: 60 topologies, every sample once, same steps on any topology", sampler_cases)
         run.case("share_from_env: refuses missing and inconsistent variables", env_cases)
         run.case("Share: refuses a share no rank can have", hand_made_share_cases)
+        run.case("rebalancing: a step must be timed, and watch() times it", timing_cases)
         run.case("install: pip install --no-build-isolation ./python, offline", install_cases)
     return run.status
 

@@ -33,8 +33,10 @@ int main(int argc, char** argv) {
   options.python = argv[2];
   options.script = argv[3];
   options.script_args.assign(argv + 4, argv + argc);
-  // Validated once; every worker's environment is then read from the plan.
-  const auto plan = hetlaunch::make_plan(topology, options);
+  // Validated once, for the workers' environments only: no torchrun runs here, so its program
+  // and arguments do not matter. Every worker's environment is then read from the plan.
+  const auto plan =
+      hetlaunch::make_plan(topology, options, hetlaunch::plan_outputs::worker_environments);
   if (!plan) {
     for (const hetlaunch::diagnostic& d : plan.error())
       std::fprintf(stderr, "direct_launcher: %s\n", d.message().c_str());

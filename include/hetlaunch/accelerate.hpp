@@ -68,31 +68,7 @@ inline result<std::vector<std::string>, diagnostic> build_accelerate_argv(const 
 }
 }  // namespace detail
 
-/// The `accelerate launch` argv for machine `node` that really yields the heterogeneous job:
-/// accelerate divides --num_processes by --num_machines to get each machine's
-/// --nproc_per_node, so each machine is given its own nproc times the machine count:
-///   accelerate launch --multi_gpu --num_machines N --machine_rank i --num_processes nproc_i*N
-///     --main_process_ip ADDR --main_process_port PORT --rdzv_backend static
-///     --max_restarts K [-m] script args...
-/// A numa_binding is refused (binding_not_carried): accelerate starts the workers itself.
-/// The static backend keeps --machine_rank meaningful. Roles and torchrun_args are not forwarded
-/// (accelerate has no such options); program[0] is ignored in favour of "accelerate".
-/// Validates the whole topology, O(N): for every machine's command, make a plan once and use
-/// launch_plan::try_accelerate_argv, which costs each command's own size.
-[[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_accelerate_argv(
-    const cluster& c, std::size_t node, const launch_options& options) {
-  launch_options o = options;
-  o.backend = rendezvous::static_tcp;  // accelerate is always given the static rendezvous
-  const std::vector<diagnostic> problems =
-      detail::launch_problems(c, node, o, detail::output::accelerate_argv);
-  if (!problems.empty()) return problems.front();
-  return detail::build_accelerate_argv(c, node, o);
-}
-/// try_accelerate_argv(...).value().
-[[nodiscard]] inline std::vector<std::string> accelerate_argv(const cluster& c, std::size_t node,
-                                                              const launch_options& options) {
-  return try_accelerate_argv(c, node, options).value();
-}
+// accelerate_argv is in plan.hpp: it makes a plan and asks it (launch_plan::try_accelerate_argv).
 
 }  // namespace hetlaunch
 

@@ -260,33 +260,6 @@ std::vector<diagnostic> option_problems(const Topology& c, const launch_options&
   return out;
 }
 
-// What a one-call function builds, which decides what it may refuse for.
-enum class output { torchrun_argv, accelerate_argv, environment };
-
-// The problems that stop `what` for `node`: the topology's first, then the node index, then the
-// options that output depends on.
-template <class Topology>
-std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node,
-                                        const launch_options& o, output what) {
-  std::vector<diagnostic> out = validate(c, o.validation);
-  if (node >= c.node_count()) {
-    out.push_back(diagnostic::of(errc::node_out_of_range)
-                      .with_value(static_cast<long long>(node))
-                      .with_limit(static_cast<long long>(c.node_count())));
-  }
-  environment_problems(c, o, out);
-  if (what == output::environment) {
-    batch_problems(c, o, out);
-    if (o.backend == rendezvous::c10d)
-      out.push_back(diagnostic::of(errc::ranks_decided_at_rendezvous));
-    unpredictable_torchrun_args(o, out);
-    return out;
-  }
-  command_problems(o, what == output::torchrun_argv, out);
-  if (o.script.empty()) out.push_back(diagnostic::of(errc::empty_script));
-  return out;
-}
-
 }  // namespace detail
 
 /// The launch options' problems before the nodes are known, as a batch script's are: those of
@@ -303,16 +276,7 @@ std::vector<diagnostic> launch_problems(const Topology& c, std::size_t node,
   return out;
 }
 
-/// Every problem that stops torchrun_argv(c, node, options), in order: the topology's (validate),
-/// the node index, master_port, master_addr, rdzv_id (c10d), max_restarts, program,
-/// rendezvous_timeout, flag style, extra torchrun arguments naming a computed option, a script
-/// that starts with '-', and a missing script. Empty when the command can be built. A c10d
-/// launch is sound, but its workers' ranks are decided when the agents meet: try_worker_env
-/// refuses it with ranks_decided_at_rendezvous, since no environment can be predicted.
-[[nodiscard]] inline std::vector<diagnostic> validate_launch(const cluster& c, std::size_t node,
-                                                             const launch_options& options) {
-  return detail::launch_problems(c, node, options, detail::output::torchrun_argv);
-}
+// validate_launch(c, node, options) is in plan.hpp, beside the plan whose outputs it describes.
 
 }  // namespace hetlaunch
 

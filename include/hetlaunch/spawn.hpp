@@ -13,20 +13,7 @@
 
 namespace hetlaunch {
 
-/// The environment for a launcher that starts the workers itself, without torchrun: the same
-/// rank variables as worker_env, TORCHELASTIC_USE_AGENT_STORE=False (no agent hosts a store, so
-/// worker RANK 0 hosts it at MASTER_ADDR:MASTER_PORT; claiming an agent store would leave every
-/// rank waiting as a client), and no TORCHELASTIC_RUN_ID / _RESTART_COUNT / _MAX_RESTARTS, so
-/// torch.distributed.is_torchelastic_launched() is false.
-[[nodiscard]] inline result<environment, diagnostic> try_direct_worker_env(
-    const cluster& c, std::size_t node, int local_rank, const launch_options& options) {
-  return detail::worker_env(c, node, local_rank, options, 0, detail::spawn_mode::direct);
-}
-/// try_direct_worker_env(...).value().
-[[nodiscard]] inline environment direct_worker_env(const cluster& c, std::size_t node,
-                                                   int local_rank, const launch_options& options) {
-  return try_direct_worker_env(c, node, local_rank, options).value();
-}
+// direct_worker_env is in plan.hpp: it makes a plan and asks it.
 
 /// Replaces the local rank in one script argument as torchrun does (Python's
 /// string.Template.safe_substitute with local_rank): "${local_rank}" and "$local_rank" become the

@@ -186,7 +186,9 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
   if (!argv) return argv.error();
   if (const std::vector<diagnostic> problems = validate_ssh(ssh); !problems.empty())
     return problems.front();
-  environment vars = plan.agent_env(node);
+  auto agent = plan.try_agent_env(node);
+  if (!agent) return agent.error();
+  environment vars = std::move(*agent);
   vars.insert(vars.end(), ssh.env.begin(), ssh.env.end());
   if (ssh.restart_count >= 0)
     vars.emplace_back(variables::restart_count, std::to_string(ssh.restart_count));

@@ -79,50 +79,9 @@ std::vector<std::string> build_torchrun_argv(const Topology& c, std::size_t node
   return argv;
 }
 
-template <class Topology>
-result<std::vector<std::string>, diagnostic> torchrun_argv(const Topology& c, std::size_t node,
-                                                           const launch_options& o) {
-  const std::vector<diagnostic> problems = launch_problems(c, node, o, output::torchrun_argv);
-  if (!problems.empty()) return problems.front();
-  return build_torchrun_argv(c, node, o);
-}
-
 }  // namespace detail
 
-/// torchrun's argv for `node`: program, then --nnodes, --node_rank (static), --nproc_per_node
-/// (this node's own count), --role (when not "default"), --max_restarts, the rendezvous
-/// (--master_addr/--master_port, or --rdzv_backend=c10d --rdzv_endpoint=HOST:PORT with IPv6
-/// bracketed), --rdzv_id (when set), the extra torchrun_args, -m, the script and its arguments.
-/// With a numa_binding, --no_python follows --rdzv_id (unless the extra arguments have it) and the
-/// worker command is `bind_program bind --numa-binding MODE -- python -u [-m] SCRIPT ARGS...`
-/// (without `python -u` when the extra arguments say --no-python).
-/// Full option names only, all before the script. The first problem (see validate_launch) is
-/// the error.
-///
-/// Example, node 1 of {{"gpu-a", 8}, {"gpu-b", 4}} with script "train.py":
-///   torchrun --nnodes=2 --node_rank=1 --nproc_per_node=4 --max_restarts=0
-///            --master_addr=gpu-a --master_port=29500 train.py
-[[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_torchrun_argv(
-    const cluster& c, std::size_t node, const launch_options& options) {
-  return detail::torchrun_argv(c, node, options);
-}
-template <std::size_t N>
-[[nodiscard]] result<std::vector<std::string>, diagnostic> try_torchrun_argv(
-    const fixed_cluster<N>& c, std::size_t node, const launch_options& options) {
-  return detail::torchrun_argv(c, node, options);
-}
-
-/// try_torchrun_argv(...).value(): on a problem throws bad_result_access (or, without
-/// exceptions, reports through HETLAUNCH_ON_FAILURE).
-[[nodiscard]] inline std::vector<std::string> torchrun_argv(const cluster& c, std::size_t node,
-                                                            const launch_options& options) {
-  return try_torchrun_argv(c, node, options).value();
-}
-template <std::size_t N>
-[[nodiscard]] std::vector<std::string> torchrun_argv(const fixed_cluster<N>& c, std::size_t node,
-                                                     const launch_options& options) {
-  return try_torchrun_argv(c, node, options).value();
-}
+// The public torchrun_argv and try_torchrun_argv are in plan.hpp: each makes a plan and asks it.
 
 }  // namespace hetlaunch
 

@@ -135,83 +135,7 @@ environment build_worker_env(const Topology& c, std::size_t node, int local_rank
   return env;
 }
 
-template <class Topology>
-result<environment, diagnostic> worker_env(const Topology& c, std::size_t node, int local_rank,
-                                           const launch_options& o, int restart_count,
-                                           spawn_mode mode, const environment* agent = nullptr) {
-  std::vector<diagnostic> problems = launch_problems(c, node, o, output::environment);
-  if (problems.empty()) {
-    const auto rank = c.try_global_rank(node, local_rank);  // local_rank_out_of_range, if it is
-    if (!rank) problems.push_back(rank.error());
-  }
-  if (!problems.empty()) return problems.front();
-  const node_batch share = one_node_batch(c, node, o);
-  return build_worker_env(c, node, local_rank, o, restart_count, mode, agent, &share);
-}
-
 }  // namespace detail
-
-/// The environment torchrun's agent gives worker `local_rank` of `node` (static rendezvous), with
-/// torchrun's names and values, in this order: LOCAL_RANK RANK GROUP_RANK ROLE_RANK ROLE_NAME
-/// LOCAL_WORLD_SIZE WORLD_SIZE GROUP_WORLD_SIZE ROLE_WORLD_SIZE MASTER_ADDR MASTER_PORT
-/// TORCHELASTIC_RESTART_COUNT TORCHELASTIC_MAX_RESTARTS TORCHELASTIC_RUN_ID
-/// TORCHELASTIC_USE_AGENT_STORE=True, NCCL_ASYNC_ERROR_HANDLING=1 (torch < 2.2) or
-/// TORCH_NCCL_ASYNC_ERROR_HANDLING=1, OMP_NUM_THREADS=1 when the node runs more than one
-/// worker, TORCHELASTIC_SIGNALS_TO_HANDLE=SIGTERM,SIGINT,SIGHUP,SIGQUIT (torch 2.9 and later; an
-/// extra `--signals-to-handle` argument's value when given), and CUDA_VISIBLE_DEVICES when the
-/// node carries a device list (cluster::devices): every worker of the node sees all of the node's
-/// devices, as under torchrun, which passes its own CUDA_VISIBLE_DEVICES on to each worker (so set
-/// agent_env's value in torchrun's environment); with a global batch,
-/// HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET, the node's work
-/// share (see split_batch), which torchrun passes on from its own environment too (so set
-/// agent_env's values there). torchrun also passes on its own environment; this
-/// assumes that environment sets none of the variables torchrun passes on
-/// (worker_env_from_agent takes it into account). TORCHELASTIC_ERROR_FILE, whose value torchrun
-/// decides when it starts the worker, is described by worker_runtime_variables. `restart_count`
-/// is TORCHELASTIC_RESTART_COUNT: 0 at the first start, then the number of failure restarts so
-/// far (membership changes do not count). With the c10d rendezvous the error is
-/// ranks_decided_at_rendezvous.
-[[nodiscard]] inline result<environment, diagnostic> try_worker_env(const cluster& c,
-                                                                    std::size_t node,
-                                                                    int local_rank,
-                                                                    const launch_options& options,
-                                                                    int restart_count = 0) {
-  return detail::worker_env(c, node, local_rank, options, restart_count,
-                            detail::spawn_mode::torchrun);
-}
-/// try_worker_env(...).value().
-[[nodiscard]] inline environment worker_env(const cluster& c, std::size_t node, int local_rank,
-                                            const launch_options& options, int restart_count = 0) {
-  return try_worker_env(c, node, local_rank, options, restart_count).value();
-}
-template <std::size_t N>
-[[nodiscard]] environment worker_env(const fixed_cluster<N>& c, std::size_t node, int local_rank,
-                                     const launch_options& options, int restart_count = 0) {
-  return detail::worker_env(c, node, local_rank, options, restart_count,
-                            detail::spawn_mode::torchrun)
-      .value();
-}
-
-/// The environment torchrun gives the worker when torchrun itself runs with `agent` (its whole
-/// environment, or the part of it that matters): worker_env's variables, except that a
-/// TORCH_NCCL_ASYNC_ERROR_HANDLING (NCCL_ASYNC_ERROR_HANDLING before torch 2.2) or OMP_NUM_THREADS
-/// set in `agent` is passed on as it is, and PET_SIGNALS_TO_HANDLE there is the default of
-/// TORCHELASTIC_SIGNALS_TO_HANDLE (torch 2.9 and later). Every other variable of `agent` reaches
-/// the worker unchanged and is not listed. The same errors as try_worker_env.
-[[nodiscard]] inline result<environment, diagnostic> try_worker_env_from_agent(
-    const cluster& c, std::size_t node, int local_rank, const launch_options& options,
-    const environment& agent, int restart_count = 0) {
-  return detail::worker_env(c, node, local_rank, options, restart_count,
-                            detail::spawn_mode::torchrun, &agent);
-}
-/// try_worker_env_from_agent(...).value().
-[[nodiscard]] inline environment worker_env_from_agent(const cluster& c, std::size_t node,
-                                                       int local_rank,
-                                                       const launch_options& options,
-                                                       const environment& agent,
-                                                       int restart_count = 0) {
-  return try_worker_env_from_agent(c, node, local_rank, options, agent, restart_count).value();
-}
 
 /// A variable torchrun gives a worker whose value it decides only when it starts the worker.
 struct runtime_variable {
@@ -248,28 +172,8 @@ struct runtime_variable {
     env.emplace_back("CUDA_VISIBLE_DEVICES", detail::join_ids(*ids));
   return env;
 }
-/// agent_env(c, node), then, with a global batch, the node's work share: HETLAUNCH_GLOBAL_BATCH,
-/// HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET; and HETLAUNCH_MAX_BATCH when the node has
-/// a ceiling. Validates the topology and global batch
-/// (O(N) a call; launch_plan::agent_env costs the node's output only). Errors as split_batch's.
-[[nodiscard]] inline result<environment, diagnostic> try_agent_env(const cluster& c,
-                                                                   std::size_t node,
-                                                                   const launch_options& options) {
-  if (node >= c.node_count()) {
-    return diagnostic::of(errc::node_out_of_range)
-        .with_value(static_cast<long long>(node))
-        .with_limit(static_cast<long long>(c.node_count()));
-  }
-  environment env = agent_env(c, node);
-  if (options.global_batch == 0) {
-    detail::append_batch_env(env, options, nullptr, c.max_batch(node));
-    return env;
-  }
-  auto split = split_batch(c, options.global_batch);
-  if (!split) return split.error();
-  detail::append_batch_env(env, options, &(*split)[node], c.max_batch(node));
-  return env;
-}
+// worker_env, worker_env_from_agent and try_agent_env(c, node, options) are in plan.hpp: each
+// makes a plan and asks it.
 
 }  // namespace hetlaunch
 

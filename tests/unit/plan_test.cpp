@@ -230,3 +230,199 @@ TEST_SUITE("refusals follow the output") {
           hetlaunch::errc::ranks_decided_at_rendezvous);
   }
 }
+
+namespace {
+using hetlaunch::errc;
+using hetlaunch::plan_outputs;
+
+// One problem of the options, and what each output answers with it: the problem's code where the
+// output depends on the option, the output's own refusal, or nothing (the output is given).
+struct refusal_case {
+  const char* name;
+  void (*apply)(hetlaunch::launch_options&);
+  errc torchrun, environment, share, accelerate;  // errc::ok: given
+  unsigned stops;                                 // the plan_outputs it stops, as bits
+};
+
+constexpr unsigned bits(plan_outputs o) { return static_cast<unsigned>(o); }
+constexpr unsigned torchrun_bit = bits(plan_outputs::torchrun_commands);
+constexpr unsigned environment_bit = bits(plan_outputs::worker_environments);
+constexpr unsigned share_bit = bits(plan_outputs::work_shares);
+constexpr unsigned accelerate_bit = bits(plan_outputs::accelerate_commands);
+
+const refusal_case refusal_cases[] = {
+    {"no problem", [](hetlaunch::launch_options&) {}, errc::ok, errc::ok, errc::ok, errc::ok, 0},
+    {"an empty program", [](hetlaunch::launch_options& o) { o.program.clear(); },
+     errc::empty_program, errc::ok, errc::ok, errc::ok, torchrun_bit},
+    {"a negative rendezvous timeout",
+     [](hetlaunch::launch_options& o) { o.rendezvous_timeout = -1; }, errc::bad_rendezvous_timeout,
+     errc::ok, errc::ok, errc::ok, torchrun_bit},
+    {"an overriding torchrun argument",
+     [](hetlaunch::launch_options& o) { o.torchrun_args = {"--nnodes=3"}; },
+     errc::overriding_torchrun_arg, errc::ok, errc::ok, errc::ok, torchrun_bit},
+    {"dash flags on torch 1.13",
+     [](hetlaunch::launch_options& o) {
+       o.flags = hetlaunch::flag_style::dash;
+       o.torch = {1, 13};
+     },
+     errc::dash_flags_need_torch_2, errc::ok, errc::ok, errc::ok, torchrun_bit},
+    {"a binding whose entry point an argument replaces",
+     [](hetlaunch::launch_options& o) {
+       o.binding = hetlaunch::numa_binding::node;
+       o.torchrun_args = {"--run-path"};
+     },
+     errc::binding_entrypoint, errc::ok, errc::ok, errc::binding_not_carried, torchrun_bit},
+    {"--virtual-local-rank",
+     [](hetlaunch::launch_options& o) { o.torchrun_args = {"--virtual-local-rank"}; },
+     errc::virtual_local_rank, errc::virtual_local_rank, errc::ok, errc::ok,
+     torchrun_bit | environment_bit},
+    {"c10d without a run id",
+     [](hetlaunch::launch_options& o) { o.backend = hetlaunch::rendezvous::c10d; },
+     errc::missing_rdzv_id, errc::missing_rdzv_id, errc::ok, errc::ok,
+     torchrun_bit | environment_bit},
+    {"a script that starts with '-'", [](hetlaunch::launch_options& o) { o.script = "-x"; },
+     errc::script_looks_like_option, errc::ok, errc::ok, errc::script_looks_like_option,
+     torchrun_bit | accelerate_bit},
+    {"port 0", [](hetlaunch::launch_options& o) { o.master_port = 0; }, errc::bad_port,
+     errc::bad_port, errc::ok, errc::bad_port, torchrun_bit | environment_bit | accelerate_bit},
+    {"a master address with a blank", [](hetlaunch::launch_options& o) { o.master_addr = "a b"; },
+     errc::bad_master_addr, errc::bad_master_addr, errc::ok, errc::bad_master_addr,
+     torchrun_bit | environment_bit | accelerate_bit},
+    {"a negative restart limit", [](hetlaunch::launch_options& o) { o.max_restarts = -1; },
+     errc::bad_max_restarts, errc::bad_max_restarts, errc::ok, errc::bad_max_restarts,
+     torchrun_bit | environment_bit | accelerate_bit},
+    {"a global batch below the world size",
+     [](hetlaunch::launch_options& o) { o.global_batch = 2; }, errc::ok,
+     errc::global_batch_too_small, errc::global_batch_too_small, errc::ok,
+     environment_bit | share_bit},
+    {"a negative global batch", [](hetlaunch::launch_options& o) { o.global_batch = -6; }, errc::ok,
+     errc::bad_global_batch, errc::bad_global_batch, errc::ok, environment_bit | share_bit},
+    {"no script", [](hetlaunch::launch_options& o) { o.script.clear(); }, errc::empty_script,
+     errc::ok, errc::ok, errc::empty_script, 0},
+};
+
+template <class Result>
+errc refusal_of(const Result& r) {
+  return r ? errc::ok : r.error().code;
+}
+
+hetlaunch::launch_options refusal_options(const refusal_case& k) {
+  hetlaunch::launch_options o;
+  o.script = "train.py";
+  o.global_batch = 6;
+  k.apply(o);
+  return o;
+}
+
+// Every output of a plan for node 0, worker 0, as refusal codes, beside the expected ones.
+template <class Plan>
+void check_plan_answers(const Plan& p, const refusal_case& k) {
+  CHECK(refusal_of(p.try_torchrun_argv(0)) == k.torchrun);
+  CHECK(refusal_of(p.try_worker_env(0, 0)) == k.environment);
+  CHECK(refusal_of(p.try_direct_worker_env(0, 0)) == k.environment);
+  CHECK(refusal_of(p.try_worker_env_from_agent(0, 0, {})) == k.environment);
+  CHECK(refusal_of(p.try_agent_env(0)) == k.share);
+  CHECK(refusal_of(p.try_node_batch(0)) == k.share);
+  CHECK(refusal_of(p.try_rank_batch(0, 0)) == k.share);
+  CHECK(refusal_of(p.try_accelerate_argv(0)) == k.accelerate);
+}
+}  // namespace
+
+TEST_SUITE("one answer from both ways") {
+  TEST_CASE("each problem of the options stops exactly the outputs that depend on its option") {
+    const hetlaunch::cluster c{{"a", 2}, {"b", 1}};
+    for (const refusal_case& k : refusal_cases) {
+      CAPTURE(k.name);
+      const hetlaunch::launch_options o = refusal_options(k);
+      // The one-call functions.
+      CHECK(refusal_of(hetlaunch::try_torchrun_argv(c, 0, o)) == k.torchrun);
+      CHECK(refusal_of(hetlaunch::try_worker_env(c, 0, 0, o)) == k.environment);
+      CHECK(refusal_of(hetlaunch::try_direct_worker_env(c, 0, 0, o)) == k.environment);
+      CHECK(refusal_of(hetlaunch::try_worker_env_from_agent(c, 0, 0, o, {})) == k.environment);
+      CHECK(refusal_of(hetlaunch::try_agent_env(c, 0, o)) == k.share);
+      CHECK(refusal_of(hetlaunch::try_accelerate_argv(c, 0, o)) == k.accelerate);
+      // A plan made for all outputs refuses every problem of the options, as before.
+      const auto all = hetlaunch::make_plan(c, o);
+      CHECK(bool(all) == (k.stops == 0));
+      if (all) check_plan_answers(*all, k);
+      // A plan made for one output refuses only for that output's problems, and then answers
+      // as the one-call functions do for every output.
+      for (plan_outputs made_for :
+           {plan_outputs::torchrun_commands, plan_outputs::worker_environments,
+            plan_outputs::work_shares, plan_outputs::accelerate_commands}) {
+        const unsigned made_for_bits = bits(made_for);
+        CAPTURE(made_for_bits);
+        const auto plan = hetlaunch::make_plan(c, o, made_for);
+        REQUIRE(bool(plan) == !(k.stops & bits(made_for)));
+        if (!plan) {
+          CHECK(plan.error().size() == 1);
+          continue;
+        }
+        check_plan_answers(*plan, k);
+        CHECK(plan->problems().size() == (k.stops ? 1U : 0U));
+      }
+    }
+  }
+
+  TEST_CASE("a plan for the workers' environments needs no script and no program") {
+    const hetlaunch::cluster c{{"a", 2}, {"b", 1}};
+    hetlaunch::launch_options o;
+    o.program.clear();
+    o.torchrun_args = {"--node_rank=4"};
+    const auto strict = hetlaunch::make_plan(c, o);
+    REQUIRE(!strict);
+    CHECK(strict.error().size() == 2);  // both problems at once
+    const auto plan =
+        hetlaunch::make_plan(c, o, plan_outputs::worker_environments | plan_outputs::work_shares);
+    REQUIRE(plan);
+    CHECK(plan->worker_env(1, 0) == hetlaunch::worker_env(c, 1, 0, o));
+    CHECK(plan->problems().size() == 2);
+    CHECK(plan->try_torchrun_argv(0).error().code == errc::empty_program);
+    CHECK(hetlaunch::try_torchrun_argv(c, 0, o).error().code == errc::empty_program);
+  }
+
+  // For every combination of up to three problems, every node index (one past the last too) and
+  // every local rank (one past too): each one-call function answers as the plan made for all
+  // outputs when that plan can be made, and try_torchrun_argv refuses exactly when
+  // validate_launch lists a problem, with its first.
+  TEST_CASE("property: the one-call functions and the plan agree on every combination") {
+    const hetlaunch::cluster c{{"a", 2}, {"b", 1}, {"c", 3, "ps"}};
+    const std::size_t count = sizeof refusal_cases / sizeof refusal_cases[0];
+    std::size_t combinations = 0;
+    for (std::size_t i = 0; i < count; ++i)
+      for (std::size_t j = i; j < count; ++j)
+        for (std::size_t k = j; k < count; ++k) {
+          hetlaunch::launch_options o = refusal_options(refusal_cases[i]);
+          refusal_cases[j].apply(o);
+          refusal_cases[k].apply(o);
+          ++combinations;
+          const auto all = hetlaunch::make_plan(c, o);
+          for (std::size_t node = 0; node <= c.node_count(); ++node) {
+            const std::vector<hetlaunch::diagnostic> listed =
+                hetlaunch::validate_launch(c, node, o);
+            const auto argv = hetlaunch::try_torchrun_argv(c, node, o);
+            REQUIRE(bool(argv) == listed.empty());
+            if (!argv) CHECK(argv.error().code == listed.front().code);
+            const auto accelerate = hetlaunch::try_accelerate_argv(c, node, o);
+            const auto agent = hetlaunch::try_agent_env(c, node, o);
+            if (all) {
+              CHECK(refusal_of(all->try_torchrun_argv(node)) == refusal_of(argv));
+              CHECK(refusal_of(all->try_accelerate_argv(node)) == refusal_of(accelerate));
+              CHECK(refusal_of(all->try_agent_env(node)) == refusal_of(agent));
+              if (argv) CHECK(all->torchrun_argv(node) == *argv);
+            }
+            const int nproc = node < c.node_count() ? c.nproc(node) : 1;
+            for (int local = 0; local <= nproc; ++local) {
+              const auto env = hetlaunch::try_worker_env(c, node, local, o, 1);
+              const auto direct = hetlaunch::try_direct_worker_env(c, node, local, o);
+              if (all) {
+                CHECK(refusal_of(all->try_worker_env(node, local, 1)) == refusal_of(env));
+                CHECK(refusal_of(all->try_direct_worker_env(node, local)) == refusal_of(direct));
+                if (env) CHECK(all->worker_env(node, local, 1) == *env);
+              }
+            }
+          }
+        }
+    CHECK(combinations == count * (count + 1) * (count + 2) / 6);
+  }
+}

@@ -174,7 +174,7 @@ std::optional<std::string_view> env_value(const char* name) {
 
 }  // namespace
 
-int cpus_command(options& o) {
+int cpus_command(const options& o) {
   std::optional<std::string_view> devices =
       o.binding.devices ? std::optional<std::string_view>(*o.binding.devices)
                         : env_value("CUDA_VISIBLE_DEVICES");
@@ -206,7 +206,7 @@ int cpus_command(options& o) {
   return 0;
 }
 
-int bind_command(options& o) {
+int bind_command(const options& o) {
   // Errors name the node (torchrun's GROUP_RANK) and host, as a worker's failure is read in a
   // multi-node log; nothing of the command runs after one.
   char host[256] = {};
@@ -233,8 +233,9 @@ int bind_command(options& o) {
     return fail(concat(who, " local rank ", local_rank, ": ", error));
   // nvidia-smi's indices are in PCI bus order; CUDA's default order is fastest first.
   setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
+  std::vector<std::string> command = o.positional;  // execvp takes mutable strings
   std::vector<char*> args;
-  for (std::string& a : o.positional) args.push_back(a.data());
+  for (std::string& a : command) args.push_back(a.data());
   args.push_back(nullptr);
   std::fflush(nullptr);
   execvp(args[0], args.data());

@@ -152,7 +152,7 @@ struct command {
   std::vector<const char*> flags;  // single flags beyond the groups
   script_use script;
   node_use node;
-  int (*run)(options&);
+  int (*run)(const options&);
   std::vector<const char*> required =
       {};  // flags of `flags` that must be given (checked before run)
   const char* formats =
@@ -208,14 +208,17 @@ std::optional<input> read_input(const options& o, int& status, auto_resolver res
 // Gives the nodes that --weight and --max-batch name their weights and ceilings; false with a
 // message on an error.
 bool apply_weights(const options& o, hetlaunch::cluster& nodes, std::string& error);
-// One plan for the command; on problems, prints every one and returns nothing.
-std::optional<hetlaunch::launch_plan> plan_of(const input& in, const options& o);
+// One plan for the command, of `launch` (o.launch, or a command's own copy of it); on problems,
+// prints every one and returns nothing.
+std::optional<hetlaunch::launch_plan> plan_of(const input& in, const options& o,
+                                              const hetlaunch::launch_options& launch);
 // A plan of other nodes with the same options (a restart's); its problems printed, naming `who`.
 std::optional<hetlaunch::launch_plan> plan_again(const hetlaunch::cluster& nodes,
                                                  const hetlaunch::launch_options& launch,
                                                  const std::string& who);
 std::size_t chosen_node(const options& o, const input& in);
-// The script and its arguments, from the positional arguments, into the launch options.
+// The script and its arguments, from the positional arguments, into the launch options: done
+// once, when the command line is read, for every command that takes a script.
 void take_script(options& o);
 // The --env flags in order: NAME=VALUE as given, NAME with this process's value. A bad name or
 // an unset NAME is invalid input: printed, with `status` set.
@@ -230,8 +233,8 @@ void print_problems(const std::string& source, const std::vector<hetlaunch::diag
 int finish_output(int status);
 
 // run.cpp
-int run_command(options& o);
-int calibrate_command(options& o);
+int run_command(const options& o);
+int calibrate_command(const options& o);
 
 // events.cpp: run --events FILE, one JSON object a line (docs/events.md).
 class event_log {
@@ -261,27 +264,27 @@ extern event_log job_events;
 void record_usage_error(int argc, char** argv);
 
 // discover.cpp
-int discover_command(options& o);
+int discover_command(const options& o);
 // Asks the hosts of slots=auto nodes for their GPU counts (an auto_resolver for read_input).
 bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& error);
 
 // jobset.cpp
-int jobset_command(options& o);
+int jobset_command(const options& o);
 // The --group NODES:GPUS flags, in order (usage errors for malformed ones).
 std::vector<hetlaunch::node_group> node_groups(const options& o);
 // A group whose WEIGHT is not a valid weight: printed, and exit_invalid; 0 when all are valid.
 int group_weight_problem(const options& o, const std::vector<hetlaunch::node_group>& groups);
 
 // sbatch.cpp
-int sbatch_command(options& o);
+int sbatch_command(const options& o);
 
 // binding.cpp
-int cpus_command(options& o);
-int bind_command(options& o);
+int cpus_command(const options& o);
+int bind_command(const options& o);
 
 // manual.cpp: the manual page and the completion scripts, made from the command and flag tables.
-int manual_command(options& o);
-int completion_command(options& o);
+int manual_command(const options& o);
+int completion_command(const options& o);
 
 }  // namespace cli
 

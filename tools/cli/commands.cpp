@@ -55,13 +55,13 @@ struct planned {
   input in;
   hetlaunch::launch_plan plan;
 };
-std::optional<planned> read_and_plan(options& o, int& status,
+std::optional<planned> read_and_plan(const options& o, int& status,
                                      const char* stand_in_script = nullptr) {
   std::optional<input> in = read_input(o, status);
   if (!in) return std::nullopt;
-  take_script(o);
-  if (o.launch.script.empty() && stand_in_script) o.launch.script = stand_in_script;
-  std::optional<hetlaunch::launch_plan> plan = plan_of(*in, o);
+  hetlaunch::launch_options launch = o.launch;
+  if (launch.script.empty() && stand_in_script) launch.script = stand_in_script;
+  std::optional<hetlaunch::launch_plan> plan = plan_of(*in, o, launch);
   if (!plan) {
     status = exit_invalid;
     return std::nullopt;
@@ -86,7 +86,7 @@ int node_failed(const input& in, const hetlaunch::diagnostic& d) {
   return fail(concat(in.source, ": ", d.message()));
 }
 
-int plan_command(options& o) {
+int plan_command(const options& o) {
   int status = 0;
   // The commands need a script to show; train.py stands for a missing one.
   auto p = read_and_plan(o, status, "train.py");
@@ -94,11 +94,10 @@ int plan_command(options& o) {
   return print_plan(p->plan, o.format == "json");
 }
 
-int check_command(options& o) {
+int check_command(const options& o) {
   int status = 0;
   std::optional<input> in = read_input(o, status);
   if (!in) return status;
-  take_script(o);
   // One validation: a parsed topology was validated as it was read, and a filter keeps it valid.
   const std::vector<hetlaunch::diagnostic> problems =
       in->validated ? hetlaunch::launch_option_problems(in->nodes, o.launch)
@@ -113,7 +112,7 @@ int check_command(options& o) {
   return 0;
 }
 
-int check_env_command(options& o) {
+int check_env_command(const options& o) {
   int status = 0;
   auto p = read_and_plan(o, status);
   if (!p) return status;
@@ -124,7 +123,7 @@ int check_env_command(options& o) {
   return problems.empty() ? 0 : exit_invalid;
 }
 
-int env_command(options& o) {
+int env_command(const options& o) {
   int status = 0;
   auto p = read_and_plan(o, status);
   if (!p) return status;
@@ -160,7 +159,7 @@ int env_command(options& o) {
   return 0;
 }
 
-int accelerate_command(options& o) {
+int accelerate_command(const options& o) {
   int status = 0;
   auto p = read_and_plan(o, status);
   if (!p) return status;
@@ -176,7 +175,7 @@ int accelerate_command(options& o) {
   return 0;
 }
 
-int argv_command(options& o) {
+int argv_command(const options& o) {
   int status = 0;
   auto p = read_and_plan(o, status);
   if (!p) return status;
@@ -191,7 +190,7 @@ int argv_command(options& o) {
   return 0;
 }
 
-int exec_command(options& o) {
+int exec_command(const options& o) {
   int status = 0;
   auto p = read_and_plan(o, status);
   if (!p) return status;
@@ -243,7 +242,7 @@ int exec_command(options& o) {
   return fail(concat("cannot run ", quoted((*argv)[0]), ": ", std::strerror(errno)));
 }
 
-int expand_command(options& o) {
+int expand_command(const options& o) {
   if (o.positional.size() != 1) throw usage_error{"expand takes one host list"};
   const auto r = hetlaunch::expand_hostlist(o.positional[0], o.input.max_hosts, o.input.max_bytes);
   if (!r) return fail(concat("expand: ", r.error().to_string()));
@@ -257,7 +256,7 @@ int expand_command(options& o) {
 // The arguments are one host list, as scontrol reads its one, joined by commas: "" and "a,,b"
 // are lists too (of no host, and of a and b), so `compress` prints what `scontrol show hostlist`
 // prints for them. An error's column is told within its own argument.
-int compress_command(options& o) {
+int compress_command(const options& o) {
   if (o.positional.empty()) throw usage_error{"compress takes one or more host lists"};
   std::string joined = o.positional.front();
   for (std::size_t i = 1; i < o.positional.size(); ++i) joined.append(",").append(o.positional[i]);

@@ -4,9 +4,7 @@
 #include "cli.hpp"
 #include "process.hpp"
 
-#include <poll.h>
 #include <signal.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <climits>
@@ -75,7 +73,7 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
   std::size_t next = 0, done = 0;
   // The children still running or with output to read: each wake-up costs them, not every host.
   std::vector<std::size_t> active;
-  child_table table;
+  event_loop loop(children);
   std::vector<std::string> problems(asked.size());
   // run --restarts N --exclude-failed leaves out a host it cannot reach, as at a restart; so it
   // does with a slots=auto host it cannot reach to ask.
@@ -89,8 +87,29 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
   // Ends child k's question with a problem: it is stopped, its output is dropped.
   const auto give_up = [&](std::size_t k, std::string why) {
     stop_child(children[k]);
+    loop.changed();
     problems[k] = concat("host ", quoted(host_of(k)), ": ", quoted(command), " ", why);
   };
+  const auto on_signal = [&](int number) {
+    progress.clear();
+    std::fprintf(stderr, "hetlaunch: %s: stopping discovery\n", strsignal(number));
+    stop_all();
+    job_events.job_exited(128 + number, "interrupted");
+    std::exit(128 + number);
+  };
+  const auto on_output = [&](std::size_t k, bool out) {
+    child& c = children[k];
+    if (out)
+      drain(c.out, c.out_line, kept_lines(c.out_all, max_count_output));
+    else
+      drain(c.err, c.err_line, kept_lines(c.err_all, max_count_output));
+    if (c.out_all.size() + c.out_line.size() > max_count_output ||
+        c.err_all.size() + c.err_line.size() > max_count_output)
+      if (problems[k].empty() && !c.reaped)
+        give_up(k, concat("printed more than ", max_count_output,
+                          " bytes (a GPU count is a short line): stopped"));
+  };
+  const auto on_end = [](std::size_t, int) {};  // reaped: its answer is read once its output ends
   while (done < asked.size()) {
     while (next < asked.size() && active.size() < static_cast<std::size_t>(o.remote.fanout)) {
       const std::vector<std::string> argv =
@@ -102,56 +121,18 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
         error = why;
         return false;
       }
-      table.add(c->pid, next);
       started_at[next] = now();
       active.push_back(next);
-      children[next++] = std::move(*c);
+      children[next] = std::move(*c);
+      loop.watch(next++);
     }
     // The signal pipe is always polled: a child that closed its output but runs on is waited
     // for without spinning, and its end (SIGCHLD) or its deadline wakes this loop.
-    std::vector<pollfd> fds{{signal_pipe[0], POLLIN, 0}};
-    std::vector<std::pair<std::size_t, bool>> owner{{0, false}};
     double wake = now() + 1.0;
-    for (const std::size_t k : active) {
-      if (children[k].out >= 0)
-        fds.push_back({children[k].out, POLLIN, 0}), owner.push_back({k, true});
-      if (children[k].err >= 0)
-        fds.push_back({children[k].err, POLLIN, 0}), owner.push_back({k, false});
+    for (const std::size_t k : active)
       wake = std::min(wake, started_at[k] + o.remote.discover_timeout);
-    }
     progress.show(concat("hetlaunch: discover: ", done, " of ", asked.size(), " hosts answered"));
-    const double wait_ms = std::max(0.0, (wake - now()) * 1000.0) + 1.0;
-    poll(fds.data(), fds.size(), static_cast<int>(std::min(wait_ms, 1000.0)));
-    if (fds[0].revents) {
-      unsigned char sigs[64];
-      const ssize_t got = read(signal_pipe[0], sigs, sizeof sigs);
-      for (ssize_t s = 0; s < got; ++s) {
-        if (sigs[s] == SIGCHLD) continue;
-        progress.clear();
-        std::fprintf(stderr, "hetlaunch: %s: stopping discovery\n", strsignal(sigs[s]));
-        stop_all();
-        job_events.job_exited(128 + sigs[s], "interrupted");
-        std::exit(128 + sigs[s]);
-      }
-    }
-    for (std::size_t f = 1; f < fds.size(); ++f) {
-      if (!fds[f].revents) continue;
-      const std::size_t k = owner[f].first;
-      child& c = children[k];
-      if (owner[f].second && c.out == fds[f].fd)
-        drain(c.out, c.out_line, kept_lines(c.out_all, max_count_output));
-      else if (!owner[f].second && c.err == fds[f].fd)
-        drain(c.err, c.err_line, kept_lines(c.err_all, max_count_output));
-      if (c.out_all.size() + c.out_line.size() > max_count_output ||
-          c.err_all.size() + c.err_line.size() > max_count_output)
-        if (problems[k].empty() && !c.reaped)
-          give_up(k, concat("printed more than ", max_count_output,
-                            " bytes (a GPU count is a short line): stopped"));
-    }
-    table.reap([&](std::size_t k, int status) {
-      children[k].reaped = true;
-      children[k].status = status;
-    });
+    loop.wait(std::max(0.0, wake - now()), on_signal, on_output, on_end);
     for (std::size_t a = active.size(); a-- > 0;) {
       const std::size_t k = active[a];
       child& c = children[k];
@@ -212,7 +193,7 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
   return true;
 }
 
-int discover_command(options& o) {
+int discover_command(const options& o) {
   int status = 0;
   options asking = o;
   std::optional<input> in = read_input(asking, status, resolve_auto);

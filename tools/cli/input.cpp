@@ -245,8 +245,9 @@ std::optional<hetlaunch::launch_plan> plan_again(const hetlaunch::cluster& nodes
   return std::nullopt;
 }
 
-std::optional<hetlaunch::launch_plan> plan_of(const input& in, const options& o) {
-  std::optional<hetlaunch::launch_plan> plan = plan_again(in.nodes, o.launch, in.source);
+std::optional<hetlaunch::launch_plan> plan_of(const input& in, const options& o,
+                                              const hetlaunch::launch_options& launch) {
+  std::optional<hetlaunch::launch_plan> plan = plan_again(in.nodes, launch, in.source);
   // torchrun's own restarts under the static rendezvous restart one node's workers, not the job
   // (docs/multi-host.md): said wherever a torchrun command is made or started.
   const bool makes_commands = o.command == "plan" || o.command == "argv" || o.command == "exec" ||

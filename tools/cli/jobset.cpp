@@ -50,7 +50,7 @@ int group_weight_problem(const options& o, const std::vector<hetlaunch::node_gro
   return 0;
 }
 
-int jobset_command(options& o) {
+int jobset_command(const options& o) {
   std::vector<hetlaunch::node_group> groups = node_groups(o);
   if (const int status = group_weight_problem(o, groups)) return status;
   for (const std::string& s : o.jobset.node_selectors) {
@@ -74,7 +74,6 @@ int jobset_command(options& o) {
   js.memory = o.jobset.memory;
   js.jobset_max_restarts = o.jobset.max_restarts;
   js.restart_strategy = o.jobset.restart_strategy;
-  take_script(o);
   js.launch = o.launch;
   int status = 0;
   std::optional<hetlaunch::environment> env = env_flags(o, status);

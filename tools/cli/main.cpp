@@ -29,6 +29,9 @@ int main(int argc, char** argv) {
                              " ... [--] SCRIPT [ARGS...]"};
     if (c->node == cli::node_use::required && !o.node && !o.input.slurm)
       throw cli::usage_error{"--node I is needed"};
+    // The command line is bound once; every command then reads it and changes nothing.
+    if (c->script == cli::script_use::optional || c->script == cli::script_use::required)
+      cli::take_script(o);
     return cli::finish_output(c->run(o));
   } catch (const cli::usage_error& e) {
     std::fprintf(stderr, "hetlaunch: %s\nTry `hetlaunch --help`.\n", e.message.c_str());

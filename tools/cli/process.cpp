@@ -219,17 +219,39 @@ bool drain(int& fd, std::string& pending, const line_sink& sink) {
       if (nl == std::string::npos && !too_long) break;
       const std::size_t end = too_long ? start + max_line : nl;
       const std::string_view line(pending.data() + start, end - start);
-      if (sink.watch) sink.watch(*sink.watched, line);
-      if (sink.started && !*sink.started && line == hetlaunch::node_started_line)
-        *sink.started = true;
-      else if (keep)
+      const bool watchers_own = sink.watch && sink.watch(line);
+      if (watchers_own) {
+        // a node's started line: neither shown nor kept
+      } else if (keep) {
         (*keep += line) += '\n';
-      else if (sink.shown)
+      } else if (sink.shown) {
         emit(sink.stream, *sink.prefix, line);
+      }
       start = too_long ? end : end + 1;
     }
     pending.erase(0, start);
   }
+}
+
+void event_loop::watch(std::size_t index) {
+  open_.push_back(index);
+  table_.add(children_[index].pid, index);
+  dirty_ = true;
+}
+
+void event_loop::rebuild() {
+  fds_.assign(1, pollfd{signal_pipe[0], POLLIN, 0});
+  owner_.assign(1, {0, false});
+  std::size_t kept = 0;
+  for (const std::size_t index : open_) {
+    const child& c = children_[index];
+    if (c.out < 0 && c.err < 0) continue;  // both streams closed: no longer polled
+    open_[kept++] = index;
+    if (c.out >= 0) fds_.push_back({c.out, POLLIN, 0}), owner_.push_back({index, true});
+    if (c.err >= 0) fds_.push_back({c.err, POLLIN, 0}), owner_.push_back({index, false});
+  }
+  open_.resize(kept);
+  dirty_ = false;
 }
 
 progress_line::progress_line() : tty_(isatty(STDERR_FILENO) == 1) {}

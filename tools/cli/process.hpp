@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: MIT
-// The processes `run` and `discover` start: spawning one with its output on pipes, reading that
-// output line by line, reaping the ones that ended, signals as bytes on a pipe, and the progress
-// line on a terminal.
+// The processes `run`, `calibrate` and `discover` start: spawning one with its output on pipes,
+// reading that output line by line, the one event loop that waits for output, signals and ends,
+// signals as bytes on a pipe, and the progress line on a terminal.
 #ifndef HETLAUNCH_TOOLS_PROCESS_HPP
 #define HETLAUNCH_TOOLS_PROCESS_HPP
 
+#include <poll.h>
+#include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,9 +38,6 @@ struct child {
   pid_t pid = -1;
   int in = -1, out = -1, err = -1;
   std::string out_line, err_line, out_all, err_all;
-  bool started = false;     // the remote command's first line was seen
-  int worker_failures = 0;  // torchrun's "failed (exitcode: N) local_rank: L" lines
-  int failed_exitcode = 0;  // the last of those exit codes
   bool reaped = false;
   int status = 0;
 };
@@ -79,17 +80,16 @@ class child_table {
   }
 };
 
-// Where the lines of a stream go: kept (up to a limit), or shown with a prefix. The node's
-// started line is never shown: it sets *started. `watch` sees every line of `watched`.
+// Where the lines of a stream go: kept (up to a limit), or shown with a prefix. `watch` sees
+// every line first; a line it returns true for is its own (a node's started line), neither
+// shown nor kept.
 struct line_sink {
   std::string* keep = nullptr;
   std::size_t keep_limit = SIZE_MAX;  // stop reading once this much is kept
   FILE* stream = nullptr;
   const std::string* prefix = nullptr;
   bool shown = true;
-  bool* started = nullptr;
-  child* watched = nullptr;
-  void (*watch)(child&, std::string_view) = nullptr;
+  std::function<bool(std::string_view)> watch;
 };
 line_sink kept_lines(std::string& into, std::size_t limit);
 line_sink shown_lines(FILE* stream, const std::string& prefix, bool shown);
@@ -97,6 +97,58 @@ line_sink shown_lines(FILE* stream, const std::string& prefix, bool shown);
 // Reads what a stream has and passes each complete line to the sink; a line longer than
 // max_line goes in pieces. Returns false at end of file (the rest is passed on, fd closed).
 bool drain(int& fd, std::string& pending, const line_sink& sink);
+
+// The one loop of every command that runs processes (run, calibrate, discover): it waits for the
+// children's output, the signals and the children's ends at once, and hands each to the caller.
+// The children are the caller's, by index into a vector that must not move while watched. Each
+// wake-up costs what happened: the poll list is rebuilt only when a stream opens or closes, and
+// an ended child is found by its pid.
+class event_loop {
+  std::vector<child>& children_;
+  std::vector<std::size_t> open_;  // children that may still have an open stream
+  child_table table_;
+  std::vector<pollfd> fds_;
+  std::vector<std::pair<std::size_t, bool>> owner_;  // (child, stdout?) of fds_[k], k >= 1
+  bool dirty_ = true;
+  void rebuild();
+
+ public:
+  explicit event_loop(std::vector<child>& children) : children_(children) {}
+  // Child `index` was started: its streams are watched until they close, and its end.
+  void watch(std::size_t index);
+  // The caller closed a child's streams itself (stop_child): the poll list is made again.
+  void changed() { dirty_ = true; }
+  // Waits at most `seconds`, then calls signal(number) for each signal that came (SIGCHLD
+  // excepted), output(index, from_stdout) for each stream with something to read (the caller
+  // drains it), and ended(index, status) for each watched child that ended, marked reaped with
+  // its status (what is left in its pipes is the caller's to read first).
+  template <class Signal, class Output, class Ended>
+  void wait(double seconds, Signal&& signal, Output&& output, Ended&& ended) {
+    if (dirty_) rebuild();
+    const double ms = seconds * 1000.0;
+    poll(fds_.data(), fds_.size(), ms <= 0 ? 0 : ms > 60000 ? 60000 : static_cast<int>(ms) + 1);
+    if (fds_[0].revents) {
+      unsigned char signals[64];
+      const ssize_t got = read(signal_pipe[0], signals, sizeof signals);
+      for (ssize_t k = 0; k < got; ++k)
+        if (signals[k] != SIGCHLD) signal(static_cast<int>(signals[k]));
+    }
+    for (std::size_t f = 1; f < fds_.size(); ++f) {
+      if (!fds_[f].revents || fds_[f].fd < 0) continue;
+      child& c = children_[owner_[f].first];
+      int& fd = owner_[f].second ? c.out : c.err;
+      if (fd != fds_[f].fd) continue;  // closed since
+      output(owner_[f].first, owner_[f].second);
+      if (fd < 0) dirty_ = true;
+    }
+    table_.reap([&](std::size_t index, int status) {
+      children_[index].reaped = true;
+      children_[index].status = status;
+      ended(index, status);
+      dirty_ = true;  // its streams are read to their end there, or stay to be read
+    });
+  }
+};
 
 // One line on a terminal that says how far long work has come ("discover: 12 of 40 hosts
 // answered"), redrawn in place and cleared before any other line is written and when the work

@@ -14,7 +14,6 @@
 #include <hetlaunch/calibration.hpp>
 #include <hetlaunch/restart.hpp>
 
-#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,11 +32,18 @@ extern char** environ;
 namespace cli {
 namespace {
 
+// What `run` learns of a node from its lines.
+struct node_progress {
+  bool started = false;     // the node script's started line was seen
+  int worker_failures = 0;  // torchrun's "failed (exitcode: N) local_rank: L" lines
+  int failed_exitcode = 0;  // the last of those exit codes
+};
+
 // torchrun's agent logs "failed (exitcode: 3) local_rank: 0 (pid: 123) of binary: ..." when a
 // worker fails (torch 1.13 through 2.x). It then waits up to 300 s for the other nodes in its exit
 // barrier, and they wait for a collective that will never complete: a job whose worker failed
 // would stop only after minutes. The line is the earliest sign, so it counts as the failure.
-void note_worker_failure(child& c, std::string_view line) {
+void note_worker_failure(node_progress& p, std::string_view line) {
   const std::size_t at = line.find("failed (exitcode: ");
   if (at == std::string_view::npos || line.find(" local_rank: ", at) == std::string_view::npos)
     return;
@@ -45,15 +51,15 @@ void note_worker_failure(child& c, std::string_view line) {
   const std::string_view rest = line.substr(at + 18);
   const std::optional<long long> code =
       hetlaunch::parse_integer(rest.substr(0, rest.find(')')), -(1 << 30), 1 << 30);
-  ++c.worker_failures;
-  c.failed_exitcode = static_cast<int>(code.value_or(0));
+  ++p.worker_failures;
+  p.failed_exitcode = static_cast<int>(code.value_or(0));
 }
 
 // calibrate: the last HETLAUNCH_MEASURED line any node printed (torchrun's --tee puts its own
 // "[default0]:" before a worker's line), and the topology of the job's last attempt.
 std::string measured_line;
 std::optional<hetlaunch::cluster> last_topology;
-void note_measured(child&, std::string_view line) {
+void note_measured(std::string_view line) {
   const std::size_t at = line.find(hetlaunch::measured_prefix);
   if (at != std::string_view::npos)
     measured_line = std::string(line.substr(at + hetlaunch::measured_prefix.size()));
@@ -124,13 +130,36 @@ struct attempt_result {
   const char* reason = "succeeded";
 };
 
-// node_exited's reason for a node whose ssh ended with `status`.
-const char* node_end_reason(const child& c, bool stopping, bool first_to_fail) {
-  if (c.started && c.status == 0) return "succeeded";
+// How a node ended, said once: node_exited's reason, and the line run prints about it (empty for
+// a node that succeeded). `stopping`: the job was being stopped when its ssh ended;
+// `first_to_fail`: its end is the job's first failure; `by_worker`: that failure was a worker's.
+struct node_end {
+  const char* reason;
+  std::string text;
+};
+node_end end_of(const child& c, const node_progress& p, bool stopping, bool first_to_fail,
+                bool by_worker) {
   // ssh's own 255: it could not connect, or the connection was lost (the host went down).
-  if (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 255) return "unreachable";
-  if (stopping && !first_to_fail) return "stopped";
-  return c.started ? "failed" : "ended_before_start";
+  const bool ssh_failed = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 255;
+  if (p.started && c.status == 0) return {"succeeded", ""};
+  const char* reason = ssh_failed                   ? "unreachable"
+                       : stopping && !first_to_fail ? "stopped"
+                       : p.started                  ? "failed"
+                                                    : "ended_before_start";
+  // A node stopped while connecting still starts (and then stops at once), so one that did not
+  // start ended by itself, unless it was killed.
+  if (!p.started && WIFSIGNALED(c.status))
+    return {reason, concat("stopped before the node started (", describe_status(c.status), ")")};
+  if (!p.started && ssh_failed)
+    return {reason, "ssh failed (exit status 255) before the node started"};
+  if (!p.started)
+    return {reason, concat("ssh ended before the node started (", describe_status(c.status), ")")};
+  if (first_to_fail && by_worker)
+    return {reason, concat("a worker failed (exit code ", p.failed_exitcode, "); torchrun ",
+                           describe_status(c.status))};
+  if (stopping && !first_to_fail)
+    return {reason, concat("stopped (", describe_status(c.status), ")")};
+  return {reason, describe_status(c.status)};
 }
 
 // The job's reason when the node that failed first ended for `node_reason`.
@@ -147,6 +176,8 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
   install_signal_handlers();
   const std::size_t n = plan->topology().node_count();
   std::vector<child> nodes(n);
+  std::vector<node_progress> progress_of(n);
+  std::vector<std::string> ends(n);  // the line said about each node that did not end well
   std::vector<std::string> prefixes(n);
   for (std::size_t i = 0; i < n; ++i)
     prefixes[i] = concat("[", i, " ", plan->topology().node(i).host, "] ");
@@ -167,33 +198,89 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
     for (child& c : nodes) close_fd(c.in);
   };
   const auto fanout = static_cast<std::size_t>(o.remote.fanout);
-  // Every step costs O(what happened), not O(nodes): the poll list is rebuilt only when a stream
-  // opens or closes, and ended children are found by their pid.
   std::size_t connecting = 0, running = 0, started = 0;
-  child_table table;
-  std::vector<pollfd> fds;
-  std::vector<std::pair<std::size_t, bool>> owner;  // (node, stdout?) of fds[k], k >= 1
-  bool dirty = true;
+  event_loop loop(nodes);
   const auto read_node = [&](std::size_t i, bool out) {
     child& c = nodes[i];
-    const bool was_started = c.started;
+    node_progress& p = progress_of[i];
+    const bool was_started = p.started;
     // calibrate's stdout is its own table or JSON: the nodes' lines all go to stderr there.
     line_sink sink = shown_lines(out && !o.calibrate.measuring ? stdout : stderr, prefixes[i],
                                  !out || !o.remote.quiet_nodes || i == 0);
-    if (out) {
-      sink.started = &c.started;
-      if (o.calibrate.measuring) sink.watched = &c, sink.watch = note_measured;
-    } else
-      sink.watched = &c, sink.watch = note_worker_failure;
-    const bool open = drain(out ? c.out : c.err, out ? c.out_line : c.err_line, sink);
-    if (!was_started && c.started) {
+    const bool measuring = o.calibrate.measuring;
+    if (out)
+      sink.watch = [&p, measuring](std::string_view line) {
+        if (!p.started && line == hetlaunch::node_started_line) {
+          p.started = true;  // the node script's own line: not shown
+          return true;
+        }
+        if (measuring) note_measured(line);
+        return false;
+      };
+    else
+      sink.watch = [&p](std::string_view line) {
+        note_worker_failure(p, line);
+        return false;
+      };
+    drain(out ? c.out : c.err, out ? c.out_line : c.err_line, sink);
+    if (!was_started && p.started) {
       --connecting, ++started;
       if (events)
         events.write(
             "node_started",
             concat("\"node\": ", i, ", \"host\": ", json_string(plan->topology().node(i).host)));
     }
-    if (!open) dirty = true;
+  };
+  const auto on_signal = [&](int number) {
+    if (stop_signal) {  // a second signal: no more waiting
+      for (child& c : nodes)
+        if (c.pid > 0 && !c.reaped) kill(c.pid, SIGKILL);
+    }
+    if (!stop_signal) {
+      stop_signal = number;
+      progress.clear();
+      std::fprintf(stderr, "hetlaunch: %s: stopping every node (again to stop at once)\n",
+                   strsignal(stop_signal));
+    }
+    stop(o.remote.kill_after + 5.0);
+  };
+  const auto on_output = [&](std::size_t i, bool out) {
+    read_node(i, out);
+    // More failures than restarts: torchrun gives up on this node's workers.
+    if (progress_of[i].worker_failures > plan->options().max_restarts && !stopping) {
+      first_failure = i;
+      failed_by_worker = true;
+      progress.clear();
+      std::fprintf(
+          stderr,
+          "hetlaunch: node %zu: a worker failed (exit code %d) and torchrun has no restart left: "
+          "stopping every node\n",
+          i, progress_of[i].failed_exitcode);
+      stop(o.remote.kill_after + 5.0);
+    }
+  };
+  const auto on_end = [&](std::size_t i, int) {
+    child& c = nodes[i];
+    // Output still in the pipes is read before the node's end is reported.
+    if (c.out >= 0) read_node(i, true);
+    if (c.err >= 0) read_node(i, false);
+    if (!progress_of[i].started) --connecting;
+    --running;
+    c.pid = -1;
+    close_fd(c.in);
+    // A node whose ssh ended before its script said it started never ran torchrun, whatever
+    // ssh's status: a banner and exit 0 (ForceCommand, a login shell that exits) is a failure.
+    const bool fails_first = (c.status != 0 || !progress_of[i].started) && !stopping;
+    const node_end end =
+        end_of(c, progress_of[i], stopping, fails_first || (first_failure && *first_failure == i),
+               failed_by_worker);
+    events.node_exited(i, plan->topology().node(i).host, exit_code(c.status), end.reason);
+    ends[i] = end.text;
+    if (fails_first) {
+      first_failure = i;
+      first_failure_reason = end.reason;
+      stop(o.remote.kill_after + 5.0);
+    }
   };
   const progress_scope clear_progress;
   while (true) {
@@ -210,86 +297,17 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
         stop(o.remote.kill_after + 5.0);
         break;
       }
-      table.add(c->pid, next);
-      nodes[next++] = std::move(*c);
+      nodes[next] = std::move(*c);
+      loop.watch(next++);
       ++connecting;
       ++running;
-      dirty = true;
     }
     if (running == 0 && (next == n || stopping)) break;
-    if (dirty) {
-      fds.assign(1, pollfd{signal_pipe[0], POLLIN, 0});
-      owner.assign(1, {0, false});
-      for (std::size_t i = 0; i < next; ++i) {
-        if (nodes[i].out >= 0) fds.push_back({nodes[i].out, POLLIN, 0}), owner.push_back({i, true});
-        if (nodes[i].err >= 0)
-          fds.push_back({nodes[i].err, POLLIN, 0}), owner.push_back({i, false});
-      }
-      dirty = false;
-    }
     if (started < n && !stopping)
       progress.show(concat("hetlaunch: run: ", started, " of ", n, " nodes started"));
     else
       progress.clear();
-    poll(fds.data(), fds.size(), 100);
-    if (fds[0].revents) {
-      unsigned char sigs[64];
-      const ssize_t got = read(signal_pipe[0], sigs, sizeof sigs);
-      for (ssize_t k = 0; k < got; ++k) {
-        if (sigs[k] == SIGCHLD) continue;
-        if (stop_signal) {  // a second signal: no more waiting
-          for (child& c : nodes)
-            if (c.pid > 0 && !c.reaped) kill(c.pid, SIGKILL);
-        }
-        if (!stop_signal) {
-          stop_signal = sigs[k];
-          progress.clear();
-          std::fprintf(stderr, "hetlaunch: %s: stopping every node (again to stop at once)\n",
-                       strsignal(stop_signal));
-        }
-        stop(o.remote.kill_after + 5.0);
-      }
-    }
-    for (std::size_t f = 1; f < fds.size(); ++f) {
-      if (!fds[f].revents || fds[f].fd < 0) continue;
-      const std::size_t i = owner[f].first;
-      if ((owner[f].second ? nodes[i].out : nodes[i].err) != fds[f].fd) continue;  // closed since
-      read_node(i, owner[f].second);
-      child& c = nodes[i];
-      // More failures than restarts: torchrun gives up on this node's workers.
-      if (c.worker_failures > plan->options().max_restarts && !stopping) {
-        first_failure = i;
-        failed_by_worker = true;
-        progress.clear();
-        std::fprintf(
-            stderr,
-            "hetlaunch: node %zu: a worker failed (exit code %d) and torchrun has no restart left: "
-            "stopping every node\n",
-            i, c.failed_exitcode);
-        stop(o.remote.kill_after + 5.0);
-      }
-    }
-    table.reap([&](std::size_t i, int child_status) {
-      child& c = nodes[i];
-      c.reaped = true;
-      c.status = child_status;
-      // Output still in the pipes is read before the node's end is reported.
-      if (c.out >= 0) read_node(i, true);
-      if (c.err >= 0) read_node(i, false);
-      if (!c.started) --connecting;
-      --running;
-      c.pid = -1;
-      close_fd(c.in);
-      const char* reason = node_end_reason(c, stopping, first_failure && *first_failure == i);
-      events.node_exited(i, plan->topology().node(i).host, exit_code(c.status), reason);
-      // A node whose ssh ended before its script said it started never ran torchrun, whatever
-      // ssh's status: a banner and exit 0 (ForceCommand, a login shell that exits) is a failure.
-      if ((c.status != 0 || !c.started) && !stopping) {
-        first_failure = i;
-        first_failure_reason = reason;
-        stop(o.remote.kill_after + 5.0);
-      }
-    });
+    loop.wait(0.1, on_signal, on_output, on_end);
     if (stopping && now() > deadline) {
       for (child& c : nodes)
         if (c.pid > 0 && !c.reaped) kill(c.pid, SIGKILL);
@@ -303,36 +321,12 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
   }
   // One line for each node that did not end well.
   int result = 0;
-  std::string first_failure_text;  // what happened to the node that failed first
   for (std::size_t i = 0; i < n; ++i) {
-    const child& c = nodes[i];
-    const auto host = plan->topology().node(i).host;
-    const std::string who = concat("node ", i, " (", quoted(host), ")");
-    if (i >= next) {
+    const std::string who = concat("node ", i, " (", quoted(plan->topology().node(i).host), ")");
+    if (i >= next)
       std::fprintf(stderr, "hetlaunch: %s: not started\n", who.c_str());
-      continue;
-    }
-    if (c.status == 0 && c.started) continue;
-    std::string what;
-    // A node stopped while connecting still starts (and then stops at once), so one that did not
-    // start ended by itself, unless it was killed.
-    if (!c.started && WIFSIGNALED(c.status))
-      what = concat("stopped before the node started (", describe_status(c.status), ")");
-    else if (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 255 && !c.started)
-      what = "ssh failed (exit status 255) before the node started";
-    else if (!c.started)
-      what = concat("ssh ended before the node started (", describe_status(c.status), ")");
-    else if (failed_by_worker && first_failure && i == *first_failure)
-      what = concat("a worker failed (exit code ", c.failed_exitcode, "); torchrun ",
-                    describe_status(c.status));
-    else if (first_failure && i != *first_failure)
-      what = concat("stopped (", describe_status(c.status), ")");
-    else if (stop_signal && !first_failure)
-      what = concat("stopped (", describe_status(c.status), ")");
-    else
-      what = describe_status(c.status);
-    std::fprintf(stderr, "hetlaunch: %s: %s\n", who.c_str(), what.c_str());
-    if (first_failure && i == *first_failure) first_failure_text = what;
+    else if (!ends[i].empty())
+      std::fprintf(stderr, "hetlaunch: %s: %s\n", who.c_str(), ends[i].c_str());
   }
   if (stop_signal)
     result = 128 + stop_signal;
@@ -357,12 +351,12 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
     r.reason = "ended_before_start";
   if (first_failure) {
     r.failed.push_back(*first_failure);
-    r.failure = std::move(first_failure_text);
+    r.failure = ends[*first_failure];
   }
   // A host that could not be reached is to blame too, whichever node failed first.
   for (std::size_t i = 0; i < next; ++i)
-    if (!nodes[i].started && WIFEXITED(nodes[i].status) && WEXITSTATUS(nodes[i].status) == 255 &&
-        (!first_failure || i != *first_failure))
+    if (!progress_of[i].started && WIFEXITED(nodes[i].status) &&
+        WEXITSTATUS(nodes[i].status) == 255 && (!first_failure || i != *first_failure))
       r.failed.push_back(i);
   return r;
 }
@@ -430,13 +424,12 @@ std::string json_hosts(const hetlaunch::cluster& c, const std::vector<std::size_
   return out + "]";
 }
 
-int run_job(options& o) {
+int run_job(const options& o) {
   check_restart_flags(o.restart);
   int status = 0;
   std::optional<input> in = read_input(o, status, resolve_auto);
   if (!in) return status;
-  take_script(o);
-  std::optional<hetlaunch::launch_plan> plan = plan_of(*in, o);
+  std::optional<hetlaunch::launch_plan> plan = plan_of(*in, o, o.launch);
   if (!plan) return exit_invalid;
   std::optional<std::vector<hetlaunch::spare_host>> spares = read_spares(o, plan->topology());
   if (!spares) return exit_invalid;
@@ -618,7 +611,7 @@ int run_job(options& o) {
 
 }  // namespace
 
-int run_command(options& o) {
+int run_command(const options& o) {
   if (o.remote.events) {
     std::string error;
     if (!job_events.open(*o.remote.events, error)) return fail(error);
@@ -632,7 +625,8 @@ int run_command(options& o) {
 // `hetlaunch calibrate`: run's job, then the line its rank 0 printed, as a table, JSON or a
 // hostfile. The weights are computed here from the rates (calibration.hpp), not taken from the
 // script.
-int calibrate_command(options& o) {
+int calibrate_command(const options& given) {
+  options o = given;  // run's job, watched for the measured line
   o.calibrate.measuring = true;
   measured_line.clear();
   const int status = run_command(o);

@@ -11,7 +11,7 @@
 
 namespace cli {
 
-int sbatch_command(options& o) {
+int sbatch_command(const options& o) {
   const std::vector<hetlaunch::node_group> groups = node_groups(o);
   if (const int status = group_weight_problem(o, groups)) return status;
   check_restart_flags(o.restart);
@@ -31,7 +31,6 @@ int sbatch_command(options& o) {
   }
   long long world = 0;
   for (const hetlaunch::node_group& g : groups) world += static_cast<long long>(g.nodes) * g.gpus;
-  take_script(o);
   // The launch options, checked now rather than in the job, against the job's world size.
   if (const auto problems = hetlaunch::launch_option_problems(o.launch, static_cast<int>(world));
       !problems.empty()) {

@@ -244,7 +244,8 @@ class ShareBatchSampler:
 
     With HETLAUNCH_CALIBRATE_STEPS=N in the environment (`hetlaunch calibrate`), the sampler
     rebalances every few steps, and after N steps rank 0 prints one line `HETLAUNCH_MEASURED
-    {json}` and the sampler yields no more steps."""
+    {json}`, the rates of every step after the first window, and the sampler yields no more
+    steps."""
 
     DEADBAND = 0.05
 
@@ -268,13 +269,15 @@ class ShareBatchSampler:
         self.weights = None  # each node's weight (decimal strings) once measured; None: the plan's
         self.changes = 0  # how many times the split changed
         self.steps_done = 0  # steps handed out in all epochs
-        self.measured = None  # {"step": S, "nodes": [...]}: the last window's measurement
+        self.measured = None  # {"step": S, "nodes": [...]}: the last window's (calibrating: every window's
+        # after the first) measurement
         self._window_seconds = 0.0
         self._window_samples = 0
         self._step_start = None
         self._last_gradient = None
         self._layout = None  # [(group_rank, local_world_size, local_rank) of each rank], by rank
         self.watching = 0  # parameters whose gradients time the steps (watch())
+        self._calibration = None  # calibrating: each rank's seconds and samples after the first window
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -351,6 +354,17 @@ class ShareBatchSampler:
         nproc = [next(g[1] for g in gathered if g[0] == i) for i in nodes]
         if not any(g[3] > 0 for g in gathered):
             raise RuntimeError(NOTHING_TIMED)
+        if self.calibrate_steps:
+            # Calibrating: every window after the first counts, each rank's seconds and samples
+            # summed (a rate per sample does not depend on the split it was measured at). The
+            # first window holds the job's first steps, slow everywhere; one window alone is used
+            # when there is no other.
+            if self._calibration is None:
+                self._calibration = [(g[0], g[1], g[2], 0.0, 0) for g in gathered]
+            else:
+                self._calibration = [(g[0], g[1], g[2], c[3] + g[3], c[4] + g[4])
+                                     for c, g in zip(self._calibration, gathered)]
+                gathered = self._calibration
         rates = []
         for i in nodes:
             per_worker = [g[4] / g[3] for g in gathered if g[0] == i and g[3] > 0 and g[4] > 0]

@@ -21,7 +21,9 @@ without one.
 Needs root (the cgroup), torchrun (Debian: python3-torch), gnuplot for the plot, and the
 benchmarks built (cmake -DHETLAUNCH_BUILD_BENCHMARKS=ON). The cgroup is removed afterwards, also
 when a run fails or is interrupted, and one a killed earlier run left is removed first.
-usage: tools/shares_performance.py HETLAUNCH BENCH_PLAN [--quick]
+--rounds measures instead, in rounds, each self-measuring variant beside an ideal of its own
+minutes, and writes that section alone.
+usage: tools/shares_performance.py HETLAUNCH BENCH_PLAN [--quick] [--rounds]
 """
 import json
 import os
@@ -285,6 +287,53 @@ def plot(t):
     return True
 
 
+def rounds(binary, cgroup, work, count=3):
+    """Each variant beside its own ideal, in rounds: in each, the two workers alone (the round's
+    ideal and its static weights), then the static weights, rebalancing from equal weights,
+    calibrate and a run of its weights. A round's ratios share its minutes, so the machine's drift
+    between rounds cancels out of them."""
+    hosts = "127.0.0.1:1,127.0.0.2:1"
+    out = []
+    for _ in range(count):
+        fast = job(binary, "127.0.0.1:1", [], GLOBAL_BATCH // 2, None, cgroup, work)
+        slow = job(binary, "127.0.0.2:1", [], GLOBAL_BATCH // 2, 0, cgroup, work)
+        weights = ["--weight", f"127.0.0.1={fast:.3f}", "--weight", f"127.0.0.2={slow:.3f}"]
+        static = job(binary, hosts, weights, GLOBAL_BATCH, 1, cgroup, work)
+        rebalanced = job(binary, hosts, [], GLOBAL_BATCH, 1, cgroup, work, train=["--rebalance-every", "2", "--hook"])
+        measured, seconds = calibrate(binary, cgroup, work)
+        calibrated = job(binary, hosts, ["--weight", f"127.0.0.1={measured[0]}", "--weight", f"127.0.0.2={measured[1]}"],
+                         GLOBAL_BATCH, 1, cgroup, work)
+        out.append(dict(ideal=fast + slow, ratio=fast / slow, static=static, rebalanced=rebalanced,
+                        calibrated=calibrated, measured=float(measured[0]) / float(measured[1]), seconds=seconds))
+    return out
+
+
+def rounds_section(result):
+    def spread_of(key):
+        values = [r[key] / r["ideal"] for r in result]
+        return f"**{statistics.median(values):.2f}** ({min(values):.2f} to {max(values):.2f})"
+    lines = [
+        "<!-- shares-rounds-begin: written by tools/shares_performance.py --rounds -->",
+        f"In rounds (`tools/shares_performance.py --rounds`): each of {len(result)} rounds measures the two workers "
+        "alone (its ideal and its static weights), then the static weights, rebalancing from equal weights "
+        "(`rebalance_every=2`), `hetlaunch calibrate` (8 steps) and a run of the weights it measured, so that each "
+        "ratio compares jobs of the same minutes. The median of the rounds, their range in brackets:",
+        "",
+        "| over the round's ideal | ratio | goal |",
+        "| --- | ---: | --- |",
+        f"| static weights (the rates alone) | {spread_of('static')} | 0.9 |",
+        f"| rebalancing from equal weights | {spread_of('rebalanced')} | 0.9 |",
+        f"| calibrated weights | {spread_of('calibrated')} | 0.9 |",
+        "",
+        "| round | ideal (samples/s) | speed ratio alone | ratio calibrate measured | calibrate (s) |",
+        "| ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for k, r in enumerate(result, 1):
+        lines.append(f"| {k} | {r['ideal']:.0f} | {r['ratio']:.2f} | {r['measured']:.2f} | {r['seconds']:.0f} |")
+    lines.append("<!-- shares-rounds-end -->")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     if len(sys.argv) < 3:
         print(__doc__)
@@ -297,6 +346,16 @@ def main():
         os.execv(python, [python, __file__, *sys.argv[1:]])
     remove_cgroups()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if "--rounds" in sys.argv:
+        try:
+            cgroup = make_cgroup()
+            with tempfile.TemporaryDirectory() as tmp:
+                section = rounds_section(rounds(binary, cgroup, pathlib.Path(tmp)))
+        finally:
+            remove_cgroups()
+        performance_doc.write_section("shares-rounds", section, before="The same benchmark run")
+        print(section)
+        return 0
     try:
         cgroup = make_cgroup()
         with tempfile.TemporaryDirectory() as tmp:

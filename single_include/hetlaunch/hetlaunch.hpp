@@ -4017,30 +4017,40 @@ std::vector<diagnostic> plan_problems(const Topology& c, const launch_options& o
 // restart limit and the share, but no command; torchrun's command carries no share; accelerate's
 // has its own program and rendezvous (always static) and no torchrun arguments; a work share is
 // the topology and the global batch alone.
-constexpr unsigned outputs_stopped_by(errc code) noexcept {
-  constexpr unsigned torchrun = 1U, environments = 2U, shares = 4U, accelerate = 8U;
+constexpr plan_outputs outputs_stopped_by(errc code) noexcept {
+  using o = plan_outputs;
   switch (code) {
     case errc::bad_port:
     case errc::bad_master_addr:
     case errc::bad_max_restarts:
-      return torchrun | environments | accelerate;
+      return o::torchrun_commands | o::worker_environments | o::accelerate_commands;
     case errc::missing_rdzv_id:
     case errc::virtual_local_rank:
-      return torchrun | environments;
+      return o::torchrun_commands | o::worker_environments;
     case errc::bad_global_batch:
     case errc::global_batch_too_small:
-      return environments | shares;
+      return o::worker_environments | o::work_shares;
     case errc::script_looks_like_option:
-      return torchrun | accelerate;
+      return o::torchrun_commands | o::accelerate_commands;
     case errc::empty_program:
     case errc::bad_rendezvous_timeout:
     case errc::dash_flags_need_torch_2:
     case errc::overriding_torchrun_arg:
     case errc::binding_entrypoint:
-      return torchrun;
+      return o::torchrun_commands;
     default:  // the topology's: every output
-      return torchrun | environments | shares | accelerate;
+      return o::all;
   }
+}
+// Whether a problem with `code` stops any of `outputs`.
+constexpr bool stops(errc code, plan_outputs outputs) noexcept {
+  return (static_cast<unsigned>(outputs_stopped_by(code)) & static_cast<unsigned>(outputs)) != 0;
+}
+// Node index `node` of a topology of `count` nodes, which it is not.
+inline diagnostic node_out_of_range(std::size_t node, std::size_t count) {
+  return diagnostic::of(errc::node_out_of_range)
+      .with_value(static_cast<long long>(node))
+      .with_limit(static_cast<long long>(count));
 }
 }  // namespace detail
 
@@ -4101,13 +4111,11 @@ class launch_plan {
   // The first problem of the options that stops `output`, if any.
   const diagnostic* first_problem(plan_outputs output) const noexcept {
     for (const diagnostic& d : problems_)
-      if (detail::outputs_stopped_by(d.code) & static_cast<unsigned>(output)) return &d;
+      if (detail::stops(d.code, output)) return &d;
     return nullptr;
   }
   diagnostic node_error(std::size_t node) const {
-    return diagnostic::of(errc::node_out_of_range)
-        .with_value(static_cast<long long>(node))
-        .with_limit(static_cast<long long>(topology_.node_count()));
+    return detail::node_out_of_range(node, topology_.node_count());
   }
   // Why `node`'s `output` cannot be given, if it cannot: the index, then the options.
   result<bool, diagnostic> output_error(std::size_t node, plan_outputs output) const {
@@ -4260,7 +4268,7 @@ class launch_plan {
   std::vector<diagnostic> problems = validate(c, options.validation);
   bool refused = !problems.empty();
   for (diagnostic& d : detail::option_problems(c, options)) {
-    refused = refused || (detail::outputs_stopped_by(d.code) & static_cast<unsigned>(made_for));
+    refused = refused || detail::stops(d.code, made_for);
     problems.push_back(std::move(d));
   }
   if (refused) return problems;
@@ -4284,14 +4292,9 @@ template <std::size_t N>
 [[nodiscard]] inline std::vector<diagnostic> validate_launch(const cluster& c, std::size_t node,
                                                              const launch_options& options) {
   std::vector<diagnostic> out = validate(c, options.validation);
-  if (node >= c.node_count()) {
-    out.push_back(diagnostic::of(errc::node_out_of_range)
-                      .with_value(static_cast<long long>(node))
-                      .with_limit(static_cast<long long>(c.node_count())));
-  }
+  if (node >= c.node_count()) out.push_back(detail::node_out_of_range(node, c.node_count()));
   for (diagnostic& d : detail::option_problems(c, options))
-    if (detail::outputs_stopped_by(d.code) & static_cast<unsigned>(plan_outputs::torchrun_commands))
-      out.push_back(std::move(d));
+    if (detail::stops(d.code, plan_outputs::torchrun_commands)) out.push_back(std::move(d));
   if (options.script.empty()) out.push_back(diagnostic::of(errc::empty_script));
   return out;
 }
@@ -4305,16 +4308,11 @@ namespace detail {
 template <class Topology>
 diagnostic first_refusal(const Topology& c, const std::vector<diagnostic>& problems,
                          plan_outputs made_for, std::size_t node) {
-  const unsigned everything = static_cast<unsigned>(plan_outputs::all);
   for (const diagnostic& d : problems)
-    if (outputs_stopped_by(d.code) == everything) return d;
-  if (node >= c.node_count()) {
-    return diagnostic::of(errc::node_out_of_range)
-        .with_value(static_cast<long long>(node))
-        .with_limit(static_cast<long long>(c.node_count()));
-  }
+    if (outputs_stopped_by(d.code) == plan_outputs::all) return d;
+  if (node >= c.node_count()) return node_out_of_range(node, c.node_count());
   for (const diagnostic& d : problems)
-    if (outputs_stopped_by(d.code) & static_cast<unsigned>(made_for)) return d;
+    if (stops(d.code, made_for)) return d;
   return problems.front();  // not reached: a refused plan has a problem of its outputs
 }
 

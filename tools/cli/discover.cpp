@@ -81,13 +81,12 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
   std::vector<bool> left_out(nodes.node_count(), false);
   const auto host_of = [&](std::size_t k) { return std::string(nodes.node(asked[k]).host); };
   const auto stop_all = [&] {
-    for (const std::size_t k : active) stop_child(children[k]);
+    for (const std::size_t k : active) loop.stop(k);
     active.clear();
   };
   // Ends child k's question with a problem: it is stopped, its output is dropped.
   const auto give_up = [&](std::size_t k, std::string why) {
-    stop_child(children[k]);
-    loop.changed();
+    loop.stop(k);
     problems[k] = concat("host ", quoted(host_of(k)), ": ", quoted(command), " ", why);
   };
   const auto on_signal = [&](int number) {

@@ -116,8 +116,11 @@ class event_loop {
   explicit event_loop(std::vector<child>& children) : children_(children) {}
   // Child `index` was started: its streams are watched until they close, and its end.
   void watch(std::size_t index);
-  // The caller closed a child's streams itself (stop_child): the poll list is made again.
-  void changed() { dirty_ = true; }
+  // Stops a watched child at once (stop_child): its streams leave the poll list.
+  void stop(std::size_t index) {
+    stop_child(children_[index]);
+    dirty_ = true;
+  }
   // Waits at most `seconds`, then calls signal(number) for each signal that came (SIGCHLD
   // excepted), output(index, from_stdout) for each stream with something to read (the caller
   // drains it), and ended(index, status) for each watched child that ended, marked reaped with

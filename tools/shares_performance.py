@@ -3,15 +3,17 @@
 shares-begin and shares-end markers) and docs/shares.png.
 
 What they buy: a real data-parallel job (examples/train_shares.py: an MLP, DDP on gloo) of two
-workers, each started by its own torchrun through `hetlaunch exec`, one on a full core and one
-on a core throttled to a third by a cgroup v1 CPU quota (cpu.cfs_quota_us). Samples a second of
+workers, each started by its own torchrun through `hetlaunch exec`, one computing on a full core
+and one whose computing thread is throttled to a third of its core by a cgroup v1 CPU quota
+(cpu.cfs_quota_us; tools/compute_quota.py). Its gloo threads stay outside the quota, as a slower
+GPU slows compute and not its host's network. Samples a second of
 the whole job with the equal split, with shares by weight (each worker's weight its own rate),
 and the ideal: the two workers' rates alone, each measured in a job of its own, summed. Each
 worker is pinned to its own core (taskset) so that the quota is the only difference.
 
 Shares that measure themselves, on the same job: the sampler rebalancing from equal weights
 (`--rebalance-every`), the weights `hetlaunch calibrate` measures (its hosts reached through a
-stand-in ssh that pins each node and puts the second in the cgroup), and a quota halved mid-run
+stand-in ssh that pins each node and throttles the second), and a quota halved mid-run
 while the sampler rebalances.
 
 What they cost: `make_plan` of 1,000,000 nodes with and without a global batch
@@ -46,6 +48,9 @@ CGROUP_ROOT = pathlib.Path("/sys/fs/cgroup/cpu")
 CGROUP_PREFIX = "hetlaunch-shares-bench"
 QUICK = "--quick" in sys.argv
 PERIOD, QUOTA = 20000, 6600  # us: a third of a core, in periods short enough not to stall a step
+# The worker's computing thread alone runs under the quota (tools/compute_quota.py): a slower GPU
+# slows compute, not its host's all-reduce.
+SCRIPT = [str(ROOT / "tools" / "compute_quota.py"), str(ROOT / "examples" / "train_shares.py")]
 TRAIN = ["--features", "256", "--hidden", "512", "--samples", "65536"]
 STEPS = 4 if QUICK else 12
 GLOBAL_BATCH = 4096
@@ -92,16 +97,12 @@ def job(binary, hosts, weights, global_batch, throttled_node, cgroup, work, core
     for node in range(len(hosts.split(","))):
         argv = [binary, "exec", "--node", str(node), "--hosts", hosts, *weights, "--global-batch", str(global_batch),
                 "--master-port", port, "--torchrun-arg", "--redirects", "--torchrun-arg", "2", "--torchrun-arg", "--tee",
-                "--torchrun-arg", "2", "--", str(ROOT / "examples" / "train_shares.py"), *TRAIN, "--steps", str(STEPS),
+                "--torchrun-arg", "2", "--", *SCRIPT, *TRAIN, "--steps", str(STEPS),
                 "--report", str(report), *train]
-        prefix = ["taskset", "-c", str((node + core_offset) % os.cpu_count())]
-        if node == throttled_node:
-            # The shell joins the cgroup, then becomes the agent: torchrun and its worker follow.
-            argv = ["sh", "-c", f'echo $$ > {cgroup / "cgroup.procs"} && exec "$@"', "join", *prefix, *argv]
-        else:
-            argv = prefix + argv
-        agents.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                                       start_new_session=True))
+        argv = ["taskset", "-c", str((node + core_offset) % os.cpu_count()), *argv]
+        node_env = dict(env, COMPUTE_QUOTA_TASKS=str(cgroup / "tasks")) if node == throttled_node else env
+        agents.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                       env=node_env, start_new_session=True))
     logs = []
     for a in agents:
         try:
@@ -129,13 +130,13 @@ def spread(values):
 
 
 # calibrate reaches its hosts through ssh; here a stand-in runs each node's command on this
-# machine, pinned to its core, the second host's in the throttled cgroup.
+# machine, pinned to its core, the second host's computing thread in the throttled cgroup.
 FAKE_SSH = """#!/bin/sh
 while [ "$1" != "--" ]; do shift; done
 host=$2
 shift 2
 case $host in
-  127.0.0.2) echo $$ > {procs}; exec taskset -c 1 sh -c "$*";;
+  127.0.0.2) export COMPUTE_QUOTA_TASKS={tasks}; exec taskset -c 1 sh -c "$*";;
   *) exec taskset -c 0 sh -c "$*";;
 esac
 """
@@ -144,7 +145,7 @@ esac
 def calibrate(binary, cgroup, work):
     """`hetlaunch calibrate` of the two-worker job: its weights, and how long it took."""
     ssh = work / "ssh"
-    ssh.write_text(FAKE_SSH.format(procs=cgroup / "cgroup.procs"))
+    ssh.write_text(FAKE_SSH.format(tasks=cgroup / "tasks"))
     ssh.chmod(0o755)
     port = str(29960 + os.getpid() % 30)
     started = time.monotonic()
@@ -152,7 +153,7 @@ def calibrate(binary, cgroup, work):
                         "--global-batch", str(GLOBAL_BATCH), "--calibrate-steps", "8", "--master-addr", "127.0.0.1",
                         "--master-port", port, "--env", "OMP_NUM_THREADS=1", "--torchrun-arg", "--redirects",
                         "--torchrun-arg", "2", "--torchrun-arg", "--tee", "--torchrun-arg", "2", "--",
-                        str(ROOT / "examples" / "train_shares.py"), *TRAIN, "--steps", "1000", "--warmup", "1000"],
+                        *SCRIPT, *TRAIN, "--steps", "1000", "--warmup", "1000"],
                        capture_output=True, text=True, timeout=900)
     if r.returncode != 0:
         raise RuntimeError(f"calibrate failed ({r.returncode}):\n{r.stderr[-3000:]}")
@@ -277,7 +278,7 @@ def plot(t):
         for i, (name, value) in enumerate(rows):
             data.write(f'{i} "{name}" {value:.1f}\n')
     script = (f"set terminal pngcairo size 960,420 font ',11'\nset output '{DOCS / 'shares.png'}'\n"
-              "set title 'A DDP job of a full core and a core throttled to a third'\n"
+              "set title 'A DDP job of a full core and a compute thread throttled to a third'\n"
               "set ylabel 'samples per second'\nset style fill solid 0.6\nset boxwidth 0.6\nset yrange [0:*]\n"
               "set grid ytics\nunset key\n"
               f"plot '{data.name}' using 1:3:xtic(2) with boxes lc rgb '#4477aa', "
@@ -378,7 +379,9 @@ def main():
         f"{os.cpu_count()} cores, Linux {platform.release()}. A real DDP job on gloo (`examples/train_shares.py`: "
         f"an MLP of 256-512-512-1, float32, global batch {GLOBAL_BATCH}, {STEPS} timed steps, medians of {REPEAT} jobs) "
         "of two workers, each started by its own torchrun through `hetlaunch exec` and pinned to a core of its own; "
-        f"one of them in a cgroup v1 CPU quota of {QUOTA} us a {PERIOD} us period, a third of its core. The weights are "
+        f"the computing thread of one of them in a cgroup v1 CPU quota of {QUOTA} us a {PERIOD} us period, a third of "
+        "its core (`tools/compute_quota.py`: its gloo threads stay outside, as a slower GPU slows compute and not its "
+        "host's network). The weights are "
         "the workers' own rates, measured alone (with half the global batch each), as docs/shares.md recommends.",
         "",
         "| goal | measured | |",
@@ -428,12 +431,11 @@ def main():
         "twice the slow worker's rate; with shares each worker's part takes it about as long as the other's.",
         "",
         (f"Shares stay {GLOBAL_BATCH / t['weighted'] - GLOBAL_BATCH / t['ideal']:.2f} s a step below the ideal: "
-         "the throttled worker's part of each all-reduce (1.6 MB in gloo's rounds) runs under its CPU quota too and "
-         "waits for its next slice, with either split; run alone, a worker does not all-reduce. A slower GPU does "
-         "not slow its host's network in this way."
+         "each step adds the all-reduce of 1.6 MB in gloo's rounds, which a worker alone does not wait for."
          if of_ideal < 0.97 else
-         "Shares reach the ideal within this machine's noise: the rates alone were measured minutes apart from the "
-         "job, on a shared machine."),
+         "Shares reach or pass the ideal: the workers' rates alone are measured at half the global batch each, "
+         "and a worker's rate per sample depends a little on its batch (its activations in cache); the rates alone "
+         "were also measured minutes apart from the job, on a shared machine."),
         f"The two workers run at once as independent jobs reach {t['concurrent']:.0f} samples/s.",
     ]
     if have_plot:

@@ -226,7 +226,7 @@ inline result<cpu_list, binding_error> core_complex_cpus(const binding_context& 
   const gpu_device& gpu = visible[rank];
   const auto failed = [&](const binding_error& e) {
     return binding_error{detail::concat("local rank ", local_rank, " (GPU ", gpu.index, ", ",
-                                        gpu.pci, "): ", e.text),
+                                        gpu.pci, "): ", e.message),
                          e.code};
   };
   const detail::binding_context b{topology, visible, allowed};

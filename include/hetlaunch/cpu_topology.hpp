@@ -21,18 +21,11 @@
 
 namespace hetlaunch {
 
-/// Why a CPU list, a topology or a binding could not be had: one sentence naming what and where.
-struct binding_error {
-  std::string text;
-  /// What kind of problem: bad_cpu_topology, bad_syntax (a CPU or PCI list), bad_visible_devices,
-  /// no_binding, or nul_byte for a text no file can hold.
-  errc code = errc::bad_cpu_topology;
-  [[nodiscard]] std::string message() const { return text; }
-  friend bool operator==(const binding_error& a, const binding_error& b) {
-    return a.text == b.text && a.code == b.code;
-  }
-  friend bool operator!=(const binding_error& a, const binding_error& b) { return !(a == b); }
-};
+/// Why a CPU list, a topology or a binding could not be had: the library's one error, without a
+/// line (`message` names what and where). Its code: bad_cpu_topology, bad_syntax (a CPU or PCI
+/// list), bad_visible_devices, no_binding, or nul_byte for a text no file can hold. A sysfs
+/// reader says why a file cannot be read as `binding_error{"cannot be read: ..."}`.
+using binding_error = parse_error;
 
 /// CPU numbers, ascending and distinct.
 using cpu_list = std::vector<unsigned>;
@@ -204,7 +197,7 @@ struct gpu_device {
                          "--format=csv,noheader), got ",
                          detail::quoted(line))};
     result<std::string, binding_error> pci = sysfs_pci_address(line.substr(comma + 1));
-    if (!pci) return parse_error{line_no, comma + 2, pci.error().text};
+    if (!pci) return parse_error{line_no, comma + 2, pci.error().message};
     for (const gpu_device& g : gpus)
       if (g.index == static_cast<unsigned>(*index))
         return parse_error{line_no, 1, detail::concat("GPU ", *index, " is listed twice")};
@@ -246,8 +239,9 @@ class cpu_topology {
         return file_text(std::move(text));
       } else {
         if (!text)
-          return binding_error{detail::concat("the CPU topology's ", path, " ", text.error().text),
-                               errc::bad_cpu_topology};
+          return binding_error{
+              detail::concat("the CPU topology's ", path, " ", text.error().message),
+              errc::bad_cpu_topology};
         return file_text(std::move(*text));
       }
     };

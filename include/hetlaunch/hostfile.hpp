@@ -320,6 +320,16 @@ result<cluster> parse_entries(Each each, validate_options options, Where where,
 
 }  // namespace detail
 
+/// A node's memory ceiling as a hostfile's max_batch= or --max-batch gives it: a positive integer
+/// up to INT_MAX, ASCII digits only. Refused with bad_max_batch and the message a hostfile's
+/// error carries.
+[[nodiscard]] inline result<int> parse_max_batch(std::string_view text) {
+  int ceiling = 0;
+  if (!detail::parse_max_batch(text, ceiling))
+    return parse_error{detail::max_batch_problem(text), errc::bad_max_batch};
+  return ceiling;
+}
+
 /// Parses a hostfile into a cluster, one node per host line, in file order:
 ///   worker-0 slots=8            # DeepSpeed and Open MPI
 ///   worker-1 slots=4 max_slots=4

@@ -20,16 +20,28 @@
 
 namespace hetlaunch {
 
-/// Where and why a text input was refused. `line` and `column` count from 1; both are 0 when the
-/// input has no lines (a single environment variable, say) and the message names the place.
-/// `code` says what kind of problem it is: bad_syntax, limit_exceeded, count_mismatch,
-/// unknown_host, no_devices, env_missing, env_not_a_number, or the topology's own codes
-/// (bad_nproc, bad_host, duplicate_host, world_size_overflow) for a topology read from text.
+/// The error every fallible function returns that is not a topology's or the launch options'
+/// problem (those are `diagnostic`s, which the core builds without allocating): where and why an
+/// input was refused. `line` and `column` count from 1; both are 0 when the input has no lines
+/// (an environment variable, a file of a sysfs tree, a worker's binding) and the message names
+/// the place. `code` says what kind of problem it is: bad_syntax, limit_exceeded, count_mismatch,
+/// unknown_host, no_devices, env_missing, env_not_a_number, the CPU binding's codes
+/// (bad_cpu_topology, bad_visible_devices, no_binding), or the topology's own (bad_nproc,
+/// bad_host, duplicate_host, world_size_overflow) for a topology read from text.
 struct parse_error {
   std::size_t line = 0;
   std::size_t column = 0;
   std::string message;
   errc code = errc::bad_syntax;
+
+  parse_error() = default;
+  /// At a place of a text.
+  parse_error(std::size_t at_line, std::size_t at_column, std::string why,
+              errc kind = errc::bad_syntax)
+      : line(at_line), column(at_column), message(std::move(why)), code(kind) {}
+  /// Without a place in lines: the message names where.
+  explicit parse_error(std::string why, errc kind = errc::bad_syntax)
+      : message(std::move(why)), code(kind) {}
 
   /// "line 3, column 11: slots must be a positive integer, got '0'" (or just the message).
   template <class Unused = void>

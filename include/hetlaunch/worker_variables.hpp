@@ -23,6 +23,9 @@ inline constexpr std::string_view node_batch_offset = "HETLAUNCH_NODE_BATCH_OFFS
 inline constexpr std::string_view max_batch = "HETLAUNCH_MAX_BATCH";
 /// The attempt of a job started with restarts: 0 first, then 1, 2, ...
 inline constexpr std::string_view restart_count = "HETLAUNCH_RESTART_COUNT";
+/// N, the steps a worker's sampler measures before rank 0 reports its rates (`hetlaunch
+/// calibrate`'s HETLAUNCH_MEASURED line) and the sampler stops.
+inline constexpr std::string_view calibrate_steps = "HETLAUNCH_CALIBRATE_STEPS";
 /// The job's tasks a node (SLURM_TASKS_PER_NODE's form), kept by a batch script for its steps.
 inline constexpr std::string_view tasks_per_node = "HETLAUNCH_TASKS_PER_NODE";
 /// A JobSet pod's node index within its group.

@@ -644,16 +644,28 @@ constexpr bool checked_mul(T a, T b, T& product) noexcept {
 
 namespace hetlaunch {
 
-/// Where and why a text input was refused. `line` and `column` count from 1; both are 0 when the
-/// input has no lines (a single environment variable, say) and the message names the place.
-/// `code` says what kind of problem it is: bad_syntax, limit_exceeded, count_mismatch,
-/// unknown_host, no_devices, env_missing, env_not_a_number, or the topology's own codes
-/// (bad_nproc, bad_host, duplicate_host, world_size_overflow) for a topology read from text.
+/// The error every fallible function returns that is not a topology's or the launch options'
+/// problem (those are `diagnostic`s, which the core builds without allocating): where and why an
+/// input was refused. `line` and `column` count from 1; both are 0 when the input has no lines
+/// (an environment variable, a file of a sysfs tree, a worker's binding) and the message names
+/// the place. `code` says what kind of problem it is: bad_syntax, limit_exceeded, count_mismatch,
+/// unknown_host, no_devices, env_missing, env_not_a_number, the CPU binding's codes
+/// (bad_cpu_topology, bad_visible_devices, no_binding), or the topology's own (bad_nproc,
+/// bad_host, duplicate_host, world_size_overflow) for a topology read from text.
 struct parse_error {
   std::size_t line = 0;
   std::size_t column = 0;
   std::string message;
   errc code = errc::bad_syntax;
+
+  parse_error() = default;
+  /// At a place of a text.
+  parse_error(std::size_t at_line, std::size_t at_column, std::string why,
+              errc kind = errc::bad_syntax)
+      : line(at_line), column(at_column), message(std::move(why)), code(kind) {}
+  /// Without a place in lines: the message names where.
+  explicit parse_error(std::string why, errc kind = errc::bad_syntax)
+      : message(std::move(why)), code(kind) {}
 
   /// "line 3, column 11: slots must be a positive integer, got '0'" (or just the message).
   template <class Unused = void>
@@ -961,6 +973,9 @@ inline constexpr std::string_view node_batch_offset = "HETLAUNCH_NODE_BATCH_OFFS
 inline constexpr std::string_view max_batch = "HETLAUNCH_MAX_BATCH";
 /// The attempt of a job started with restarts: 0 first, then 1, 2, ...
 inline constexpr std::string_view restart_count = "HETLAUNCH_RESTART_COUNT";
+/// N, the steps a worker's sampler measures before rank 0 reports its rates (`hetlaunch
+/// calibrate`'s HETLAUNCH_MEASURED line) and the sampler stops.
+inline constexpr std::string_view calibrate_steps = "HETLAUNCH_CALIBRATE_STEPS";
 /// The job's tasks a node (SLURM_TASKS_PER_NODE's form), kept by a batch script for its steps.
 inline constexpr std::string_view tasks_per_node = "HETLAUNCH_TASKS_PER_NODE";
 /// A JobSet pod's node index within its group.
@@ -5075,18 +5090,11 @@ class measured_reader {
 
 namespace hetlaunch {
 
-/// Why a CPU list, a topology or a binding could not be had: one sentence naming what and where.
-struct binding_error {
-  std::string text;
-  /// What kind of problem: bad_cpu_topology, bad_syntax (a CPU or PCI list), bad_visible_devices,
-  /// no_binding, or nul_byte for a text no file can hold.
-  errc code = errc::bad_cpu_topology;
-  [[nodiscard]] std::string message() const { return text; }
-  friend bool operator==(const binding_error& a, const binding_error& b) {
-    return a.text == b.text && a.code == b.code;
-  }
-  friend bool operator!=(const binding_error& a, const binding_error& b) { return !(a == b); }
-};
+/// Why a CPU list, a topology or a binding could not be had: the library's one error, without a
+/// line (`message` names what and where). Its code: bad_cpu_topology, bad_syntax (a CPU or PCI
+/// list), bad_visible_devices, no_binding, or nul_byte for a text no file can hold. A sysfs
+/// reader says why a file cannot be read as `binding_error{"cannot be read: ..."}`.
+using binding_error = parse_error;
 
 /// CPU numbers, ascending and distinct.
 using cpu_list = std::vector<unsigned>;
@@ -5258,7 +5266,7 @@ struct gpu_device {
                          "--format=csv,noheader), got ",
                          detail::quoted(line))};
     result<std::string, binding_error> pci = sysfs_pci_address(line.substr(comma + 1));
-    if (!pci) return parse_error{line_no, comma + 2, pci.error().text};
+    if (!pci) return parse_error{line_no, comma + 2, pci.error().message};
     for (const gpu_device& g : gpus)
       if (g.index == static_cast<unsigned>(*index))
         return parse_error{line_no, 1, detail::concat("GPU ", *index, " is listed twice")};
@@ -5300,8 +5308,9 @@ class cpu_topology {
         return file_text(std::move(text));
       } else {
         if (!text)
-          return binding_error{detail::concat("the CPU topology's ", path, " ", text.error().text),
-                               errc::bad_cpu_topology};
+          return binding_error{
+              detail::concat("the CPU topology's ", path, " ", text.error().message),
+              errc::bad_cpu_topology};
         return file_text(std::move(*text));
       }
     };
@@ -5736,7 +5745,7 @@ inline result<cpu_list, binding_error> core_complex_cpus(const binding_context& 
   const gpu_device& gpu = visible[rank];
   const auto failed = [&](const binding_error& e) {
     return binding_error{detail::concat("local rank ", local_rank, " (GPU ", gpu.index, ", ",
-                                        gpu.pci, "): ", e.text),
+                                        gpu.pci, "): ", e.message),
                          e.code};
   };
   const detail::binding_context b{topology, visible, allowed};
@@ -7688,6 +7697,16 @@ result<cluster> parse_entries(Each each, validate_options options, Where where,
 }
 
 }  // namespace detail
+
+/// A node's memory ceiling as a hostfile's max_batch= or --max-batch gives it: a positive integer
+/// up to INT_MAX, ASCII digits only. Refused with bad_max_batch and the message a hostfile's
+/// error carries.
+[[nodiscard]] inline result<int> parse_max_batch(std::string_view text) {
+  int ceiling = 0;
+  if (!detail::parse_max_batch(text, ceiling))
+    return parse_error{detail::max_batch_problem(text), errc::bad_max_batch};
+  return ceiling;
+}
 
 /// Parses a hostfile into a cluster, one node per host line, in file order:
 ///   worker-0 slots=8            # DeepSpeed and Open MPI

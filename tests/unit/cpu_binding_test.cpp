@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -68,7 +69,7 @@ std::string cpus_of(const tree& t, numa_binding mode, int rank, const cpu_list& 
                     const std::vector<hetlaunch::gpu_device>& visible = tree_gpus) {
   const auto topology = hetlaunch::cpu_topology::read(t, tree_gpus);
   const auto r = hetlaunch::local_rank_binding(topology, mode, visible, rank, allowed);
-  return r ? hetlaunch::format_cpulist(r->cpus) : "error: " + r.error().message();
+  return r ? hetlaunch::format_cpulist(r->cpus) : "error: " + r.error().message;
 }
 }  // namespace
 
@@ -80,9 +81,9 @@ TEST_SUITE("CPU binding") {
     CHECK(two[0].index == 2);
     CHECK(two[1].index == 0);
     CHECK(hetlaunch::visible_gpus(tree_gpus, std::string_view("")).value().empty());
-    CHECK(hetlaunch::visible_gpus(tree_gpus, std::string_view("0,0")).error().message() ==
+    CHECK(hetlaunch::visible_gpus(tree_gpus, std::string_view("0,0")).error().message ==
           "the visible devices '0,0' name GPU 0 twice");
-    CHECK(hetlaunch::visible_gpus(tree_gpus, std::string_view("3")).error().message() ==
+    CHECK(hetlaunch::visible_gpus(tree_gpus, std::string_view("3")).error().message ==
           "the visible devices '3' name GPU 3, which the node does not have (it has 0,1,2)");
     CHECK(hetlaunch::visible_gpus(tree_gpus, std::string_view("3")).error().code ==
           hetlaunch::errc::bad_visible_devices);
@@ -195,12 +196,16 @@ TEST_SUITE("CPU binding") {
         return hetlaunch::binding_error{"cannot be read: it is a directory"};
       return t(path);
     };
+    static_assert(std::is_same<hetlaunch::binding_error, hetlaunch::parse_error>::value,
+                  "a binding's error is the library's one error, without a line");
     const auto topology = hetlaunch::cpu_topology::read(reader, tree_gpus);
-    CHECK(topology.numa_node_cpus(1).error().text ==
+    CHECK(topology.numa_node_cpus(1).error().line == 0);
+    CHECK(topology.numa_node_cpus(1).error().code == hetlaunch::errc::bad_cpu_topology);
+    CHECK(topology.numa_node_cpus(1).error().message ==
           "the CPU topology's devices/system/node/node1/cpulist cannot be read: it is a directory");
     // What does not depend on it is unaffected; a file the tree lacks is still missing.
     CHECK(topology.numa_node_cpus(0).value() == *hetlaunch::parse_cpulist("0-3,8-11"));
-    CHECK(topology.numa_node_cpus(7).error().text ==
+    CHECK(topology.numa_node_cpus(7).error().message ==
           "the CPU topology has no devices/system/node/node7/cpulist");
     CHECK(topology.numa_node_cpus(1).error().code == hetlaunch::errc::bad_cpu_topology);
     CHECK(topology.numa_node_cpus(7).error().code == hetlaunch::errc::bad_cpu_topology);
@@ -222,7 +227,7 @@ TEST_SUITE("CPU binding") {
     const auto topology = hetlaunch::cpu_topology::read(t, one);
     CHECK(topology.core_of(4095).value() == 0);
     CHECK(topology.cache_group_of(4095).value() == 0);
-    CHECK(topology.core_of(7).error().text ==
+    CHECK(topology.core_of(7).error().message ==
           "the CPU topology's devices/system/cpu/cpu7/topology/thread_siblings_list holds '7-3', "
           "not a CPU list");
   }

@@ -22,7 +22,7 @@ TEST_SUITE("CPU topology") {
     for (const char* bad :
          {"3-1", "a", "1,", ",1", "1,,2", "-1", "1-", "65536", "0-4294967295", "1 2"})
       CHECK_MESSAGE(!hetlaunch::parse_cpulist(bad), bad);
-    CHECK(hetlaunch::parse_cpulist("0-99999").error().message() ==
+    CHECK(hetlaunch::parse_cpulist("0-99999").error().message ==
           "not a CPU list: '0-99999' (at '0-99999'; CPUs are numbered 0 to 65535)");
     CHECK(hetlaunch::parse_cpulist("0-99999").error().code == hetlaunch::errc::bad_syntax);
   }

@@ -59,6 +59,42 @@ TEST_SUITE("memory ceilings") {
           "1:15 bad_syntax max_batch is given twice for host 'a'");
   }
 
+  TEST_CASE("parse_max_batch reads one ceiling as a hostfile does, for every text up to 3 bytes") {
+    // The ceiling alone (--max-batch HOSTS=M) accepts exactly what max_batch=M of a hostfile
+    // accepts, with the same message.
+    // (Blanks are left out: around a value they are a hostfile's field separators.)
+    const char alphabet[] = {'0', '1', '9', '-', '+', 'x', '.'};
+    std::string text;
+    const auto both_agree = [&] {
+      const hetlaunch::result<int> alone = hetlaunch::parse_max_batch(text);
+      const auto in_file = hetlaunch::parse_hostfile("a max_batch=" + text);
+      REQUIRE_MESSAGE(static_cast<bool>(alone) == static_cast<bool>(in_file), text);
+      if (alone) {
+        CHECK(*alone == in_file->max_batch(0));
+        CHECK(*alone >= 1);
+      } else {
+        CHECK(alone.error().code == hetlaunch::errc::bad_max_batch);
+        CHECK(alone.error().line == 0);
+        CHECK(alone.error().message == in_file.error().message);
+      }
+    };
+    for (const char a : alphabet) {
+      text = std::string(1, a);
+      both_agree();
+      for (const char b : alphabet) {
+        text = std::string{a, b};
+        both_agree();
+        for (const char c : alphabet) {
+          text = std::string{a, b, c};
+          both_agree();
+        }
+      }
+    }
+    CHECK(*hetlaunch::parse_max_batch("2147483647") == 2147483647);
+    CHECK_FALSE(hetlaunch::parse_max_batch("2147483648"));
+    CHECK_FALSE(hetlaunch::parse_max_batch(""));
+  }
+
   TEST_CASE(
       "workers get HETLAUNCH_MAX_BATCH with or without a global batch; the split ignores it") {
     hetlaunch::cluster c{{"a", 2}, {"b", 1}};

@@ -6,6 +6,7 @@
 #include <hetlaunch/result.hpp>
 
 #include <string>
+#include <type_traits>
 
 using hetlaunch::parse_error;
 using hetlaunch::result;
@@ -33,6 +34,25 @@ TEST_SUITE("result") {
     CHECK(r.error().to_string() == "line 3, column 11: slots must be a positive integer, got '0'");
     CHECK(r.value_or("fallback") == "fallback");
     CHECK(parse_error{0, 0, "SLURM_NODEID is not set"}.to_string() == "SLURM_NODEID is not set");
+  }
+
+  TEST_CASE("one error for texts, variables and bindings: with a place or without") {
+    // Without a place, the message names where; the code says what kind of problem it is.
+    const parse_error unread{"the CPU topology's cpulist cannot be read",
+                             hetlaunch::errc::bad_cpu_topology};
+    CHECK(unread.line == 0);
+    CHECK(unread.column == 0);
+    CHECK(unread.code == hetlaunch::errc::bad_cpu_topology);
+    CHECK(unread.to_string() == "the CPU topology's cpulist cannot be read");
+    CHECK(parse_error{"no line"}.code == hetlaunch::errc::bad_syntax);
+    CHECK(parse_error{2, 5, "too big", hetlaunch::errc::limit_exceeded}.code ==
+          hetlaunch::errc::limit_exceeded);
+    CHECK(parse_error{}.to_string().empty());
+    // A text is never taken for an error: a result of a string still holds the string.
+    static_assert(!std::is_convertible<std::string, parse_error>::value,
+                  "an error is made on purpose, never from a string by accident");
+    const result<std::string> text = std::string("a message-like value");
+    CHECK(text.has_value());
   }
 
 #if HETLAUNCH_USE_EXCEPTIONS

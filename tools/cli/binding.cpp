@@ -139,7 +139,7 @@ std::optional<node_binding> read_node(const options& o, std::optional<std::strin
   if (!gpus) return std::nullopt;
   auto visible = hetlaunch::visible_gpus(*gpus, devices);
   if (!visible) {
-    error = visible.error().message();
+    error = visible.error().message;
     return std::nullopt;
   }
   const std::string root = o.binding.sysfs.value_or("/sys");
@@ -149,12 +149,12 @@ std::optional<node_binding> read_node(const options& o, std::optional<std::strin
                  {}};
   if (b.topology.all_cpus().empty() && !b.topology.possible_numa_nodes()) {
     error = concat("no CPU topology under ", quoted(root), ": ",
-                   b.topology.possible_numa_nodes().error().message());
+                   b.topology.possible_numa_nodes().error().message);
     return std::nullopt;
   }
   if (o.binding.allowed_cpus) {
     auto allowed = hetlaunch::parse_cpulist(*o.binding.allowed_cpus);
-    if (!allowed) throw usage_error{concat("--allowed-cpus: ", allowed.error().message())};
+    if (!allowed) throw usage_error{concat("--allowed-cpus: ", allowed.error().message)};
     b.allowed = *std::move(allowed);
   } else if (tree_allowed) {
     b.allowed = b.topology.all_cpus();
@@ -184,7 +184,7 @@ int cpus_command(const options& o) {
   const int nproc = o.binding.nproc.value_or(static_cast<int>(node->visible.size()));
   auto ranks = hetlaunch::local_rank_bindings(node->topology, o.launch.binding, node->visible,
                                               nproc, node->allowed);
-  if (!ranks) return fail(concat("cpus: ", ranks.error().message()));
+  if (!ranks) return fail(concat("cpus: ", ranks.error().message));
   const std::string mode(hetlaunch::numa_binding_name(o.launch.binding));
   if (o.format == "json") {
     std::string out = concat("{\"mode\": ", json_string(mode), ", \"ranks\": [");
@@ -228,7 +228,7 @@ int bind_command(const options& o) {
   if (!node) return fail(concat(who, " local rank ", local_rank, ": ", error));
   auto rank = hetlaunch::local_rank_binding(node->topology, o.launch.binding, node->visible,
                                             local_rank, node->allowed);
-  if (!rank) return fail(concat(who, ": ", rank.error().message()));
+  if (!rank) return fail(concat(who, ": ", rank.error().message));
   if (!set_affinity(rank->cpus, error))
     return fail(concat(who, " local rank ", local_rank, ": ", error));
   // nvidia-smi's indices are in PCI bus order; CUDA's default order is fastest first.

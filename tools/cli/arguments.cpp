@@ -28,247 +28,264 @@ struct flag {
   const char* value;  // the value's name in help, or nullptr for a switch
   unsigned group;     // the group it belongs to, or 0 when commands name it one by one
   const char* help;
-  void (*apply)(options&, const std::string& value);
+  unsigned part;  // the part of a command's options it is written into (part_bit)
+  void (*apply)(const parts& into, const std::string& value);
   bool repeatable = false;  // may be given more than once, each adding a value
 };
 
 const flag flags[] = {
     // input
     {"--hostfile", nullptr, "FILE", input_flags,
-     "DeepSpeed/Open MPI/MPICH hostfile (\"host slots=N\", \"host:N\")",
-     [](options& o, const std::string& v) { o.input.hostfile = v; }},
-    {"--hosts", nullptr, "LIST", input_flags, "\"h1:4,h2:8\"",
-     [](options& o, const std::string& v) { o.input.hosts = v; }},
+     "DeepSpeed/Open MPI/MPICH hostfile (\"host slots=N\", \"host:N\")", input_bit,
+     [](const parts& p, const std::string& v) { p.input->hostfile = v; }},
+    {"--hosts", nullptr, "LIST", input_flags, "\"h1:4,h2:8\"", input_bit,
+     [](const parts& p, const std::string& v) { p.input->hosts = v; }},
     {"--slurm", nullptr, nullptr, input_flags,
-     "the Slurm job's environment (the node defaults to SLURM_NODEID)",
-     [](options& o, const std::string&) { o.input.slurm = true; }},
+     "the Slurm job's environment (the node defaults to SLURM_NODEID)", input_bit,
+     [](const parts& p, const std::string&) { p.input->slurm = true; }},
     {"--include", nullptr, "FILTER", input_flags,
-     "keep only these hosts or devices (DeepSpeed style: \"w0@w1:0,2\")",
-     [](options& o, const std::string& v) { o.input.include = v; }},
-    {"--exclude", nullptr, "FILTER", input_flags, "leave out these hosts or devices",
-     [](options& o, const std::string& v) { o.input.exclude = v; }},
+     "keep only these hosts or devices (DeepSpeed style: \"w0@w1:0,2\")", input_bit,
+     [](const parts& p, const std::string& v) { p.input->include = v; }},
+    {"--exclude", nullptr, "FILTER", input_flags, "leave out these hosts or devices", input_bit,
+     [](const parts& p, const std::string& v) { p.input->exclude = v; }},
     {"--weight", nullptr, "HOSTS=W", input_flags,
-     "these hosts' weight (a host or a Slurm host list); repeatable, later wins",
-     [](options& o, const std::string& v) { o.input.weights.push_back(v); }, true},
+     "these hosts' weight (a host or a Slurm host list); repeatable, later wins", input_bit,
+     [](const parts& p, const std::string& v) { p.input->weights.push_back(v); }, true},
     {"--max-batch", nullptr, "HOSTS=M", input_flags,
      "these hosts' memory ceiling: at most M samples a worker in one forward; repeatable, later wins",
-     [](options& o, const std::string& v) { o.input.max_batches.push_back(v); }, true},
+     input_bit, [](const parts& p, const std::string& v) { p.input->max_batches.push_back(v); },
+     true},
     {"--allow-duplicate-hosts", nullptr, nullptr, input_flags, "several agents on one host",
-     [](options& o, const std::string&) { o.launch.validation.allow_duplicate_hosts = true; }},
+     input_bit,
+     [](const parts& p, const std::string&) { p.input->validation.allow_duplicate_hosts = true; }},
     {"--max-hosts", nullptr, "N", input_flags | limit_flags,
-     "most names a Slurm host list may expand to (1048576)",
-     [](options& o, const std::string& v) {
-       o.input.max_hosts = static_cast<std::size_t>(to_integer("--max-hosts", v, 1, 0x7fffffff));
+     "most names a Slurm host list may expand to (1048576)", input_bit,
+     [](const parts& p, const std::string& v) {
+       p.input->max_hosts = static_cast<std::size_t>(to_integer("--max-hosts", v, 1, 0x7fffffff));
      }},
     {"--max-bytes", nullptr, "N", input_flags | limit_flags,
-     "most bytes those names may take (134217728)",
-     [](options& o, const std::string& v) {
-       o.input.max_bytes = static_cast<std::size_t>(to_integer("--max-bytes", v, 1, 0x7fffffff));
+     "most bytes those names may take (134217728)", input_bit,
+     [](const parts& p, const std::string& v) {
+       p.input->max_bytes = static_cast<std::size_t>(to_integer("--max-bytes", v, 1, 0x7fffffff));
      }},
     // launch
-    {"--master-addr", nullptr, "HOST", launch_flags, "default: the first node's host",
-     [](options& o, const std::string& v) { o.launch.master_addr = v; }},
-    {"--master-port", "--port", "PORT", launch_flags, "default: 29500",
-     [](options& o, const std::string& v) {
-       o.launch.master_port = to_int("--master-port", v, 1, 65535);
+    {"--master-addr", nullptr, "HOST", launch_flags, "default: the first node's host", launch_bit,
+     [](const parts& p, const std::string& v) { p.launch->launch.master_addr = v; }},
+    {"--master-port", "--port", "PORT", launch_flags, "default: 29500", launch_bit,
+     [](const parts& p, const std::string& v) {
+       p.launch->launch.master_port = to_int("--master-port", v, 1, 65535);
      }},
     {"--rdzv", nullptr, "static|c10d", launch_flags,
-     "default: static (c10d decides ranks at rendezvous)",
-     [](options& o, const std::string& v) {
+     "default: static (c10d decides ranks at rendezvous)", launch_bit,
+     [](const parts& p, const std::string& v) {
        if (v == "static")
-         o.launch.backend = hetlaunch::rendezvous::static_tcp;
+         p.launch->launch.backend = hetlaunch::rendezvous::static_tcp;
        else if (v == "c10d")
-         o.launch.backend = hetlaunch::rendezvous::c10d;
+         p.launch->launch.backend = hetlaunch::rendezvous::c10d;
        else
          throw usage_error{"--rdzv must be static or c10d, got " + quoted(v)};
      }},
-    {"--rdzv-id", nullptr, "ID", launch_flags, "default: none (c10d needs one)",
-     [](options& o, const std::string& v) { o.launch.rdzv_id = v; }},
+    {"--rdzv-id", nullptr, "ID", launch_flags, "default: none (c10d needs one)", launch_bit,
+     [](const parts& p, const std::string& v) { p.launch->launch.rdzv_id = v; }},
     {"--rdzv-timeout", nullptr, "SECONDS", launch_flags, "how long agents wait for missing nodes",
-     [](options& o, const std::string& v) {
-       o.launch.rendezvous_timeout = to_int("--rdzv-timeout", v, 1, 0x7fffffff);
+     launch_bit,
+     [](const parts& p, const std::string& v) {
+       p.launch->launch.rendezvous_timeout = to_int("--rdzv-timeout", v, 1, 0x7fffffff);
      }},
-    {"--max-restarts", nullptr, "N", launch_flags, "default: 0",
-     [](options& o, const std::string& v) {
-       o.launch.max_restarts = to_int("--max-restarts", v, 0, 0x7fffffff);
+    {"--max-restarts", nullptr, "N", launch_flags, "default: 0", launch_bit,
+     [](const parts& p, const std::string& v) {
+       p.launch->launch.max_restarts = to_int("--max-restarts", v, 0, 0x7fffffff);
      }},
     {"--global-batch", nullptr, "B", launch_flags,
-     "samples a step, split over the nodes by weight (default: 0, none)",
-     [](options& o, const std::string& v) {
-       o.launch.global_batch = to_int("--global-batch", v, 0, 0x7fffffff);
+     "samples a step, split over the nodes by weight (default: 0, none)", launch_bit,
+     [](const parts& p, const std::string& v) {
+       p.launch->launch.global_batch = to_int("--global-batch", v, 0, 0x7fffffff);
      }},
     {"--dash-flags", nullptr, nullptr, launch_flags,
-     "spell torchrun's options --nproc-per-node (torch >= 2.0)",
-     [](options& o, const std::string&) { o.launch.flags = hetlaunch::flag_style::dash; }},
+     "spell torchrun's options --nproc-per-node (torch >= 2.0)", launch_bit,
+     [](const parts& p, const std::string&) {
+       p.launch->launch.flags = hetlaunch::flag_style::dash;
+     }},
     {"--torch", nullptr, "MAJOR.MINOR", launch_flags,
      "the nodes' torch (variable names); default 2.14, the newest known (a newer one gets its rules)",
-     [](options& o, const std::string& v) {
+     launch_bit,
+     [](const parts& p, const std::string& v) {
        const std::size_t dot = v.find('.');
        if (dot == std::string::npos)
          throw usage_error{"--torch needs MAJOR.MINOR, got " + quoted(v)};
-       o.launch.torch = {to_int("--torch", v.substr(0, dot), 1, 99),
-                         to_int("--torch", v.substr(dot + 1), 0, 99)};
+       p.launch->launch.torch = {to_int("--torch", v.substr(0, dot), 1, 99),
+                                 to_int("--torch", v.substr(dot + 1), 0, 99)};
      }},
     {"--program", nullptr, "WORD", launch_flags,
-     "the launcher, word by word, repeatable (default: torchrun)",
-     [](options& o, const std::string& v) { o.program.push_back(v); }, true},
+     "the launcher, word by word, repeatable (default: torchrun)", launch_bit,
+     [](const parts& p, const std::string& v) { p.launch->program.push_back(v); }, true},
     {"--torchrun-arg", nullptr, "ARG", launch_flags, "an extra torchrun argument, repeatable",
-     [](options& o, const std::string& v) { o.launch.torchrun_args.push_back(v); }, true},
-    {"--module", "-m", nullptr, launch_flags, "SCRIPT names a Python module",
-     [](options& o, const std::string&) { o.launch.module = true; }},
+     launch_bit,
+     [](const parts& p, const std::string& v) { p.launch->launch.torchrun_args.push_back(v); },
+     true},
+    {"--module", "-m", nullptr, launch_flags, "SCRIPT names a Python module", launch_bit,
+     [](const parts& p, const std::string&) { p.launch->launch.module = true; }},
     {"--numa-binding", nullptr, "MODE", launch_flags,
      "bind each worker to the CPUs near its GPU: node, socket, exclusive or core-complex (any torch)",
-     [](options& o, const std::string& v) {
+     launch_bit,
+     [](const parts& p, const std::string& v) {
        const auto mode = hetlaunch::numa_binding_from_name(v);
        if (!mode || *mode == hetlaunch::numa_binding::none)
          throw usage_error{"--numa-binding must be node, socket, exclusive or core-complex, got " +
                            quoted(v)};
-       o.launch.binding = *mode;
+       p.launch->launch.binding = *mode;
      }},
     {"--python", nullptr, "PATH", launch_flags,
      "the Python a bound worker runs (default: python3; torchrun's own without binding)",
-     [](options& o, const std::string& v) { o.launch.python = v; }},
+     launch_bit, [](const parts& p, const std::string& v) { p.launch->launch.python = v; }},
     {"--bind-program", nullptr, "PATH", launch_flags,
-     "the hetlaunch the nodes run to bind workers (default: hetlaunch)",
-     [](options& o, const std::string& v) { o.launch.bind_program = v; }},
+     "the hetlaunch the nodes run to bind workers (default: hetlaunch)", launch_bit,
+     [](const parts& p, const std::string& v) { p.launch->launch.bind_program = v; }},
     // one command's or a few
-    {"--node", nullptr, "I", 0, "the node",
-     [](options& o, const std::string& v) {
-       o.node = static_cast<std::size_t>(to_integer("--node", v, 0, 0x7fffffff));
+    {"--node", nullptr, "I", 0, "the node", node_bit,
+     [](const parts& p, const std::string& v) {
+       p.node->node = static_cast<std::size_t>(to_integer("--node", v, 0, 0x7fffffff));
      }},
-    {"--local-rank", nullptr, "L", 0, "the worker on that node",
-     [](options& o, const std::string& v) {
-       o.local_rank = to_int("--local-rank", v, 0, 0x7fffffff);
+    {"--local-rank", nullptr, "L", 0, "the worker on that node", node_bit,
+     [](const parts& p, const std::string& v) {
+       p.node->local_rank = to_int("--local-rank", v, 0, 0x7fffffff);
      }},
-    {"--json", nullptr, nullptr, 0, "JSON for programs (--format json)",
-     [](options& o, const std::string&) { o.format = "json"; }},
+    {"--json", nullptr, nullptr, 0, "JSON for programs (--format json)", line_bit,
+     [](const parts& p, const std::string&) { p.line->format = "json"; }},
     {"--null", nullptr, nullptr, 0,
-     "end each item with a NUL byte instead of a newline (--format null)",
-     [](options& o, const std::string&) { o.format = "null"; }},
+     "end each item with a NUL byte instead of a newline (--format null)", line_bit,
+     [](const parts& p, const std::string&) { p.line->format = "null"; }},
     {"--direct", nullptr, nullptr, 0, "the environment for starting the worker without torchrun",
-     [](options& o, const std::string&) { o.direct = true; }},
+     node_bit, [](const parts& p, const std::string&) { p.node->direct = true; }},
     {"--agent-env", nullptr, nullptr, 0, "as torchrun gives it when started with this environment",
-     [](options& o, const std::string&) { o.agent_env = true; }},
+     node_bit, [](const parts& p, const std::string&) { p.node->agent_env = true; }},
     {"--any-host", nullptr, nullptr, 0, "start even when the node's IP address is not this host's",
-     [](options& o, const std::string&) { o.any_host = true; }},
+     node_bit, [](const parts& p, const std::string&) { p.node->any_host = true; }},
     {"--format", nullptr, "FORMAT", 0,
-     "the output's form: the command's own words, the default first (see its usage)",
-     [](options& o, const std::string& v) { o.format = v; }},
-    {"--ssh", nullptr, "PROGRAM", 0, "the ssh client (default: ssh)",
-     [](options& o, const std::string& v) { o.remote.ssh = v; }},
-    {"--ssh-arg", nullptr, "ARG", 0, "an argument for ssh, before the host; repeatable",
-     [](options& o, const std::string& v) { o.remote.ssh_args.push_back(v); }, true},
+     "the output's form: the command's own words, the default first (see its usage)", line_bit,
+     [](const parts& p, const std::string& v) { p.line->format = v; }},
+    {"--ssh", nullptr, "PROGRAM", 0, "the ssh client (default: ssh)", remote_bit,
+     [](const parts& p, const std::string& v) { p.remote->ssh = v; }},
+    {"--ssh-arg", nullptr, "ARG", 0, "an argument for ssh, before the host; repeatable", remote_bit,
+     [](const parts& p, const std::string& v) { p.remote->ssh_args.push_back(v); }, true},
     {"--fanout", nullptr, "N", 0,
-     "most nodes connecting at once (default: 64); a node counts until it starts",
-     [](options& o, const std::string& v) { o.remote.fanout = to_int("--fanout", v, 1, 4096); }},
+     "most nodes connecting at once (default: 64); a node counts until it starts", remote_bit,
+     [](const parts& p, const std::string& v) {
+       p.remote->fanout = to_int("--fanout", v, 1, 4096);
+     }},
     {"--env", nullptr, "NAME[=VALUE]", 0,
-     "set NAME on every node: this value, or the local one; repeatable",
-     [](options& o, const std::string& v) { o.env.push_back(v); }, true},
+     "set NAME on every node: this value, or the local one; repeatable", env_bit,
+     [](const parts& p, const std::string& v) { p.env->env.push_back(v); }, true},
     {"--env-file", nullptr, "FILE", 0, "NAME=VALUE lines to set on every node (# comments)",
-     [](options& o, const std::string& v) { o.remote.env_file = v; }},
+     remote_bit, [](const parts& p, const std::string& v) { p.remote->env_file = v; }},
     {"--chdir", nullptr, "DIR", 0,
-     "the directory to run in on every node (default: this one's path)",
-     [](options& o, const std::string& v) { o.remote.chdir = v; }},
+     "the directory to run in on every node (default: this one's path)", remote_bit,
+     [](const parts& p, const std::string& v) { p.remote->chdir = v; }},
     {"--dry-run", nullptr, nullptr, 0, "print each node's ssh command instead of running it",
-     [](options& o, const std::string&) { o.remote.dry_run = true; }},
+     remote_bit, [](const parts& p, const std::string&) { p.remote->dry_run = true; }},
     {"--gpu-count-command", nullptr, "CMD", 0,
-     "prints a host's GPU count (default: counts `nvidia-smi -L` lines)",
-     [](options& o, const std::string& v) { o.remote.gpu_count_command = v; }},
+     "prints a host's GPU count (default: counts `nvidia-smi -L` lines)", remote_bit,
+     [](const parts& p, const std::string& v) { p.remote->gpu_count_command = v; }},
     {"--discover-timeout", nullptr, "SECONDS", 0,
-     "how long a slots=auto host has to print its GPU count (default: 60)",
-     [](options& o, const std::string& v) {
-       o.remote.discover_timeout = to_int("--discover-timeout", v, 1, 86400);
+     "how long a slots=auto host has to print its GPU count (default: 60)", remote_bit,
+     [](const parts& p, const std::string& v) {
+       p.remote->discover_timeout = to_int("--discover-timeout", v, 1, 86400);
      }},
     {"--quiet-nodes", nullptr, nullptr, 0, "show only node 0's output and every node's errors",
-     [](options& o, const std::string&) { o.remote.quiet_nodes = true; }},
+     remote_bit, [](const parts& p, const std::string&) { p.remote->quiet_nodes = true; }},
     {"--sysfs", nullptr, "ROOT", 0,
-     "read the CPU topology from this recorded /sys tree instead of /sys",
-     [](options& o, const std::string& v) { o.binding.sysfs = v; }},
+     "read the CPU topology from this recorded /sys tree instead of /sys", binding_bit,
+     [](const parts& p, const std::string& v) { p.binding->sysfs = v; }},
     {"--gpu-pci-command", nullptr, "CMD", 0,
      "prints \"INDEX, PCI ADDRESS\" a GPU (default: nvidia-smi --query-gpu=index,pci.bus_id)",
-     [](options& o, const std::string& v) { o.binding.gpu_pci_command = v; }},
+     binding_bit, [](const parts& p, const std::string& v) { p.binding->gpu_pci_command = v; }},
     {"--devices", nullptr, "LIST", 0,
-     "the visible GPUs, as CUDA_VISIBLE_DEVICES (default: it, or every GPU)",
-     [](options& o, const std::string& v) { o.binding.devices = v; }},
-    {"--nproc", nullptr, "N", 0, "local ranks (default: one a visible GPU)",
-     [](options& o, const std::string& v) { o.binding.nproc = to_int("--nproc", v, 1, 4096); }},
+     "the visible GPUs, as CUDA_VISIBLE_DEVICES (default: it, or every GPU)", binding_bit,
+     [](const parts& p, const std::string& v) { p.binding->devices = v; }},
+    {"--nproc", nullptr, "N", 0, "local ranks (default: one a visible GPU)", binding_bit,
+     [](const parts& p, const std::string& v) {
+       p.binding->nproc = to_int("--nproc", v, 1, 4096);
+     }},
     {"--allowed-cpus", nullptr, "LIST", 0,
-     "the CPUs the workers may use (default: this process's, or all of --sysfs)",
-     [](options& o, const std::string& v) { o.binding.allowed_cpus = v; }},
-    {"--name", nullptr, "NAME", 0, "the JobSet's name (a DNS label)",
-     [](options& o, const std::string& v) { o.jobset.name = v; }},
-    {"--namespace", nullptr, "NS", 0, "its namespace (default: kubectl's)",
-     [](options& o, const std::string& v) { o.jobset.namespace_ = v; }},
+     "the CPUs the workers may use (default: this process's, or all of --sysfs)", binding_bit,
+     [](const parts& p, const std::string& v) { p.binding->allowed_cpus = v; }},
+    {"--name", nullptr, "NAME", 0, "the JobSet's name (a DNS label)", jobset_bit,
+     [](const parts& p, const std::string& v) { p.jobset->jobset.name = v; }},
+    {"--namespace", nullptr, "NS", 0, "its namespace (default: kubectl's)", jobset_bit,
+     [](const parts& p, const std::string& v) { p.jobset->jobset.namespace_ = v; }},
     {"--image", nullptr, "IMAGE", 0, "the container image (it needs torchrun, not hetlaunch)",
-     [](options& o, const std::string& v) { o.jobset.image = v; }},
+     jobset_bit, [](const parts& p, const std::string& v) { p.jobset->jobset.image = v; }},
     {"--group", nullptr, "NODES:GPUS[:WEIGHT]", 0,
      "NODES nodes of GPUS GPUs each, in node order; WEIGHT: each node's weight; repeatable",
-     [](options& o, const std::string& v) { o.groups.push_back(v); }, true},
+     groups_bit, [](const parts& p, const std::string& v) { p.groups->groups.push_back(v); }, true},
     {"--node-selector", nullptr, "G:KEY=VALUE", 0,
-     "a nodeSelector for group G's pods (0 is the first); repeatable",
-     [](options& o, const std::string& v) { o.jobset.node_selectors.push_back(v); }, true},
-    {"--cpu", nullptr, "CPU", 0, "each pod's CPU request (\"8\", \"500m\")",
-     [](options& o, const std::string& v) { o.jobset.cpu = v; }},
-    {"--memory", nullptr, "MEMORY", 0, "each pod's memory request (\"64Gi\")",
-     [](options& o, const std::string& v) { o.jobset.memory = v; }},
+     "a nodeSelector for group G's pods (0 is the first); repeatable", jobset_bit,
+     [](const parts& p, const std::string& v) { p.jobset->node_selectors.push_back(v); }, true},
+    {"--cpu", nullptr, "CPU", 0, "each pod's CPU request (\"8\", \"500m\")", jobset_bit,
+     [](const parts& p, const std::string& v) { p.jobset->jobset.cpu = v; }},
+    {"--memory", nullptr, "MEMORY", 0, "each pod's memory request (\"64Gi\")", jobset_bit,
+     [](const parts& p, const std::string& v) { p.jobset->jobset.memory = v; }},
     {"--jobset-max-restarts", nullptr, "N", 0,
-     "how often JobSet recreates every Job after a failure (default: 0)",
-     [](options& o, const std::string& v) {
-       o.jobset.max_restarts = static_cast<int>(to_integer("--jobset-max-restarts", v, 0, 1000000));
+     "how often JobSet recreates every Job after a failure (default: 0)", jobset_bit,
+     [](const parts& p, const std::string& v) {
+       p.jobset->jobset.jobset_max_restarts =
+           static_cast<int>(to_integer("--jobset-max-restarts", v, 0, 1000000));
      }},
     {"--jobset-restart-strategy", nullptr, "STRATEGY", 0,
      "Recreate (every Job at once, JobSet's default) or BlockingRecreate (once the old pods are gone)",
-     [](options& o, const std::string& v) {
+     jobset_bit,
+     [](const parts& p, const std::string& v) {
        if (v == "Recreate")
-         o.jobset.restart_strategy = hetlaunch::jobset_restart_strategy::recreate;
+         p.jobset->jobset.restart_strategy = hetlaunch::jobset_restart_strategy::recreate;
        else if (v == "BlockingRecreate")
-         o.jobset.restart_strategy = hetlaunch::jobset_restart_strategy::blocking_recreate;
+         p.jobset->jobset.restart_strategy = hetlaunch::jobset_restart_strategy::blocking_recreate;
        else
          throw usage_error{"--jobset-restart-strategy must be Recreate or BlockingRecreate, got " +
                            quoted(v)};
      }},
-    {"--partition", nullptr, "P", 0, "every component's partition",
-     [](options& o, const std::string& v) { o.sbatch.partition = v; }},
-    {"--time", nullptr, "T", 0, "every component's time limit (\"1:00:00\")",
-     [](options& o, const std::string& v) { o.sbatch.time = v; }},
+    {"--partition", nullptr, "P", 0, "every component's partition", sbatch_bit,
+     [](const parts& p, const std::string& v) { p.sbatch->sbatch.partition = v; }},
+    {"--time", nullptr, "T", 0, "every component's time limit (\"1:00:00\")", sbatch_bit,
+     [](const parts& p, const std::string& v) { p.sbatch->sbatch.time = v; }},
     {"--sbatch-arg", nullptr, "ARG", 0,
-     "an #SBATCH option of the job (\"--job-name=x\"); repeatable",
-     [](options& o, const std::string& v) { o.sbatch.directives.push_back(v); }, true},
+     "an #SBATCH option of the job (\"--job-name=x\"); repeatable", sbatch_bit,
+     [](const parts& p, const std::string& v) { p.sbatch->sbatch.sbatch_args.push_back(v); }, true},
     {"--hetlaunch", nullptr, "PATH", 0,
-     "the hetlaunch the nodes run (default: hetlaunch, from PATH)",
-     [](options& o, const std::string& v) { o.sbatch.hetlaunch_program = v; }},
+     "the hetlaunch the nodes run (default: hetlaunch, from PATH)", sbatch_bit,
+     [](const parts& p, const std::string& v) { p.sbatch->sbatch.hetlaunch_program = v; }},
     {"--restarts", nullptr, "N", 0,
-     "after a failure, start the whole job again, at most N times (default: 0)",
-     [](options& o, const std::string& v) {
-       o.restart.restarts = to_int("--restarts", v, 0, 1000000);
+     "after a failure, start the whole job again, at most N times (default: 0)", restart_bit,
+     [](const parts& p, const std::string& v) {
+       p.restart->restarts = to_int("--restarts", v, 0, 1000000);
      }},
     {"--exclude-failed", nullptr, nullptr, 0,
      "each restart leaves out the failed nodes (run: the first to fail, hosts not reached; sbatch: nodes Slurm lost)",
-     [](options& o, const std::string&) { o.restart.exclude_failed = true; }},
+     restart_bit, [](const parts& p, const std::string&) { p.restart->exclude_failed = true; }},
     {"--min-nodes", nullptr, "M", 0,
-     "fail instead of restarting on fewer than M nodes (default: 1)",
-     [](options& o, const std::string& v) {
-       o.restart.min_nodes = to_int("--min-nodes", v, 1, 0x7fffffff);
+     "fail instead of restarting on fewer than M nodes (default: 1)", restart_bit,
+     [](const parts& p, const std::string& v) {
+       p.restart->min_nodes = to_int("--min-nodes", v, 1, 0x7fffffff);
      }},
     {"--calibrate-steps", nullptr, "N", 0,
      "steps the script measures before it reports (HETLAUNCH_CALIBRATE_STEPS, default: 20)",
-     [](options& o, const std::string& v) {
-       o.calibrate.steps = to_int("--calibrate-steps", v, 1, 1000000);
-     }},
+     calibrate_bit,
+     [](const parts& p,
+        const std::string& v) { p.calibrate->steps = to_int("--calibrate-steps", v, 1, 1000000); }},
     {"--write-hostfile", nullptr, "FILE", 0,
      "write the measured weights as a hostfile for run: host slots=N weight=W (and max_batch=M)",
-     [](options& o, const std::string& v) { o.calibrate.hostfile = v; }},
+     calibrate_bit, [](const parts& p, const std::string& v) { p.calibrate->hostfile = v; }},
     {"--spare", nullptr, "HOSTS", 0,
      "hosts that stand by (--hosts syntax, host:N or host:auto): with --restarts, a failed node "
      "restarts on one with at least its nproc, keeping its ranks and share; repeatable",
-     [](options& o, const std::string& v) { o.restart.spares.push_back(v); }, true},
+     restart_bit, [](const parts& p, const std::string& v) { p.restart->spares.push_back(v); },
+     true},
     {"--events", nullptr, "FILE", 0,
-     "write what happens to the job to FILE, one JSON object a line (docs/events.md)",
-     [](options& o, const std::string& v) { o.remote.events = v; }},
+     "write what happens to the job to FILE, one JSON object a line (docs/events.md)", remote_bit,
+     [](const parts& p, const std::string& v) { p.remote->events = v; }},
     {"--kill-after", nullptr, "SECONDS", 0,
-     "after a failure or a signal, how long the other nodes get to stop (10)",
-     [](options& o, const std::string& v) {
-       o.remote.kill_after = to_int("--kill-after", v, 1, 3600);
+     "after a failure or a signal, how long the other nodes get to stop (10)", remote_bit,
+     [](const parts& p, const std::string& v) {
+       p.remote->kill_after = to_int("--kill-after", v, 1, 3600);
      }},
 };
 
@@ -308,37 +325,53 @@ bool command_accepts(const command& c, const char* name) {
   return f && accepts(c, *f);
 }
 
-options parse_args(int argc, char** argv) {
-  options o;
+unsigned part_bits(const parts& p) {
+  return (p.line ? line_bit : 0u) | (p.input ? input_bit : 0u) | (p.launch ? launch_bit : 0u) |
+         (p.node ? node_bit : 0u) | (p.env ? env_bit : 0u) | (p.groups ? groups_bit : 0u) |
+         (p.remote ? remote_bit : 0u) | (p.restart ? restart_bit : 0u) |
+         (p.calibrate ? calibrate_bit : 0u) | (p.jobset ? jobset_bit : 0u) |
+         (p.sbatch ? sbatch_bit : 0u) | (p.binding ? binding_bit : 0u);
+}
+
+std::string table_problem() {
+  for (const command& c : commands())
+    for (const flag& f : flags)
+      if (accepts(c, f) && !(c.run.parts & f.part))
+        return concat(c.name, " takes ", f.name, ", which its options have no part for");
+  return {};
+}
+
+arguments parse_args(int argc, char** argv) {
+  arguments a;
   int i = 1;
   const command* cmd = nullptr;
   if (i < argc && argv[i][0] != '-') {
-    o.command = argv[i++];
-    cmd = find_command(o.command);
-    if (!cmd) throw usage_error{"unknown command " + quoted(o.command)};
+    a.command = argv[i++];
+    cmd = find_command(a.command);
+    if (!cmd) throw usage_error{"unknown command " + quoted(a.command)};
   }
   bool scripting = false;
   for (; i < argc; ++i) {
-    const std::string a = argv[i];
+    const std::string word = argv[i];
     if (scripting) {
-      o.positional.push_back(a);
+      a.positional.push_back(word);
       continue;
     }
-    if (a == "--") {
+    if (word == "--") {
       scripting = true;
       continue;
     }
-    if (a == "-h" || a == "--help") {
-      o.help = true;
+    if (word == "-h" || word == "--help") {
+      a.help = true;
       continue;
     }
-    if (a == "--version" && !cmd) {
-      o.version = true;
+    if (word == "--version" && !cmd) {
+      a.version = true;
       continue;
     }
-    if (a.size() > 1 && a[0] == '-') {
-      const std::size_t eq = a.rfind("--", 0) == 0 ? a.find('=') : std::string::npos;
-      const std::string name = a.substr(0, eq);
+    if (word.size() > 1 && word[0] == '-') {
+      const std::size_t eq = word.rfind("--", 0) == 0 ? word.find('=') : std::string::npos;
+      const std::string name = word.substr(0, eq);
       const flag* f = find_flag(name);
       if (!f) throw usage_error{"unknown option " + quoted(name)};
       if (!cmd)
@@ -347,7 +380,7 @@ options parse_args(int argc, char** argv) {
       std::string value;
       if (f->value) {
         if (eq != std::string::npos)
-          value = a.substr(eq + 1);
+          value = word.substr(eq + 1);
         else if (i + 1 < argc)
           value = argv[++i];
         else
@@ -355,23 +388,82 @@ options parse_args(int argc, char** argv) {
       } else if (eq != std::string::npos) {
         throw usage_error{concat(name, " takes no value")};
       }
-      f->apply(o, value);
-      o.given.push_back(f->name);
-      if (f->group & launch_flags) {
-        o.launch_args.push_back(name);
-        if (f->value) o.launch_args.push_back(value);
-      }
+      a.flags.emplace_back(name, std::move(value));
       continue;
     }
-    if (!cmd) throw usage_error{"unknown command " + quoted(a)};
+    if (!cmd) throw usage_error{"unknown command " + quoted(word)};
     if (cmd->script == script_use::none)
-      throw usage_error{concat(cmd->name, " takes no script or operand, got ", quoted(a))};
+      throw usage_error{concat(cmd->name, " takes no script or operand, got ", quoted(word))};
     // A script: it and everything after it belong to the script. Operands: each stands alone.
     if (cmd->script != script_use::operands) scripting = true;
-    o.positional.push_back(a);
+    a.positional.push_back(word);
   }
-  if (!o.program.empty()) o.launch.program = o.program;
-  return o;
+  return a;
+}
+
+namespace {
+// A usage error when a flag of c.required was not given, or --format names no format of c's.
+void check_required(const command& c, const command_line& line) {
+  for (const char* name : c.required) {
+    bool given = false;
+    for (const std::string& g : line.given) given = given || g == name;
+    if (given) continue;
+    const flag& f = *find_flag(name);
+    throw usage_error{concat(c.name, " needs ", f.repeatable ? "at least one " : "", f.name,
+                             f.value ? " " : "", f.value ? f.value : "")};
+  }
+  if (line.format.empty()) return;
+  // --format, or --json / --null, must name one of the command's own formats.
+  std::vector<std::string_view> words;
+  for (std::string_view rest = c.formats; !rest.empty();) {
+    const std::size_t bar = rest.find('|');
+    words.push_back(rest.substr(0, bar));
+    rest = bar == std::string_view::npos ? std::string_view() : rest.substr(bar + 1);
+  }
+  for (const std::string_view w : words)
+    if (w == line.format) return;
+  std::string list;
+  for (std::size_t k = 0; k < words.size(); ++k)
+    list += concat(k == 0 ? "" : k + 1 == words.size() ? " or " : ", ", words[k]);
+  throw usage_error{concat("--format must be ", list, ", got ", quoted(line.format))};
+}
+}  // namespace
+
+void bind_options(const command& c, const arguments& a, const parts& into) {
+  command_line& line = *into.line;
+  line.command = a.command;
+  line.positional = a.positional;
+  for (const auto& [name, value] : a.flags) {
+    const flag& f = *find_flag(name);
+    f.apply(into, value);
+    line.given.push_back(f.name);
+    if ((f.group & launch_flags) && into.launch) {
+      into.launch->launch_args.push_back(name);
+      if (f.value) into.launch->launch_args.push_back(value);
+    }
+  }
+  check_required(c, line);
+  if (line.format.empty()) {
+    const std::string_view formats = c.formats;
+    line.format = std::string(formats.substr(0, formats.find('|')));
+  }
+  if (c.script == script_use::required && line.positional.empty())
+    throw usage_error{
+        concat("a training script is needed: hetlaunch ", c.name, " ... [--] SCRIPT [ARGS...]")};
+  if (c.node == node_use::required && !(into.node && into.node->node) &&
+      !(into.input && into.input->slurm))
+    throw usage_error{"--node I is needed"};
+  if (into.launch) {
+    hetlaunch::launch_options& launch = into.launch->launch;
+    if (!into.launch->program.empty()) launch.program = into.launch->program;
+    // The script and its arguments, for every command that takes a script.
+    if ((c.script == script_use::optional || c.script == script_use::required) &&
+        !line.positional.empty()) {
+      launch.script = line.positional.front();
+      launch.script_args.assign(line.positional.begin() + 1, line.positional.end());
+    }
+    if (into.input) launch.validation = into.input->validation;
+  }
 }
 
 std::string main_help() {
@@ -445,12 +537,6 @@ std::string usage_line(const command& c) {
   return out + line;
 }
 
-std::string output_format(const command& c, const options& o) {
-  if (!o.format.empty()) return o.format;
-  const std::string_view formats = c.formats;
-  return std::string(formats.substr(0, formats.find('|')));
-}
-
 void check_restart_flags(const restart_args& r) {
   if (!r.restarts && !r.spares.empty())
     throw usage_error{
@@ -460,31 +546,6 @@ void check_restart_flags(const restart_args& r) {
         concat(r.exclude_failed ? "--exclude-failed" : "--min-nodes", " needs --restarts N")};
   if (r.min_nodes && !r.exclude_failed)
     throw usage_error{"--min-nodes needs --exclude-failed (the job shrinks only then)"};
-}
-
-void check_required(const command& c, const options& o) {
-  for (const char* name : c.required) {
-    bool given = false;
-    for (const std::string& g : o.given) given = given || g == name;
-    if (given) continue;
-    const flag& f = *find_flag(name);
-    throw usage_error{concat(c.name, " needs ", f.repeatable ? "at least one " : "", f.name,
-                             f.value ? " " : "", f.value ? f.value : "")};
-  }
-  if (o.format.empty()) return;
-  // --format, or --json / --null, must name one of the command's own formats.
-  std::vector<std::string_view> words;
-  for (std::string_view rest = c.formats; !rest.empty();) {
-    const std::size_t bar = rest.find('|');
-    words.push_back(rest.substr(0, bar));
-    rest = bar == std::string_view::npos ? std::string_view() : rest.substr(bar + 1);
-  }
-  for (const std::string_view w : words)
-    if (w == o.format) return;
-  std::string list;
-  for (std::size_t k = 0; k < words.size(); ++k)
-    list += concat(k == 0 ? "" : k + 1 == words.size() ? " or " : ", ", words[k]);
-  throw usage_error{concat("--format must be ", list, ", got ", quoted(o.format))};
 }
 
 std::string command_help(const command& c) {

@@ -55,15 +55,12 @@ hetlaunch::result<std::optional<std::string>, hetlaunch::binding_error> read_sys
 }
 
 // The node's GPUs: --gpu-pci-command's output, or nvidia-smi's.
-std::optional<std::vector<hetlaunch::gpu_device>> node_gpus(const options& o, std::string& error) {
-  const std::string command = o.binding.gpu_pci_command.value_or(
-      "nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader");
+result<std::vector<hetlaunch::gpu_device>> node_gpus(const binding_args& o) {
+  const std::string command =
+      o.gpu_pci_command.value_or("nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader");
   std::fflush(nullptr);
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
-  if (!pipe) {
-    error = concat("cannot run ", quoted(command), ": ", std::strerror(errno));
-    return std::nullopt;
-  }
+  if (!pipe) return invalid(concat("cannot run ", quoted(command), ": ", std::strerror(errno)));
   std::string text;
   char buffer[4096];
   std::size_t got = 0;
@@ -71,29 +68,21 @@ std::optional<std::vector<hetlaunch::gpu_device>> node_gpus(const options& o, st
          (got = std::fread(buffer, 1, sizeof buffer, pipe.get())) > 0)
     text.append(buffer, got);
   const int status = pclose(pipe.release());  // a command still writing gets SIGPIPE
-  if (text.size() > max_file_bytes) {
-    error = concat(quoted(command), " printed more than ", max_file_bytes, " bytes");
-    return std::nullopt;
-  }
-  if (status != 0) {
-    error = concat(quoted(command), " failed (",
-                   WIFEXITED(status) ? concat("exit status ", WEXITSTATUS(status))
-                                     : std::string("killed by a signal"),
-                   o.binding.gpu_pci_command
-                       ? ")"
-                       : "; on a machine without nvidia-smi, give --gpu-pci-command)");
-    return std::nullopt;
-  }
+  if (text.size() > max_file_bytes)
+    return invalid(concat(quoted(command), " printed more than ", max_file_bytes, " bytes"));
+  if (status != 0)
+    return invalid(concat(
+        quoted(command), " failed (",
+        WIFEXITED(status) ? concat("exit status ", WEXITSTATUS(status))
+                          : std::string("killed by a signal"),
+        o.gpu_pci_command ? ")" : "; on a machine without nvidia-smi, give --gpu-pci-command)"));
   auto gpus = hetlaunch::parse_gpu_pci_list(text);
-  if (!gpus) {
-    error = concat(quoted(command), "'s output, ", gpus.error().to_string());
-    return std::nullopt;
-  }
+  if (!gpus) return invalid(concat(quoted(command), "'s output, ", gpus.error().to_string()));
   return *std::move(gpus);
 }
 
 // This process's allowed CPUs (sched_getaffinity), for any number of CPUs the kernel has.
-std::optional<hetlaunch::cpu_list> own_affinity(std::string& error) {
+result<hetlaunch::cpu_list> own_affinity() {
   for (int cpus = 1024; cpus <= (1 << 20); cpus *= 2) {
     cpu_set_t* set = CPU_ALLOC(static_cast<std::size_t>(cpus));
     const std::size_t size = CPU_ALLOC_SIZE(static_cast<std::size_t>(cpus));
@@ -108,11 +97,10 @@ std::optional<hetlaunch::cpu_list> own_affinity(std::string& error) {
     CPU_FREE(set);
     if (errno != EINVAL) break;
   }
-  error = concat("cannot read this process's CPU affinity: ", std::strerror(errno));
-  return std::nullopt;
+  return invalid(concat("cannot read this process's CPU affinity: ", std::strerror(errno)));
 }
 
-bool set_affinity(const hetlaunch::cpu_list& cpus, std::string& error) {
+result<completed> set_affinity(const hetlaunch::cpu_list& cpus) {
   const std::size_t count = cpus.empty() ? 1 : cpus.back() + 1u;
   cpu_set_t* set = CPU_ALLOC(count);
   const std::size_t size = CPU_ALLOC_SIZE(count);
@@ -120,10 +108,9 @@ bool set_affinity(const hetlaunch::cpu_list& cpus, std::string& error) {
   for (unsigned cpu : cpus) CPU_SET_S(cpu, size, set);
   const int r = sched_setaffinity(0, size, set);
   CPU_FREE(set);
-  if (r == 0) return true;
-  error = concat("cannot set the CPU affinity to ", hetlaunch::format_cpulist(cpus), ": ",
-                 std::strerror(errno));
-  return false;
+  if (r == 0) return completed{};
+  return invalid(concat("cannot set the CPU affinity to ", hetlaunch::format_cpulist(cpus), ": ",
+                        std::strerror(errno)));
 }
 
 // Everything a binding needs on this node: the topology, the visible GPUs and the allowed CPUs.
@@ -133,34 +120,29 @@ struct node_binding {
   hetlaunch::cpu_list allowed;
 };
 
-std::optional<node_binding> read_node(const options& o, std::optional<std::string_view> devices,
-                                      bool tree_allowed, std::string& error) {
-  auto gpus = node_gpus(o, error);
-  if (!gpus) return std::nullopt;
+result<node_binding> read_node(const binding_args& o, std::optional<std::string_view> devices,
+                               bool tree_allowed) {
+  auto gpus = node_gpus(o);
+  if (!gpus) return gpus.error();
   auto visible = hetlaunch::visible_gpus(*gpus, devices);
-  if (!visible) {
-    error = visible.error().message;
-    return std::nullopt;
-  }
-  const std::string root = o.binding.sysfs.value_or("/sys");
+  if (!visible) return visible.error();
+  const std::string root = o.sysfs.value_or("/sys");
   node_binding b{hetlaunch::cpu_topology::read(
                      [&](const std::string& path) { return read_sysfs(root, path); }, *visible),
                  *std::move(visible),
                  {}};
-  if (b.topology.all_cpus().empty() && !b.topology.possible_numa_nodes()) {
-    error = concat("no CPU topology under ", quoted(root), ": ",
-                   b.topology.possible_numa_nodes().error().message);
-    return std::nullopt;
-  }
-  if (o.binding.allowed_cpus) {
-    auto allowed = hetlaunch::parse_cpulist(*o.binding.allowed_cpus);
+  if (b.topology.all_cpus().empty() && !b.topology.possible_numa_nodes())
+    return invalid(concat("no CPU topology under ", quoted(root), ": ",
+                          b.topology.possible_numa_nodes().error().message));
+  if (o.allowed_cpus) {
+    auto allowed = hetlaunch::parse_cpulist(*o.allowed_cpus);
     if (!allowed) throw usage_error{concat("--allowed-cpus: ", allowed.error().message)};
     b.allowed = *std::move(allowed);
   } else if (tree_allowed) {
     b.allowed = b.topology.all_cpus();
   } else {
-    auto own = own_affinity(error);
-    if (!own) return std::nullopt;
+    auto own = own_affinity();
+    if (!own) return own.error();
     b.allowed = *std::move(own);
   }
   return b;
@@ -174,13 +156,12 @@ std::optional<std::string_view> env_value(const char* name) {
 
 }  // namespace
 
-int cpus_command(const options& o) {
+int cpus_command(const binding_options& o) {
   std::optional<std::string_view> devices =
       o.binding.devices ? std::optional<std::string_view>(*o.binding.devices)
                         : env_value("CUDA_VISIBLE_DEVICES");
-  std::string error;
-  auto node = read_node(o, devices, o.binding.sysfs.has_value(), error);
-  if (!node) return fail(concat("cpus: ", error));
+  auto node = read_node(o.binding, devices, o.binding.sysfs.has_value());
+  if (!node) return fail(concat("cpus: ", node.error().message));
   const int nproc = o.binding.nproc.value_or(static_cast<int>(node->visible.size()));
   auto ranks = hetlaunch::local_rank_bindings(node->topology, o.launch.binding, node->visible,
                                               nproc, node->allowed);
@@ -206,7 +187,7 @@ int cpus_command(const options& o) {
   return 0;
 }
 
-int bind_command(const options& o) {
+int bind_command(const binding_options& o) {
   // Errors name the node (torchrun's GROUP_RANK) and host, as a worker's failure is read in a
   // multi-node log; nothing of the command runs after one.
   char host[256] = {};
@@ -223,14 +204,13 @@ int bind_command(const options& o) {
                local_rank_text ? quoted(*local_rank_text) : std::string("not set"),
                "; `hetlaunch bind` runs as a worker, started by torchrun or `hetlaunch exec`"));
   const int local_rank = static_cast<int>(*local_rank_read);
-  std::string error;
-  auto node = read_node(o, env_value("CUDA_VISIBLE_DEVICES"), false, error);
-  if (!node) return fail(concat(who, " local rank ", local_rank, ": ", error));
+  auto node = read_node(o.binding, env_value("CUDA_VISIBLE_DEVICES"), false);
+  if (!node) return fail(concat(who, " local rank ", local_rank, ": ", node.error().message));
   auto rank = hetlaunch::local_rank_binding(node->topology, o.launch.binding, node->visible,
                                             local_rank, node->allowed);
   if (!rank) return fail(concat(who, ": ", rank.error().message));
-  if (!set_affinity(rank->cpus, error))
-    return fail(concat(who, " local rank ", local_rank, ": ", error));
+  if (const result<completed> set = set_affinity(rank->cpus); !set)
+    return fail(concat(who, " local rank ", local_rank, ": ", set.error().message));
   // nvidia-smi's indices are in PCI bus order; CUDA's default order is fastest first.
   setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
   std::vector<std::string> command = o.positional;  // execvp takes mutable strings

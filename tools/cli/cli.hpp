@@ -5,13 +5,18 @@
 #define HETLAUNCH_TOOLS_CLI_HPP
 
 #include <hetlaunch/hetlaunch.hpp>
+#include <hetlaunch/slurm_batch.hpp>
 
 #include <cstddef>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
 #include <vector>
 
 namespace cli {
@@ -34,11 +39,31 @@ inline std::string quoted(std::string_view text, std::size_t limit) {
   return hetlaunch::quote(text, limit);
 }
 
+// The two ways a command fails, by what is wrong. The command line itself: a usage_error is
+// thrown (exit status 2). The input, or what the command met: a helper returns a
+// hetlaunch::result whose error's message is printed as it is, with the library's own words
+// where the library found it (fail, exit status 1).
 struct usage_error {
   std::string message;
 };
+using hetlaunch::parse_error;
+using hetlaunch::result;
+// The value of a result that only says "it worked".
+using completed = std::monostate;
+// An error for the command line's input: the message names where.
+inline parse_error invalid(std::string message) { return parse_error{std::move(message)}; }
 
-// The flags of one concern, each struct read by the commands named above it.
+// The parts a command's options are made of. A command's options struct derives from the parts
+// of the flags it takes and nothing else; the flag table (arguments.cpp) writes each flag into
+// its part, and the command line is bound once, before the command runs.
+
+// What every command has: its name, the flags given and its operands.
+struct command_line {
+  std::string command;
+  std::vector<std::string> given;       // every flag given, by its full name, in order
+  std::string format;                   // --format (--json, --null), else the command's first
+  std::vector<std::string> positional;  // the script and its arguments, or the operands
+};
 
 // Where the nodes come from (every command that reads a cluster): the input flags and limits.
 struct input_args {
@@ -50,9 +75,39 @@ struct input_args {
   std::vector<std::string> max_batches;  // --max-batch HOSTS=M, in order
   std::size_t max_hosts = std::size_t{1} << 20;
   std::size_t max_bytes = std::size_t{1} << 27;
+  hetlaunch::validate_options validation;  // --allow-duplicate-hosts; the launch options' too
+};
+struct input_part {
+  input_args input;
 };
 
-// run and discover: reaching the nodes over ssh, and stopping them.
+// The launch options: the library's own, with the script and its arguments.
+struct launch_part {
+  hetlaunch::launch_options launch;
+  std::vector<std::string> launch_args;  // the launch flags as given, for the nodes' `exec`
+  std::vector<std::string> program;      // --program's words (default: the launch options')
+};
+
+// The node and worker a command is about (argv, exec, env, check, accelerate).
+struct node_part {
+  std::optional<std::size_t> node;
+  std::optional<int> local_rank;
+  bool direct = false;
+  bool agent_env = false;
+  bool any_host = false;
+};
+
+// --env NAME[=VALUE], in order (run, calibrate, jobset).
+struct env_part {
+  std::vector<std::string> env;
+};
+
+// --group NODES:GPUS[:WEIGHT], in order (jobset, sbatch).
+struct groups_part {
+  std::vector<std::string> groups;
+};
+
+// run, calibrate and discover: reaching the nodes over ssh, and stopping them.
 struct remote_args {
   std::string ssh = "ssh";
   std::vector<std::string> ssh_args;
@@ -66,6 +121,9 @@ struct remote_args {
   int discover_timeout = 60;          // seconds a host has to answer its GPU count
   std::optional<std::string> events;  // --events FILE
 };
+struct remote_part {
+  remote_args remote;
+};
 
 // run and sbatch: starting the whole job again after a failure.
 struct restart_args {
@@ -74,27 +132,29 @@ struct restart_args {
   std::optional<int> min_nodes;     // --min-nodes M
   std::vector<std::string> spares;  // --spare HOSTS, in order
 };
+struct restart_part {
+  restart_args restart;
+};
 
 // calibrate: measuring each node's speed with the job itself.
 struct calibrate_args {
-  bool measuring = false;               // the command is calibrate: run's job, watched for the line
-  int steps = 20;                       // --calibrate-steps N: HETLAUNCH_CALIBRATE_STEPS
+  bool measuring = false;  // not a flag: calibrate runs run's job, watched for the line
+  int steps = 20;          // --calibrate-steps N: HETLAUNCH_CALIBRATE_STEPS
   std::optional<std::string> hostfile;  // --write-hostfile FILE
 };
-
-// jobset: the Kubernetes side of the manifest.
-struct jobset_args {
-  std::string name, namespace_, image, cpu, memory;
-  std::vector<std::string> node_selectors;  // GROUP:KEY=VALUE
-  int max_restarts = 0;                     // --jobset-max-restarts
-  hetlaunch::jobset_restart_strategy restart_strategy = hetlaunch::jobset_restart_strategy::unset;
+struct calibrate_part {
+  calibrate_args calibrate;
 };
 
-// sbatch: the Slurm side of the batch script.
-struct sbatch_args {
-  std::string partition, time;
-  std::vector<std::string> directives;  // --sbatch-arg: #SBATCH lines of the job
-  std::string hetlaunch_program = "hetlaunch";
+// jobset: the library's JobSet options, written by the flags, and the node selectors by group.
+struct jobset_part {
+  hetlaunch::jobset_options jobset;
+  std::vector<std::string> node_selectors;  // GROUP:KEY=VALUE
+};
+
+// sbatch: the library's batch-script options, written by the flags.
+struct sbatch_part {
+  hetlaunch::slurm_batch_options sbatch;
 };
 
 // cpus and bind: the machine whose CPUs are read, and the workers to bind.
@@ -105,41 +165,125 @@ struct binding_args {
   std::optional<int> nproc;                    // local ranks (default: one a visible GPU)
   std::optional<std::string> allowed_cpus;     // the CPUs the workers may use
 };
-
-// Every flag's value, after parsing: what every command reads, then one struct a concern.
-struct options {
-  std::string command;
-  std::vector<std::string> given;  // every flag given, by its full name, in order
-  bool help = false;
-  bool version = false;
-  std::string format;  // --format (--json, --null); empty: the command's first format
-  hetlaunch::launch_options launch;
-  std::vector<std::string> launch_args;  // the launch options as given, for `hetlaunch exec`
-  std::vector<std::string> program;
-  std::vector<std::string> positional;  // the script and its arguments, or a command's operands
-  // the node and worker a command is about (env, argv, exec, check)
-  std::optional<std::size_t> node;
-  std::optional<int> local_rank;
-  bool direct = false;
-  bool agent_env = false;
-  bool any_host = false;
-  // shared by two commands each
-  std::vector<std::string> env;     // run, jobset: NAME or NAME=VALUE, in order
-  std::vector<std::string> groups;  // jobset, sbatch: NODES:GPUS[:WEIGHT]
-  input_args input;
-  remote_args remote;
-  restart_args restart;
-  calibrate_args calibrate;
-  jobset_args jobset;
-  sbatch_args sbatch;
+struct binding_part {
   binding_args binding;
 };
+
+// Each command's options: the parts of the flags it takes.
+// expand, compress:
+struct hostlist_options : command_line, input_part {};
+// plan, check-env:
+struct plan_options : command_line, input_part, launch_part {};
+// argv, exec, env, check, accelerate:
+struct node_options : command_line, input_part, launch_part, node_part {};
+// run, calibrate:
+struct job_options : command_line,
+                     input_part,
+                     launch_part,
+                     env_part,
+                     remote_part,
+                     restart_part,
+                     calibrate_part {};
+struct discover_options : command_line, input_part, remote_part {};
+struct jobset_command_options : command_line, launch_part, env_part, groups_part, jobset_part {};
+struct sbatch_command_options : command_line,
+                                launch_part,
+                                groups_part,
+                                restart_part,
+                                sbatch_part {};
+struct binding_options : command_line, launch_part, binding_part {};  // cpus, bind
+using text_options = command_line;                                    // completion, manual
+
+// The parts a flag can be written into, as bits; a command's options have some of them.
+enum part_bit : unsigned {
+  line_bit = 1,
+  input_bit = 2,
+  launch_bit = 4,
+  node_bit = 8,
+  env_bit = 16,
+  groups_bit = 32,
+  remote_bit = 64,
+  restart_bit = 128,
+  calibrate_bit = 256,
+  jobset_bit = 512,
+  sbatch_bit = 1024,
+  binding_bit = 2048,
+};
+
+// The parts of one command's options, for the flag table to write into (null: it has none).
+struct parts {
+  command_line* line = nullptr;
+  input_args* input = nullptr;
+  launch_part* launch = nullptr;
+  node_part* node = nullptr;
+  env_part* env = nullptr;
+  groups_part* groups = nullptr;
+  remote_args* remote = nullptr;
+  restart_args* restart = nullptr;
+  calibrate_args* calibrate = nullptr;
+  jobset_part* jobset = nullptr;
+  sbatch_part* sbatch = nullptr;
+  binding_args* binding = nullptr;
+};
+
+template <class Options>
+parts parts_of(Options& o) {
+  parts p;
+  p.line = &o;
+  if constexpr (std::is_base_of<input_part, Options>::value) p.input = &o.input;
+  if constexpr (std::is_base_of<launch_part, Options>::value) p.launch = &o;
+  if constexpr (std::is_base_of<node_part, Options>::value) p.node = &o;
+  if constexpr (std::is_base_of<env_part, Options>::value) p.env = &o;
+  if constexpr (std::is_base_of<groups_part, Options>::value) p.groups = &o;
+  if constexpr (std::is_base_of<remote_part, Options>::value) p.remote = &o.remote;
+  if constexpr (std::is_base_of<restart_part, Options>::value) p.restart = &o.restart;
+  if constexpr (std::is_base_of<calibrate_part, Options>::value) p.calibrate = &o.calibrate;
+  if constexpr (std::is_base_of<jobset_part, Options>::value) p.jobset = &o;
+  if constexpr (std::is_base_of<sbatch_part, Options>::value) p.sbatch = &o;
+  if constexpr (std::is_base_of<binding_part, Options>::value) p.binding = &o.binding;
+  return p;
+}
+
+unsigned part_bits(const parts& p);
 
 // Which flags a command takes: whole groups, and single flags by name.
 enum flag_group : unsigned { input_flags = 1, launch_flags = 2, limit_flags = 4 };
 
 enum class script_use { none, optional, required, operands };
 enum class node_use { none, optional, required };
+
+struct command;
+
+// The command line as read, before a command binds it into its options.
+struct arguments {
+  std::string command;
+  bool help = false;
+  bool version = false;
+  std::vector<std::pair<std::string, std::string>> flags;  // (full name, value), in order
+  std::vector<std::string> positional;
+};
+
+// Binds the arguments into the parts of a command's options: every flag into its part, the
+// format, the script into the launch options. Usage errors (a required flag missing, a
+// format the command has not) are thrown as usage_error.
+void bind_options(const command& c, const arguments& a, const parts& into);
+
+// How a row of the table runs its command: binds the command's own options and calls it.
+struct runner {
+  int (*start)(const command& c, const arguments& a);
+  unsigned parts;  // the part_bits of the command's options
+};
+template <class Options, int (*Run)(const Options&)>
+int run_bound(const command& c, const arguments& a) {
+  Options o;
+  bind_options(c, a, parts_of(o));
+  return Run(o);
+}
+template <class Options, int (*Run)(const Options&)>
+runner bound() {
+  Options o;
+  return {&run_bound<Options, Run>, part_bits(parts_of(o))};
+}
 
 // A command's usage line is made from this row (usage_line): nothing about its flags is
 // written twice.
@@ -152,7 +296,7 @@ struct command {
   std::vector<const char*> flags;  // single flags beyond the groups
   script_use script;
   node_use node;
-  int (*run)(const options&);
+  runner run;
   std::vector<const char*> required =
       {};  // flags of `flags` that must be given (checked before run)
   const char* formats =
@@ -163,7 +307,10 @@ const std::vector<command>& commands();
 const command* find_command(const std::string& name);
 
 // arguments.cpp
-options parse_args(int argc, char** argv);
+arguments parse_args(int argc, char** argv);
+// A flag a command takes whose part its options lack: a mistake of the tables, found at start
+// (empty when there is none).
+std::string table_problem();
 // The flag table as the manual page and the completion scripts read it.
 struct flag_view {
   const char* name;
@@ -177,13 +324,9 @@ bool command_accepts(const command& c, const char* flag_name);
 std::string main_help();
 // "hetlaunch NAME ..." without "usage: ": the command's flags, groups and script, from its row.
 std::string usage_line(const command& c);
-// A usage error when a flag of c.required was not given, or --format names no format of c's.
-void check_required(const command& c, const options& o);
 // A usage error when --exclude-failed or --min-nodes is given without --restarts, or --min-nodes
 // without --exclude-failed (run, sbatch).
 void check_restart_flags(const restart_args& r);
-// The output format: --format's (or --json's, --null's), else the command's first.
-std::string output_format(const command& c, const options& o);
 std::string command_help(const command& c);
 
 // input.cpp
@@ -197,35 +340,34 @@ struct input {
 };
 // A whole input file of at most 256 MiB; `kind` names it in the message of one too large
 // ("a hostfile", "an env file").
-std::optional<std::string> read_file(const std::string& path, const char* kind, std::string& error);
+result<std::string> read_file(const std::string& path, const char* kind);
 // This process's environment, as NAME=VALUE pairs in order.
 hetlaunch::environment process_environment();
-// Gives nodes read with slots=auto (nproc 0) their counts; false with a message on an error.
-using auto_resolver = bool (*)(const options&, hetlaunch::cluster&, std::string& error);
-// The cluster from the chosen input; on an error, prints it and sets `status`. Without a
-// resolver, slots=auto is an error that names the commands that can resolve it.
-std::optional<input> read_input(const options& o, int& status, auto_resolver resolve = nullptr);
-// Gives the nodes that --weight and --max-batch name their weights and ceilings; false with a
-// message on an error.
-bool apply_weights(const options& o, hetlaunch::cluster& nodes, std::string& error);
-// One plan for the command, of `launch` (o.launch, or a command's own copy of it); on problems,
+// Gives nodes read with slots=auto (nproc 0) their counts (run and discover: resolve_auto).
+using auto_resolver = std::function<result<completed>(hetlaunch::cluster&)>;
+// The cluster from the chosen input. Without a resolver, slots=auto is an error that names the
+// commands that can resolve it.
+result<input> read_input(const input_args& args, const auto_resolver& resolve = nullptr);
+// Gives the nodes that --weight and --max-batch name their weights and ceilings.
+result<completed> apply_weights(const input_args& args, hetlaunch::cluster& nodes);
+// One plan for `command`, of `launch` (the command's, or its own copy of it); on problems,
 // prints every one and returns nothing.
-std::optional<hetlaunch::launch_plan> plan_of(const input& in, const options& o,
+std::optional<hetlaunch::launch_plan> plan_of(const input& in, const std::string& command,
                                               const hetlaunch::launch_options& launch);
 // A plan of other nodes with the same options (a restart's); its problems printed, naming `who`.
 std::optional<hetlaunch::launch_plan> plan_again(const hetlaunch::cluster& nodes,
                                                  const hetlaunch::launch_options& launch,
                                                  const std::string& who);
-std::size_t chosen_node(const options& o, const input& in);
-// The script and its arguments, from the positional arguments, into the launch options: done
-// once, when the command line is read, for every command that takes a script.
-void take_script(options& o);
+// --node, or SLURM_NODEID's node (a usage error when there is neither).
+std::size_t chosen_node(const node_part& n, const input_args& args, const input& in);
 // The --env flags in order: NAME=VALUE as given, NAME with this process's value. A bad name or
-// an unset NAME is invalid input: printed, with `status` set.
-std::optional<hetlaunch::environment> env_flags(const options& o, int& status);
+// an unset NAME is invalid input.
+result<hetlaunch::environment> env_flags(const env_part& flags);
 
 // output.cpp
+// Prints "hetlaunch: MESSAGE" to stderr; returns exit_invalid.
 int fail(const std::string& message);
+int fail(const parse_error& error);
 using hetlaunch::json_string;
 std::string json_array(const std::vector<std::string>& items);
 int print_plan(const hetlaunch::launch_plan& plan, bool json);
@@ -233,8 +375,8 @@ void print_problems(const std::string& source, const std::vector<hetlaunch::diag
 int finish_output(int status);
 
 // run.cpp
-int run_command(const options& o);
-int calibrate_command(const options& o);
+int run_command(const job_options& o);
+int calibrate_command(const job_options& o);
 
 // events.cpp: run --events FILE, one JSON object a line (docs/events.md).
 class event_log {
@@ -247,7 +389,7 @@ class event_log {
   event_log(const event_log&) = delete;
   event_log& operator=(const event_log&) = delete;
   ~event_log();
-  bool open(const std::string& path, std::string& error);
+  result<completed> open(const std::string& path);
   void close();
   explicit operator bool() const { return file_ != nullptr; }
   // Whether job_exited was written: it is the last event, and only one is.
@@ -264,27 +406,28 @@ extern event_log job_events;
 void record_usage_error(int argc, char** argv);
 
 // discover.cpp
-int discover_command(const options& o);
-// Asks the hosts of slots=auto nodes for their GPU counts (an auto_resolver for read_input).
-bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& error);
+int discover_command(const discover_options& o);
+// Asks the hosts of slots=auto nodes for their GPU counts (read_input's auto_resolver). With
+// --restarts and --exclude-failed, a host that cannot be reached is left out instead.
+result<completed> resolve_auto(const remote_args& remote, const restart_args& restart,
+                               hetlaunch::cluster& nodes);
 
 // jobset.cpp
-int jobset_command(const options& o);
-// The --group NODES:GPUS flags, in order (usage errors for malformed ones).
-std::vector<hetlaunch::node_group> node_groups(const options& o);
-// A group whose WEIGHT is not a valid weight: printed, and exit_invalid; 0 when all are valid.
-int group_weight_problem(const options& o, const std::vector<hetlaunch::node_group>& groups);
+int jobset_command(const jobset_command_options& o);
+// The --group NODES:GPUS[:WEIGHT] flags, in order (usage errors for malformed ones; a WEIGHT
+// that is not a weight is invalid input).
+result<std::vector<hetlaunch::node_group>> node_groups(const groups_part& flags);
 
 // sbatch.cpp
-int sbatch_command(const options& o);
+int sbatch_command(const sbatch_command_options& o);
 
 // binding.cpp
-int cpus_command(const options& o);
-int bind_command(const options& o);
+int cpus_command(const binding_options& o);
+int bind_command(const binding_options& o);
 
 // manual.cpp: the manual page and the completion scripts, made from the command and flag tables.
-int manual_command(const options& o);
-int completion_command(const options& o);
+int manual_command(const text_options& o);
+int completion_command(const text_options& o);
 
 }  // namespace cli
 

@@ -50,54 +50,51 @@ std::optional<bool> address_is_local(std::string_view host, std::string& local_a
   return found;
 }
 
-// The input and the one plan of a command; nothing when either is invalid (already reported).
+// The input and the one plan of a command; an error when the input is invalid, and nothing
+// (the problems printed already) when the plan is.
 struct planned {
   input in;
   hetlaunch::launch_plan plan;
 };
-std::optional<planned> read_and_plan(const options& o, int& status,
-                                     const char* stand_in_script = nullptr) {
-  std::optional<input> in = read_input(o, status);
-  if (!in) return std::nullopt;
-  hetlaunch::launch_options launch = o.launch;
+result<std::optional<planned>> read_and_plan(const command_line& line, const input_part& from,
+                                             const launch_part& with,
+                                             const char* stand_in_script = nullptr) {
+  result<input> in = read_input(from.input);
+  if (!in) return in.error();
+  hetlaunch::launch_options launch = with.launch;
   if (launch.script.empty() && stand_in_script) launch.script = stand_in_script;
-  std::optional<hetlaunch::launch_plan> plan = plan_of(*in, o, launch);
-  if (!plan) {
-    status = exit_invalid;
-    return std::nullopt;
-  }
-  return planned{std::move(*in), std::move(*plan)};
+  std::optional<hetlaunch::launch_plan> plan = plan_of(*in, line.command, launch);
+  if (!plan) return std::optional<planned>();
+  return std::optional<planned>(planned{std::move(*in), std::move(*plan)});
+}
+// read_and_plan's status: the error printed, or exit_invalid after printed problems.
+template <class Planned>
+int plan_failed(const Planned& p) {
+  return p ? exit_invalid : fail(p.error());
 }
 
 // The node a per-node command works on: --node, or SLURM_NODEID's; checked against the plan.
-std::optional<std::size_t> node_of(const options& o, const planned& p, int& status) {
-  if (!o.node && !p.in.excluded.empty()) {
-    status = fail(p.in.excluded);
-    return std::nullopt;
-  }
-  if (!o.node && !p.in.this_node && !p.in.step_problem.empty()) {
-    status = fail(concat("--slurm: ", p.in.step_problem));
-    return std::nullopt;
-  }
-  return chosen_node(o, p.in);
+result<std::size_t> node_of(const node_options& o, const planned& p) {
+  if (!o.node && !p.in.excluded.empty()) return invalid(p.in.excluded);
+  if (!o.node && !p.in.this_node && !p.in.step_problem.empty())
+    return invalid(concat("--slurm: ", p.in.step_problem));
+  return chosen_node(o, o.input, p.in);
 }
 
 int node_failed(const input& in, const hetlaunch::diagnostic& d) {
   return fail(concat(in.source, ": ", d.message()));
 }
 
-int plan_command(const options& o) {
-  int status = 0;
+int plan_command(const plan_options& o) {
   // The commands need a script to show; train.py stands for a missing one.
-  auto p = read_and_plan(o, status, "train.py");
-  if (!p) return status;
-  return print_plan(p->plan, o.format == "json");
+  const auto p = read_and_plan(o, o, o, "train.py");
+  if (!p || !*p) return plan_failed(p);
+  return print_plan((*p)->plan, o.format == "json");
 }
 
-int check_command(const options& o) {
-  int status = 0;
-  std::optional<input> in = read_input(o, status);
-  if (!in) return status;
+int check_command(const node_options& o) {
+  const result<input> in = read_input(o.input);
+  if (!in) return fail(in.error());
   // One validation: a parsed topology was validated as it was read, and a filter keeps it valid.
   const std::vector<hetlaunch::diagnostic> problems =
       in->validated ? hetlaunch::launch_option_problems(in->nodes, o.launch)
@@ -112,10 +109,10 @@ int check_command(const options& o) {
   return 0;
 }
 
-int check_env_command(const options& o) {
-  int status = 0;
-  auto p = read_and_plan(o, status);
-  if (!p) return status;
+int check_env_command(const plan_options& o) {
+  const auto made = read_and_plan(o, o, o);
+  if (!made || !*made) return plan_failed(made);
+  const auto& p = *made;
   const auto problems =
       hetlaunch::check_worker_env(p->plan, [](const char* name) { return std::getenv(name); });
   for (const auto& d : problems)
@@ -123,12 +120,12 @@ int check_env_command(const options& o) {
   return problems.empty() ? 0 : exit_invalid;
 }
 
-int env_command(const options& o) {
-  int status = 0;
-  auto p = read_and_plan(o, status);
-  if (!p) return status;
-  const auto node = node_of(o, *p, status);
-  if (!node) return status;
+int env_command(const node_options& o) {
+  const auto made = read_and_plan(o, o, o);
+  if (!made || !*made) return plan_failed(made);
+  const auto& p = *made;
+  const result<std::size_t> node = node_of(o, *p);
+  if (!node) return fail(node.error());
   if (o.direct && o.agent_env)
     throw usage_error{"--agent-env describes torchrun's environment; --direct has no torchrun"};
   const hetlaunch::environment agent =
@@ -159,12 +156,12 @@ int env_command(const options& o) {
   return 0;
 }
 
-int accelerate_command(const options& o) {
-  int status = 0;
-  auto p = read_and_plan(o, status);
-  if (!p) return status;
-  const auto node = node_of(o, *p, status);
-  if (!node) return status;
+int accelerate_command(const node_options& o) {
+  const auto made = read_and_plan(o, o, o);
+  if (!made || !*made) return plan_failed(made);
+  const auto& p = *made;
+  const result<std::size_t> node = node_of(o, *p);
+  if (!node) return fail(node.error());
   const auto r = p->plan.try_accelerate_argv(*node);
   if (!r) return node_failed(p->in, r.error());
   // accelerate passes its environment on to every worker: the node's devices and work share.
@@ -175,12 +172,12 @@ int accelerate_command(const options& o) {
   return 0;
 }
 
-int argv_command(const options& o) {
-  int status = 0;
-  auto p = read_and_plan(o, status);
-  if (!p) return status;
-  const auto node = node_of(o, *p, status);
-  if (!node) return status;
+int argv_command(const node_options& o) {
+  const auto made = read_and_plan(o, o, o);
+  if (!made || !*made) return plan_failed(made);
+  const auto& p = *made;
+  const result<std::size_t> node = node_of(o, *p);
+  if (!node) return fail(node.error());
   const auto argv = p->plan.try_torchrun_argv(*node);
   if (!argv) return node_failed(p->in, argv.error());
   for (const auto& a : *argv) {
@@ -190,16 +187,16 @@ int argv_command(const options& o) {
   return 0;
 }
 
-int exec_command(const options& o) {
-  int status = 0;
-  auto p = read_and_plan(o, status);
-  if (!p) return status;
+int exec_command(const node_options& o) {
+  const auto made = read_and_plan(o, o, o);
+  if (!made || !*made) return plan_failed(made);
+  const auto& p = *made;
   // One torchrun a node: a step on only some nodes would wait for the others' rendezvous until it
   // times out, and several tasks on a node would start several torchruns as one node.
   if (o.input.slurm && !o.node && !p->in.step_problem.empty())
     return fail(concat("--slurm: ", p->in.step_problem));
-  const auto node = node_of(o, *p, status);
-  if (!node) return status;
+  const result<std::size_t> node = node_of(o, *p);
+  if (!node) return fail(node.error());
   const auto argv = p->plan.try_torchrun_argv(*node);
   if (!argv) return node_failed(p->in, argv.error());
   const hetlaunch::cluster& c = p->plan.topology();
@@ -242,7 +239,7 @@ int exec_command(const options& o) {
   return fail(concat("cannot run ", quoted((*argv)[0]), ": ", std::strerror(errno)));
 }
 
-int expand_command(const options& o) {
+int expand_command(const hostlist_options& o) {
   if (o.positional.size() != 1) throw usage_error{"expand takes one host list"};
   const auto r = hetlaunch::expand_hostlist(o.positional[0], o.input.max_hosts, o.input.max_bytes);
   if (!r) return fail(concat("expand: ", r.error().to_string()));
@@ -256,7 +253,7 @@ int expand_command(const options& o) {
 // The arguments are one host list, as scontrol reads its one, joined by commas: "" and "a,,b"
 // are lists too (of no host, and of a and b), so `compress` prints what `scontrol show hostlist`
 // prints for them. An error's column is told within its own argument.
-int compress_command(const options& o) {
+int compress_command(const hostlist_options& o) {
   if (o.positional.empty()) throw usage_error{"compress takes one or more host lists"};
   std::string joined = o.positional.front();
   for (std::size_t i = 1; i < o.positional.size(); ++i) joined.append(",").append(o.positional[i]);
@@ -312,7 +309,7 @@ const std::vector<command>& commands() {
         "--exclude-failed", "--min-nodes", "--spare", "--events"},
        script_use::required,
        node_use::none,
-       run_command},
+       bound<job_options, run_command>()},
       {"calibrate",
        "",
        "runs the job to measure each node's speed, and prints the weights",
@@ -332,7 +329,7 @@ const std::vector<command>& commands() {
         "--write-hostfile", "--events", "--format", "--json"},
        script_use::required,
        node_use::none,
-       calibrate_command,
+       bound<job_options, calibrate_command>(),
        {"--global-batch"},
        "text|json"},
       {"discover",
@@ -349,7 +346,7 @@ const std::vector<command>& commands() {
        {"--ssh", "--ssh-arg", "--fanout", "--gpu-count-command", "--discover-timeout"},
        script_use::none,
        node_use::none,
-       discover_command},
+       bound<discover_options, discover_command>()},
       {"jobset",
        "",
        "a Kubernetes JobSet that runs the mixed job",
@@ -365,7 +362,7 @@ const std::vector<command>& commands() {
         "--env", "--jobset-max-restarts", "--jobset-restart-strategy", "--format", "--json"},
        script_use::required,
        node_use::none,
-       jobset_command,
+       bound<jobset_command_options, jobset_command>(),
        {"--name", "--image", "--group"},
        "yaml|json"},
       {"sbatch",
@@ -387,7 +384,7 @@ const std::vector<command>& commands() {
         "--exclude-failed", "--min-nodes"},
        script_use::required,
        node_use::none,
-       sbatch_command,
+       bound<sbatch_command_options, sbatch_command>(),
        {"--group"}},
       {"plan",
        "",
@@ -399,7 +396,7 @@ const std::vector<command>& commands() {
        {"--format", "--json"},
        script_use::optional,
        node_use::none,
-       plan_command,
+       bound<plan_options, plan_command>(),
        {},
        "text|json"},
       {"argv",
@@ -410,7 +407,7 @@ const std::vector<command>& commands() {
        {"--node", "--format", "--null"},
        script_use::required,
        node_use::required,
-       argv_command,
+       bound<node_options, argv_command>(),
        {},
        "lines|null"},
       {"exec",
@@ -425,7 +422,7 @@ const std::vector<command>& commands() {
        {"--node", "--any-host"},
        script_use::required,
        node_use::required,
-       exec_command},
+       bound<node_options, exec_command>()},
       {"env",
        "",
        "the environment torchrun gives one worker",
@@ -438,7 +435,7 @@ const std::vector<command>& commands() {
        {"--node", "--local-rank", "--format", "--json", "--null", "--direct", "--agent-env"},
        script_use::optional,
        node_use::required,
-       env_command,
+       bound<node_options, env_command>(),
        {"--local-rank"},
        "sh|json|null"},
       {"check",
@@ -450,7 +447,7 @@ const std::vector<command>& commands() {
        {"--node"},
        script_use::optional,
        node_use::optional,
-       check_command},
+       bound<node_options, check_command>()},
       {"check-env",
        "",
        "compares this process's environment (a worker's) with the plan",
@@ -462,7 +459,7 @@ const std::vector<command>& commands() {
        {},
        script_use::optional,
        node_use::none,
-       check_env_command},
+       bound<plan_options, check_env_command>()},
       {"expand",
        "EXPR",
        "expands a Slurm host list, one host a line",
@@ -472,7 +469,7 @@ const std::vector<command>& commands() {
        {},
        script_use::operands,
        node_use::none,
-       expand_command},
+       bound<hostlist_options, expand_command>()},
       {"compress",
        "HOSTLIST...",
        "compresses hosts into a Slurm host list",
@@ -483,7 +480,7 @@ const std::vector<command>& commands() {
        {},
        script_use::operands,
        node_use::none,
-       compress_command},
+       bound<hostlist_options, compress_command>()},
       {"accelerate",
        "",
        "machine I's `accelerate launch` command",
@@ -494,7 +491,7 @@ const std::vector<command>& commands() {
        {"--node"},
        script_use::required,
        node_use::required,
-       accelerate_command},
+       bound<node_options, accelerate_command>()},
       {"cpus",
        "",
        "each local rank's GPU, NUMA node and CPUs by --numa-binding",
@@ -512,7 +509,7 @@ const std::vector<command>& commands() {
         "--format", "--json"},
        script_use::none,
        node_use::none,
-       cpus_command,
+       bound<binding_options, cpus_command>(),
        {"--numa-binding"},
        "text|json"},
       {"bind",
@@ -529,7 +526,7 @@ const std::vector<command>& commands() {
        {"--numa-binding", "--sysfs", "--gpu-pci-command"},
        script_use::required,
        node_use::none,
-       bind_command,
+       bound<binding_options, bind_command>(),
        {"--numa-binding"}},
       {"completion",
        "bash|zsh",
@@ -542,7 +539,7 @@ const std::vector<command>& commands() {
        {},
        script_use::operands,
        node_use::none,
-       completion_command},
+       bound<text_options, completion_command>()},
       {"manual",
        "",
        "the manual page, hetlaunch(1), in roff",
@@ -552,7 +549,7 @@ const std::vector<command>& commands() {
        {},
        script_use::none,
        node_use::none,
-       manual_command},
+       bound<text_options, manual_command>()},
   };
   return table;
 }

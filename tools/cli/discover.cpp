@@ -54,19 +54,20 @@ constexpr std::size_t max_count_output = 1 << 16;
 // time (--discover-timeout); a signal stops every child and ends the process with 128 + signal.
 }  // namespace
 
-bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& error) {
+result<completed> resolve_auto(const remote_args& remote, const restart_args& restart,
+                               hetlaunch::cluster& nodes) {
   std::vector<std::size_t> asked;
   for (std::size_t i = 0; i < nodes.node_count(); ++i)
     if (nodes.nproc(i) == 0) asked.push_back(i);
-  if (asked.empty()) return true;
+  if (asked.empty()) return completed{};
   const progress_scope clear_progress;
   // Before the first child: a Ctrl-C now must stop the children, not leave them behind.
   install_signal_handlers();
-  const bool custom = o.remote.gpu_count_command.has_value();
-  const std::string command = custom ? *o.remote.gpu_count_command : "nvidia-smi -L";
+  const bool custom = remote.gpu_count_command.has_value();
+  const std::string command = custom ? *remote.gpu_count_command : "nvidia-smi -L";
   hetlaunch::ssh_options ssh;
-  ssh.program = {o.remote.ssh};
-  ssh.args = o.remote.ssh_args;
+  ssh.program = {remote.ssh};
+  ssh.args = remote.ssh_args;
   std::vector<child> children(asked.size());
   std::vector<double> started_at(asked.size());
   std::vector<int> counts(nodes.node_count());
@@ -77,7 +78,7 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
   std::vector<std::string> problems(asked.size());
   // run --restarts N --exclude-failed leaves out a host it cannot reach, as at a restart; so it
   // does with a slots=auto host it cannot reach to ask.
-  const bool leave_out_unreachable = o.restart.restarts.value_or(0) > 0 && o.restart.exclude_failed;
+  const bool leave_out_unreachable = restart.restarts.value_or(0) > 0 && restart.exclude_failed;
   std::vector<bool> left_out(nodes.node_count(), false);
   const auto host_of = [&](std::size_t k) { return std::string(nodes.node(asked[k]).host); };
   const auto stop_all = [&] {
@@ -110,15 +111,13 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
   };
   const auto on_end = [](std::size_t, int) {};  // reaped: its answer is read once its output ends
   while (done < asked.size()) {
-    while (next < asked.size() && active.size() < static_cast<std::size_t>(o.remote.fanout)) {
+    while (next < asked.size() && active.size() < static_cast<std::size_t>(remote.fanout)) {
       const std::vector<std::string> argv =
           hetlaunch::ssh_command_argv(ssh, nodes.node(asked[next]).host, command);
-      std::string why;
-      auto c = spawn(argv, false, why);
+      result<child> c = spawn(argv, false);
       if (!c) {
         stop_all();
-        error = why;
-        return false;
+        return c.error();
       }
       started_at[next] = now();
       active.push_back(next);
@@ -129,14 +128,14 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
     // for without spinning, and its end (SIGCHLD) or its deadline wakes this loop.
     double wake = now() + 1.0;
     for (const std::size_t k : active)
-      wake = std::min(wake, started_at[k] + o.remote.discover_timeout);
+      wake = std::min(wake, started_at[k] + remote.discover_timeout);
     progress.show(concat("hetlaunch: discover: ", done, " of ", asked.size(), " hosts answered"));
     loop.wait(std::max(0.0, wake - now()), on_signal, on_output, on_end);
     for (std::size_t a = active.size(); a-- > 0;) {
       const std::size_t k = active[a];
       child& c = children[k];
-      if (problems[k].empty() && now() - started_at[k] > o.remote.discover_timeout)
-        give_up(k, concat("did not finish within ", o.remote.discover_timeout,
+      if (problems[k].empty() && now() - started_at[k] > remote.discover_timeout)
+        give_up(k, concat("did not finish within ", remote.discover_timeout,
                           " s (--discover-timeout): stopped"));
       if (!c.reaped || c.out >= 0 || c.err >= 0 || c.pid < 0) continue;
       active[a] = active.back();
@@ -170,9 +169,10 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
             first_error.empty() ? std::string(")") : concat("): ", quoted(first_error, 200)));
     }
   }
+  std::string error;
   for (const std::string& p : problems)
     if (!p.empty()) error += (error.empty() ? "" : "\n") + std::string("slots=auto: ") + p;
-  if (!error.empty()) return false;
+  if (!error.empty()) return invalid(error);
   hetlaunch::cluster_builder builder;
   std::size_t kept = 0;
   for (std::size_t i = 0; i < nodes.node_count(); ++i) {
@@ -181,22 +181,19 @@ bool resolve_auto(const options& o, hetlaunch::cluster& nodes, std::string& erro
     builder.add(n.host, n.nproc == 0 ? counts[i] : n.nproc, n.role, n.weight);
     ++kept;
   }
-  if (kept == 0) {
-    error = "slots=auto: no host is left to run on";
-    return false;
-  }
+  if (kept == 0) return invalid("slots=auto: no host is left to run on");
   hetlaunch::cluster resolved = builder.finish();
   for (std::size_t i = 0, k = 0; i < nodes.node_count(); ++i)
     if (!left_out[i]) resolved.set_max_batch(k++, nodes.max_batch(i));
   nodes = std::move(resolved);
-  return true;
+  return completed{};
 }
 
-int discover_command(const options& o) {
-  int status = 0;
-  options asking = o;
-  std::optional<input> in = read_input(asking, status, resolve_auto);
-  if (!in) return status;
+int discover_command(const discover_options& o) {
+  const result<input> in = read_input(o.input, [&o](hetlaunch::cluster& nodes) {
+    return resolve_auto(o.remote, restart_args{}, nodes);
+  });
+  if (!in) return fail(in.error());
   // A hostfile that plans what the input plans: every key a node has beside its count is kept
   // (a weight from the input or --weight), or a plan made from it would split differently.
   // Written line by line: memory stays that of one line, whatever the host count.

@@ -14,14 +14,12 @@ event_log job_events;
 
 event_log::~event_log() { close(); }
 
-bool event_log::open(const std::string& path, std::string& error) {
+result<completed> event_log::open(const std::string& path) {
   close();
   file_ = std::fopen(path.c_str(), "w");
-  if (!file_) {
-    error = concat("--events ", quoted(path), ": cannot write it: ", std::strerror(errno));
-    return false;
-  }
-  return true;
+  if (!file_)
+    return invalid(concat("--events ", quoted(path), ": cannot write it: ", std::strerror(errno)));
+  return completed{};
 }
 
 void event_log::close() {
@@ -89,8 +87,7 @@ std::optional<std::string> events_path_in(int argc, char** argv) {
 void record_usage_error(int argc, char** argv) {
   if (!job_events) {
     const std::optional<std::string> path = events_path_in(argc, argv);
-    std::string error;
-    if (!path || !job_events.open(*path, error)) return;
+    if (!path || !job_events.open(*path)) return;
   }
   job_events.job_exited(exit_usage, "invalid_input");
 }

@@ -22,11 +22,9 @@ constexpr std::size_t max_hostfile_bytes = std::size_t{256} << 20;
 
 // Reads a whole file, refusing directories, files past max_hostfile_bytes and read errors with the
 // path and the system's reason. Endless files (/dev/zero) end at the limit.
-std::optional<std::string> read_file(const std::string& path, const char* kind,
-                                     std::string& error) {
-  const auto fail_with = [&](const std::string& why) {
-    error = concat(path, ": ", why);
-    return std::nullopt;
+result<std::string> read_file(const std::string& path, const char* kind) {
+  const auto fail_with = [&](const std::string& why) -> result<std::string> {
+    return invalid(concat(path, ": ", why));
   };
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return fail_with(concat("cannot read: ", std::strerror(errno)));
@@ -81,98 +79,82 @@ std::string lower(std::string_view text) {
 // Gives the nodes the --weight flags name their weights and the --max-batch flags their
 // ceilings, each in flag order (a later flag wins). HOSTS is a host or a Slurm host list; host
 // names compare without case, as DNS names do. Every host named must be a node, and the value
-// valid; otherwise false with a message.
-bool apply_weights(const options& o, hetlaunch::cluster& nodes, std::string& error) {
+// valid.
+result<completed> apply_weights(const input_args& args, hetlaunch::cluster& nodes) {
   std::unordered_map<std::string, std::vector<std::size_t>> by_host;
   for (std::size_t i = 0; i < nodes.node_count(); ++i)
     by_host[lower(nodes.node(i).host)].push_back(i);
   // Each flag: its name, its values, what a valid value is, and what it does to a node.
   const auto apply = [&](const char* flag_name, const char* example,
-                         const std::vector<std::string>& flags, auto refusal, auto set) {
+                         const std::vector<std::string>& flags, auto refusal,
+                         auto set) -> result<completed> {
     for (const std::string& flag : flags) {
       const std::size_t eq = flag.rfind('=');
       const std::string where = concat(flag_name, " ", quoted(flag));
-      if (eq == std::string::npos || eq == 0) {
-        error = concat(where, " is not ", example);
-        return false;
-      }
+      if (eq == std::string::npos || eq == 0) return invalid(concat(where, " is not ", example));
       const std::string_view value = std::string_view(flag).substr(eq + 1);
-      if (const std::string why = refusal(value); !why.empty()) {
-        error = concat(where, ": ", why);
-        return false;
-      }
+      if (const std::string why = refusal(value); !why.empty())
+        return invalid(concat(where, ": ", why));
       const auto hosts = hetlaunch::expand_hostlist(std::string_view(flag).substr(0, eq),
-                                                    o.input.max_hosts, o.input.max_bytes);
-      if (!hosts) {
-        error = concat(where, ": ", hosts.error().to_string());
-        return false;
-      }
+                                                    args.max_hosts, args.max_bytes);
+      if (!hosts) return invalid(concat(where, ": ", hosts.error().to_string()));
       for (const std::string& host : *hosts) {
         const auto it = by_host.find(lower(host));
-        if (it == by_host.end()) {
-          error = concat(where, ": host ", quoted(host), " is not a node of the plan");
-          return false;
-        }
+        if (it == by_host.end())
+          return invalid(concat(where, ": host ", quoted(host), " is not a node of the plan"));
         for (const std::size_t i : it->second) set(i, value);
       }
     }
-    return true;
+    return completed{};
   };
+  const result<completed> weights = apply(
+      "--weight", "HOSTS=W (\"gpu[1-4]=2.5\")", args.weights,
+      [](std::string_view w) {
+        const hetlaunch::weight_check wc = hetlaunch::check_weight(w);
+        return wc ? std::string() : hetlaunch::weight_refusal(w, wc.issue);
+      },
+      [&](std::size_t i, std::string_view w) { nodes.set_weight(i, w); });
+  if (!weights) return weights;
   return apply(
-             "--weight", "HOSTS=W (\"gpu[1-4]=2.5\")", o.input.weights,
-             [](std::string_view w) {
-               const hetlaunch::weight_check wc = hetlaunch::check_weight(w);
-               return wc ? std::string() : hetlaunch::weight_refusal(w, wc.issue);
-             },
-             [&](std::size_t i, std::string_view w) { nodes.set_weight(i, w); }) &&
-         apply(
-             "--max-batch", "HOSTS=M (\"t4-[1-8]=16\")", o.input.max_batches,
-             [](std::string_view m) {
-               int ceiling = 0;
-               return hetlaunch::detail::parse_max_batch(m, ceiling)
-                          ? std::string()
-                          : hetlaunch::detail::max_batch_problem(m);
-             },
-             [&](std::size_t i, std::string_view m) {
-               int ceiling = 0;
-               (void)hetlaunch::detail::parse_max_batch(m, ceiling);
-               nodes.set_max_batch(i, ceiling);
-             });
+      "--max-batch", "HOSTS=M (\"t4-[1-8]=16\")", args.max_batches,
+      [](std::string_view m) {
+        const result<int> ceiling = hetlaunch::parse_max_batch(m);
+        return ceiling ? std::string() : ceiling.error().message;
+      },
+      [&](std::size_t i, std::string_view m) {
+        nodes.set_max_batch(i, *hetlaunch::parse_max_batch(m));
+      });
 }
 
 // Reads the cluster from the chosen input; an error names where (file:line:column) and why.
-std::optional<input> read_input(const options& o, int& status, auto_resolver resolve) {
+result<input> read_input(const input_args& args, const auto_resolver& resolve) {
   input in;
-  const int sources = (o.input.hostfile.has_value() ? 1 : 0) + (o.input.hosts.has_value() ? 1 : 0) +
-                      (o.input.slurm ? 1 : 0);
+  const int sources =
+      (args.hostfile.has_value() ? 1 : 0) + (args.hosts.has_value() ? 1 : 0) + (args.slurm ? 1 : 0);
   if (sources > 1) throw usage_error{"give one of --hostfile, --hosts and --slurm"};
-  const auto parse_failed = [&](const std::string& where, const hetlaunch::parse_error& e) {
-    status = fail(e.line ? concat(where, ":", e.line, ":", e.column, ": ", e.message)
-                         : concat(where, ": ", e.message));
-    return std::nullopt;
+  const auto parse_failed = [](const std::string& where, const parse_error& e) -> result<input> {
+    return parse_error{e.line ? concat(where, ":", e.line, ":", e.column, ": ", e.message)
+                              : concat(where, ": ", e.message),
+                       e.code};
   };
   hetlaunch::hostfile_options parsing;
-  parsing.allow_duplicate_hosts = o.launch.validation.allow_duplicate_hosts;
+  parsing.allow_duplicate_hosts = args.validation.allow_duplicate_hosts;
   parsing.allow_auto_slots = resolve != nullptr;
-  if (o.input.hostfile.has_value()) {
-    std::string error;
-    std::optional<std::string> text = read_file(*o.input.hostfile, "a hostfile", error);
-    if (!text) {
-      status = fail(error);
-      return std::nullopt;
-    }
+  if (args.hostfile.has_value()) {
+    result<std::string> text = read_file(*args.hostfile, "a hostfile");
+    if (!text) return text.error();
     auto r = hetlaunch::parse_hostfile(*text, parsing);
-    if (!r) return parse_failed(*o.input.hostfile, r.error());
+    if (!r) return parse_failed(*args.hostfile, r.error());
     in.nodes = std::move(*r);
-    in.source = *o.input.hostfile;
-    in.validated = !o.launch.validation.allow_underscore;
-  } else if (o.input.hosts.has_value()) {
-    auto r = hetlaunch::parse_host_list(*o.input.hosts, parsing);
+    in.source = *args.hostfile;
+    in.validated = !args.validation.allow_underscore;
+  } else if (args.hosts.has_value()) {
+    auto r = hetlaunch::parse_host_list(*args.hosts, parsing);
     if (!r) return parse_failed("--hosts", r.error());
     in.nodes = std::move(*r);
     in.source = "--hosts";
-    in.validated = !o.launch.validation.allow_underscore;
-  } else if (o.input.slurm) {
+    in.validated = !args.validation.allow_underscore;
+  } else if (args.slurm) {
     // One pass over the environment: a hetjob of C components is read with O(C) look-ups, and
     // getenv would scan the whole environment (which grows with C) for each.
     const hetlaunch::environment process = process_environment();
@@ -183,7 +165,7 @@ std::optional<input> read_input(const options& o, int& status, auto_resolver res
           const auto it = variables.find(name);
           return it == variables.end() ? nullptr : it->second;
         },
-        o.input.max_hosts, o.input.max_bytes, o.launch.validation);
+        args.max_hosts, args.max_bytes, args.validation);
     if (!job) return parse_failed("--slurm", job.error());
     in.nodes = std::move(job->nodes);
     in.this_node = job->this_node;
@@ -194,15 +176,11 @@ std::optional<input> read_input(const options& o, int& status, auto_resolver res
     in.source = "the built-in example";
   }
   if (resolve) {
-    std::string error;
-    if (!resolve(o, in.nodes, error)) {
-      status = fail(error);
-      return std::nullopt;
-    }
+    if (result<completed> resolved = resolve(in.nodes); !resolved) return resolved.error();
   }
-  if (!o.input.include.empty() || !o.input.exclude.empty()) {
-    const char* filter = o.input.include.empty() ? "--exclude" : "--include";
-    auto r = hetlaunch::filter_devices_mapped(in.nodes, o.input.include, o.input.exclude);
+  if (!args.include.empty() || !args.exclude.empty()) {
+    const char* filter = args.include.empty() ? "--exclude" : "--include";
+    auto r = hetlaunch::filter_devices_mapped(in.nodes, args.include, args.exclude);
     if (!r) return parse_failed(filter, r.error());
     // SLURM_NODEID counts the job's nodes; this process's node is found again among those kept.
     if (in.this_node) {
@@ -220,12 +198,8 @@ std::optional<input> read_input(const options& o, int& status, auto_resolver res
     }
     in.nodes = std::move(r->nodes);
   }
-  if (!o.input.weights.empty() || !o.input.max_batches.empty()) {
-    std::string error;
-    if (!apply_weights(o, in.nodes, error)) {
-      status = fail(error);
-      return std::nullopt;
-    }
+  if (!args.weights.empty() || !args.max_batches.empty()) {
+    if (result<completed> applied = apply_weights(args, in.nodes); !applied) return applied.error();
   }
   return in;
 }
@@ -245,67 +219,54 @@ std::optional<hetlaunch::launch_plan> plan_again(const hetlaunch::cluster& nodes
   return std::nullopt;
 }
 
-std::optional<hetlaunch::launch_plan> plan_of(const input& in, const options& o,
+std::optional<hetlaunch::launch_plan> plan_of(const input& in, const std::string& command,
                                               const hetlaunch::launch_options& launch) {
   std::optional<hetlaunch::launch_plan> plan = plan_again(in.nodes, launch, in.source);
   // torchrun's own restarts under the static rendezvous restart one node's workers, not the job
   // (docs/multi-host.md): said wherever a torchrun command is made or started.
-  const bool makes_commands = o.command == "plan" || o.command == "argv" || o.command == "exec" ||
-                              o.command == "run" || o.command == "check" ||
-                              o.command == "accelerate";
+  const bool makes_commands = command == "plan" || command == "argv" || command == "exec" ||
+                              command == "run" || command == "check" || command == "accelerate";
   if (plan && plan->topology().has_weights() && !plan->has_shares())
     std::fprintf(stderr,
                  "hetlaunch: note: the nodes' weights have no effect without --global-batch: a "
                  "weight divides a global batch, and this plan has none\n");
-  if (plan && makes_commands && o.launch.max_restarts > 0 &&
-      o.launch.backend == hetlaunch::rendezvous::static_tcp && plan->topology().node_count() > 1)
+  if (plan && makes_commands && launch.max_restarts > 0 &&
+      launch.backend == hetlaunch::rendezvous::static_tcp && plan->topology().node_count() > 1)
     std::fprintf(
         stderr,
         "hetlaunch: warning: --max-restarts %d: with the static rendezvous torchrun restarts only the failed "
         "node's workers; the other nodes learn of it when a collective fails or times out, and on torch 2.x the "
         "restarted group often fails to form. `hetlaunch run --restarts N` restarts the whole job.\n",
-        o.launch.max_restarts);
+        launch.max_restarts);
   return plan;
 }
 
-void take_script(options& o) {
-  if (o.positional.empty()) return;
-  o.launch.script = o.positional.front();
-  o.launch.script_args.assign(o.positional.begin() + 1, o.positional.end());
-}
-
-std::size_t chosen_node(const options& o, const input& in) {
-  if (o.node) return *o.node;
+std::size_t chosen_node(const node_part& n, const input_args& args, const input& in) {
+  if (n.node) return *n.node;
   if (in.this_node) return *in.this_node;
-  throw usage_error{o.input.slurm ? "--node is needed (SLURM_NODEID is not set)"
-                                  : "--node I is needed"};
+  throw usage_error{args.slurm ? "--node is needed (SLURM_NODEID is not set)"
+                               : "--node I is needed"};
 }
 
-std::optional<hetlaunch::environment> env_flags(const options& o, int& status) {
+result<hetlaunch::environment> env_flags(const env_part& flags) {
   hetlaunch::environment env;
-  for (const std::string& e : o.env) {
+  for (const std::string& e : flags.env) {
     const std::size_t eq = e.find('=');
     const std::string name = e.substr(0, eq);
-    if (!hetlaunch::is_environment_name(name)) {
-      status = fail(concat("--env ", quoted(e), ": ", hetlaunch::env_name_refusal(name)));
-      return std::nullopt;
-    }
-    if (hetlaunch::is_owned_variable(name)) {
-      status = fail(concat(
+    if (!hetlaunch::is_environment_name(name))
+      return invalid(concat("--env ", quoted(e), ": ", hetlaunch::env_name_refusal(name)));
+    if (hetlaunch::is_owned_variable(name))
+      return invalid(concat(
           "--env ", quoted(e), ": ",
           hetlaunch::diagnostic::of(hetlaunch::errc::owned_variable).with_text(name).message()));
-      return std::nullopt;
-    }
     if (eq != std::string::npos) {
       env.emplace_back(name, e.substr(eq + 1));
       continue;
     }
     const char* local = std::getenv(name.c_str());
-    if (!local) {
-      status = fail(
+    if (!local)
+      return invalid(
           concat("--env ", name, ": ", name, " is not set here (give --env ", name, "=VALUE)"));
-      return std::nullopt;
-    }
     env.emplace_back(name, local);
   }
   return env;

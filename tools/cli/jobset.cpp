@@ -25,9 +25,9 @@ int positive(const std::string& whole, std::string_view text, const char* what) 
 
 }  // namespace
 
-std::vector<hetlaunch::node_group> node_groups(const options& o) {
+result<std::vector<hetlaunch::node_group>> node_groups(const groups_part& flags) {
   std::vector<hetlaunch::node_group> groups;
-  for (const std::string& g : o.groups) {
+  for (const std::string& g : flags.groups) {
     const std::size_t colon = g.find(':');
     if (colon == std::string::npos)
       throw usage_error{concat("--group ", quoted(g), " is not NODES:GPUS[:WEIGHT]")};
@@ -39,21 +39,18 @@ std::vector<hetlaunch::node_group> node_groups(const options& o) {
                       {},
                       second == std::string::npos ? std::string("1") : g.substr(second + 1)});
   }
+  for (std::size_t k = 0; k < groups.size(); ++k)
+    if (const hetlaunch::weight_check wc = hetlaunch::check_weight(groups[k].weight); !wc)
+      return invalid(concat("--group ", quoted(flags.groups[k]), ": ",
+                            hetlaunch::weight_refusal(groups[k].weight, wc.issue)));
   return groups;
 }
 
-int group_weight_problem(const options& o, const std::vector<hetlaunch::node_group>& groups) {
-  for (std::size_t k = 0; k < groups.size(); ++k)
-    if (const hetlaunch::weight_check wc = hetlaunch::check_weight(groups[k].weight); !wc)
-      return fail(concat("--group ", quoted(o.groups[k]), ": ",
-                         hetlaunch::weight_refusal(groups[k].weight, wc.issue)));
-  return 0;
-}
-
-int jobset_command(const options& o) {
-  std::vector<hetlaunch::node_group> groups = node_groups(o);
-  if (const int status = group_weight_problem(o, groups)) return status;
-  for (const std::string& s : o.jobset.node_selectors) {
+int jobset_command(const jobset_command_options& o) {
+  result<std::vector<hetlaunch::node_group>> shapes = node_groups(o);
+  if (!shapes) return fail(shapes.error());
+  std::vector<hetlaunch::node_group>& groups = *shapes;
+  for (const std::string& s : o.node_selectors) {
     const std::size_t colon = s.find(':'), eq = s.find('=');
     if (colon == std::string::npos || eq == std::string::npos || eq < colon)
       throw usage_error{concat("--node-selector ", quoted(s), " is not GROUP:KEY=VALUE")};
@@ -66,18 +63,11 @@ int jobset_command(const options& o) {
     groups[static_cast<std::size_t>(*g)].node_selector.emplace_back(
         s.substr(colon + 1, eq - colon - 1), s.substr(eq + 1));
   }
-  hetlaunch::jobset_options js;
-  js.name = o.jobset.name;
-  js.namespace_ = o.jobset.namespace_;
-  js.image = o.jobset.image;
-  js.cpu = o.jobset.cpu;
-  js.memory = o.jobset.memory;
-  js.jobset_max_restarts = o.jobset.max_restarts;
-  js.restart_strategy = o.jobset.restart_strategy;
+  // The flags wrote the JobSet's own options; the launch options and the variables join them.
+  hetlaunch::jobset_options js = o.jobset;
   js.launch = o.launch;
-  int status = 0;
-  std::optional<hetlaunch::environment> env = env_flags(o, status);
-  if (!env) return status;
+  result<hetlaunch::environment> env = env_flags(o);
+  if (!env) return fail(env.error());
   js.env = std::move(*env);
   const auto manifest = hetlaunch::try_jobset_manifest(groups, js, o.format == "json");
   if (!manifest) return fail(concat("jobset: ", manifest.error().message()));

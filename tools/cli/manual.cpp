@@ -179,13 +179,13 @@ std::string manual_page() {
 
 }  // namespace
 
-int manual_command(const options&) {
+int manual_command(const text_options&) {
   const std::string page = manual_page();
   std::fwrite(page.data(), 1, page.size(), stdout);
   return 0;
 }
 
-int completion_command(const options& o) {
+int completion_command(const text_options& o) {
   if (o.positional.size() != 1) throw usage_error{"completion takes one shell: bash or zsh"};
   const std::string& shell = o.positional[0];
   if (shell != "bash" && shell != "zsh")

@@ -14,6 +14,8 @@ int fail(const std::string& message) {
   return exit_invalid;
 }
 
+int fail(const parse_error& error) { return fail(error.to_string()); }
+
 void print_problems(const std::string& source, const std::vector<hetlaunch::diagnostic>& problems) {
   for (const auto& d : problems)
     std::fprintf(stderr, "hetlaunch: %s: %s\n", source.c_str(), d.message().c_str());

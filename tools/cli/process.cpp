@@ -48,16 +48,13 @@ void install_signal_handlers() {
   signal(SIGPIPE, SIG_IGN);  // a node that went away must not take this process with it
 }
 
-std::optional<child> spawn(const std::vector<std::string>& argv, bool with_input,
-                           std::string& error) {
+result<child> spawn(const std::vector<std::string>& argv, bool with_input) {
   // `exec_failed` carries the child's errno when it cannot run argv[0]; it closes on a successful
   // exec. A program that cannot run here is this machine's failure, not the host's.
   int in[2] = {-1, -1}, out[2], err[2], exec_failed[2];
   if ((with_input && pipe2(in, O_CLOEXEC) != 0) || pipe2(out, O_CLOEXEC) != 0 ||
-      pipe2(err, O_CLOEXEC) != 0 || pipe2(exec_failed, O_CLOEXEC) != 0) {
-    error = concat("cannot make a pipe: ", std::strerror(errno));
-    return std::nullopt;
-  }
+      pipe2(err, O_CLOEXEC) != 0 || pipe2(exec_failed, O_CLOEXEC) != 0)
+    return invalid(concat("cannot make a pipe: ", std::strerror(errno)));
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -65,8 +62,7 @@ std::optional<child> spawn(const std::vector<std::string>& argv, bool with_input
   if (pid < 0) {
     for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1], exec_failed[0], exec_failed[1]})
       if (fd >= 0) close(fd);
-    error = concat("cannot start ", argv[0], ": ", std::strerror(errno));
-    return std::nullopt;
+    return invalid(concat("cannot start ", argv[0], ": ", std::strerror(errno)));
   }
   if (pid == 0) {
     // Its own process group: a Ctrl-C at the terminal reaches this process, which stops the
@@ -99,8 +95,7 @@ std::optional<child> spawn(const std::vector<std::string>& argv, bool with_input
     }
     for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]})
       if (fd >= 0) close(fd);
-    error = concat("cannot run ", quoted(argv[0]), ": ", std::strerror(failure));
-    return std::nullopt;
+    return invalid(concat("cannot run ", quoted(argv[0]), ": ", std::strerror(failure)));
   }
   child c;
   c.pid = pid;
@@ -117,34 +112,31 @@ std::optional<child> spawn(const std::vector<std::string>& argv, bool with_input
   return c;
 }
 
-bool can_run(const std::string& program, std::string& why) {
+result<completed> can_run(const std::string& program) {
   const auto runnable = [](const std::string& path) {
     struct stat st {};
     return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
   };
-  if (program.empty()) {
-    why = "an empty program name";
-    return false;
-  }
+  if (program.empty()) return invalid("an empty program name");
   if (program.find('/') != std::string::npos) {
-    if (runnable(program)) return true;
+    if (runnable(program)) return completed{};
     struct stat st {};
-    why = stat(program.c_str(), &st) != 0 ? concat("cannot run it here: ", std::strerror(errno))
-          : S_ISREG(st.st_mode)           ? std::string("cannot run it here: it is not executable")
-                                          : std::string("cannot run it here: it is not a file");
-    return false;
+    return invalid(stat(program.c_str(), &st) != 0
+                       ? concat("cannot run it here: ", std::strerror(errno))
+                   : S_ISREG(st.st_mode) ? std::string("cannot run it here: it is not executable")
+                                         : std::string("cannot run it here: it is not a file"));
   }
   const char* path = std::getenv("PATH");
   std::string_view dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
   while (true) {
     const std::size_t colon = dirs.find(':');
     const std::string_view dir = dirs.substr(0, colon);
-    if (runnable(concat(dir.empty() ? std::string_view(".") : dir, "/", program))) return true;
+    if (runnable(concat(dir.empty() ? std::string_view(".") : dir, "/", program)))
+      return completed{};
     if (colon == std::string_view::npos) break;
     dirs.remove_prefix(colon + 1);
   }
-  why = "cannot run it here: no such program on PATH";
-  return false;
+  return invalid("cannot run it here: no such program on PATH");
 }
 
 void close_fd(int& fd) {

@@ -21,6 +21,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cli.hpp"
+
 namespace cli {
 
 constexpr std::size_t max_line = 1 << 16;  // a longer line is shown in pieces of this size
@@ -44,12 +46,11 @@ struct child {
 
 // Starts argv in a process group of its own (a Ctrl-C reaches this process, which stops the
 // children in order). Its output pipes are non-blocking.
-std::optional<child> spawn(const std::vector<std::string>& argv, bool with_input,
-                           std::string& error);
+result<child> spawn(const std::vector<std::string>& argv, bool with_input);
 void close_fd(int& fd);
 // Whether `program` can be run here, as execvp would find it (a path, or a name on PATH); if not,
-// `why` says why.
-bool can_run(const std::string& program, std::string& why);
+// the error says why.
+result<completed> can_run(const std::string& program);
 // SIGKILL to the child's process group, waits for it, and closes its output unread.
 void stop_child(child& c);
 

@@ -88,32 +88,24 @@ std::optional<owned_line> first_owned_variable(std::string_view text) {
 }
 
 // The variables every node gets: the forwarded defaults, then --env-file, then --env.
-std::optional<hetlaunch::environment> node_environment(const options& o, int& status) {
+result<hetlaunch::environment> node_environment(const job_options& o) {
   hetlaunch::environment env = hetlaunch::forwarded_environment(environ);
   if (o.remote.env_file) {
-    std::string error;
-    const std::optional<std::string> text = read_file(*o.remote.env_file, "an env file", error);
-    if (!text) {
-      status = fail(error);
-      return std::nullopt;
-    }
+    const result<std::string> text = read_file(*o.remote.env_file, "an env file");
+    if (!text) return text.error();
     auto parsed = hetlaunch::parse_env_file(*text);
-    if (!parsed) {
-      status = fail(concat(*o.remote.env_file, ":", parsed.error().line, ":", parsed.error().column,
-                           ": ", parsed.error().message));
-      return std::nullopt;
-    }
-    if (const std::optional<owned_line> owned = first_owned_variable(*text)) {
-      status = fail(concat(*o.remote.env_file, ":", owned->line, ":", owned->column, ": ",
-                           hetlaunch::diagnostic::of(hetlaunch::errc::owned_variable)
-                               .with_text(owned->name)
-                               .message()));
-      return std::nullopt;
-    }
+    if (!parsed)
+      return invalid(concat(*o.remote.env_file, ":", parsed.error().line, ":",
+                            parsed.error().column, ": ", parsed.error().message));
+    if (const std::optional<owned_line> owned = first_owned_variable(*text))
+      return invalid(concat(*o.remote.env_file, ":", owned->line, ":", owned->column, ": ",
+                            hetlaunch::diagnostic::of(hetlaunch::errc::owned_variable)
+                                .with_text(owned->name)
+                                .message()));
     env.insert(env.end(), parsed->begin(), parsed->end());
   }
-  std::optional<hetlaunch::environment> flags = env_flags(o, status);
-  if (!flags) return std::nullopt;
+  result<hetlaunch::environment> flags = env_flags(o);
+  if (!flags) return flags.error();
   env.insert(env.end(), flags->begin(), flags->end());
   return env;
 }
@@ -170,7 +162,7 @@ const char* job_reason_of(const char* node_reason) {
   return "worker_failed";
 }
 
-attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
+attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* plan,
                            const hetlaunch::ssh_options& ssh) {
   const auto command_of = [&](std::size_t i) { return hetlaunch::ssh_argv(*plan, i, ssh); };
   install_signal_handlers();
@@ -286,9 +278,9 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
   while (true) {
     // Start nodes while fewer than --fanout are still connecting.
     while (!stopping && next < n && connecting < fanout) {
-      std::string why;
-      auto c = spawn(command_of(next), true, why);
+      result<child> c = spawn(command_of(next), true);
       if (!c) {
+        const std::string& why = c.error().message;
         // This machine's failure (the ssh program cannot run, no process can be made): it would
         // be the same for every node, so no host is blamed, and no restart would help.
         progress.clear();
@@ -363,7 +355,7 @@ attempt_result run_attempt(const options& o, const hetlaunch::launch_plan* plan,
 
 // The --spare flags as hosts that stand by, each with its worker count (0: slots=auto, asked
 // when needed). A spare may not be a host of the job, nor be given twice.
-std::optional<std::vector<hetlaunch::spare_host>> read_spares(const options& o,
+std::optional<std::vector<hetlaunch::spare_host>> read_spares(const job_options& o,
                                                               const hetlaunch::cluster& job) {
   hetlaunch::hostfile_options parsing;
   parsing.allow_auto_slots = true;
@@ -397,22 +389,21 @@ std::optional<std::vector<hetlaunch::spare_host>> read_spares(const options& o,
 
 // Asks each slots=auto spare for its GPU count, as discover does, when a restart needs spares.
 // One that cannot be reached or gives no count is passed over (dropped, with a line saying so).
-void ask_auto_spares(const options& o, std::vector<hetlaunch::spare_host>& spares) {
-  options asking = o;
-  asking.restart = restart_args{};  // a spare that cannot be asked is an error, said below
+void ask_auto_spares(const job_options& o, std::vector<hetlaunch::spare_host>& spares) {
   for (std::size_t k = 0; k < spares.size();) {
     if (spares[k].nproc != 0) {
       ++k;
       continue;
     }
     hetlaunch::cluster one{{spares[k].host, 0}};
-    std::string error;
-    if (resolve_auto(asking, one, error) && one.node_count() == 1 && one.node(0).nproc > 0) {
+    // A spare that cannot be asked is passed over, said here: never left out silently.
+    const result<completed> asked = resolve_auto(o.remote, restart_args{}, one);
+    if (asked && one.node_count() == 1 && one.node(0).nproc > 0) {
       spares[k++].nproc = one.node(0).nproc;
       continue;
     }
     std::fprintf(stderr, "hetlaunch: spare %s is passed over: %s\n", quoted(spares[k].host).c_str(),
-                 error.empty() ? "it gave no GPU count" : error.c_str());
+                 asked ? "it gave no GPU count" : asked.error().message.c_str());
     spares.erase(spares.begin() + static_cast<std::ptrdiff_t>(k));
   }
 }
@@ -424,12 +415,13 @@ std::string json_hosts(const hetlaunch::cluster& c, const std::vector<std::size_
   return out + "]";
 }
 
-int run_job(const options& o) {
+int run_job(const job_options& o) {
   check_restart_flags(o.restart);
-  int status = 0;
-  std::optional<input> in = read_input(o, status, resolve_auto);
-  if (!in) return status;
-  std::optional<hetlaunch::launch_plan> plan = plan_of(*in, o, o.launch);
+  const result<input> in = read_input(o.input, [&o](hetlaunch::cluster& nodes) {
+    return resolve_auto(o.remote, o.restart, nodes);
+  });
+  if (!in) return fail(in.error());
+  std::optional<hetlaunch::launch_plan> plan = plan_of(*in, o.command, o.launch);
   if (!plan) return exit_invalid;
   std::optional<std::vector<hetlaunch::spare_host>> spares = read_spares(o, plan->topology());
   if (!spares) return exit_invalid;
@@ -443,11 +435,11 @@ int run_job(const options& o) {
     char cwd[PATH_MAX];
     if (getcwd(cwd, sizeof cwd)) ssh.chdir = cwd;
   }
-  std::optional<hetlaunch::environment> env = node_environment(o, status);
-  if (!env) return status;
+  result<hetlaunch::environment> env = node_environment(o);
+  if (!env) return fail(env.error());
   ssh.env = std::move(*env);
   if (o.calibrate.measuring)
-    ssh.env.emplace_back("HETLAUNCH_CALIBRATE_STEPS", std::to_string(o.calibrate.steps));
+    ssh.env.emplace_back(hetlaunch::variables::calibrate_steps, std::to_string(o.calibrate.steps));
   const std::size_t n = plan->topology().node_count();
   // Each node's command is made when it is needed: memory stays that of one command.
   if (const auto problems = hetlaunch::validate_ssh(ssh); !problems.empty()) {
@@ -463,8 +455,9 @@ int run_job(const options& o) {
         concat("--min-nodes ", restarts.min_nodes, " is more than the plan's ", n, " nodes"));
   }
   // A program this machine cannot run fails every node alike: refused before any connection.
-  if (std::string why; !o.remote.dry_run && !can_run(o.remote.ssh, why))
-    return fail(concat("--ssh ", quoted(o.remote.ssh), ": ", why));
+  if (!o.remote.dry_run)
+    if (const result<completed> runnable = can_run(o.remote.ssh); !runnable)
+      return fail(concat("--ssh ", quoted(o.remote.ssh), ": ", runnable.error().message));
   event_log& events = job_events;
   const auto planned = [&] {
     events.write("planned", concat("\"nodes\": ", plan->topology().node_count(),
@@ -611,11 +604,10 @@ int run_job(const options& o) {
 
 }  // namespace
 
-int run_command(const options& o) {
-  if (o.remote.events) {
-    std::string error;
-    if (!job_events.open(*o.remote.events, error)) return fail(error);
-  }
+int run_command(const job_options& o) {
+  if (o.remote.events)
+    if (const result<completed> opened = job_events.open(*o.remote.events); !opened)
+      return fail(opened.error());
   const int status = run_job(o);
   // Every way out before the job was planned is input the job cannot start with.
   job_events.job_exited(status, "invalid_input");
@@ -625,8 +617,8 @@ int run_command(const options& o) {
 // `hetlaunch calibrate`: run's job, then the line its rank 0 printed, as a table, JSON or a
 // hostfile. The weights are computed here from the rates (calibration.hpp), not taken from the
 // script.
-int calibrate_command(const options& given) {
-  options o = given;  // run's job, watched for the measured line
+int calibrate_command(const job_options& given) {
+  job_options o = given;  // run's job, watched for the measured line
   o.calibrate.measuring = true;
   measured_line.clear();
   const int status = run_command(o);

@@ -11,15 +11,13 @@
 
 namespace cli {
 
-int sbatch_command(const options& o) {
-  const std::vector<hetlaunch::node_group> groups = node_groups(o);
-  if (const int status = group_weight_problem(o, groups)) return status;
+int sbatch_command(const sbatch_command_options& o) {
+  const result<std::vector<hetlaunch::node_group>> shapes = node_groups(o);
+  if (!shapes) return fail(shapes.error());
+  const std::vector<hetlaunch::node_group>& groups = *shapes;
   check_restart_flags(o.restart);
-  hetlaunch::slurm_batch_options batch;
-  batch.sbatch_args = o.sbatch.directives;
-  batch.partition = o.sbatch.partition;
-  batch.time = o.sbatch.time;
-  batch.hetlaunch_program = o.sbatch.hetlaunch_program;
+  // The flags wrote the script's own options; the restart flags, shared with run, join them.
+  hetlaunch::slurm_batch_options batch = o.sbatch;
   batch.restarts = o.restart.restarts.value_or(-1);
   batch.exclude_failed = o.restart.exclude_failed;
   batch.min_nodes = o.restart.min_nodes.value_or(1);
@@ -46,8 +44,7 @@ int sbatch_command(const options& o) {
   const bool bind_program_given =
       std::find(o.given.begin(), o.given.end(), "--bind-program") != o.given.end();
   if (o.launch.binding != hetlaunch::numa_binding::none && !bind_program_given)
-    batch.launch_args.insert(batch.launch_args.end(),
-                             {"--bind-program", o.sbatch.hetlaunch_program});
+    batch.launch_args.insert(batch.launch_args.end(), {"--bind-program", batch.hetlaunch_program});
   const auto script = hetlaunch::try_slurm_batch_script(groups, batch);
   if (!script) return fail(concat("sbatch: ", script.error().message()));
   std::fwrite(script->data(), 1, script->size(), stdout);

@@ -165,9 +165,9 @@ const flag flags[] = {
      "the output's form: the command's own words, the default first (see its usage)", line_bit,
      [](const parts& p, const std::string& v) { p.line->format = v; }},
     {"--ssh", nullptr, "PROGRAM", 0, "the ssh client (default: ssh)", remote_bit,
-     [](const parts& p, const std::string& v) { p.remote->ssh = v; }},
+     [](const parts& p, const std::string& v) { p.remote->ssh.program = {v}; }},
     {"--ssh-arg", nullptr, "ARG", 0, "an argument for ssh, before the host; repeatable", remote_bit,
-     [](const parts& p, const std::string& v) { p.remote->ssh_args.push_back(v); }, true},
+     [](const parts& p, const std::string& v) { p.remote->ssh.args.push_back(v); }, true},
     {"--fanout", nullptr, "N", 0,
      "most nodes connecting at once (default: 64); a node counts until it starts", remote_bit,
      [](const parts& p, const std::string& v) {
@@ -285,7 +285,7 @@ const flag flags[] = {
     {"--kill-after", nullptr, "SECONDS", 0,
      "after a failure or a signal, how long the other nodes get to stop (10)", remote_bit,
      [](const parts& p, const std::string& v) {
-       p.remote->kill_after = to_int("--kill-after", v, 1, 3600);
+       p.remote->ssh.kill_after = to_int("--kill-after", v, 1, 3600);
      }},
 };
 

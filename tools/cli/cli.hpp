@@ -109,14 +109,14 @@ struct groups_part {
 
 // run, calibrate and discover: reaching the nodes over ssh, and stopping them.
 struct remote_args {
-  std::string ssh = "ssh";
-  std::vector<std::string> ssh_args;
+  // The library's ssh options, written by --ssh, --ssh-arg and --kill-after; run adds the
+  // directory and the variables.
+  hetlaunch::ssh_options ssh;
   int fanout = 64;
   std::optional<std::string> env_file;
-  std::optional<std::string> chdir;
+  std::optional<std::string> chdir;  // default: this process's directory
   bool dry_run = false;
   bool quiet_nodes = false;
-  int kill_after = 10;
   std::optional<std::string> gpu_count_command;
   int discover_timeout = 60;          // seconds a host has to answer its GPU count
   std::optional<std::string> events;  // --events FILE

@@ -65,9 +65,7 @@ result<completed> resolve_auto(const remote_args& remote, const restart_args& re
   install_signal_handlers();
   const bool custom = remote.gpu_count_command.has_value();
   const std::string command = custom ? *remote.gpu_count_command : "nvidia-smi -L";
-  hetlaunch::ssh_options ssh;
-  ssh.program = {remote.ssh};
-  ssh.args = remote.ssh_args;
+  const hetlaunch::ssh_options& ssh = remote.ssh;
   std::vector<child> children(asked.size());
   std::vector<double> started_at(asked.size());
   std::vector<int> counts(nodes.node_count());

@@ -234,7 +234,7 @@ attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* p
       std::fprintf(stderr, "hetlaunch: %s: stopping every node (again to stop at once)\n",
                    strsignal(stop_signal));
     }
-    stop(o.remote.kill_after + 5.0);
+    stop(o.remote.ssh.kill_after + 5.0);
   };
   const auto on_output = [&](std::size_t i, bool out) {
     read_node(i, out);
@@ -248,7 +248,7 @@ attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* p
           "hetlaunch: node %zu: a worker failed (exit code %d) and torchrun has no restart left: "
           "stopping every node\n",
           i, progress_of[i].failed_exitcode);
-      stop(o.remote.kill_after + 5.0);
+      stop(o.remote.ssh.kill_after + 5.0);
     }
   };
   const auto on_end = [&](std::size_t i, int) {
@@ -271,7 +271,7 @@ attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* p
     if (fails_first) {
       first_failure = i;
       first_failure_reason = end.reason;
-      stop(o.remote.kill_after + 5.0);
+      stop(o.remote.ssh.kill_after + 5.0);
     }
   };
   const progress_scope clear_progress;
@@ -286,7 +286,7 @@ attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* p
         progress.clear();
         std::fprintf(stderr, "hetlaunch: node %zu: %s\n", next, why.c_str());
         local_failure = why;
-        stop(o.remote.kill_after + 5.0);
+        stop(o.remote.ssh.kill_after + 5.0);
         break;
       }
       nodes[next] = std::move(*c);
@@ -425,10 +425,7 @@ int run_job(const job_options& o) {
   if (!plan) return exit_invalid;
   std::optional<std::vector<hetlaunch::spare_host>> spares = read_spares(o, plan->topology());
   if (!spares) return exit_invalid;
-  hetlaunch::ssh_options ssh;
-  ssh.program = {o.remote.ssh};
-  ssh.args = o.remote.ssh_args;
-  ssh.kill_after = o.remote.kill_after;
+  hetlaunch::ssh_options ssh = o.remote.ssh;
   if (o.remote.chdir)
     ssh.chdir = *o.remote.chdir;
   else {
@@ -456,8 +453,8 @@ int run_job(const job_options& o) {
   }
   // A program this machine cannot run fails every node alike: refused before any connection.
   if (!o.remote.dry_run)
-    if (const result<completed> runnable = can_run(o.remote.ssh); !runnable)
-      return fail(concat("--ssh ", quoted(o.remote.ssh), ": ", runnable.error().message));
+    if (const result<completed> runnable = can_run(ssh.program.front()); !runnable)
+      return fail(concat("--ssh ", quoted(ssh.program.front()), ": ", runnable.error().message));
   event_log& events = job_events;
   const auto planned = [&] {
     events.write("planned", concat("\"nodes\": ", plan->topology().node_count(),

@@ -308,8 +308,8 @@ const command* find_command(const std::string& name);
 
 // arguments.cpp
 arguments parse_args(int argc, char** argv);
-// A flag a command takes whose part its options lack: a mistake of the tables, found at start
-// (empty when there is none).
+// A flag a command takes whose part its options lack: a mistake of the tables, found when the
+// manual page is made, at every build (empty when there is none).
 std::string table_problem();
 // The flag table as the manual page and the completion scripts read it.
 struct flag_view {

@@ -6,10 +6,6 @@
 #include <cstdio>
 
 int main(int argc, char** argv) {
-  if (const std::string problem = cli::table_problem(); !problem.empty()) {
-    std::fprintf(stderr, "hetlaunch: internal error: %s\n", problem.c_str());
-    return 70;  // EX_SOFTWARE
-  }
   try {
     const cli::arguments a = cli::parse_args(argc, argv);
     if (a.version && a.command.empty()) {

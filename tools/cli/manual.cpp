@@ -180,6 +180,12 @@ std::string manual_page() {
 }  // namespace
 
 int manual_command(const text_options&) {
+  // The page is made from both tables at every build (and by cli.manual): a flag a command takes
+  // whose part its options lack fails the build there, not each start of the program.
+  if (const std::string problem = table_problem(); !problem.empty()) {
+    std::fprintf(stderr, "hetlaunch: internal error: %s\n", problem.c_str());
+    return 70;  // EX_SOFTWARE
+  }
   const std::string page = manual_page();
   std::fwrite(page.data(), 1, page.size(), stdout);
   return 0;

@@ -13,7 +13,8 @@ what hetlaunch writes, or with a stand-in for ssh that misbehaves:
   env-file   a NUL byte in an --env-file is refused with its line and column;
   teardown   a node's processes are all stopped, also a child forked during the teardown whose
              parent then exits (a wrapper given as --program that starts a process ignoring
-             SIGTERM when it gets SIGTERM), and after a SIGINT right after the start;
+             SIGTERM when it gets SIGTERM), and after a SIGINT right after the start; a node
+             whose connection is slower than --kill-after + 5 s still ends by itself before run;
   messages   --env with a bad name, a --group past the limit, jobset --env NAME, sbatch's help,
              compress of host lists scontrol reads and of one it refuses, run's exit status in
              its help.
@@ -295,6 +296,25 @@ def teardown_cases(r):
                 os.kill(pid, signal.SIGKILL)
             check(f"teardown: SIGINT {name} (run {attempt + 1}): exit 130 and no orphan of a wrapper left",
                   proc.returncode == 130 and not left, (proc.returncode, left, err.decode(errors="replace")))
+
+    # A connection so slow that the node's script runs only 5.6 s after the SIGINT, with --kill-after 1:
+    # its teardown (SIGTERM, the orphan ignores it, SIGKILL 1 s later) ends after --kill-after + 5 s
+    # from the signal. run waits for that teardown, since the node started while the job stopped,
+    # and ends only once the node has ended by itself: no orphan is left at that moment.
+    slow = r.stand_in("slow-ssh", 'sleep 5.6; exec sh -c "$*"')
+    proc = subprocess.Popen([r.binary, "run", "--hosts", "h1:1", "--ssh", slow, "--kill-after", "1",
+                             "--program", str(wrapper), "--", "t.py"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=r.env)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    left = orphans()
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    err = err.decode(errors="replace")
+    check("teardown: a node that starts while the job stops gets its own --kill-after + 5 s; no orphan at run's end",
+          proc.returncode == 130 and not left and "killed by signal" not in err,
+          (proc.returncode, left, err))
 
 
 def _read(path):

@@ -430,7 +430,10 @@ def case_teardown_orphans(b, w, work, c):
             time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         code, _, err = finish(proc, timeout=60)
-        deadline = time.monotonic() + 2
+        # A node whose connection took longer than twice --kill-after + 5 s had its ssh killed before
+        # it started: its script, if sshd still runs it, sees its input end and stops its job within
+        # --kill-after by itself.
+        deadline = time.monotonic() + KILL_AFTER + 2
         while orphans() and time.monotonic() < deadline:
             time.sleep(0.1)
         left = orphans()

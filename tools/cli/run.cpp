@@ -7,7 +7,8 @@
 // remote command (hetlaunch::detail::node_script) tears torchrun and all its workers down when
 // that input ends, so closing the pipe stops the node, and so does this process dying (the
 // kernel closes the pipe, ssh sends EOF, the connection ends). A node that does not stop within
-// --kill-after seconds and a margin has its ssh killed, which ends the connection as well.
+// --kill-after seconds and a margin has its ssh killed, which ends the connection as well; the
+// margin counts from the node's start for a node that was still connecting when the stop began.
 #include "cli.hpp"
 #include "process.hpp"
 
@@ -182,12 +183,23 @@ attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* p
   bool failed_by_worker = false;  // the first failure was a worker's, seen in torchrun's log
   const char* first_failure_reason = "failed";  // node_exited's reason of the first failure
   event_log& events = job_events;
-  const auto stop = [&](double grace) {
+  double stopped_at = 0;    // when the stop began
+  bool killed_all = false;  // every ssh has had SIGKILL: only their ends are left to collect
+  const double grace = o.remote.ssh.kill_after + 5.0;
+  const auto stop = [&] {
     if (!stopping) {
       stopping = true;
-      deadline = now() + grace;
+      stopped_at = now();
+      deadline = stopped_at + grace;
     }
     for (child& c : nodes) close_fd(c.in);
+  };
+  // A node still connecting when the stop began starts its teardown only once its script runs:
+  // it gets the same grace from then, so that run does not end while that node's teardown is
+  // still under way. Twice the grace from the stop bounds it, however slow the connections.
+  const auto started_while_stopping = [&] {
+    if (stopping && !killed_all)
+      deadline = std::min(stopped_at + 2 * grace, std::max(deadline, now() + grace));
   };
   const auto fanout = static_cast<std::size_t>(o.remote.fanout);
   std::size_t connecting = 0, running = 0, started = 0;
@@ -217,6 +229,7 @@ attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* p
     drain(out ? c.out : c.err, out ? c.out_line : c.err_line, sink);
     if (!was_started && p.started) {
       --connecting, ++started;
+      started_while_stopping();
       if (events)
         events.write(
             "node_started",
@@ -227,6 +240,7 @@ attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* p
     if (stop_signal) {  // a second signal: no more waiting
       for (child& c : nodes)
         if (c.pid > 0 && !c.reaped) kill(c.pid, SIGKILL);
+      killed_all = true;
     }
     if (!stop_signal) {
       stop_signal = number;
@@ -234,7 +248,7 @@ attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* p
       std::fprintf(stderr, "hetlaunch: %s: stopping every node (again to stop at once)\n",
                    strsignal(stop_signal));
     }
-    stop(o.remote.ssh.kill_after + 5.0);
+    stop();
   };
   const auto on_output = [&](std::size_t i, bool out) {
     read_node(i, out);
@@ -248,7 +262,7 @@ attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* p
           "hetlaunch: node %zu: a worker failed (exit code %d) and torchrun has no restart left: "
           "stopping every node\n",
           i, progress_of[i].failed_exitcode);
-      stop(o.remote.ssh.kill_after + 5.0);
+      stop();
     }
   };
   const auto on_end = [&](std::size_t i, int) {
@@ -271,7 +285,7 @@ attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* p
     if (fails_first) {
       first_failure = i;
       first_failure_reason = end.reason;
-      stop(o.remote.ssh.kill_after + 5.0);
+      stop();
     }
   };
   const progress_scope clear_progress;
@@ -286,7 +300,7 @@ attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* p
         progress.clear();
         std::fprintf(stderr, "hetlaunch: node %zu: %s\n", next, why.c_str());
         local_failure = why;
-        stop(o.remote.ssh.kill_after + 5.0);
+        stop();
         break;
       }
       nodes[next] = std::move(*c);
@@ -303,7 +317,8 @@ attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* p
     if (stopping && now() > deadline) {
       for (child& c : nodes)
         if (c.pid > 0 && !c.reaped) kill(c.pid, SIGKILL);
-      deadline = now() + 3600;  // killed: only their ends are left to collect
+      killed_all = true;
+      deadline = now() + 3600;
     }
   }
   progress.clear();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "detail/host_name.hpp"
+#include "detail/json_string.hpp"
 #include "detail/text.hpp"
 
 namespace hetlaunch {

@@ -11,6 +11,7 @@
 
 #include "detail/decimal.hpp"
 #include "detail/host_name.hpp"
+#include "detail/json_string.hpp"
 #include "detail/text.hpp"
 
 namespace hetlaunch {

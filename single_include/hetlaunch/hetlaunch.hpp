@@ -389,6 +389,30 @@ constexpr bool parse_signed(std::string_view text, long long max_magnitude,
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_DETAIL_DECIMAL_HPP
+// ---- hetlaunch/detail/deferred.hpp
+// hetlaunch: naming a type through a template parameter, so that a template's use of it is
+// compiled only where the template is.
+#ifndef HETLAUNCH_DETAIL_DEFERRED_HPP
+#define HETLAUNCH_DETAIL_DEFERRED_HPP
+
+namespace hetlaunch {
+namespace detail {
+
+// T, named through a template parameter. A member, local, parameter or return type of a template
+// declared with it is dependent, so the class it names (a std::vector, say) is instantiated only
+// where the template is, not by every program that includes the header. Including cluster.hpp
+// then costs little more than its standard headers.
+template <class T, class>
+struct deferred_type {
+  using type = T;
+};
+template <class T, class Unused>
+using deferred = typename deferred_type<T, Unused>::type;
+
+}  // namespace detail
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_DETAIL_DEFERRED_HPP
 
 namespace hetlaunch {
 namespace detail {
@@ -430,7 +454,7 @@ std::string to_hex(unsigned value) {
 
 // "0,2,3": device ids as CUDA_VISIBLE_DEVICES lists them.
 template <class Unused = void>
-std::string join_ids(const std::vector<int>& ids) {
+std::string join_ids(const deferred<std::vector<int>, Unused>& ids) {
   std::string out;
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (i) out += ',';
@@ -497,8 +521,10 @@ constexpr std::size_t quote_limit = 80;  // bytes of input shown before a long t
 // Text longer than `limit` bytes is cut at a character and followed by its length:
 // 'aaaa'... (10485760 bytes). `full_size` is the length of the whole text when `text` is only
 // its first bytes (a bounded_string that was cut).
+// (`out` is named through Unused: its many appends are then resolved only where a message is made.)
 template <class Unused = void>
-void append_quoted(std::string& out, std::string_view text, std::size_t limit = quote_limit,
+void append_quoted(deferred<std::string, Unused>& out, std::string_view text,
+                   std::size_t limit = quote_limit,
                    std::size_t full_size = std::string_view::npos) {
   if (full_size == std::string_view::npos || full_size < text.size()) full_size = text.size();
   static constexpr char hex[] = "0123456789abcdef";
@@ -555,49 +581,6 @@ auto quoted(const Bounded& text) -> decltype(text.full_size(), std::string()) {
   std::string out;
   append_quoted(out, text.view(), quote_limit, text.full_size());
   return out;
-}
-
-// Appends `s` as a JSON string that is valid UTF-8 whatever the bytes (and a YAML double-quoted
-// scalar too): UTF-8 characters stay as they are, and a byte that is not part of one is written
-// \udcXX (Python's surrogateescape: json.loads, then .encode("utf-8", "surrogateescape"), gives
-// the bytes back). C1 controls, line and paragraph separators, the byte order mark and the other
-// invisible characters are written \uXXXX: a YAML reader takes U+0085 and U+2028 for line breaks
-// and folds them into a space, and a person reading the file cannot see them.
-template <class Unused = void>
-void append_json_string(std::string& out, std::string_view s) {
-  static constexpr char hex[] = "0123456789abcdef";
-  out += '"';
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const std::size_t n = utf8_sequence_length(s, i);
-    if (n > 1) {
-      const unsigned cp = utf8_code_point(s, i, n);
-      if (invisible_code_point(cp)) {
-        out += "\\u";
-        for (int shift = 12; shift >= 0; shift -= 4) out += hex[(cp >> shift) & 15u];
-      } else {
-        out.append(s.data() + i, n);
-      }
-      i += n;
-      continue;
-    }
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7f || c >= 0x80) {
-      out += c >= 0x80 ? "\\udc" : "\\u00";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-    ++i;
-  }
-  out += '"';
 }
 
 // The character at text[i] for a message: the whole UTF-8 sequence when one starts there.
@@ -1672,6 +1655,63 @@ struct validate_options {
 
 #include <optional>
 
+// ---- hetlaunch/detail/json_string.hpp
+// hetlaunch: text written as a JSON (and YAML) string.
+#ifndef HETLAUNCH_DETAIL_JSON_STRING_HPP
+#define HETLAUNCH_DETAIL_JSON_STRING_HPP
+
+
+
+namespace hetlaunch {
+namespace detail {
+
+// Appends `s` as a JSON string that is valid UTF-8 whatever the bytes (and a YAML double-quoted
+// scalar too): UTF-8 characters stay as they are, and a byte that is not part of one is written
+// \udcXX (Python's surrogateescape: json.loads, then .encode("utf-8", "surrogateescape"), gives
+// the bytes back). C1 controls, line and paragraph separators, the byte order mark and the other
+// invisible characters are written \uXXXX: a YAML reader takes U+0085 and U+2028 for line breaks
+// and folds them into a space, and a person reading the file cannot see them.
+template <class Unused = void>
+void append_json_string(std::string& out, std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
+  out += '"';
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t n = utf8_sequence_length(s, i);
+    if (n > 1) {
+      const unsigned cp = utf8_code_point(s, i, n);
+      if (invisible_code_point(cp)) {
+        out += "\\u";
+        for (int shift = 12; shift >= 0; shift -= 4) out += hex[(cp >> shift) & 15u];
+      } else {
+        out.append(s.data() + i, n);
+      }
+      i += n;
+      continue;
+    }
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f || c >= 0x80) {
+      out += c >= 0x80 ? "\\udc" : "\\u00";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+    ++i;
+  }
+  out += '"';
+}
+
+}  // namespace detail
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_DETAIL_JSON_STRING_HPP
 
 namespace hetlaunch {
 
@@ -2287,24 +2327,26 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
   friend class detail::topology_queries<basic_cluster>;
   template <class>
   friend class basic_cluster_builder;
+  template <class T>
+  using vector = detail::deferred<std::vector<T>, Unused>;
 
   // Hosts are stored back to back in one buffer and found by their end offsets; nproc is the step
   // between rank offsets; roles are ids into a table of distinct roles, stored only when there
   // are several. A node costs 16 bytes plus its host's characters, and copies and moves stay
   // valid because nothing points into the buffer.
   std::string text_;
-  std::vector<std::size_t> host_end_;
-  std::vector<std::uint32_t> role_id_;  // per node, only when there are several roles (else all 0)
-  std::vector<std::pair<std::size_t, std::size_t>> roles_;  // (begin, size) in text_, by id
-  std::vector<long long> offsets_{0};
-  std::vector<long long> role_offsets_;    // per node, only when there are several roles
-  std::vector<long long> role_totals_;     // per role id
-  std::vector<std::vector<int>> devices_;  // empty, or one (possibly empty) list per node
+  vector<std::size_t> host_end_;
+  vector<std::uint32_t> role_id_;  // per node, only when there are several roles (else all 0)
+  vector<std::pair<std::size_t, std::size_t>> roles_;  // (begin, size) in text_, by id
+  vector<long long> offsets_{0};
+  vector<long long> role_offsets_;    // per node, only when there are several roles
+  vector<long long> role_totals_;     // per role id
+  vector<std::vector<int>> devices_;  // empty, or one (possibly empty) list per node
   // Weights: ids into a table of texts, stored only once a node has a weight other than "1".
   // A run of equal weights shares one entry, so a cluster of a few GPU types keeps a few.
-  std::vector<std::uint32_t> weight_id_;
-  std::vector<std::string> weights_;  // by id; id 0 is "1"
-  std::vector<int> max_batch_;        // empty, or one ceiling per node (0: none)
+  vector<std::uint32_t> weight_id_;
+  vector<std::string> weights_;  // by id; id 0 is "1"
+  vector<int> max_batch_;        // empty, or one ceiling per node (0: none)
 
   node_spec node_unchecked(std::size_t i) const noexcept {
     const char* base = text_.data();
@@ -2354,7 +2396,7 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
     offsets_.push_back(offsets_.back() + nproc);  // 64-bit: n * INT_MAX cannot wrap
   }
   // Role texts go after every host, so they are added at the end.
-  void finish(const std::vector<std::string_view>& role_texts) {
+  void finish(const vector<std::string_view>& role_texts) {
     roles_.clear();
     for (std::string_view r : role_texts) {
       roles_.emplace_back(text_.size(), r.size());
@@ -2381,7 +2423,7 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
   basic_cluster(std::initializer_list<node_spec> nodes) {
     assign(nodes.begin(), nodes.end(), nodes.size());
   }
-  basic_cluster(const std::vector<node_spec>& nodes) {
+  basic_cluster(const vector<node_spec>& nodes) {
     assign(nodes.begin(), nodes.end(), nodes.size());
   }  // NOLINT
   template <std::size_t N>
@@ -2397,11 +2439,11 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
   /// Precondition: i < node_count().
   [[nodiscard]] const std::vector<int>& devices(std::size_t i) const noexcept {
     detail::expects(i < node_count(), "devices(i): node index out of range");
-    static const std::vector<int> none;
+    static const vector<int> none;
     return devices_.empty() ? none : devices_[i];
   }
   /// Restricts node i to the given device ids. Precondition: i < node_count().
-  void set_devices(std::size_t i, std::vector<int> ids) {
+  void set_devices(std::size_t i, vector<int> ids) {
     detail::expects(i < node_count(), "set_devices(i, ids): node index out of range");
     if (devices_.empty()) devices_.resize(node_count());
     devices_[i] = std::move(ids);
@@ -2479,9 +2521,7 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
     [[nodiscard]] iterator end() const noexcept { return {c_, size()}; }
     /// The cluster this list views.
     [[nodiscard]] const basic_cluster& source() const noexcept { return *c_; }
-    operator std::vector<node_spec>() const {
-      return std::vector<node_spec>(begin(), end());
-    }  // NOLINT
+    operator vector<node_spec>() const { return vector<node_spec>(begin(), end()); }  // NOLINT
   };
   [[nodiscard]] node_list nodes() const noexcept { return node_list(*this); }
   /// A copy of the cluster `nodes` views, device lists included.
@@ -2493,11 +2533,13 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
 /// million hosts cost their characters and 16 bytes each.
 template <class Unused>
 class basic_cluster_builder {
+  template <class T>
+  using vector = detail::deferred<std::vector<T>, Unused>;
   basic_cluster<Unused> c_;
   // Each run of equal roles gets an id as it comes; finish() gives equal roles one id. The runs'
   // texts live in one buffer, addressed by offset.
   std::string role_text_;
-  std::vector<std::pair<std::size_t, std::size_t>> runs_;  // (begin, size) in role_text_
+  vector<std::pair<std::size_t, std::size_t>> runs_;  // (begin, size) in role_text_
   std::string_view run_text(std::size_t r) const noexcept {
     return std::string_view(role_text_).substr(runs_[r].first, runs_[r].second);
   }
@@ -2519,19 +2561,19 @@ class basic_cluster_builder {
   [[nodiscard]] basic_cluster<Unused> finish() {
     // Runs sorted by text give each distinct role one id, in order of first appearance.
     const std::size_t r = runs_.size();
-    std::vector<std::size_t> order(r);
+    vector<std::size_t> order(r);
     for (std::size_t k = 0; k < r; ++k) order[k] = k;
     detail::heap_sort(order.data(), r, [this](std::size_t a, std::size_t b) {
       const int cmp = run_text(a).compare(run_text(b));
       return cmp < 0 || (cmp == 0 && a < b);
     });
-    std::vector<std::uint32_t> first_run(r);  // the first run with the same text
+    vector<std::uint32_t> first_run(r);  // the first run with the same text
     for (std::size_t k = 0; k < r; ++k)
       first_run[order[k]] = k > 0 && run_text(order[k]) == run_text(order[k - 1])
                                 ? first_run[order[k - 1]]
                                 : static_cast<std::uint32_t>(order[k]);
-    std::vector<std::uint32_t> id(r);
-    std::vector<std::string_view> roles;
+    vector<std::uint32_t> id(r);
+    vector<std::string_view> roles;
     for (std::size_t k = 0; k < r; ++k) {
       if (first_run[k] == k) {
         id[k] = static_cast<std::uint32_t>(roles.size());
@@ -2596,11 +2638,12 @@ namespace detail {
 // hash bits (duplicates, or rare collisions) are sorted on (full hash, host, index), O(k log k),
 // so the worst case is O(n log n).
 template <class NodeAt>
-std::vector<std::pair<std::size_t, std::size_t>> duplicate_hosts(std::size_t n, NodeAt node_at) {
-  std::vector<std::pair<std::size_t, std::size_t>> dups;
+deferred<std::vector<std::pair<std::size_t, std::size_t>>, NodeAt> duplicate_hosts(std::size_t n,
+                                                                                   NodeAt node_at) {
+  deferred<std::vector<std::pair<std::size_t, std::size_t>>, NodeAt> dups;
   if (n > 0xffffffffu) {  // more nodes than 32-bit indices: the general algorithm
-    std::vector<std::size_t> idx(n), idx_tmp(n), dup_of(n);
-    std::vector<std::uint64_t> key(n), key_tmp(n);
+    deferred<std::vector<std::size_t>, NodeAt> idx(n), idx_tmp(n), dup_of(n);
+    deferred<std::vector<std::uint64_t>, NodeAt> key(n), key_tmp(n);
     find_duplicate_hosts(
         n, node_at,
         validation_scratch{idx.data(), idx_tmp.data(), key.data(), key_tmp.data(), dup_of.data()});
@@ -2608,7 +2651,7 @@ std::vector<std::pair<std::size_t, std::size_t>> duplicate_hosts(std::size_t n, 
       if (dup_of[i] != n) dups.emplace_back(i, dup_of[i]);
     return dups;
   }
-  std::vector<std::uint64_t> keys(n);
+  deferred<std::vector<std::uint64_t>, NodeAt> keys(n);
   for (std::size_t i = 0; i < n; ++i)
     keys[i] = (host_hash(node_at(i).host) & 0xffffffff00000000ull) | i;
   // In place, by the top 16 bits (American flag sort), then each bucket by its whole key: the
@@ -2617,10 +2660,10 @@ std::vector<std::pair<std::size_t, std::size_t>> duplicate_hosts(std::size_t n, 
   if (n <= 65536) {
     heap_sort(keys.data(), n, less);
   } else {
-    std::vector<std::size_t> start(65537, 0);
+    deferred<std::vector<std::size_t>, NodeAt> start(65537, 0);
     for (std::size_t i = 0; i < n; ++i) ++start[(keys[i] >> 48) + 1];
     for (std::size_t b = 1; b <= 65536; ++b) start[b] += start[b - 1];
-    std::vector<std::size_t> next(start.begin(), start.end() - 1);
+    deferred<std::vector<std::size_t>, NodeAt> next(start.begin(), start.end() - 1);
     for (std::size_t b = 0; b < 65536; ++b)
       while (next[b] < start[b + 1]) {
         std::uint64_t k = keys[next[b]];
@@ -2637,8 +2680,8 @@ std::vector<std::pair<std::size_t, std::size_t>> duplicate_hosts(std::size_t n, 
       if (start[b + 1] - start[b] > 1)
         heap_sort(keys.data() + start[b], start[b + 1] - start[b], less);
   }
-  std::vector<std::uint64_t> full;  // a run's full hashes
-  std::vector<std::size_t> order;   // a run's positions, sorted
+  deferred<std::vector<std::uint64_t>, NodeAt> full;  // a run's full hashes
+  deferred<std::vector<std::size_t>, NodeAt> order;   // a run's positions, sorted
   std::size_t start = 0;
   while (start < n) {
     std::size_t end = start + 1;
@@ -2657,20 +2700,20 @@ std::vector<std::pair<std::size_t, std::size_t>> duplicate_hosts(std::size_t n, 
     start = end;
   }
   heap_sort(dups.data(), dups.size(),
-            [](const std::pair<std::size_t, std::size_t>& a,
-               const std::pair<std::size_t, std::size_t>& b) { return a.first < b.first; });
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   return dups;
 }
 
 // Every problem, or only the first when `first_only`.
 template <class NodeAt>
-std::vector<diagnostic> validate_all(std::size_t n, NodeAt node_at, validate_options options,
-                                     bool first_only = false) {
-  std::vector<std::pair<std::size_t, std::size_t>> dups;
+deferred<std::vector<diagnostic>, NodeAt> validate_all(std::size_t n, NodeAt node_at,
+                                                       validate_options options,
+                                                       bool first_only = false) {
+  deferred<std::vector<std::pair<std::size_t, std::size_t>>, NodeAt> dups;
   if (!options.allow_duplicate_hosts) dups = duplicate_hosts(n, node_at);
   // The sparse duplicates read as the array validate_nodes expects, in increasing node order.
   struct sparse_duplicates {
-    const std::vector<std::pair<std::size_t, std::size_t>>& dups;
+    const deferred<std::vector<std::pair<std::size_t, std::size_t>>, NodeAt>& dups;
     std::size_t n;
     std::size_t next = 0;
     std::size_t operator[](std::size_t i) {
@@ -2678,7 +2721,7 @@ std::vector<diagnostic> validate_all(std::size_t n, NodeAt node_at, validate_opt
       return next < dups.size() && dups[next].first == i ? dups[next].second : n;
     }
   } duplicate_of{dups, n};
-  std::vector<diagnostic> out;
+  deferred<std::vector<diagnostic>, NodeAt> out;
   validate_nodes(n, node_at, options, duplicate_of, [&out, first_only](const diagnostic& d) {
     out.push_back(d);
     return !first_only;
@@ -2687,18 +2730,19 @@ std::vector<diagnostic> validate_all(std::size_t n, NodeAt node_at, validate_opt
 }
 }  // namespace detail
 
-/// Every problem of a topology, in node order (empty when it is valid). O(N log N).
-/// The diagnostics own their text: they may outlive `c`.
+/// Every problem of a topology, in node order (empty when it is valid), as a
+/// std::vector<diagnostic> (named through the template parameter, so that it is compiled only
+/// where validate is called). O(N log N). The diagnostics own their text: they may outlive `c`.
 template <class Unused>
-[[nodiscard]] std::vector<diagnostic> validate(const basic_cluster<Unused>& c,
-                                               validate_options options = {}) {
+[[nodiscard]] detail::deferred<std::vector<diagnostic>, Unused> validate(
+    const basic_cluster<Unused>& c, validate_options options = {}) {
   return detail::validate_all(
       c.node_count(), [&c](std::size_t i) { return c.node(i); }, options);
 }
-/// Every problem of a fixed topology, in node order.
+/// Every problem of a fixed topology, in node order, as a std::vector<diagnostic>.
 template <std::size_t N>
-[[nodiscard]] std::vector<diagnostic> validate(const fixed_cluster<N>& c,
-                                               validate_options options = {}) {
+[[nodiscard]] detail::deferred<std::vector<diagnostic>, fixed_cluster<N>> validate(
+    const fixed_cluster<N>& c, validate_options options = {}) {
   return detail::validate_all(
       N, [&c](std::size_t i) { return c.node(i); }, options);
 }
@@ -2706,7 +2750,7 @@ template <std::size_t N>
 template <class Unused>
 [[nodiscard]] diagnostic first_error(const basic_cluster<Unused>& c,
                                      validate_options options = {}) {
-  const std::vector<diagnostic> first = detail::validate_all(
+  const auto first = detail::validate_all(
       c.node_count(), [&c](std::size_t i) { return c.node(i); }, options, true);
   return first.empty() ? diagnostic{} : first.front();
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "decimal.hpp"
+#include "deferred.hpp"
 
 namespace hetlaunch {
 namespace detail {
@@ -50,7 +51,7 @@ std::string to_hex(unsigned value) {
 
 // "0,2,3": device ids as CUDA_VISIBLE_DEVICES lists them.
 template <class Unused = void>
-std::string join_ids(const std::vector<int>& ids) {
+std::string join_ids(const deferred<std::vector<int>, Unused>& ids) {
   std::string out;
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (i) out += ',';
@@ -117,8 +118,10 @@ constexpr std::size_t quote_limit = 80;  // bytes of input shown before a long t
 // Text longer than `limit` bytes is cut at a character and followed by its length:
 // 'aaaa'... (10485760 bytes). `full_size` is the length of the whole text when `text` is only
 // its first bytes (a bounded_string that was cut).
+// (`out` is named through Unused: its many appends are then resolved only where a message is made.)
 template <class Unused = void>
-void append_quoted(std::string& out, std::string_view text, std::size_t limit = quote_limit,
+void append_quoted(deferred<std::string, Unused>& out, std::string_view text,
+                   std::size_t limit = quote_limit,
                    std::size_t full_size = std::string_view::npos) {
   if (full_size == std::string_view::npos || full_size < text.size()) full_size = text.size();
   static constexpr char hex[] = "0123456789abcdef";
@@ -175,49 +178,6 @@ auto quoted(const Bounded& text) -> decltype(text.full_size(), std::string()) {
   std::string out;
   append_quoted(out, text.view(), quote_limit, text.full_size());
   return out;
-}
-
-// Appends `s` as a JSON string that is valid UTF-8 whatever the bytes (and a YAML double-quoted
-// scalar too): UTF-8 characters stay as they are, and a byte that is not part of one is written
-// \udcXX (Python's surrogateescape: json.loads, then .encode("utf-8", "surrogateescape"), gives
-// the bytes back). C1 controls, line and paragraph separators, the byte order mark and the other
-// invisible characters are written \uXXXX: a YAML reader takes U+0085 and U+2028 for line breaks
-// and folds them into a space, and a person reading the file cannot see them.
-template <class Unused = void>
-void append_json_string(std::string& out, std::string_view s) {
-  static constexpr char hex[] = "0123456789abcdef";
-  out += '"';
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const std::size_t n = utf8_sequence_length(s, i);
-    if (n > 1) {
-      const unsigned cp = utf8_code_point(s, i, n);
-      if (invisible_code_point(cp)) {
-        out += "\\u";
-        for (int shift = 12; shift >= 0; shift -= 4) out += hex[(cp >> shift) & 15u];
-      } else {
-        out.append(s.data() + i, n);
-      }
-      i += n;
-      continue;
-    }
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7f || c >= 0x80) {
-      out += c >= 0x80 ? "\\udc" : "\\u00";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-    ++i;
-  }
-  out += '"';
 }
 
 // The character at text[i] for a message: the whole UTF-8 sequence when one starts there.

@@ -28,7 +28,7 @@ struct flag {
   const char* value;  // the value's name in help, or nullptr for a switch
   unsigned group;     // the group it belongs to, or 0 when commands name it one by one
   const char* help;
-  unsigned part;  // the part of a command's options it is written into (part_bit)
+  unsigned part;  // the part of a command's options it is written into (its _bit)
   void (*apply)(const parts& into, const std::string& value);
   bool repeatable = false;  // may be given more than once, each adding a value
 };
@@ -323,14 +323,6 @@ std::vector<flag_view> flag_list() {
 bool command_accepts(const command& c, const char* name) {
   const flag* f = find_flag(name);
   return f && accepts(c, *f);
-}
-
-unsigned part_bits(const parts& p) {
-  return (p.line ? line_bit : 0u) | (p.input ? input_bit : 0u) | (p.launch ? launch_bit : 0u) |
-         (p.node ? node_bit : 0u) | (p.env ? env_bit : 0u) | (p.groups ? groups_bit : 0u) |
-         (p.remote ? remote_bit : 0u) | (p.restart ? restart_bit : 0u) |
-         (p.calibrate ? calibrate_bit : 0u) | (p.jobset ? jobset_bit : 0u) |
-         (p.sbatch ? sbatch_bit : 0u) | (p.binding ? binding_bit : 0u);
 }
 
 std::string table_problem() {

@@ -194,57 +194,61 @@ struct sbatch_command_options : command_line,
 struct binding_options : command_line, launch_part, binding_part {};  // cpus, bind
 using text_options = command_line;                                    // completion, manual
 
-// The parts a flag can be written into, as bits; a command's options have some of them.
-enum part_bit : unsigned {
-  line_bit = 1,
-  input_bit = 2,
-  launch_bit = 4,
-  node_bit = 8,
-  env_bit = 16,
-  groups_bit = 32,
-  remote_bit = 64,
-  restart_bit = 128,
-  calibrate_bit = 256,
-  jobset_bit = 512,
-  sbatch_bit = 1024,
-  binding_bit = 2048,
+// Every part a flag can be written into, once: its name, the type the flags write, the base of
+// a command's options that holds it, and where that is in the options `o`. The bits the flag
+// table names (input_bit, ...), the pointers it writes through (parts) and which parts a
+// command's options have (parts_of) are all made from this list.
+#define HETLAUNCH_CLI_PARTS(X)                               \
+  X(line, command_line, command_line, &o)                    \
+  X(input, input_args, input_part, &o.input)                 \
+  X(launch, launch_part, launch_part, &o)                    \
+  X(node, node_part, node_part, &o)                          \
+  X(env, env_part, env_part, &o)                             \
+  X(groups, groups_part, groups_part, &o)                    \
+  X(remote, remote_args, remote_part, &o.remote)             \
+  X(restart, restart_args, restart_part, &o.restart)         \
+  X(calibrate, calibrate_args, calibrate_part, &o.calibrate) \
+  X(jobset, jobset_part, jobset_part, &o)                    \
+  X(sbatch, sbatch_part, sbatch_part, &o)                    \
+  X(binding, binding_args, binding_part, &o.binding)
+
+// A part as a bit; a command's options have some of them.
+enum part_index : unsigned {
+#define HETLAUNCH_CLI_PART_INDEX(name, type, base, field) name##_index,
+  HETLAUNCH_CLI_PARTS(HETLAUNCH_CLI_PART_INDEX)
+#undef HETLAUNCH_CLI_PART_INDEX
 };
+#define HETLAUNCH_CLI_PART_BIT(name, type, base, field) \
+  constexpr unsigned name##_bit = 1u << name##_index;
+HETLAUNCH_CLI_PARTS(HETLAUNCH_CLI_PART_BIT)
+#undef HETLAUNCH_CLI_PART_BIT
 
 // The parts of one command's options, for the flag table to write into (null: it has none).
 struct parts {
-  command_line* line = nullptr;
-  input_args* input = nullptr;
-  launch_part* launch = nullptr;
-  node_part* node = nullptr;
-  env_part* env = nullptr;
-  groups_part* groups = nullptr;
-  remote_args* remote = nullptr;
-  restart_args* restart = nullptr;
-  calibrate_args* calibrate = nullptr;
-  jobset_part* jobset = nullptr;
-  sbatch_part* sbatch = nullptr;
-  binding_args* binding = nullptr;
+#define HETLAUNCH_CLI_PART_POINTER(name, type, base, field) type* name = nullptr;
+  HETLAUNCH_CLI_PARTS(HETLAUNCH_CLI_PART_POINTER)
+#undef HETLAUNCH_CLI_PART_POINTER
 };
 
 template <class Options>
 parts parts_of(Options& o) {
   parts p;
-  p.line = &o;
-  if constexpr (std::is_base_of<input_part, Options>::value) p.input = &o.input;
-  if constexpr (std::is_base_of<launch_part, Options>::value) p.launch = &o;
-  if constexpr (std::is_base_of<node_part, Options>::value) p.node = &o;
-  if constexpr (std::is_base_of<env_part, Options>::value) p.env = &o;
-  if constexpr (std::is_base_of<groups_part, Options>::value) p.groups = &o;
-  if constexpr (std::is_base_of<remote_part, Options>::value) p.remote = &o.remote;
-  if constexpr (std::is_base_of<restart_part, Options>::value) p.restart = &o.restart;
-  if constexpr (std::is_base_of<calibrate_part, Options>::value) p.calibrate = &o.calibrate;
-  if constexpr (std::is_base_of<jobset_part, Options>::value) p.jobset = &o;
-  if constexpr (std::is_base_of<sbatch_part, Options>::value) p.sbatch = &o;
-  if constexpr (std::is_base_of<binding_part, Options>::value) p.binding = &o.binding;
+#define HETLAUNCH_CLI_PART_OF(name, type, base, field) \
+  if constexpr (std::is_base_of<base, Options>::value) p.name = field;
+  HETLAUNCH_CLI_PARTS(HETLAUNCH_CLI_PART_OF)
+#undef HETLAUNCH_CLI_PART_OF
   return p;
 }
 
-unsigned part_bits(const parts& p);
+// The bits of the parts `p` has.
+inline unsigned part_bits(const parts& p) {
+  unsigned bits = 0;
+#define HETLAUNCH_CLI_PART_BITS(name, type, base, field) \
+  if (p.name) bits |= name##_bit;
+  HETLAUNCH_CLI_PARTS(HETLAUNCH_CLI_PART_BITS)
+#undef HETLAUNCH_CLI_PART_BITS
+  return bits;
+}
 
 // Which flags a command takes: whole groups, and single flags by name.
 enum flag_group : unsigned { input_flags = 1, launch_flags = 2, limit_flags = 4 };

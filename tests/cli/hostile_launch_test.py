@@ -14,7 +14,8 @@ what hetlaunch writes, or with a stand-in for ssh that misbehaves:
   teardown   a node's processes are all stopped, also a child forked during the teardown whose
              parent then exits (a wrapper given as --program that starts a process ignoring
              SIGTERM when it gets SIGTERM), and after a SIGINT right after the start; a node
-             whose connection is slower than --kill-after + 5 s still ends by itself before run;
+             whose connection is slower than --kill-after + 5 s still ends by itself before run,
+             and a second signal still stops run at once;
   messages   --env with a bad name, a --group past the limit, jobset --env NAME, sbatch's help,
              compress of host lists scontrol reads and of one it refuses, run's exit status in
              its help.
@@ -315,6 +316,32 @@ def teardown_cases(r):
     check("teardown: a node that starts while the job stops gets its own --kill-after + 5 s; no orphan at run's end",
           proc.returncode == 130 and not left and "killed by signal" not in err,
           (proc.returncode, left, err))
+
+    # A second signal still stops at once, also while run waits for a node that started during the
+    # stop (a connection of 1 s, --kill-after 8: the node's own teardown would take until 9 s). The
+    # node's script, whose ssh was killed, still stops its processes within --kill-after by itself.
+    slow = r.stand_in("slower-ssh", 'sleep 1; exec sh -c "$*"')
+    proc = subprocess.Popen([r.binary, "run", "--hosts", "h1:1", "--ssh", slow, "--kill-after", "8",
+                             "--program", str(wrapper), "--", "t.py"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=r.env)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(2.2)
+    proc.send_signal(signal.SIGINT)
+    second = time.monotonic()
+    out, err = proc.communicate(timeout=30)
+    after_second = time.monotonic() - second
+    deadline = time.monotonic() + 8 + 2
+    while orphans() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = orphans()
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    err = err.decode(errors="replace")
+    check("teardown: a second signal stops at once while run waits for a node that started during the stop; "
+          "the node's script still stops its processes", proc.returncode == 130 and after_second < 3 and
+          "node 0 ('h1'): stopped (killed by signal 9 (Killed))" in err and not left,
+          (proc.returncode, f"{after_second:.1f} s after the second signal", left, err))
 
 
 def _read(path):

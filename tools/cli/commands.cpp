@@ -85,6 +85,24 @@ int node_failed(const input& in, const hetlaunch::diagnostic& d) {
   return fail(concat(in.source, ": ", d.message()));
 }
 
+// Runs a per-node command, body(planned, node), on the plan and the node its command line gives;
+// or prints why there is none, and returns the status to exit with. `one_torchrun_a_node`: under
+// --slurm, refuses a step that does not run one task on every node of the job, even when this
+// node is known (exec, which starts torchrun: a step on only some nodes would wait for the
+// others' rendezvous until it times out, and several tasks on a node would start several
+// torchruns as one node).
+template <class Body>
+int on_node(const node_options& o, Body body, bool one_torchrun_a_node = false) {
+  const auto made = read_and_plan(o, o, o);
+  if (!made || !*made) return plan_failed(made);
+  const planned& p = **made;
+  if (one_torchrun_a_node && o.input.slurm && !o.node && !p.in.step_problem.empty())
+    return fail(concat("--slurm: ", p.in.step_problem));
+  const result<std::size_t> node = node_of(o, p);
+  if (!node) return fail(node.error());
+  return body(p, *node);
+}
+
 int plan_command(const plan_options& o) {
   // The commands need a script to show; train.py stands for a missing one.
   const auto p = read_and_plan(o, o, o, "train.py");
@@ -121,122 +139,110 @@ int check_env_command(const plan_options& o) {
 }
 
 int env_command(const node_options& o) {
-  const auto made = read_and_plan(o, o, o);
-  if (!made || !*made) return plan_failed(made);
-  const auto& p = *made;
-  const result<std::size_t> node = node_of(o, *p);
-  if (!node) return fail(node.error());
   if (o.direct && o.agent_env)
     throw usage_error{"--agent-env describes torchrun's environment; --direct has no torchrun"};
-  const hetlaunch::environment agent =
-      o.agent_env ? process_environment() : hetlaunch::environment();
-  const auto r = o.direct      ? p->plan.try_direct_worker_env(*node, *o.local_rank)
-                 : o.agent_env ? p->plan.try_worker_env_from_agent(*node, *o.local_rank, agent)
-                               : p->plan.try_worker_env(*node, *o.local_rank);
-  if (!r) return node_failed(p->in, r.error());
-  if (o.format == "json") {
-    std::printf("{");
-    for (std::size_t i = 0; i < r->size(); ++i)
-      std::printf("%s%s: %s", i ? ", " : "", json_string((*r)[i].first).c_str(),
-                  json_string((*r)[i].second).c_str());
-    std::printf("}\n");
+  return on_node(o, [&o](const planned& p, std::size_t node) {
+    const hetlaunch::environment agent =
+        o.agent_env ? process_environment() : hetlaunch::environment();
+    const auto r = o.direct      ? p.plan.try_direct_worker_env(node, *o.local_rank)
+                   : o.agent_env ? p.plan.try_worker_env_from_agent(node, *o.local_rank, agent)
+                                 : p.plan.try_worker_env(node, *o.local_rank);
+    if (!r) return node_failed(p.in, r.error());
+    if (o.format == "json") {
+      std::printf("{");
+      for (std::size_t i = 0; i < r->size(); ++i)
+        std::printf("%s%s: %s", i ? ", " : "", json_string((*r)[i].first).c_str(),
+                    json_string((*r)[i].second).c_str());
+      std::printf("}\n");
+      return 0;
+    }
+    for (const auto& v : *r) {
+      if (o.format == "null")
+        std::printf("%s=%s%c", v.first.c_str(), v.second.c_str(), '\0');
+      else
+        std::printf("export %s=%s\n", v.first.c_str(), hetlaunch::shell_quote(v.second).c_str());
+    }
+    // What torchrun decides only when it starts the worker, said rather than left out.
+    if (o.format == "sh" && !o.direct)
+      for (const auto& v : hetlaunch::worker_runtime_variables(*o.local_rank, p.plan.options()))
+        std::printf("# %s is set by torchrun when the worker starts: %s\n", v.name.c_str(),
+                    v.pattern.empty() ? "empty" : ("a path like " + v.pattern).c_str());
     return 0;
-  }
-  for (const auto& v : *r) {
-    if (o.format == "null")
-      std::printf("%s=%s%c", v.first.c_str(), v.second.c_str(), '\0');
-    else
-      std::printf("export %s=%s\n", v.first.c_str(), hetlaunch::shell_quote(v.second).c_str());
-  }
-  // What torchrun decides only when it starts the worker, said rather than left out.
-  if (o.format == "sh" && !o.direct)
-    for (const auto& v : hetlaunch::worker_runtime_variables(*o.local_rank, p->plan.options()))
-      std::printf("# %s is set by torchrun when the worker starts: %s\n", v.name.c_str(),
-                  v.pattern.empty() ? "empty" : ("a path like " + v.pattern).c_str());
-  return 0;
+  });
 }
 
 int accelerate_command(const node_options& o) {
-  const auto made = read_and_plan(o, o, o);
-  if (!made || !*made) return plan_failed(made);
-  const auto& p = *made;
-  const result<std::size_t> node = node_of(o, *p);
-  if (!node) return fail(node.error());
-  const auto r = p->plan.try_accelerate_argv(*node);
-  if (!r) return node_failed(p->in, r.error());
-  // accelerate passes its environment on to every worker: the node's devices and work share.
-  std::string prefix;
-  for (const auto& v : p->plan.agent_env(*node))
-    prefix += v.first + "=" + hetlaunch::shell_quote(v.second) + " ";
-  std::printf("%s%s\n", prefix.c_str(), hetlaunch::shell_join(*r).c_str());
-  return 0;
+  return on_node(o, [](const planned& p, std::size_t node) {
+    const auto r = p.plan.try_accelerate_argv(node);
+    if (!r) return node_failed(p.in, r.error());
+    // accelerate passes its environment on to every worker: the node's devices and work share.
+    std::string prefix;
+    for (const auto& v : p.plan.agent_env(node))
+      prefix += v.first + "=" + hetlaunch::shell_quote(v.second) + " ";
+    std::printf("%s%s\n", prefix.c_str(), hetlaunch::shell_join(*r).c_str());
+    return 0;
+  });
 }
 
 int argv_command(const node_options& o) {
-  const auto made = read_and_plan(o, o, o);
-  if (!made || !*made) return plan_failed(made);
-  const auto& p = *made;
-  const result<std::size_t> node = node_of(o, *p);
-  if (!node) return fail(node.error());
-  const auto argv = p->plan.try_torchrun_argv(*node);
-  if (!argv) return node_failed(p->in, argv.error());
-  for (const auto& a : *argv) {
-    std::fwrite(a.data(), 1, a.size(), stdout);
-    std::fputc(o.format == "null" ? '\0' : '\n', stdout);
-  }
-  return 0;
+  return on_node(o, [&o](const planned& p, std::size_t node) {
+    const auto argv = p.plan.try_torchrun_argv(node);
+    if (!argv) return node_failed(p.in, argv.error());
+    for (const auto& a : *argv) {
+      std::fwrite(a.data(), 1, a.size(), stdout);
+      std::fputc(o.format == "null" ? '\0' : '\n', stdout);
+    }
+    return 0;
+  });
 }
 
 int exec_command(const node_options& o) {
-  const auto made = read_and_plan(o, o, o);
-  if (!made || !*made) return plan_failed(made);
-  const auto& p = *made;
-  // One torchrun a node: a step on only some nodes would wait for the others' rendezvous until it
-  // times out, and several tasks on a node would start several torchruns as one node.
-  if (o.input.slurm && !o.node && !p->in.step_problem.empty())
-    return fail(concat("--slurm: ", p->in.step_problem));
-  const result<std::size_t> node = node_of(o, *p);
-  if (!node) return fail(node.error());
-  const auto argv = p->plan.try_torchrun_argv(*node);
-  if (!argv) return node_failed(p->in, argv.error());
-  const hetlaunch::cluster& c = p->plan.topology();
-  // A node whose host is an IP literal must be started on the host that has that address, so two
-  // hosts cannot both run, say, node 1 (torchrun itself would let them collide).
-  std::string local;
-  const std::string_view host = c.node(*node).host;
-  if (!o.any_host && address_is_local(host, local) == false)
-    return fail(concat("node ", *node, " is ", host, ", which is not an address of this host (",
-                       local.empty() ? std::string("it has none") : "it has " + local,
-                       "); start each node on its own host, or pass --any-host"));
-  // torch 2.5+ computes ranks as if every node ran this node's count when this is set.
-  const char* identical = std::getenv(hetlaunch::variables::worker_identical.data());
-  if (identical && std::string_view(identical) == "1" && p->plan.counts_differ()) {
-    std::fprintf(stderr,
-                 "hetlaunch: unsetting %s=1: the nodes of this plan run different numbers of "
-                 "workers, which it would make torchrun ignore\n",
-                 hetlaunch::variables::worker_identical.data());
-    unsetenv(hetlaunch::variables::worker_identical.data());
-  }
-  // A work share inherited from the caller's environment (a shell that once evaluated `hetlaunch
-  // env --global-batch`, Slurm's --export=ALL) must not reach a plan without one; with one, the
-  // plan's values replace it below.
-  for (std::string_view name : hetlaunch::variables::share)
-    if (!p->plan.has_shares() && std::getenv(name.data())) {
-      std::fprintf(stderr,
-                   "hetlaunch: unsetting %s: the plan has no global batch, so the workers have no "
-                   "work share\n",
-                   name.data());
-      unsetenv(name.data());
-    }
-  // torchrun replaces this process; its environment carries the node's devices.
-  for (const auto& v : p->plan.agent_env(*node)) setenv(v.first.c_str(), v.second.c_str(), 1);
-  std::vector<char*> args;
-  for (const auto& a : *argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  if (std::fflush(stdout) != 0)
-    return fail(concat("cannot write the output: ", std::strerror(errno)));
-  execvp(args[0], args.data());
-  return fail(concat("cannot run ", quoted((*argv)[0]), ": ", std::strerror(errno)));
+  return on_node(
+      o,
+      [&o](const planned& p, std::size_t node) {
+        const auto argv = p.plan.try_torchrun_argv(node);
+        if (!argv) return node_failed(p.in, argv.error());
+        const hetlaunch::cluster& c = p.plan.topology();
+        // A node whose host is an IP literal must be started on the host that has that address,
+        // so two hosts cannot both run, say, node 1 (torchrun itself would let them collide).
+        std::string local;
+        const std::string_view host = c.node(node).host;
+        if (!o.any_host && address_is_local(host, local) == false)
+          return fail(concat("node ", node, " is ", host,
+                             ", which is not an address of this host (",
+                             local.empty() ? std::string("it has none") : "it has " + local,
+                             "); start each node on its own host, or pass --any-host"));
+        // torch 2.5+ computes ranks as if every node ran this node's count when this is set.
+        const char* identical = std::getenv(hetlaunch::variables::worker_identical.data());
+        if (identical && std::string_view(identical) == "1" && p.plan.counts_differ()) {
+          std::fprintf(stderr,
+                       "hetlaunch: unsetting %s=1: the nodes of this plan run different numbers of "
+                       "workers, which it would make torchrun ignore\n",
+                       hetlaunch::variables::worker_identical.data());
+          unsetenv(hetlaunch::variables::worker_identical.data());
+        }
+        // A work share inherited from the caller's environment (a shell that once evaluated
+        // `hetlaunch env --global-batch`, Slurm's --export=ALL) must not reach a plan without one;
+        // with one, the plan's values replace it below.
+        for (std::string_view name : hetlaunch::variables::share)
+          if (!p.plan.has_shares() && std::getenv(name.data())) {
+            std::fprintf(stderr,
+                         "hetlaunch: unsetting %s: the plan has no global batch, so the workers "
+                         "have no work share\n",
+                         name.data());
+            unsetenv(name.data());
+          }
+        // torchrun replaces this process; its environment carries the node's devices.
+        for (const auto& v : p.plan.agent_env(node)) setenv(v.first.c_str(), v.second.c_str(), 1);
+        std::vector<char*> args;
+        for (const auto& a : *argv) args.push_back(const_cast<char*>(a.c_str()));
+        args.push_back(nullptr);
+        if (std::fflush(stdout) != 0)
+          return fail(concat("cannot write the output: ", std::strerror(errno)));
+        execvp(args[0], args.data());
+        return fail(concat("cannot run ", quoted((*argv)[0]), ": ", std::strerror(errno)));
+      },
+      /*one_torchrun_a_node=*/true);
 }
 
 int expand_command(const hostlist_options& o) {

@@ -305,12 +305,12 @@ def hostile_cases(suite, binary):
         options = os.environ.get("ASAN_OPTIONS", "")
         empty_env["ASAN_OPTIONS"] = (options + ":" if options else "") + "hard_rss_limit_mb=1024"
 
-    def case(name, args, status, stderr_has="", stdout=None, env=None, check=None, out_file=None):
+    def case(name, args, status, stderr_has="", stdout=None, env=None, check=None, out_file=None, timeout=10):
         env = dict(env, ASAN_OPTIONS=empty_env["ASAN_OPTIONS"]) if env and sanitized else env
         try:
             with open(out_file, "wb") if out_file else open(os.devnull, "wb") as sink:
                 r = subprocess.run([binary] + args, stdout=sink if out_file else subprocess.PIPE,
-                                   stderr=subprocess.PIPE, env=env or empty_env, timeout=10, preexec_fn=limit)
+                                   stderr=subprocess.PIPE, env=env or empty_env, timeout=timeout, preexec_fn=limit)
             out = r.stdout or b""
             err = r.stderr.decode("utf-8", "replace")
             ok = r.returncode == status and stderr_has in err and (stdout is None or out == stdout)
@@ -330,9 +330,12 @@ def hostile_cases(suite, binary):
     case("plan_huge_node_whole", ["plan", "--hosts", "a:2147483647", "--include", "a"], 1, "more than 65536")
     case("hostfile_directory", ["check", "--hostfile", str(DATA)], 1, "cannot read: it is a directory")
     case("hostfile_proc_mem", ["check", "--hostfile", "/proc/self/mem"], 1, "cannot read: Input/output error")
-    case("hostfile_endless", ["check", "--hostfile", "/dev/zero"], 1, "is larger than 268435456 bytes, the limit of a hostfile")
+    # An endless file is read up to the limit, 256 MiB, and no further: about 2 s of CPU, which a
+    # loaded machine can stretch well past the other cases' 10 s.
+    case("hostfile_endless", ["check", "--hostfile", "/dev/zero"], 1, "is larger than 268435456 bytes, the limit of a hostfile",
+         timeout=60)
     case("env_file_endless", ["run", "--hosts", "a:1", "--env-file", "/dev/zero", "--dry-run", "--", "t.py"], 1,
-         "/dev/zero: is larger than 268435456 bytes, the limit of an env file")
+         "/dev/zero: is larger than 268435456 bytes, the limit of an env file", timeout=60)
     case("hostfile_bom", ["check", "--hostfile", str(DATA / "bom.hostfile")], 1,
          "bom.hostfile:1:1: the file starts with a UTF-8 byte order mark (U+FEFF)")
     for command in (["plan"], ["plan", "--json"], ["argv", "--node", "0", "t.py"], ["env", "--node", "0", "--local-rank", "0"],
@@ -635,7 +638,10 @@ def events_cases(suite, binary, ssh, tmp):
     # A spare that cannot be reached when its turn comes fails like any node, and the next spare
     # takes its place; one too small is never taken. (--fanout 1: node 0 starts before node 1 is
     # tried, so the order of the events is fixed.)
-    slow_a = 'case $HOST in b) [ "$HETLAUNCH_RESTART_COUNT" = 0 ] && exit 3;; esac; sleep 1; echo ran'
+    # Node 0 runs until it is stopped in the first two attempts, so that it is "stopped" however
+    # long node 1 takes to fail on a loaded machine; in the third, both nodes end by themselves.
+    slow_a = ('case $HOST in b) [ "$HETLAUNCH_RESTART_COUNT" = 0 ] && exit 3;; '
+              'a) [ "$HETLAUNCH_RESTART_COUNT" = 2 ] || exec sleep 30;; esac; sleep 1; echo ran')
     suite.case("events_lost_spare_passed_over", run,
                ["--hosts", "a:1,b:2", "--restarts", "2", "--spare", "small:1,lost-x:2,t:3", "--fanout", "1"], slow_a, 0,
                [("planned", 0), *started(0, (0, "a"), (1, "b")), *exited(0, (1, "b", "failed")),

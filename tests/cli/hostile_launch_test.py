@@ -298,15 +298,24 @@ def teardown_cases(r):
             check(f"teardown: SIGINT {name} (run {attempt + 1}): exit 130 and no orphan of a wrapper left",
                   proc.returncode == 130 and not left, (proc.returncode, left, err.decode(errors="replace")))
 
-    # A connection so slow that the node's script runs only 5.6 s after the SIGINT, with --kill-after 1:
-    # its teardown (SIGTERM, the orphan ignores it, SIGKILL 1 s later) ends after --kill-after + 5 s
-    # from the signal. run waits for that teardown, since the node started while the job stopped,
-    # and ends only once the node has ended by itself: no orphan is left at that moment.
-    slow = r.stand_in("slow-ssh", 'sleep 5.6; exec sh -c "$*"')
+    def wait_for(ready, what, seconds=30):
+        deadline = time.monotonic() + seconds
+        while not ready():
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(what, seconds)
+            time.sleep(0.05)
+
+    # A connection so slow that the node's script runs only 5.6 s after the SIGINT, which comes
+    # once run has started the node's ssh (a stand-in that marks its start), with --kill-after 1:
+    # the node's teardown (SIGTERM, the orphan ignores it, SIGKILL 1 s later) ends after
+    # --kill-after + 5 s from the signal. run waits for that teardown, since the node started while
+    # the job stopped, and ends only once the node has ended by itself: no orphan is left then.
+    connecting = r.tmp / "connecting"
+    slow = r.stand_in("slow-ssh", f'touch {connecting}; sleep 5.6; exec sh -c "$*"')
     proc = subprocess.Popen([r.binary, "run", "--hosts", "h1:1", "--ssh", slow, "--kill-after", "1",
                              "--program", str(wrapper), "--", "t.py"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=r.env)
-    time.sleep(0.2)
+    wait_for(connecting.exists, "the slow ssh's start")
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     left = orphans()
@@ -318,15 +327,17 @@ def teardown_cases(r):
           (proc.returncode, left, err))
 
     # A second signal still stops at once, also while run waits for a node that started during the
-    # stop (a connection of 1 s, --kill-after 8: the node's own teardown would take until 9 s). The
-    # node's script, whose ssh was killed, still stops its processes within --kill-after by itself.
-    slow = r.stand_in("slower-ssh", 'sleep 1; exec sh -c "$*"')
+    # stop (--kill-after 8: the node's own teardown would take 8 s). It comes once the node's
+    # teardown has begun: the wrapper has had SIGTERM and its orphan runs. The node's script,
+    # whose ssh was killed, still stops its processes within --kill-after by itself.
+    connecting.unlink()
+    slow = r.stand_in("slower-ssh", f'touch {connecting}; sleep 1; exec sh -c "$*"')
     proc = subprocess.Popen([r.binary, "run", "--hosts", "h1:1", "--ssh", slow, "--kill-after", "8",
                              "--program", str(wrapper), "--", "t.py"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=r.env)
-    time.sleep(0.3)
+    wait_for(connecting.exists, "the slow ssh's start")
     proc.send_signal(signal.SIGINT)
-    time.sleep(2.2)
+    wait_for(lambda: orphans() or proc.poll() is not None, "the node's teardown")
     proc.send_signal(signal.SIGINT)
     second = time.monotonic()
     out, err = proc.communicate(timeout=30)

@@ -43,6 +43,7 @@ import time
 import yaml
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
+import processes  # noqa: E402
 from harness import Suite  # noqa: E402
 
 SUITE = None  # the running Suite, which every check reports to
@@ -286,10 +287,12 @@ def teardown_cases(r):
             proc = subprocess.Popen([r.binary, "run", "--hosts", "h1:1,h2:1", "--ssh", ssh, "--kill-after", "2",
                                      "--program", str(wrapper), "--", "t.py"], stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, env=r.env)
+            processes.wait_for_child(proc.pid)  # its handlers are installed: it has started a node
             time.sleep(delay)
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=30)
-            deadline = time.monotonic() + 1
+            # A node killed before its script ran stops its processes by itself within --kill-after.
+            deadline = time.monotonic() + 2 + 2
             while orphans() and time.monotonic() < deadline:
                 time.sleep(0.1)
             left = orphans()

@@ -426,7 +426,8 @@ def case_teardown_orphans(b, w, work, c):
             while out.count(b"ready") < 3 and time.monotonic() < deadline and proc.poll() is None:
                 out += proc.stdout.read() or b""
                 time.sleep(0.1)
-        else:
+        else:  # the nodes connecting: run has started its first ssh, and then `delay` passed
+            processes.wait_for_child(proc.pid)
             time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         code, _, err = finish(proc, timeout=60)

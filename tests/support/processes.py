@@ -22,6 +22,26 @@ def matching(test):
     return found
 
 
+def children(pid):
+    """The pids of the live children of `pid`."""
+    def is_child(proc):
+        stat = (proc / "stat").read_text()  # "PID (COMM) STATE PPID ...": COMM may hold anything
+        return int(stat.rsplit(")", 1)[1].split()[1]) == pid
+    return matching(is_child)
+
+
+def wait_for_child(pid, seconds=60):
+    """Waits until `pid` has started a child: for a launcher, its first node, so that a signal
+    sent from then on finds its handlers installed, however loaded the machine. True when one
+    came within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not children(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def kill_until_gone(find, rounds=5, pause=0.2):
     """SIGKILLs the pids `find()` gives until it gives none (new ones may appear while a parent
     dies), at most `rounds` times. Returns how many were killed."""

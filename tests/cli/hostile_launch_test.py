@@ -282,6 +282,16 @@ def teardown_cases(r):
         return [int(p.parent.name) for p in pathlib.Path("/proc").glob("[0-9]*/cmdline")
                 if p.exists() and _read(p) == f"sleep\0{seconds}\0".encode()]
 
+    def orphans_left(within=0.0):
+        """The orphans still running `within` seconds from now, killed."""
+        deadline = time.monotonic() + within
+        while orphans() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = orphans()
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        return left
+
     for name, delay in (("once the nodes run", 1.5), ("right after the start", 0.2)):
         for attempt in range(3):
             proc = subprocess.Popen([r.binary, "run", "--hosts", "h1:1,h2:1", "--ssh", ssh, "--kill-after", "2",
@@ -292,12 +302,7 @@ def teardown_cases(r):
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=30)
             # A node killed before its script ran stops its processes by itself within --kill-after.
-            deadline = time.monotonic() + 2 + 2
-            while orphans() and time.monotonic() < deadline:
-                time.sleep(0.1)
-            left = orphans()
-            for pid in left:
-                os.kill(pid, signal.SIGKILL)
+            left = orphans_left(within=2 + 2)
             check(f"teardown: SIGINT {name} (run {attempt + 1}): exit 130 and no orphan of a wrapper left",
                   proc.returncode == 130 and not left, (proc.returncode, left, err.decode(errors="replace")))
 
@@ -308,22 +313,27 @@ def teardown_cases(r):
                 raise subprocess.TimeoutExpired(what, seconds)
             time.sleep(0.05)
 
-    # A connection so slow that the node's script runs only 5.6 s after the SIGINT, which comes
-    # once run has started the node's ssh (a stand-in that marks its start), with --kill-after 1:
-    # the node's teardown (SIGTERM, the orphan ignores it, SIGKILL 1 s later) ends after
-    # --kill-after + 5 s from the signal. run waits for that teardown, since the node started while
-    # the job stopped, and ends only once the node has ended by itself: no orphan is left then.
     connecting = r.tmp / "connecting"
-    slow = r.stand_in("slow-ssh", f'touch {connecting}; sleep 5.6; exec sh -c "$*"')
-    proc = subprocess.Popen([r.binary, "run", "--hosts", "h1:1", "--ssh", slow, "--kill-after", "1",
-                             "--program", str(wrapper), "--", "t.py"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=r.env)
-    wait_for(connecting.exists, "the slow ssh's start")
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
-    left = orphans()
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
+
+    def interrupted_while_connecting(name, seconds, kill_after):
+        """run on one node whose ssh takes `seconds` to connect, with the orphaning wrapper, and
+        SIGINT once run has started that ssh (the stand-in marks its start)."""
+        connecting.unlink(missing_ok=True)
+        slow = r.stand_in(name, f'touch {connecting}; sleep {seconds}; exec sh -c "$*"')
+        proc = subprocess.Popen([r.binary, "run", "--hosts", "h1:1", "--ssh", slow, "--kill-after", str(kill_after),
+                                 "--program", str(wrapper), "--", "t.py"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=r.env)
+        wait_for(connecting.exists, "the slow ssh's start")
+        proc.send_signal(signal.SIGINT)
+        return proc
+
+    # A connection so slow that the node's script runs only 5.6 s after the SIGINT, with
+    # --kill-after 1: the node's teardown (SIGTERM, the orphan ignores it, SIGKILL 1 s later) ends
+    # after --kill-after + 5 s from the signal. run waits for that teardown, since the node started
+    # while the job stopped, and ends only once the node has ended by itself: no orphan is left then.
+    proc = interrupted_while_connecting("slow-ssh", 5.6, kill_after=1)
+    _, err = proc.communicate(timeout=30)
+    left = orphans_left()
     err = err.decode(errors="replace")
     check("teardown: a node that starts while the job stops gets its own --kill-after + 5 s; no orphan at run's end",
           proc.returncode == 130 and not left and "killed by signal" not in err,
@@ -333,24 +343,13 @@ def teardown_cases(r):
     # stop (--kill-after 8: the node's own teardown would take 8 s). It comes once the node's
     # teardown has begun: the wrapper has had SIGTERM and its orphan runs. The node's script,
     # whose ssh was killed, still stops its processes within --kill-after by itself.
-    connecting.unlink()
-    slow = r.stand_in("slower-ssh", f'touch {connecting}; sleep 1; exec sh -c "$*"')
-    proc = subprocess.Popen([r.binary, "run", "--hosts", "h1:1", "--ssh", slow, "--kill-after", "8",
-                             "--program", str(wrapper), "--", "t.py"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=r.env)
-    wait_for(connecting.exists, "the slow ssh's start")
-    proc.send_signal(signal.SIGINT)
+    proc = interrupted_while_connecting("slower-ssh", 1, kill_after=8)
     wait_for(lambda: orphans() or proc.poll() is not None, "the node's teardown")
     proc.send_signal(signal.SIGINT)
     second = time.monotonic()
-    out, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=30)
     after_second = time.monotonic() - second
-    deadline = time.monotonic() + 8 + 2
-    while orphans() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    left = orphans()
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
+    left = orphans_left(within=8 + 2)
     err = err.decode(errors="replace")
     check("teardown: a second signal stops at once while run waits for a node that started during the stop; "
           "the node's script still stops its processes", proc.returncode == 130 and after_second < 3 and

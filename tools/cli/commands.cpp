@@ -73,34 +73,26 @@ int plan_failed(const Planned& p) {
   return p ? exit_invalid : fail(p.error());
 }
 
-// The node a per-node command works on: --node, or SLURM_NODEID's; checked against the plan.
-result<std::size_t> node_of(const node_options& o, const planned& p) {
-  if (!o.node && !p.in.excluded.empty()) return invalid(p.in.excluded);
-  if (!o.node && !p.in.this_node && !p.in.step_problem.empty())
-    return invalid(concat("--slurm: ", p.in.step_problem));
-  return chosen_node(o, o.input, p.in);
-}
-
 int node_failed(const input& in, const hetlaunch::diagnostic& d) {
   return fail(concat(in.source, ": ", d.message()));
 }
 
-// Runs a per-node command, body(planned, node), on the plan and the node its command line gives;
-// or prints why there is none, and returns the status to exit with. `one_torchrun_a_node`: under
-// --slurm, refuses a step that does not run one task on every node of the job, even when this
-// node is known (exec, which starts torchrun: a step on only some nodes would wait for the
-// others' rendezvous until it times out, and several tasks on a node would start several
-// torchruns as one node).
+// Runs a per-node command, body(planned, node), on the plan and its node: --node, or
+// SLURM_NODEID's; or prints why there is none, and returns the status to exit with. Without
+// --node, a Slurm step that does not run one task on every node of the job (step_problem) is
+// refused when this node is not known either; with `one_torchrun_a_node`, even when it is (exec,
+// which starts torchrun: a step on only some nodes would wait for the others' rendezvous until it
+// times out, and several tasks on a node would start several torchruns as one node).
 template <class Body>
 int on_node(const node_options& o, Body body, bool one_torchrun_a_node = false) {
   const auto made = read_and_plan(o, o, o);
   if (!made || !*made) return plan_failed(made);
   const planned& p = **made;
-  if (one_torchrun_a_node && o.input.slurm && !o.node && !p.in.step_problem.empty())
-    return fail(concat("--slurm: ", p.in.step_problem));
-  const result<std::size_t> node = node_of(o, p);
-  if (!node) return fail(node.error());
-  return body(p, *node);
+  const bool step_refused = !o.node && !p.in.step_problem.empty();
+  if (step_refused && one_torchrun_a_node) return fail(concat("--slurm: ", p.in.step_problem));
+  if (!o.node && !p.in.excluded.empty()) return fail(p.in.excluded);
+  if (step_refused && !p.in.this_node) return fail(concat("--slurm: ", p.in.step_problem));
+  return body(p, chosen_node(o, o.input, p.in));
 }
 
 int plan_command(const plan_options& o) {

@@ -307,11 +307,8 @@ def teardown_cases(r):
                   proc.returncode == 130 and not left, (proc.returncode, left, err.decode(errors="replace")))
 
     def wait_for(ready, what, seconds=30):
-        deadline = time.monotonic() + seconds
-        while not ready():
-            if time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(what, seconds)
-            time.sleep(0.05)
+        if not processes.wait_until(ready, seconds, pause=0.05):
+            raise subprocess.TimeoutExpired(what, seconds)
 
     connecting = r.tmp / "connecting"
 

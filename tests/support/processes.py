@@ -30,16 +30,21 @@ def children(pid):
     return matching(is_child)
 
 
+def wait_until(ready, seconds, pause=0.02):
+    """Waits until `ready()` is true; whether it became true within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not ready():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(pause)
+    return True
+
+
 def wait_for_child(pid, seconds=60):
     """Waits until `pid` has started a child: for a launcher, its first node, so that a signal
     sent from then on finds its handlers installed, however loaded the machine. True when one
     came within `seconds`."""
-    deadline = time.monotonic() + seconds
-    while not children(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
+    return wait_until(lambda: children(pid), seconds)
 
 
 def kill_until_gone(find, rounds=5, pause=0.2):

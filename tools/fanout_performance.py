@@ -159,6 +159,17 @@ def _names(proc, tmp):
         return False
 
 
+def _remove(tmp):
+    """Kills whatever of the stand-ins is left (they carry tmp's name) and removes tmp."""
+    for proc in pathlib.Path("/proc").glob("[0-9]*"):
+        if _names(proc, tmp):
+            try:
+                os.kill(int(proc.name), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def teardown_section(rounds):
     goal = 1 + TEARDOWN_KILL_AFTER + 3
     median = statistics.median(seconds for seconds, _ in rounds)
@@ -185,6 +196,12 @@ def teardown_section(rounds):
         "other's processes, so that cost grows with the square of the nodes: 120 node scripts looking twice at",
         "once are seconds of this machine's CPU. On a cluster each host looks at its own processes once or twice.",
         "<!-- teardown-end -->"]) + "\n"
+
+
+def report_teardown(rounds):
+    for seconds, stopped in rounds:
+        print(f"teardown: {seconds:.2f} s, {stopped} nodes stopped")
+    performance_doc.write_section("teardown", teardown_section(rounds), before="## Slurm: `--slurm` in big jobs")
 
 
 def section(start, restart):
@@ -230,13 +247,8 @@ def main():
             (tmp / "teardown").mkdir()
             teardown = teardown_time(binary, tmp / "teardown")
         finally:
-            for proc in pathlib.Path("/proc").glob("[0-9]*"):
-                if _names(proc, tmp):
-                    os.kill(int(proc.name), signal.SIGKILL)
-            shutil.rmtree(tmp, ignore_errors=True)
-        for seconds, stopped in teardown:
-            print(f"teardown: {seconds:.2f} s, {stopped} nodes stopped")
-        performance_doc.write_section("teardown", teardown_section(teardown), before="## Slurm: `--slurm` in big jobs")
+            _remove(tmp)
+        report_teardown(teardown)
         return 0
     try:
         start = start_up(binary, tmp / "start") if (tmp / "start").mkdir() is None else None
@@ -247,21 +259,13 @@ def main():
         (tmp / "teardown").mkdir()
         teardown = teardown_time(binary, tmp / "teardown")
     finally:
-        for proc in pathlib.Path("/proc").glob("[0-9]*"):
-            try:
-                if str(tmp).encode() in (proc / "cmdline").read_bytes():
-                    os.kill(int(proc.name), signal.SIGKILL)
-            except (OSError, ValueError):
-                pass
-        shutil.rmtree(tmp, ignore_errors=True)
+        _remove(tmp)
     for name, seconds in start.items():
         print(f"{name}: {seconds:.2f} s")
     for nodes, seconds in restart.items():
         print(f"restart of {nodes} nodes: {seconds:.2f} s")
-    for seconds, stopped in teardown:
-        print(f"teardown: {seconds:.2f} s, {stopped} nodes stopped")
     performance_doc.write_section("fanout", section(start, restart), before="## Slurm: `--slurm` in big jobs")
-    performance_doc.write_section("teardown", teardown_section(teardown), before="## Slurm: `--slurm` in big jobs")
+    report_teardown(teardown)
     return 0
 
 

@@ -51,17 +51,29 @@ namespace detail {
 // and watches standard input, which the launcher holds open for as long as the node should run.
 // ssh gives a command without a terminal no signal when the connection ends, so end of input is
 // the signal: every process of the job then gets SIGTERM, and SIGKILL after KILL_AFTER seconds.
-// The job's processes are found again from /proc when a signalled one ends (a look reads all of
-// /proc, and a host may run many node scripts), and once more after SIGKILL: COMMAND's
-// descendants, and every process of a session one of them belongs to (one pass over
-// /proc/*/status, breadth first; NSsid, Linux 4.1 and later, gives the sessions). A process keeps its
-// session when its parent dies, so a child forked during the teardown whose parent then exits
-// (a wrapper's, a worker's started in a session of its own by torch) is still found; the
-// script's own session never counts. Between looks the watcher waits until a signalled process
-// ends or the deadline comes (kill -0 of each, every tenth of a second); a process that appears
-// while none ends gets SIGKILL at the deadline. SIGTERM goes once to each process, SIGKILL to all that
-// remain. The watcher ignores SIGTERM once it is tearing down, so that COMMAND ending early does
-// not cut the teardown short. The script exits with COMMAND's status, which ssh passes on.
+// The job's processes are COMMAND's descendants and every process of a session one of them
+// belongs to (NSsid, Linux 4.1 and later), the script's own session never counting. A process
+// keeps its session when its parent dies, so a child forked during the teardown whose parent
+// then exits (a wrapper's, a worker's started in a session of its own by torch) is still found.
+// The first look reads all of /proc/*/status, breadth first from COMMAND. A later look (once
+// signalled processes have ended, and after SIGKILL) reads only the job's known processes and
+// those created since the previous look, and needs no reading at all when the known ones are
+// gone and nothing was created: the kernel hands out pids in a cycle, so a process created since
+// the previous look has a pid between the pid cursor then and now (the last pid of
+// /proc/loadavg), and one that existed then and was not of the job cannot join it later (it can
+// neither enter a session of the job nor become a child of a job process). That holds while the
+// cursor cannot have gone the whole way round, which takes at least pid_max - 300 pids given out
+// or skipped as in use; with fewer than that in forks since (the processes line of /proc/stat)
+// plus tasks then, the later look is partial, otherwise it reads everything again (pid_max comes
+// from the first look's awk: sh's read takes a /proc/sys file one byte at a time and gets one).
+// Pids chosen outright (ns_last_pid, clone3's set_tid: checkpoint and restore, with privilege)
+// are outside this. The partial looks spare a host that runs many node scripts most of its work.
+// While the job's COMMAND runs, the watcher sleeps until the deadline and is woken when COMMAND
+// ends (the script signals it with USR1); once COMMAND is gone it checks the signalled processes
+// at 0.1, 0.3, 0.7 s, ... then every second. A process that appears while none ends gets
+// SIGKILL at the deadline. SIGTERM goes once to each process, SIGKILL to all that remain. The
+// watcher ignores SIGTERM once it is tearing down, so that COMMAND ending early does not cut
+// the teardown short. The script exits with COMMAND's status, which ssh passes on.
 // The variables it unsets are variables::owned, named where every delivered variable is.
 inline std::string node_script() {
   std::string unset_owned = "unset";
@@ -74,9 +86,15 @@ if [ -n "$dir" ]; then cd -- "$dir" || { echo "hetlaunch: cannot enter $dir on $
 while [ "$n" -gt 0 ]; do export "$1" || exit 126; shift; n=$((n - 1)); done
 read -r self_stat < /proc/$$/stat
 rest=${self_stat##*) }; rest=${rest#* }; rest=${rest#* }; rest=${rest#* }; self_session=${rest%% *}
-sessions=""
-scan() {
-  found=$(grep -s -e "^State:" -e "^PPid:" -e "^NSsid:" /proc/[0-9]*/status | awk -F "[/:\t ]+" -v root="$job" -v known="$sessions" -v own="$self_session" "
+sessions="" pids="" cursor="" forks="" tasks=""
+mark() {
+  read -r _ _ _ tasks_now cursor_now < /proc/loadavg
+  tasks_now=${tasks_now#*/} forks_now=""
+  while read -r key value _; do [ "$key" = processes ] && { forks_now=$value; break; }; done < /proc/stat
+}
+look() {
+  found=$(grep -s -e "^State:" -e "^PPid:" -e "^NSsid:" "$@" | awk -F "[/:\t ]+" -v root="$job" -v known="$sessions" -v own="$self_session" "
+    BEGIN { getline pid_max < \"/proc/sys/kernel/pid_max\"; pid_max += 0 }
     function take(p) { if (!(p in want)) { want[p] = 1; queue[++tail] = p } }
     function join(s, i, n, m) { if (s == own || (s in in_job)) return; in_job[s] = 1
       n = split(members[s], m, \" \"); for (i = 1; i <= n; i++) take(m[i]) }
@@ -87,41 +105,82 @@ scan() {
       for (head = 1; head <= tail; head++) { p = queue[head]; if (p in session) join(session[p])
         c = split(kids[p], ch, \" \"); for (y = 1; y <= c; y++) take(ch[y]) }
       line = \"\"; for (p in want) if (p in live) line = line \" \" p; line = line \";\"
-      for (q in in_job) line = line \" \" q; print line }")
-  pids=${found%%;*} sessions=${found#*;}
+      for (q in in_job) line = line \" \" q; print line \";\" pid_max }")
+  pids=${found%%;*} found=${found#*;} sessions=${found%;*} pid_max=${found##*;}
+}
+scan() {
+  from=$cursor forks_then=$forks tasks_then=$tasks
+  mark
+  cursor=$cursor_now forks=$forks_now tasks=$tasks_now
+  if [ -z "$from" ] || [ -z "$forks_then" ] || [ -z "$forks" ] || [ "${pid_max:-0}" -le 300 ]; then
+    look /proc/[0-9]*/status
+    return
+  fi
+  files="" alive=""
+  for p in $pids; do files="$files /proc/$p/status"; ! kill -0 "$p" 2>/dev/null || alive=1; done
+  listed=""
+  for f in /proc/[0-9]*; do
+    p=${f#/proc/}
+    case $p in *[!0-9]*) ;; *) listed="$listed $p" ;; esac
+  done
+  mark
+  if [ $((2 * (forks_now - forks_then) + tasks_then)) -ge $((pid_max - 300)) ]; then look /proc/[0-9]*/status; return; fi
+  for p in $listed; do
+    if [ "$cursor_now" -ge "$from" ]; then [ "$p" -gt "$from" ] && [ "$p" -le "$cursor_now" ] || continue
+    else [ "$p" -gt "$from" ] || [ "$p" -le "$cursor_now" ] || continue; fi
+    files="$files /proc/$p/status" alive=1
+  done
+  if [ -n "$alive" ]; then look /dev/null $files; else pids=""; fi
 }
 all_alive() { for p in "$@"; do kill -0 "$p" 2>/dev/null || return 1; done; return 0; }
+any_alive() { for p in "$@"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
 now_cs() { read -r up rest < /proc/uptime; now=${up%.*}${up#*.}; }
 echo "hetlaunch: node started"
 exec 3<&0 </dev/null
 if command -v setsid >/dev/null 2>&1; then setsid "$@" 3<&- & else "$@" 3<&- & fi
 job=$!
 (
+  trap "" USR1
   while IFS= read -r line <&3; do :; done
   trap "" TERM
+  trap "woken=1" USR1
+  export LC_ALL=C
   signalled=" "
   now_cs
   deadline=$((now + kill_after * 100))
   scan
   while [ -n "$pids" ]; do
     for p in $pids; do case "$signalled" in *" $p "*) ;; *) kill -TERM "$p" 2>/dev/null; signalled="$signalled$p " ;; esac; done
-    while all_alive $pids; do
+    pause=10
+    while woken=""; all_alive $pids; do
       now_cs
       [ "$now" -lt "$deadline" ] || break
-      sleep 0.1
+      left=$((deadline - now))
+      case " $pids " in *" $job "*) pause=$left ;; *) [ "$left" -ge "$pause" ] || pause=$left ;; esac
+      sleep $((pause / 100)).$((pause % 100 / 10))$((pause % 10)) &
+      [ -n "$woken" ] || wait $! 2>/dev/null
+      kill -KILL $! 2>/dev/null
+      wait $! 2>/dev/null
+      [ "$pause" -ge 100 ] || pause=$((pause * 2))
     done
     now_cs
     [ "$now" -lt "$deadline" ] || break
     scan
   done
   rounds=50
-  while [ -n "$pids" ] && [ "$rounds" -gt 0 ]; do kill -KILL $pids 2>/dev/null; sleep 0.1; rounds=$((rounds - 1)); scan; done
+  while [ -n "$pids" ] && [ "$rounds" -gt 0 ]; do
+    kill -KILL $pids 2>/dev/null
+    ! any_alive $pids || sleep 0.1
+    rounds=$((rounds - 1))
+    scan
+  done
 ) &
 watcher=$!
 exec 3<&-
 wait "$job" 2>/dev/null
 status=$?
 kill "$watcher" 2>/dev/null
+kill -USR1 "$watcher" 2>/dev/null
 wait "$watcher" 2>/dev/null
 exit "$status")sh");
 }

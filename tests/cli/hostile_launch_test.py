@@ -15,7 +15,8 @@ what hetlaunch writes, or with a stand-in for ssh that misbehaves:
              parent then exits (a wrapper given as --program that starts a process ignoring
              SIGTERM when it gets SIGTERM), and after a SIGINT right after the start; a node
              whose connection is slower than --kill-after + 5 s still ends by itself before run,
-             and a second signal still stops run at once;
+             and a second signal still stops run at once; an orphan forked after the pid cursor
+             wrapped round (a host with a pid namespace of its own) is stopped too;
   messages   --env with a bad name, a --group past the limit, jobset --env NAME, sbatch's help,
              compress of host lists scontrol reads and of one it refuses, run's exit status in
              its help.
@@ -306,6 +307,8 @@ def teardown_cases(r):
             check(f"teardown: SIGINT {name} (run {attempt + 1}): exit 130 and no orphan of a wrapper left",
                   proc.returncode == 130 and not left, (proc.returncode, left, err.decode(errors="replace")))
 
+    wrapped_pid_cases(r, orphans_left, seconds)
+
     def wait_for(ready, what, seconds=30):
         if not processes.wait_until(ready, seconds, pause=0.05):
             raise subprocess.TimeoutExpired(what, seconds)
@@ -352,6 +355,64 @@ def teardown_cases(r):
           "the node's script still stops its processes", proc.returncode == 130 and after_second < 3 and
           "node 0 ('h1'): stopped (killed by signal 9 (Killed))" in err and not left,
           (proc.returncode, f"{after_second:.1f} s after the second signal", left, err))
+
+
+# A wrapper whose processes run in a pid namespace of their own (each stand-in host has one). It
+# moves the namespace's pid cursor (ns_last_pid) to 40 pids before the end of the pid space, so
+# that the node script's first look sees a cursor near the end. On SIGTERM it starts BEFORE short
+# processes, then the orphan, then AFTER more, and exits: with none before, the orphan's pid lies
+# past that first cursor, and with 40 after, the cursor has wrapped round to 300 by the next look;
+# with 40 before, the pids have wrapped and the orphan's lies below the first cursor. Each way the
+# node script's next look, which reads only what was created since the first, must find it.
+WRAPPING_WRAPPER = """#!/bin/sh
+# {marker}
+echo $(($(cat /proc/sys/kernel/pid_max) - 40)) > /proc/sys/kernel/ns_last_pid
+spare() {{ i=0; while [ $i -lt $1 ]; do /bin/true; i=$((i + 1)); done; }}
+trap 'spare {before}; sh -c "trap \\"\\" TERM; exec sleep {seconds}" & spare {after}; exit 0' TERM
+sleep 300 & wait
+"""
+
+# ssh's place for a host with a pid namespace and a /proc of its own: its first process runs the
+# node's command and stays until every other process in the namespace is gone.
+OWN_PID_NAMESPACE = ('''exec unshare --fork --pid --mount-proc sh -c 'exec 3<&0; sh -c "$1" 0<&3 3<&- & wait $!; '''
+                     '''s=$?; while set -- /proc/[0-9]*; [ $# -gt 1 ]; do sleep 0.1; done; exit $s' host "$*"''')
+
+
+def wrapped_pid_cases(r, orphans_left, seconds):
+    """The later looks of a node script read only the processes created since the previous one,
+    found from the pid cursor: a cursor that wrapped round the pid space in between still finds them."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        print("skipped: teardown across a wrapped pid cursor (needs root and unshare for a pid namespace)")
+        return
+    ssh = r.stand_in("own-pid-namespace", OWN_PID_NAMESPACE)
+    for before, after, where in ((0, 0, "past the first look's cursor"),
+                                 (0, 40, "past the first look's cursor, the cursor wrapped since"),
+                                 (40, 0, "below the first look's cursor, the cursor wrapped since")):
+        wrapper = r.tmp / f"wrapping-{before}-{after}.sh"
+        wrapper.write_text(WRAPPING_WRAPPER.format(marker=r.marker, seconds=seconds, before=before, after=after))
+        wrapper.chmod(0o755)
+        proc = subprocess.Popen([r.binary, "run", "--hosts", "h1:1", "--ssh", ssh, "--kill-after", "2",
+                                 "--program", str(wrapper), "--", "t.py"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=r.env)
+        # SIGINT once the wrapper waits in its `sleep 300`: its trap is set.
+        processes.wait_until(lambda: any(str(wrapper).encode() in _read(pathlib.Path(f"/proc/{parent}/cmdline"))
+                                         for parent in _parents_of(b"sleep\0300\0")), 30, pause=0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        left = orphans_left()
+        err = err.decode(errors="replace")
+        check(f"teardown: an orphan forked during the teardown near the end of the pid space, its pid {where}, "
+              "is stopped before run ends", proc.returncode == 130 and not left and "killed by signal" not in err,
+              (proc.returncode, left, err))
+
+
+def _parents_of(cmdline):
+    """The parent pids of the processes whose command line is `cmdline`."""
+    def parent(pid):
+        fields = _read(pathlib.Path(f"/proc/{pid}/stat")).rsplit(b")", 1)  # COMM may hold anything
+        return int(fields[1].split()[1]) if len(fields) == 2 else None
+    found = (parent(pid) for pid in processes.matching(lambda proc: (proc / "cmdline").read_bytes() == cmdline))
+    return [pid for pid in found if pid is not None]
 
 
 def _read(path):

@@ -16,8 +16,9 @@ stamp) to the last node of the second attempt started.
 Teardown (--teardown alone writes just its section): 200 stand-in nodes whose workers ignore
 SIGTERM, `--kill-after 2`; node 3's worker fails a second after it starts. The time from its
 failure (its own time stamp) to `run`'s exit, every node stopped, and how many nodes had started
-by then, each round. Goal: at most 1 s + kill-after + 3 s. Without --teardown both sections are
-written.
+by then, each round, with stand-in hosts that each have a /proc of their own (a pid namespace:
+needs root and util-linux's unshare) and with hosts that share this machine's. Goal: at most
+1 s + kill-after + 3 s. Without --teardown both sections are written.
 
 Needs pdsh and clustershell (Debian: pdsh, clustershell). Everything runs in a temporary
 directory that is removed afterwards; the stand-ins carry its name, and whatever of them is
@@ -118,89 +119,136 @@ TEARDOWN_NODES = 200
 TEARDOWN_KILL_AFTER = 2
 
 
-TEARDOWN_ROUNDS = 2 if QUICK else 8
+TEARDOWN_ROUNDS = 2 if QUICK else 6
+
+# How a stand-in host runs the node's command. "own /proc": in a pid namespace with a /proc of its
+# own, as a real host is, so that a node script reads its own processes only; the namespace's
+# first process stays until every other one in it is gone, so the node's ssh ends only then.
+# "one /proc": all of them in this machine's, each node script reading every other's processes.
+TEARDOWN_HOSTS = {
+    "own /proc": "exec unshare --fork --pid --mount-proc sh -c 'exec 3<&0; sh -c \"$1\" 0<&3 3<&- & wait $!; "
+                 "s=$?; while set -- /proc/[0-9]*; [ $# -gt 1 ]; do sleep 0.1; done; exit $s' host \"$1\"\n",
+    "one /proc": "exec sh -c \"$1\"\n",
+}
+
+
+# When node 3's worker fails, in seconds after it started: while the later nodes are still
+# starting (as many as this machine started by then), and once every node is up.
+TEARDOWN_FAILURES = (1, 8)
 
 
 def teardown_time(binary, tmp, nodes=TEARDOWN_NODES, kill_after=TEARDOWN_KILL_AFTER):
-    """Each round: seconds from one node's failure to run's exit, every other node's worker
-    ignoring SIGTERM, and how many nodes run's lines say it stopped (the ones that had started by
-    the failure: the others it never starts)."""
-    ssh = write(tmp / "ssh-stand-in", f"#!/bin/sh\n# {tmp}\nwhile [ \"$1\" != \"--\" ]; do shift; done\n"
-                                      "shift 2\nexec sh -c \"$1\"\n")
+    """Each round, for each failure time and kind of stand-in host (interleaved): seconds from one node's failure to
+    run's exit, every other node's worker ignoring SIGTERM, how many nodes run's lines say it
+    stopped (the ones that had started by the failure: the others it never starts), and how many
+    of their ssh it had to kill (a node script that did not finish within --kill-after + 5 s)."""
+    ssh = {kind: write(tmp / f"ssh-{n}", f"#!/bin/sh\n# {tmp}\nwhile [ \"$1\" != \"--\" ]; do shift; done\nshift 2\n"
+                                         + host)
+           for n, (kind, host) in enumerate(TEARDOWN_HOSTS.items())}
     # The workers: node 3's fails after a second; every other one ignores SIGTERM (an ignored
-    # signal stays ignored across exec), so the teardown waits for --kill-after and kills it.
-    fake = write(tmp / "torchrun-stand-in", f"""#!/bin/sh
+    # signal stays ignored across exec), so the teardown waits for --kill-after and kills it. They
+    # carry tmp's name in their environment, which exec keeps, so that one left behind is found.
+    fake = {after: write(tmp / f"torchrun-stand-in-{after}", f"""#!/bin/sh
 # {tmp}
-case " $* " in *" --node_rank=3 "*) sleep 1; date +%s.%N > "{tmp}/failed"; exit 1;; esac
+case " $* " in *" --node_rank=3 "*) sleep {after}; date +%s.%N > "{tmp}/failed"; exit 1;; esac
 trap '' TERM
+export HETLAUNCH_STAND_IN={tmp}
 exec sleep 600
-""")
+""") for after in TEARDOWN_FAILURES}
     hosts = ",".join(f"h{i}:1" for i in range(nodes))
-    rounds = []
+    rounds = {(after, kind): [] for after in TEARDOWN_FAILURES for kind in TEARDOWN_HOSTS}
     for _ in range(TEARDOWN_ROUNDS):
-        (tmp / "failed").unlink(missing_ok=True)
-        r = subprocess.run([binary, "run", "--hosts", hosts, "--ssh", ssh, "--program", fake, "--kill-after",
-                            str(kill_after), "--quiet-nodes", "--", "t.py"], capture_output=True, timeout=600)
-        ended = time.time()
-        if r.returncode != 1:
-            raise RuntimeError(f"the job exited {r.returncode}: {r.stderr.decode(errors='replace')[-1500:]}")
-        stopped = r.stderr.decode(errors="replace").count("): stopped (")
-        rounds.append((ended - float((tmp / "failed").read_text()), stopped))
-        left = [p for p in pathlib.Path("/proc").glob("[0-9]*") if _names(p, tmp)]
-        if left:
-            raise RuntimeError(f"{len(left)} processes of the job outlived run")
+        for after, kind in rounds:
+            (tmp / "failed").unlink(missing_ok=True)
+            r = subprocess.run([binary, "run", "--hosts", hosts, "--ssh", ssh[kind], "--program", fake[after],
+                                "--kill-after", str(kill_after), "--quiet-nodes", "--", "t.py"],
+                               capture_output=True, timeout=600)
+            ended = time.time()
+            if r.returncode != 1:
+                raise RuntimeError(f"the job exited {r.returncode}: {r.stderr.decode(errors='replace')[-1500:]}")
+            err = r.stderr.decode(errors="replace")
+            # What is still running when run has returned: a node script that run gave up on (it killed
+            # its ssh) and that has not yet finished its own teardown. Recorded, then killed.
+            left = [p for p in pathlib.Path("/proc").glob("[0-9]*") if _names(p, tmp)]
+            rounds[(after, kind)].append((ended - float((tmp / "failed").read_text()), err.count("): stopped ("),
+                                          err.count("killed by signal 9"), len(left)))
+            _kill(tmp)
     return rounds
 
 
 def _names(proc, tmp):
     try:
-        return str(tmp).encode() in (proc / "cmdline").read_bytes()
+        return any(str(tmp).encode() in (proc / part).read_bytes() for part in ("cmdline", "environ"))
     except OSError:
         return False
 
 
-def _remove(tmp):
-    """Kills whatever of the stand-ins is left (they carry tmp's name) and removes tmp."""
+def _kill(tmp):
+    """Kills whatever of the stand-ins is left: they carry tmp's name."""
     for proc in pathlib.Path("/proc").glob("[0-9]*"):
         if _names(proc, tmp):
             try:
                 os.kill(int(proc.name), signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def _remove(tmp):
+    _kill(tmp)
     shutil.rmtree(tmp, ignore_errors=True)
 
 
 def teardown_section(rounds):
     goal = 1 + TEARDOWN_KILL_AFTER + 3
-    median = statistics.median(seconds for seconds, _ in rounds)
-    met = sum(seconds <= goal for seconds, _ in rounds)
-    rows = "".join(f"| {stopped} | {seconds:.2f} s | {'yes' if seconds <= goal else 'no'} |\n"
-                   for seconds, stopped in sorted(rounds, key=lambda r: (r[1], r[0])))
-    return "\n".join([
+    lines = [
         "<!-- teardown-begin: written by tools/fanout_performance.py -->",
         "## Stopping a job when one node fails", "",
         f"{TEARDOWN_NODES} stand-in nodes on this machine (`--fanout 64`), each worker ignoring SIGTERM, `--kill-after "
         f"{TEARDOWN_KILL_AFTER}`; node 3's",
-        "worker fails a second after it starts, while the later nodes are still starting. From its failure (its own",
-        "time stamp) to `run`'s exit, every node's processes gone, by round, with the nodes that had started by the",
-        "failure (`run` stops those and never starts the rest):", "",
-        "| nodes stopped | time | within the goal |", "| ---: | ---: | --- |", rows,
-        f"Median of {len(rounds)} rounds {median:.2f} s. Goal: at most 1 s + kill-after + 3 s = {goal} s: "
-        f"met in {met} of {len(rounds)} rounds, {'met' if median <= goal else 'not met'} by the median.",
-        "",
-        "How many nodes had started by the failure decides the time: about 60 (the first `--fanout` of them) or",
-        "about 120, by how fast this machine started them. Every stopped node waits out --kill-after, since its",
-        "worker ignores SIGTERM; what the teardown adds is finding the job's processes. Each node script reads all",
-        "of /proc when its node is stopped and once more after SIGKILL (and when a signalled process ends), about",
-        "40 ms a look with 800 processes here. Here all the node scripts share two cores and each reads every",
-        "other's processes, so that cost grows with the square of the nodes: 120 node scripts looking twice at",
-        "once are seconds of this machine's CPU. On a cluster each host looks at its own processes once or twice.",
-        "<!-- teardown-end -->"]) + "\n"
+        "worker fails a second after it starts, while the later nodes are still starting, or 8 seconds after, once",
+        "every node is up. From its failure (its own time stamp) to `run`'s exit, every node's processes gone, by",
+        "round, with the nodes that had started by the failure (`run` stops those and never starts the rest). Each",
+        "stand-in host either has a /proc of its own (a pid namespace, as every real host has: its node script sees",
+        "its own processes) or shares this machine's with all the others (each node script reads every other one's",
+        "processes too). The four kinds of round alternate:", "",
+        "| failure after | stand-in hosts | nodes stopped | time | ssh killed by `run` | processes left at its exit "
+        "| within the goal |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | --- |"]
+
+    def within(seconds, left):
+        return seconds <= goal and not left
+
+    for (after, kind), kind_rounds in rounds.items():
+        for seconds, stopped, killed, left in sorted(kind_rounds, key=lambda r: (r[1], r[0])):
+            lines.append(f"| {after} s | {kind} | {stopped} | {seconds:.2f} s | {killed} | {left} | "
+                         f"{'yes' if within(seconds, left) else 'no'} |")
+    lines.append("")
+    for (after, kind), kind_rounds in rounds.items():
+        median = statistics.median(seconds for seconds, _, _, _ in kind_rounds)
+        met = sum(within(seconds, left) for seconds, _, _, left in kind_rounds)
+        lines.append(f"- failure after {after} s, {kind}: median of {len(kind_rounds)} rounds {median:.2f} s; met in "
+                     f"{met} of {len(kind_rounds)} rounds, {'met' if median <= goal else 'not met'} by the median.")
+    lines += [
+        "", f"Goal: at most 1 s + kill-after + 3 s = {goal} s, every process gone when `run` returns, with hosts of their",
+        "own /proc.", "",
+        "How many nodes had started by a failure after 1 s varies with how fast this machine started them: about 60",
+        "(the first `--fanout` of them) or about 120. Every stopped node waits out --kill-after, since its worker",
+        "ignores SIGTERM; a node still starting at the failure begins that wait only when it has started. What the",
+        "teardown adds is finding the job's processes: each node script reads all of its /proc once when it is",
+        "stopped, and afterwards only the processes created since (nothing, on a host of its own), and it does not",
+        "poll while torchrun runs. Where all the node scripts share one /proc, each full read holds every other",
+        "node's processes, so the cost grows with the square of the nodes on the host: with 199 of them on two cores",
+        "the scripts do not finish within --kill-after + 5 s, and `run` kills their ssh and returns while they are",
+        "still stopping their processes. A cluster does not put hundreds of agents on one host.",
+        "<!-- teardown-end -->"]
+    return "\n".join(lines) + "\n"
 
 
 def report_teardown(rounds):
-    for seconds, stopped in rounds:
-        print(f"teardown: {seconds:.2f} s, {stopped} nodes stopped")
+    for (after, kind), kind_rounds in rounds.items():
+        for seconds, stopped, killed, left in kind_rounds:
+            print(f"teardown (failure after {after} s, {kind}): {seconds:.2f} s, {stopped} nodes stopped, "
+                  f"{killed} ssh killed, {left} processes left")
     performance_doc.write_section("teardown", teardown_section(rounds), before="## Slurm: `--slurm` in big jobs")
 
 

@@ -5901,11 +5901,12 @@ namespace detail {
 // Pids chosen outright (ns_last_pid, clone3's set_tid: checkpoint and restore, with privilege)
 // are outside this. The partial looks spare a host that runs many node scripts most of its work.
 // While the job's COMMAND runs, the watcher sleeps until the deadline and is woken when COMMAND
-// ends (the script signals it with USR1); once COMMAND is gone it checks the signalled processes
-// at 0.1, 0.3, 0.7 s, ... then every second. A process that appears while none ends gets
-// SIGKILL at the deadline. SIGTERM goes once to each process, SIGKILL to all that remain. The
-// watcher ignores SIGTERM once it is tearing down, so that COMMAND ending early does not cut
-// the teardown short. The script exits with COMMAND's status, which ssh passes on.
+// ends: the script signals it with USR1, whose trap also kills the sleep, so that a signal that
+// comes between the watcher's check and its wait still wakes it. Once COMMAND is gone it checks
+// the signalled processes every 0.1 s for a second (most end within it), then at doubling
+// intervals up to a second. A process that appears while none ends gets SIGKILL at the deadline.
+// SIGTERM goes once to each process, SIGKILL to all that remain. The watcher ignores SIGTERM once
+// it is tearing down, so that COMMAND ending early does not cut the teardown short. The script exits with COMMAND's status, which ssh passes on.
 // The variables it unsets are variables::owned, named where every delivered variable is.
 inline std::string node_script() {
   std::string unset_owned = "unset";
@@ -5975,7 +5976,8 @@ job=$!
   trap "" USR1
   while IFS= read -r line <&3; do :; done
   trap "" TERM
-  trap "woken=1" USR1
+  sleeper=""
+  trap 'woken=1; [ -z "$sleeper" ] || kill -KILL "$sleeper" 2>/dev/null' USR1
   export LC_ALL=C
   signalled=" "
   now_cs
@@ -5983,17 +5985,20 @@ job=$!
   scan
   while [ -n "$pids" ]; do
     for p in $pids; do case "$signalled" in *" $p "*) ;; *) kill -TERM "$p" 2>/dev/null; signalled="$signalled$p " ;; esac; done
-    pause=10
+    pause=10 polls=0
     while woken=""; all_alive $pids; do
       now_cs
       [ "$now" -lt "$deadline" ] || break
       left=$((deadline - now))
       case " $pids " in *" $job "*) pause=$left ;; *) [ "$left" -ge "$pause" ] || pause=$left ;; esac
       sleep $((pause / 100)).$((pause % 100 / 10))$((pause % 10)) &
-      [ -n "$woken" ] || wait $! 2>/dev/null
-      kill -KILL $! 2>/dev/null
-      wait $! 2>/dev/null
-      [ "$pause" -ge 100 ] || pause=$((pause * 2))
+      sleeper=$!
+      [ -n "$woken" ] || wait "$sleeper" 2>/dev/null
+      kill -KILL "$sleeper" 2>/dev/null
+      ended=$sleeper sleeper=""
+      wait "$ended" 2>/dev/null
+      polls=$((polls + 1))
+      [ "$polls" -lt 10 ] || [ "$pause" -ge 100 ] || pause=$((pause * 2))
     done
     now_cs
     [ "$now" -lt "$deadline" ] || break

@@ -74,7 +74,8 @@ namespace detail {
 // the signalled processes every 0.1 s for a second (most end within it), then at doubling
 // intervals up to a second. A process that appears while none ends gets SIGKILL at the deadline.
 // SIGTERM goes once to each process, SIGKILL to all that remain. The watcher ignores SIGTERM once
-// it is tearing down, so that COMMAND ending early does not cut the teardown short. The script exits with COMMAND's status, which ssh passes on.
+// it is tearing down, so that COMMAND ending early does not cut the teardown short. The script
+// exits with COMMAND's status, which ssh passes on.
 // The variables it unsets are variables::owned, named where every delivered variable is.
 inline std::string node_script() {
   std::string unset_owned = "unset";

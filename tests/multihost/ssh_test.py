@@ -861,8 +861,13 @@ def case_spare(b, w, work, c):
 
 def case_node_exited_in_time(b, w, work, c):
     """Each node's program writes the time just before it ends (node 0 after 1 s, node 1 after 2,
-    node 2 fails after 3): each node_exited event comes no later than 1 s after it."""
-    program = ('case $(hostname) in *-h0) s=1 r=0;; *-h1) s=2 r=0;; *) s=3 r=3;; esac; sleep $s; '
+    node 2 fails once run has recorded both of their ends): each node_exited event comes no
+    later than 1 s after it. Node 2 waits on the events file rather than a clock, so a node
+    that ssh starts late on a loaded machine is not stopped by node 2's failure."""
+    events = work / "events.jsonl"
+    wait_for_others = (f'n=0; until [ "$(grep -c \'"node_exited".*"node": [01],\' {events})" = 2 ]; do '
+                       'n=$((n+1)); [ $n -gt 600 ] && break; sleep 0.1; done')
+    program = (f'case $(hostname) in *-h0) sleep 1; r=0;; *-h1) sleep 2; r=0;; *) {wait_for_others}; r=3;; esac; '
                f'date +%s.%N > {work}/end-$(hostname); exit $r')
     hf = hostfile(work, [f"{V4[i]} slots=1" for i in range(3)])
     code, out, err = finish(hetlaunch_on_host0(b, ["run", "--hostfile", str(hf), *ssh_args(c.work),

@@ -394,9 +394,13 @@ def wrapped_pid_cases(r, orphans_left, seconds):
         proc = subprocess.Popen([r.binary, "run", "--hosts", "h1:1", "--ssh", ssh, "--kill-after", "2",
                                  "--program", str(wrapper), "--", "t.py"], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=r.env)
-        # SIGINT once the wrapper waits in its `sleep 300`: its trap is set.
-        processes.wait_until(lambda: any(str(wrapper).encode() in _read(pathlib.Path(f"/proc/{parent}/cmdline"))
-                                         for parent in _parents_of(b"sleep\0300\0")), 30, pause=0.05)
+        # SIGINT once the wrapper waits in its `sleep 300`: its trap is set. (b"\0300" would be
+        # octal 030 and a "0": the NUL is spelled \x00.)
+        if not processes.wait_until(lambda: any(str(wrapper).encode() in _read(pathlib.Path(f"/proc/{parent}/cmdline"))
+                                                for parent in _parents_of(b"sleep\x00300\x00")), 30, pause=0.05):
+            proc.kill()
+            proc.communicate()
+            raise subprocess.TimeoutExpired("the wrapper's sleep 300", 30)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
         left = orphans_left()

@@ -37,9 +37,11 @@ import sys
 import tempfile
 import time
 
-import performance_doc
-
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "support"))
+import performance_doc  # noqa: E402
+import processes  # noqa: E402
+
 QUICK = "--quick" in sys.argv
 HOSTS = 100 if QUICK else 1000
 ROUNDS = 2 if QUICK else 3
@@ -127,8 +129,7 @@ TEARDOWN_ROUNDS = 2 if QUICK else 6
 # first process stays until every other one in it is gone, so the node's ssh ends only then.
 # "one /proc": all of them in this machine's, each node script reading every other's processes.
 TEARDOWN_HOSTS = {
-    "own /proc": "exec unshare --fork --pid --mount-proc sh -c 'exec 3<&0; sh -c \"$1\" 0<&3 3<&- & wait $!; "
-                 "s=$?; while set -- /proc/[0-9]*; [ $# -gt 1 ]; do sleep 0.1; done; exit $s' host \"$1\"\n",
+    "own /proc": processes.own_pid_namespace('"$1"') + "\n",
     "one /proc": "exec sh -c \"$1\"\n",
 }
 

@@ -372,19 +372,13 @@ trap 'spare {before}; sh -c "trap \\"\\" TERM; exec sleep {seconds}" & spare {af
 sleep 300 & wait
 """
 
-# ssh's place for a host with a pid namespace and a /proc of its own: its first process runs the
-# node's command and stays until every other process in the namespace is gone.
-OWN_PID_NAMESPACE = ('''exec unshare --fork --pid --mount-proc sh -c 'exec 3<&0; sh -c "$1" 0<&3 3<&- & wait $!; '''
-                     '''s=$?; while set -- /proc/[0-9]*; [ $# -gt 1 ]; do sleep 0.1; done; exit $s' host "$*"''')
-
-
 def wrapped_pid_cases(r, orphans_left, seconds):
     """The later looks of a node script read only the processes created since the previous one,
     found from the pid cursor: a cursor that wrapped round the pid space in between still finds them."""
     if os.geteuid() != 0 or not shutil.which("unshare"):
         print("skipped: teardown across a wrapped pid cursor (needs root and unshare for a pid namespace)")
         return
-    ssh = r.stand_in("own-pid-namespace", OWN_PID_NAMESPACE)
+    ssh = r.stand_in("own-pid-namespace", processes.own_pid_namespace('"$*"'))
     for before, after, where in ((0, 0, "past the first look's cursor"),
                                  (0, 40, "past the first look's cursor, the cursor wrapped since"),
                                  (40, 0, "below the first look's cursor, the cursor wrapped since")):

@@ -308,6 +308,7 @@ def teardown_cases(r):
                   proc.returncode == 130 and not left, (proc.returncode, left, err.decode(errors="replace")))
 
     wrapped_pid_cases(r, orphans_left, seconds)
+    churning_proc_cases(r, ssh, seconds + 1)
 
     def wait_for(ready, what, seconds=30):
         if not processes.wait_until(ready, seconds, pause=0.05):
@@ -402,6 +403,43 @@ def wrapped_pid_cases(r, orphans_left, seconds):
         check(f"teardown: an orphan forked during the teardown near the end of the pid space, its pid {where}, "
               "is stopped before run ends", proc.returncode == 130 and not left and "killed by signal" not in err,
               (proc.returncode, left, err))
+
+
+def churning_proc_cases(r, ssh, seconds):
+    """A process that ends while a node script reads /proc leaves a status file that opens and then
+    reads as "No such process": the look passes over it and still finds the job. Forty nodes
+    share this machine's /proc, each worker ignoring SIGTERM, while four loops start and end
+    processes; after SIGINT every worker must be stopped by its own node's teardown, before run
+    gives up on a node (a reader that stops at such a file misses the job about once a run)."""
+    worker = r.tmp / "ignores-term.sh"
+    worker.write_text(f"#!/bin/sh\n# {r.marker}\ntrap '' TERM\nexec sleep {seconds}\n")
+    worker.chmod(0o755)
+    nodes = 40
+
+    def workers():
+        return [int(p.parent.name) for p in pathlib.Path("/proc").glob("[0-9]*/cmdline")
+                if _read(p) == f"sleep\0{seconds}\0".encode()]
+
+    churn = [subprocess.Popen(["sh", "-c", "while :; do /bin/true; done"]) for _ in range(4)]
+    try:
+        for attempt in range(3):
+            proc = subprocess.Popen([r.binary, "run", "--hosts", ",".join(f"h{i}:1" for i in range(nodes)),
+                                     "--ssh", ssh, "--kill-after", "1", "--quiet-nodes", "--program", str(worker),
+                                     "--", "t.py"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=r.env)
+            up = processes.wait_until(lambda: len(workers()) == nodes or proc.poll() is not None, 60, pause=0.1)
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=60)
+            left = workers()
+            for pid in left:
+                os.kill(pid, signal.SIGKILL)
+            err = err.decode(errors="replace")
+            check(f"teardown: processes end while {nodes} node scripts read /proc (run {attempt + 1}): "
+                  "every worker stopped by its node", up and proc.returncode == 130 and not left
+                  and "killed by signal" not in err, (up, proc.returncode, left, err[-2000:]))
+    finally:
+        for loop in churn:
+            loop.kill()
+            loop.wait()
 
 
 def _parents_of(cmdline):

@@ -5887,19 +5887,20 @@ namespace detail {
 // belongs to (NSsid, Linux 4.1 and later), the script's own session never counting. A process
 // keeps its session when its parent dies, so a child forked during the teardown whose parent
 // then exits (a wrapper's, a worker's started in a session of its own by torch) is still found.
-// The first look reads all of /proc/*/status, breadth first from COMMAND. A later look (once
-// signalled processes have ended, and after SIGKILL) reads only the job's known processes and
-// those created since the previous look, and needs no reading at all when the known ones are
-// gone and nothing was created: the kernel hands out pids in a cycle, so a process created since
-// the previous look has a pid between the pid cursor then and now (the last pid of
+// The first look reads all of /proc/*/status, breadth first from COMMAND (grep -s reads them:
+// mawk's getline ends the program at a file whose process ended between its open and its read). A
+// later look (once signalled processes have ended, and after SIGKILL) reads only the job's known
+// processes and those created since the previous look, and needs no reading at all when the known
+// ones are gone and nothing was created: the kernel hands out pids in a cycle, so a process created
+// since the previous look has a pid between the pid cursor then and now (the last pid of
 // /proc/loadavg), and one that existed then and was not of the job cannot join it later (it can
 // neither enter a session of the job nor become a child of a job process). That holds while the
-// cursor cannot have gone the whole way round, which takes at least pid_max - 300 pids given out
-// or skipped as in use; with fewer than that in forks since (the processes line of /proc/stat)
-// plus tasks then, the later look is partial, otherwise it reads everything again (pid_max comes
-// from the first look's awk: sh's read takes a /proc/sys file one byte at a time and gets one).
-// Pids chosen outright (ns_last_pid, clone3's set_tid: checkpoint and restore, with privilege)
-// are outside this. The partial looks spare a host that runs many node scripts most of its work.
+// cursor cannot have gone the whole way round, which takes at least pid_max - 300 pids given out or
+// skipped as in use; with fewer than that in forks since (the processes line of /proc/stat) plus
+// tasks then, the later look is partial, otherwise it reads everything again (pid_max comes from
+// the first look's awk: sh's read takes a /proc/sys file one byte at a time and gets one). Pids
+// chosen outright (ns_last_pid, clone3's set_tid: checkpoint and restore, with privilege) are
+// outside this. The partial looks spare a host that runs many node scripts most of its work.
 // While the job's COMMAND runs, the watcher sleeps until the deadline and is woken when COMMAND
 // ends: the script signals it with USR1, whose trap also kills the sleep, so that a signal that
 // comes between the watcher's check and its wait still wakes it. Once COMMAND is gone it checks

@@ -280,8 +280,7 @@ def teardown_cases(r):
     wrapper.chmod(0o755)
 
     def orphans():
-        return [int(p.parent.name) for p in pathlib.Path("/proc").glob("[0-9]*/cmdline")
-                if p.exists() and _read(p) == f"sleep\0{seconds}\0".encode()]
+        return _running(f"sleep\0{seconds}\0".encode())
 
     def orphans_left(within=0.0):
         """The orphans still running `within` seconds from now, killed."""
@@ -417,8 +416,7 @@ def churning_proc_cases(r, ssh, seconds):
     nodes = 40
 
     def workers():
-        return [int(p.parent.name) for p in pathlib.Path("/proc").glob("[0-9]*/cmdline")
-                if _read(p) == f"sleep\0{seconds}\0".encode()]
+        return _running(f"sleep\0{seconds}\0".encode())
 
     churn = [subprocess.Popen(["sh", "-c", "while :; do /bin/true; done"]) for _ in range(4)]
     try:
@@ -442,12 +440,17 @@ def churning_proc_cases(r, ssh, seconds):
             loop.wait()
 
 
+def _running(cmdline):
+    """The pids of the processes whose command line is `cmdline` (NUL-separated, as /proc has it)."""
+    return processes.matching(lambda proc: (proc / "cmdline").read_bytes() == cmdline)
+
+
 def _parents_of(cmdline):
     """The parent pids of the processes whose command line is `cmdline`."""
     def parent(pid):
         fields = _read(pathlib.Path(f"/proc/{pid}/stat")).rsplit(b")", 1)  # COMM may hold anything
         return int(fields[1].split()[1]) if len(fields) == 2 else None
-    found = (parent(pid) for pid in processes.matching(lambda proc: (proc / "cmdline").read_bytes() == cmdline))
+    found = (parent(pid) for pid in _running(cmdline))
     return [pid for pid in found if pid is not None]
 
 

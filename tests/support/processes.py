@@ -107,9 +107,9 @@ class marker:
         return lambda: matching(orphaned)
 
 
-# The body of an ssh stand-in for a host with a pid namespace and a /proc of its own, as every real
-# host has, given the remote command as `"$1"` or `"$*"`: its first process runs the command and
-# stays until every other process in the namespace is gone, so that the stand-in ends only then.
 def own_pid_namespace(command):
+    """The body of an ssh stand-in for a host with a pid namespace and a /proc of its own, as every
+    real host has, given the remote command as `"$1"` or `"$*"`: its first process runs the command
+    and stays until every other process in the namespace is gone, so that the stand-in ends only then."""
     return ("exec unshare --fork --pid --mount-proc sh -c 'exec 3<&0; sh -c \"$1\" 0<&3 3<&- & wait $!; "
             f"s=$?; while set -- /proc/[0-9]*; [ $# -gt 1 ]; do sleep 0.1; done; exit $s' host {command}")

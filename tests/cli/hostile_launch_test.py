@@ -327,17 +327,30 @@ def teardown_cases(r):
         proc.send_signal(signal.SIGINT)
         return proc
 
-    # A connection so slow that the node's script runs only 5.6 s after the SIGINT, with
-    # --kill-after 1: the node's teardown (SIGTERM, the orphan ignores it, SIGKILL 1 s later) ends
-    # after --kill-after + 5 s from the signal. run waits for that teardown, since the node started
-    # while the job stopped, and ends only once the node has ended by itself: no orphan is left then.
-    proc = interrupted_while_connecting("slow-ssh", 5.6, kill_after=1)
-    _, err = proc.communicate(timeout=30)
-    left = orphans_left()
-    err = err.decode(errors="replace")
+    # A connection so slow that the node's script runs 5.3 s after the SIGINT, with --kill-after 1:
+    # the node's teardown (SIGTERM, the orphan ignores it, SIGKILL 1 s later) ends after the stop's
+    # grace of --kill-after + 5 s. run waits for that teardown, since the node started while the job
+    # stopped, and ends only once the node has ended by itself: no orphan is left then.
+    # The case says something only when run saw the node start within the grace and the node ended
+    # after it. On a loaded machine the start can reach run past the grace; run then rightly kills
+    # the node as one that never started, and the case is tried again, at most three times.
+    grace = 1 + 5
+    tries = []
+    for attempt in range(3):
+        if attempt:
+            print(f"     the node started or ended outside the grace ({tries[-1][1]}): tried again", flush=True)
+        proc = interrupted_while_connecting("slow-ssh", 5.3, kill_after=1)
+        signalled = time.monotonic()
+        _, err = proc.communicate(timeout=30)
+        took = time.monotonic() - signalled
+        left = orphans_left()
+        err = err.decode(errors="replace")
+        tries.append((proc.returncode, f"run ended {took:.1f} s after the signal", left, err))
+        if "stopped before the node started" not in err and took >= grace:
+            break
     check("teardown: a node that starts while the job stops gets its own --kill-after + 5 s; no orphan at run's end",
-          proc.returncode == 130 and not left and "killed by signal" not in err,
-          (proc.returncode, left, err))
+          "stopped before the node started" not in err and took >= grace and proc.returncode == 130 and not left
+          and "killed by signal" not in err, tries)
 
     # A second signal still stops at once, also while run waits for a node that started during the
     # stop (--kill-after 8: the node's own teardown would take 8 s). It comes once the node's

@@ -288,8 +288,7 @@ def teardown_cases(r):
         while orphans() and time.monotonic() < deadline:
             time.sleep(0.1)
         left = orphans()
-        for pid in left:
-            os.kill(pid, signal.SIGKILL)
+        processes.kill_until_gone(orphans)
         return left
 
     for name, delay in (("once the nodes run", 1.5), ("right after the start", 0.2)):
@@ -346,11 +345,11 @@ def teardown_cases(r):
         left = orphans_left()
         err = err.decode(errors="replace")
         tries.append((proc.returncode, f"run ended {took:.1f} s after the signal", left, err))
-        if "stopped before the node started" not in err and took >= grace:
+        counts = "stopped before the node started" not in err and took >= grace
+        if counts:
             break
     check("teardown: a node that starts while the job stops gets its own --kill-after + 5 s; no orphan at run's end",
-          "stopped before the node started" not in err and took >= grace and proc.returncode == 130 and not left
-          and "killed by signal" not in err, tries)
+          counts and proc.returncode == 130 and not left and "killed by signal" not in err, tries)
 
     # A second signal still stops at once, also while run waits for a node that started during the
     # stop (--kill-after 8: the node's own teardown would take 8 s). It comes once the node's
@@ -441,8 +440,7 @@ def churning_proc_cases(r, ssh, seconds):
             proc.send_signal(signal.SIGINT)
             _, err = proc.communicate(timeout=60)
             left = workers()
-            for pid in left:
-                os.kill(pid, signal.SIGKILL)
+            processes.kill_until_gone(workers)
             err = err.decode(errors="replace")
             check(f"teardown: processes end while {nodes} node scripts read /proc (run {attempt + 1}): "
                   "every worker stopped by its node", up and proc.returncode == 130 and not left

@@ -288,6 +288,15 @@ std::string core_message(const Diagnostic& d) {
         return concat(detail::quoted(text),
                       " is the attempt number that a launcher with --restarts sets for each "
                       "attempt; it cannot be given as a variable");
+      if (text == variables::max_batch)
+        return concat(detail::quoted(text),
+                      " is the node's memory ceiling, set from the plan (max_batch= in a hostfile, "
+                      "--max-batch); it cannot be given as a variable");
+      if (text == variables::calibrate_steps)
+        return concat(detail::quoted(text),
+                      " is set only by `hetlaunch calibrate` (--calibrate-steps): a job given it "
+                      "stops after that many steps as if it had succeeded; it cannot be given as a "
+                      "variable");
       return concat(detail::quoted(text),
                     " is set from the plan (--global-batch), and another value would give the "
                     "workers wrong work shares; it cannot be given as a variable");

@@ -76,6 +76,10 @@ struct launch_options {
   /// every worker gets HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and
   /// HETLAUNCH_NODE_BATCH_OFFSET (see worker_env).
   int global_batch = 0;
+  /// N above 0: every worker gets HETLAUNCH_CALIBRATE_STEPS=N, and its sampler measures N steps,
+  /// reports the ranks' rates and stops (`hetlaunch calibrate`). 0: never set, and an inherited
+  /// one is removed.
+  int calibrate_steps = 0;
   /// Each worker runs on the CPUs this mode gives its GPU (torchrun's --numa-binding modes, on
   /// every torch): torchrun starts it with --no-python through `bind_program bind --numa-binding
   /// MODE -- python -u SCRIPT ...`, which sets its CPUs and executes the real command.

@@ -244,6 +244,40 @@ class launch_plan {
   [[nodiscard]] environment agent_env(std::size_t node) const {
     return try_agent_env(node).value();
   }
+  /// The one rule for what a launcher does to node `node`'s environment before its torchrun
+  /// starts (the ssh node script, `exec`, a direct spawn, `env`, a JobSet pod, a Slurm step):
+  /// `set` is the node's agent_env, then `user` (the caller's own variables: --env, an env
+  /// file), then HETLAUNCH_RESTART_COUNT when `restart_count` is 0 or more; `unset` names every
+  /// variable the launch owns that `set` has no value for (an inherited one would hand the
+  /// workers a share, a ceiling, an attempt or a calibration that this launch does not have), and
+  /// TORCH_ELASTIC_WORKER_IDENTICAL when the nodes' counts differ. Errors: those of
+  /// try_agent_env, and owned_variable for a name of `user` that the launch owns.
+  [[nodiscard]] result<node_variables, diagnostic> try_node_variables(
+      std::size_t node, const environment& user = {}, int restart_count = -1) const {
+    auto agent = try_agent_env(node);
+    if (!agent) return agent.error();
+    node_variables out;
+    out.set = std::move(*agent);
+    for (const auto& v : user) {
+      if (is_owned_variable(v.first))
+        return diagnostic::of(errc::owned_variable).with_text(v.first);
+      out.set.push_back(v);
+    }
+    if (restart_count >= 0)
+      out.set.emplace_back(variables::restart_count, std::to_string(restart_count));
+    for (std::string_view name : variables::owned) {
+      bool given = false;
+      for (const auto& v : out.set) given = given || v.first == name;
+      if (!given) out.unset.push_back(name);
+    }
+    if (counts_differ_) out.unset.push_back(variables::worker_identical);
+    return out;
+  }
+  /// try_node_variables(...).value().
+  [[nodiscard]] node_variables node_variables_of(std::size_t node, const environment& user = {},
+                                                 int restart_count = -1) const {
+    return try_node_variables(node, user, restart_count).value();
+  }
   /// Whether the plan splits a global batch (launch_options::global_batch above 0).
   [[nodiscard]] bool has_shares() const noexcept { return !batches_.empty(); }
   /// Node `node`'s part of each step (see split_batch): node_out_of_range, the global batch's

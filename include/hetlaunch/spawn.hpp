@@ -77,7 +77,9 @@ namespace hetlaunch {
 
 /// An environment block for execve / posix_spawn: `vars` over a base environment (usually
 /// `environ`). A base entry is dropped when `vars` sets the same name, and so are the base's
-/// TORCHELASTIC_* and TORCH_ELASTIC_WORKER_IDENTICAL, which describe some other launch.
+/// TORCHELASTIC_* and TORCH_ELASTIC_WORKER_IDENTICAL, which describe some other launch, and
+/// every variable the launch owns (variables::owned) that `vars` does not set: the rule of
+/// launch_plan::try_node_variables.
 /// envp() stays valid while this object lives and is not modified.
 class spawn_environment {
   std::vector<std::string> entries_;
@@ -86,9 +88,10 @@ class spawn_environment {
  public:
   spawn_environment(const environment& vars, const char* const* base) {
     const auto overridden = [&vars](std::string_view name) {
-      // An inherited share variable would give the worker a share the plan does not have.
+      // An inherited owned variable would give the worker a share, a ceiling, an attempt or a
+      // calibration the plan does not have.
       if (name.substr(0, 13) == "TORCHELASTIC_" || name == variables::worker_identical ||
-          is_share_variable(name))
+          is_owned_variable(name))
         return true;
       for (const auto& v : vars)
         if (v.first == name) return true;

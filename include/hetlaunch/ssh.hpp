@@ -77,16 +77,13 @@ namespace detail {
 // SIGTERM goes once to each process, SIGKILL to all that remain. The watcher ignores SIGTERM once
 // it is tearing down, so that COMMAND ending early does not cut the teardown short. The script
 // exits with COMMAND's status, which ssh passes on.
-// The variables it unsets are variables::owned, named where every delivered variable is.
+// The variables it removes come before it, from launch_plan::try_node_variables.
 inline std::string node_script() {
-  std::string unset_owned = "unset";
-  for (std::string_view name : variables::owned) unset_owned.append(" ").append(name);
   return concat(R"sh(kill_after=$1 dir=$2 n=$3
 shift 3
 if [ -n "$dir" ]; then cd -- "$dir" || { echo "hetlaunch: cannot enter $dir on $(hostname)" >&2; exit 126; }; fi
 )sh",
-                unset_owned, R"sh(
-while [ "$n" -gt 0 ]; do export "$1" || exit 126; shift; n=$((n - 1)); done
+                R"sh(while [ "$n" -gt 0 ]; do export "$1" || exit 126; shift; n=$((n - 1)); done
 read -r self_stat < /proc/$$/stat
 rest=${self_stat##*) }; rest=${rest#* }; rest=${rest#* }; rest=${rest#* }; self_session=${rest%% *}
 sessions="" pids="" cursor="" forks="" tasks=""
@@ -241,10 +238,11 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
 }
 
 /// The command the node's shell runs: {"sh", "-c", SCRIPT, "hetlaunch-node", KILL_AFTER, DIR,
-/// COUNT, the variables (the plan's agent_env for the node, then ssh.env, then
-/// HETLAUNCH_RESTART_COUNT with a restart_count) as NAME=VALUE, then
-/// the node's torchrun argv}. When the plan's nodes differ, TORCH_ELASTIC_WORKER_IDENTICAL is
-/// unset first: torch 2.5+ would compute ranks as if every node ran this node's count.
+/// COUNT, the variables (launch_plan::try_node_variables of the node, ssh.env and
+/// ssh.restart_count: the plan's agent_env, then ssh.env, then HETLAUNCH_RESTART_COUNT) as
+/// NAME=VALUE, then the node's torchrun argv}. SCRIPT first unsets what the same rule removes:
+/// the owned variables the node is not given, and TORCH_ELASTIC_WORKER_IDENTICAL when the plan's
+/// nodes differ (torch 2.5+ would compute ranks as if every node ran this node's count).
 /// Errors: node_out_of_range, empty_script, and those of validate_ssh.
 [[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_remote_argv(
     const launch_plan& plan, std::size_t node, const ssh_options& ssh) {
@@ -252,24 +250,20 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
   if (!argv) return argv.error();
   if (const std::vector<diagnostic> problems = validate_ssh(ssh); !problems.empty())
     return problems.front();
-  auto agent = plan.try_agent_env(node);
-  if (!agent) return agent.error();
-  environment vars = std::move(*agent);
-  vars.insert(vars.end(), ssh.env.begin(), ssh.env.end());
-  if (ssh.restart_count >= 0)
-    vars.emplace_back(variables::restart_count, std::to_string(ssh.restart_count));
-  std::string script;
-  if (plan.counts_differ()) script = detail::concat("unset ", variables::worker_identical, "\n");
-  script += detail::node_script();
+  auto vars = plan.try_node_variables(node, ssh.env, ssh.restart_count);
+  if (!vars) return vars.error();
+  std::string script = "unset";
+  for (std::string_view name : vars->unset) script.append(" ").append(name);
+  script = script.size() > 5 ? script + "\n" + detail::node_script() : detail::node_script();
   std::vector<std::string> out = {"sh",
                                   "-c",
                                   std::move(script),
                                   "hetlaunch-node",
                                   std::to_string(ssh.kill_after),
                                   ssh.chdir,
-                                  std::to_string(vars.size())};
-  out.reserve(out.size() + vars.size() + argv->size());
-  for (const auto& v : vars) out.push_back(detail::concat(v.first, "=", v.second));
+                                  std::to_string(vars->set.size())};
+  out.reserve(out.size() + vars->set.size() + argv->size());
+  for (const auto& v : vars->set) out.push_back(detail::concat(v.first, "=", v.second));
   for (std::string& a : *argv) out.push_back(std::move(a));
   return out;
 }

@@ -57,6 +57,8 @@ inline void append_batch_env(environment& env, const launch_options& o, const no
     env.emplace_back(variables::node_batch_offset, std::to_string(share->offset));
   }
   if (max_batch > 0) env.emplace_back(variables::max_batch, std::to_string(max_batch));
+  if (o.calibrate_steps > 0)
+    env.emplace_back(variables::calibrate_steps, std::to_string(o.calibrate_steps));
 }
 // Node i's ceiling: a fixed topology has none.
 inline int node_max_batch(const cluster& c, std::size_t i) { return c.max_batch(i); }
@@ -136,6 +138,14 @@ environment build_worker_env(const Topology& c, std::size_t node, int local_rank
 }
 
 }  // namespace detail
+
+/// What a launcher does to a node's environment (launch_plan::try_node_variables): the variables
+/// to set, in order, and the names to remove from what the node inherits (names of
+/// hetlaunch::variables, which live for the whole program).
+struct node_variables {
+  environment set;
+  std::vector<std::string_view> unset;
+};
 
 /// A variable torchrun gives a worker whose value it decides only when it starts the worker.
 struct runtime_variable {

@@ -39,10 +39,11 @@ inline constexpr std::string_view worker_identical = "TORCH_ELASTIC_WORKER_IDENT
 /// --global-batch 64`, or Slurm's --export=ALL, must not hand a share to a job without one).
 inline constexpr std::array<std::string_view, 3> share = {global_batch, node_batch,
                                                           node_batch_offset};
-/// The variables the launch owns: the work share's, the node's ceiling, and the restart count a
-/// launcher with restarts sets for each attempt.
-inline constexpr std::array<std::string_view, 5> owned = {
-    global_batch, node_batch, node_batch_offset, max_batch, restart_count};
+/// The variables the launch owns: the work share's, the node's ceiling, the restart count a
+/// launcher with restarts sets for each attempt, and the calibration steps only `hetlaunch
+/// calibrate` sets (inherited, it would end a real job after N steps as a success).
+inline constexpr std::array<std::string_view, 6> owned = {
+    global_batch, node_batch, node_batch_offset, max_batch, restart_count, calibrate_steps};
 
 }  // namespace variables
 

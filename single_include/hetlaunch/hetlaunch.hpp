@@ -972,10 +972,11 @@ inline constexpr std::string_view worker_identical = "TORCH_ELASTIC_WORKER_IDENT
 /// --global-batch 64`, or Slurm's --export=ALL, must not hand a share to a job without one).
 inline constexpr std::array<std::string_view, 3> share = {global_batch, node_batch,
                                                           node_batch_offset};
-/// The variables the launch owns: the work share's, the node's ceiling, and the restart count a
-/// launcher with restarts sets for each attempt.
-inline constexpr std::array<std::string_view, 5> owned = {
-    global_batch, node_batch, node_batch_offset, max_batch, restart_count};
+/// The variables the launch owns: the work share's, the node's ceiling, the restart count a
+/// launcher with restarts sets for each attempt, and the calibration steps only `hetlaunch
+/// calibrate` sets (inherited, it would end a real job after N steps as a success).
+inline constexpr std::array<std::string_view, 6> owned = {
+    global_batch, node_batch, node_batch_offset, max_batch, restart_count, calibrate_steps};
 
 }  // namespace variables
 
@@ -1595,6 +1596,15 @@ std::string core_message(const Diagnostic& d) {
         return concat(detail::quoted(text),
                       " is the attempt number that a launcher with --restarts sets for each "
                       "attempt; it cannot be given as a variable");
+      if (text == variables::max_batch)
+        return concat(detail::quoted(text),
+                      " is the node's memory ceiling, set from the plan (max_batch= in a hostfile, "
+                      "--max-batch); it cannot be given as a variable");
+      if (text == variables::calibrate_steps)
+        return concat(detail::quoted(text),
+                      " is set only by `hetlaunch calibrate` (--calibrate-steps): a job given it "
+                      "stops after that many steps as if it had succeeded; it cannot be given as a "
+                      "variable");
       return concat(detail::quoted(text),
                     " is set from the plan (--global-batch), and another value would give the "
                     "workers wrong work shares; it cannot be given as a variable");
@@ -3276,6 +3286,10 @@ struct launch_options {
   /// every worker gets HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and
   /// HETLAUNCH_NODE_BATCH_OFFSET (see worker_env).
   int global_batch = 0;
+  /// N above 0: every worker gets HETLAUNCH_CALIBRATE_STEPS=N, and its sampler measures N steps,
+  /// reports the ranks' rates and stops (`hetlaunch calibrate`). 0: never set, and an inherited
+  /// one is removed.
+  int calibrate_steps = 0;
   /// Each worker runs on the CPUs this mode gives its GPU (torchrun's --numa-binding modes, on
   /// every torch): torchrun starts it with --no-python through `bind_program bind --numa-binding
   /// MODE -- python -u SCRIPT ...`, which sets its CPUs and executes the real command.
@@ -3528,6 +3542,8 @@ inline void append_batch_env(environment& env, const launch_options& o, const no
     env.emplace_back(variables::node_batch_offset, std::to_string(share->offset));
   }
   if (max_batch > 0) env.emplace_back(variables::max_batch, std::to_string(max_batch));
+  if (o.calibrate_steps > 0)
+    env.emplace_back(variables::calibrate_steps, std::to_string(o.calibrate_steps));
 }
 // Node i's ceiling: a fixed topology has none.
 inline int node_max_batch(const cluster& c, std::size_t i) { return c.max_batch(i); }
@@ -3607,6 +3623,14 @@ environment build_worker_env(const Topology& c, std::size_t node, int local_rank
 }
 
 }  // namespace detail
+
+/// What a launcher does to a node's environment (launch_plan::try_node_variables): the variables
+/// to set, in order, and the names to remove from what the node inherits (names of
+/// hetlaunch::variables, which live for the whole program).
+struct node_variables {
+  environment set;
+  std::vector<std::string_view> unset;
+};
 
 /// A variable torchrun gives a worker whose value it decides only when it starts the worker.
 struct runtime_variable {
@@ -3800,7 +3824,9 @@ namespace hetlaunch {
 
 /// An environment block for execve / posix_spawn: `vars` over a base environment (usually
 /// `environ`). A base entry is dropped when `vars` sets the same name, and so are the base's
-/// TORCHELASTIC_* and TORCH_ELASTIC_WORKER_IDENTICAL, which describe some other launch.
+/// TORCHELASTIC_* and TORCH_ELASTIC_WORKER_IDENTICAL, which describe some other launch, and
+/// every variable the launch owns (variables::owned) that `vars` does not set: the rule of
+/// launch_plan::try_node_variables.
 /// envp() stays valid while this object lives and is not modified.
 class spawn_environment {
   std::vector<std::string> entries_;
@@ -3809,9 +3835,10 @@ class spawn_environment {
  public:
   spawn_environment(const environment& vars, const char* const* base) {
     const auto overridden = [&vars](std::string_view name) {
-      // An inherited share variable would give the worker a share the plan does not have.
+      // An inherited owned variable would give the worker a share, a ceiling, an attempt or a
+      // calibration the plan does not have.
       if (name.substr(0, 13) == "TORCHELASTIC_" || name == variables::worker_identical ||
-          is_share_variable(name))
+          is_owned_variable(name))
         return true;
       for (const auto& v : vars)
         if (v.first == name) return true;
@@ -4266,6 +4293,40 @@ class launch_plan {
   /// try_agent_env(node).value().
   [[nodiscard]] environment agent_env(std::size_t node) const {
     return try_agent_env(node).value();
+  }
+  /// The one rule for what a launcher does to node `node`'s environment before its torchrun
+  /// starts (the ssh node script, `exec`, a direct spawn, `env`, a JobSet pod, a Slurm step):
+  /// `set` is the node's agent_env, then `user` (the caller's own variables: --env, an env
+  /// file), then HETLAUNCH_RESTART_COUNT when `restart_count` is 0 or more; `unset` names every
+  /// variable the launch owns that `set` has no value for (an inherited one would hand the
+  /// workers a share, a ceiling, an attempt or a calibration that this launch does not have), and
+  /// TORCH_ELASTIC_WORKER_IDENTICAL when the nodes' counts differ. Errors: those of
+  /// try_agent_env, and owned_variable for a name of `user` that the launch owns.
+  [[nodiscard]] result<node_variables, diagnostic> try_node_variables(
+      std::size_t node, const environment& user = {}, int restart_count = -1) const {
+    auto agent = try_agent_env(node);
+    if (!agent) return agent.error();
+    node_variables out;
+    out.set = std::move(*agent);
+    for (const auto& v : user) {
+      if (is_owned_variable(v.first))
+        return diagnostic::of(errc::owned_variable).with_text(v.first);
+      out.set.push_back(v);
+    }
+    if (restart_count >= 0)
+      out.set.emplace_back(variables::restart_count, std::to_string(restart_count));
+    for (std::string_view name : variables::owned) {
+      bool given = false;
+      for (const auto& v : out.set) given = given || v.first == name;
+      if (!given) out.unset.push_back(name);
+    }
+    if (counts_differ_) out.unset.push_back(variables::worker_identical);
+    return out;
+  }
+  /// try_node_variables(...).value().
+  [[nodiscard]] node_variables node_variables_of(std::size_t node, const environment& user = {},
+                                                 int restart_count = -1) const {
+    return try_node_variables(node, user, restart_count).value();
   }
   /// Whether the plan splits a global batch (launch_options::global_batch above 0).
   [[nodiscard]] bool has_shares() const noexcept { return !batches_.empty(); }
@@ -5909,16 +5970,13 @@ namespace detail {
 // SIGTERM goes once to each process, SIGKILL to all that remain. The watcher ignores SIGTERM once
 // it is tearing down, so that COMMAND ending early does not cut the teardown short. The script
 // exits with COMMAND's status, which ssh passes on.
-// The variables it unsets are variables::owned, named where every delivered variable is.
+// The variables it removes come before it, from launch_plan::try_node_variables.
 inline std::string node_script() {
-  std::string unset_owned = "unset";
-  for (std::string_view name : variables::owned) unset_owned.append(" ").append(name);
   return concat(R"sh(kill_after=$1 dir=$2 n=$3
 shift 3
 if [ -n "$dir" ]; then cd -- "$dir" || { echo "hetlaunch: cannot enter $dir on $(hostname)" >&2; exit 126; }; fi
 )sh",
-                unset_owned, R"sh(
-while [ "$n" -gt 0 ]; do export "$1" || exit 126; shift; n=$((n - 1)); done
+                R"sh(while [ "$n" -gt 0 ]; do export "$1" || exit 126; shift; n=$((n - 1)); done
 read -r self_stat < /proc/$$/stat
 rest=${self_stat##*) }; rest=${rest#* }; rest=${rest#* }; rest=${rest#* }; self_session=${rest%% *}
 sessions="" pids="" cursor="" forks="" tasks=""
@@ -6073,10 +6131,11 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
 }
 
 /// The command the node's shell runs: {"sh", "-c", SCRIPT, "hetlaunch-node", KILL_AFTER, DIR,
-/// COUNT, the variables (the plan's agent_env for the node, then ssh.env, then
-/// HETLAUNCH_RESTART_COUNT with a restart_count) as NAME=VALUE, then
-/// the node's torchrun argv}. When the plan's nodes differ, TORCH_ELASTIC_WORKER_IDENTICAL is
-/// unset first: torch 2.5+ would compute ranks as if every node ran this node's count.
+/// COUNT, the variables (launch_plan::try_node_variables of the node, ssh.env and
+/// ssh.restart_count: the plan's agent_env, then ssh.env, then HETLAUNCH_RESTART_COUNT) as
+/// NAME=VALUE, then the node's torchrun argv}. SCRIPT first unsets what the same rule removes:
+/// the owned variables the node is not given, and TORCH_ELASTIC_WORKER_IDENTICAL when the plan's
+/// nodes differ (torch 2.5+ would compute ranks as if every node ran this node's count).
 /// Errors: node_out_of_range, empty_script, and those of validate_ssh.
 [[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_remote_argv(
     const launch_plan& plan, std::size_t node, const ssh_options& ssh) {
@@ -6084,24 +6143,20 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
   if (!argv) return argv.error();
   if (const std::vector<diagnostic> problems = validate_ssh(ssh); !problems.empty())
     return problems.front();
-  auto agent = plan.try_agent_env(node);
-  if (!agent) return agent.error();
-  environment vars = std::move(*agent);
-  vars.insert(vars.end(), ssh.env.begin(), ssh.env.end());
-  if (ssh.restart_count >= 0)
-    vars.emplace_back(variables::restart_count, std::to_string(ssh.restart_count));
-  std::string script;
-  if (plan.counts_differ()) script = detail::concat("unset ", variables::worker_identical, "\n");
-  script += detail::node_script();
+  auto vars = plan.try_node_variables(node, ssh.env, ssh.restart_count);
+  if (!vars) return vars.error();
+  std::string script = "unset";
+  for (std::string_view name : vars->unset) script.append(" ").append(name);
+  script = script.size() > 5 ? script + "\n" + detail::node_script() : detail::node_script();
   std::vector<std::string> out = {"sh",
                                   "-c",
                                   std::move(script),
                                   "hetlaunch-node",
                                   std::to_string(ssh.kill_after),
                                   ssh.chdir,
-                                  std::to_string(vars.size())};
-  out.reserve(out.size() + vars.size() + argv->size());
-  for (const auto& v : vars) out.push_back(detail::concat(v.first, "=", v.second));
+                                  std::to_string(vars->set.size())};
+  out.reserve(out.size() + vars->set.size() + argv->size());
+  for (const auto& v : vars->set) out.push_back(detail::concat(v.first, "=", v.second));
   for (std::string& a : *argv) out.push_back(std::move(a));
   return out;
 }

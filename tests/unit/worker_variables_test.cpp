@@ -3,6 +3,7 @@
 // launch owns. Every launcher refuses an owned variable from the user (ssh's options, a JobSet's
 // env), and a worker of a plan without a global batch may not carry a share variable.
 #include <doctest/doctest.h>
+#include <algorithm>
 
 #include <hetlaunch/jobset.hpp>
 #include <hetlaunch/plan.hpp>
@@ -62,9 +63,66 @@ TEST_SUITE("worker_variables") {
     const std::string& script = remote[2];
     const std::size_t unset = script.find(
         "unset HETLAUNCH_GLOBAL_BATCH HETLAUNCH_NODE_BATCH HETLAUNCH_NODE_BATCH_OFFSET "
-        "HETLAUNCH_MAX_BATCH HETLAUNCH_RESTART_COUNT\n");
+        "HETLAUNCH_MAX_BATCH HETLAUNCH_RESTART_COUNT HETLAUNCH_CALIBRATE_STEPS\n");
     REQUIRE(unset != std::string::npos);
     CHECK(unset < script.find("export \"$1\""));
+  }
+
+  TEST_CASE("one rule for what a node sets and removes, for every plan") {
+    // For every combination of a global batch, a ceiling, a calibration, an attempt, caller
+    // variables and nodes that differ: every owned variable is either set (from the plan, once)
+    // or removed, never both; TORCH_ELASTIC_WORKER_IDENTICAL is removed exactly when the counts
+    // differ; the caller's variables come after the plan's and before the attempt.
+    for (int mask = 0; mask < 32; ++mask) {
+      const bool shares = mask & 1, ceiling = mask & 2, calibrating = mask & 4, attempt = mask & 8,
+                 differ = mask & 16;
+      hetlaunch::launch_options o;
+      o.script = "t.py";
+      o.global_batch = shares ? 12 : 0;
+      o.calibrate_steps = calibrating ? 20 : 0;
+      hetlaunch::cluster c{{"a", 2}, {"b", differ ? 1 : 2}};
+      if (ceiling) c.set_max_batch(1, 3);
+      const auto plan = *hetlaunch::make_plan(c, o);
+      const hetlaunch::environment user = {{"NCCL_DEBUG", "INFO"}};
+      const auto vars = plan.try_node_variables(1, user, attempt ? 2 : -1).value();
+      CAPTURE(mask);
+      for (std::string_view name : hetlaunch::variables::owned) {
+        int set = 0;
+        for (const auto& v : vars.set) set += v.first == name;
+        const bool unset =
+            std::find(vars.unset.begin(), vars.unset.end(), name) != vars.unset.end();
+        const bool planned = (hetlaunch::is_share_variable(name) && shares) ||
+                             (name == hetlaunch::variables::max_batch && ceiling) ||
+                             (name == hetlaunch::variables::calibrate_steps && calibrating) ||
+                             (name == hetlaunch::variables::restart_count && attempt);
+        CAPTURE(name);
+        CHECK(set == (planned ? 1 : 0));
+        CHECK(unset == !planned);
+      }
+      const bool identical_removed =
+          std::find(vars.unset.begin(), vars.unset.end(), hetlaunch::variables::worker_identical) !=
+          vars.unset.end();
+      CHECK(identical_removed == differ);
+      const auto user_at = std::find(vars.set.begin(), vars.set.end(), user[0]);
+      REQUIRE(user_at != vars.set.end());
+      if (attempt) CHECK(vars.set.back().first == hetlaunch::variables::restart_count);
+      if (!attempt) CHECK(user_at == vars.set.end() - 1);
+    }
+  }
+
+  TEST_CASE("a node's own variables may not name one the launch owns") {
+    hetlaunch::launch_options o;
+    o.script = "t.py";
+    const auto plan = *hetlaunch::make_plan(hetlaunch::cluster{{"a", 1}}, o);
+    for (std::string_view name : hetlaunch::variables::owned) {
+      const auto vars = plan.try_node_variables(0, {{std::string(name), "4"}});
+      REQUIRE_FALSE(vars);
+      CHECK(vars.error().code == hetlaunch::errc::owned_variable);
+    }
+    CHECK(plan.try_node_variables(0, {{"HETLAUNCH_CALIBRATE_STEPS", "4"}}).error().message() ==
+          "'HETLAUNCH_CALIBRATE_STEPS' is set only by `hetlaunch calibrate` (--calibrate-steps): a "
+          "job given it stops after that many steps as if it had succeeded; it cannot be given as "
+          "a variable");
   }
 
   TEST_CASE("a JobSet refuses an owned variable in its env: Kubernetes would take the later") {
@@ -102,18 +160,21 @@ TEST_SUITE("worker_variables") {
     CHECK(hetlaunch::check_worker_env(plan, env).empty());
   }
 
-  TEST_CASE("a direct spawn drops inherited share variables the plan does not set") {
+  TEST_CASE("a direct spawn drops inherited owned variables the plan does not set") {
     hetlaunch::launch_options o;
     o.script = "t.py";
     const auto plan = *hetlaunch::make_plan(hetlaunch::cluster{{"a", 1}}, o);
-    const char* base[] = {"HETLAUNCH_GLOBAL_BATCH=64", "PATH=/bin", nullptr};
+    const char* base[] = {"HETLAUNCH_GLOBAL_BATCH=64",   "PATH=/bin",
+                          "HETLAUNCH_MAX_BATCH=2",       "HETLAUNCH_RESTART_COUNT=3",
+                          "HETLAUNCH_CALIBRATE_STEPS=4", nullptr};
     const auto spawned = hetlaunch::spawn_environment(plan.worker_env(0, 0), base);
-    bool has_share = false, has_path = false;
+    bool has_owned = false, has_path = false;
     for (const char* const* e = spawned.envp(); *e; ++e) {
-      has_share = has_share || std::string_view(*e).substr(0, 22) == "HETLAUNCH_GLOBAL_BATCH";
-      has_path = has_path || std::string_view(*e) == "PATH=/bin";
+      const std::string_view entry(*e);
+      has_owned = has_owned || hetlaunch::is_owned_variable(entry.substr(0, entry.find('=')));
+      has_path = has_path || entry == "PATH=/bin";
     }
-    CHECK_FALSE(has_share);
+    CHECK_FALSE(has_owned);
     CHECK(has_path);
   }
 }

@@ -188,6 +188,22 @@ int argv_command(const node_options& o) {
   });
 }
 
+// Why exec removes an inherited variable the launch owns (launch_plan::try_node_variables).
+static std::string unset_reason(std::string_view name, const hetlaunch::launch_plan& plan) {
+  if (name == hetlaunch::variables::worker_identical)
+    return "the nodes of this plan run different numbers of workers, which it would make torchrun "
+           "ignore";
+  if (hetlaunch::is_share_variable(name) && !plan.has_shares())
+    return "the plan has no global batch, so the workers have no work share";
+  if (name == hetlaunch::variables::max_batch) return "this node has no memory ceiling in the plan";
+  if (name == hetlaunch::variables::calibrate_steps)
+    return "only `hetlaunch calibrate` sets it; inherited, it would stop the job after that many "
+           "steps as if it had succeeded";
+  if (name == hetlaunch::variables::restart_count)
+    return "it is the attempt number of another launch's restarts";
+  return "the launch sets it, and this plan has no value for it";
+}
+
 int exec_command(const node_options& o) {
   return on_node(
       o,
@@ -204,28 +220,21 @@ int exec_command(const node_options& o) {
                              ", which is not an address of this host (",
                              local.empty() ? std::string("it has none") : "it has " + local,
                              "); start each node on its own host, or pass --any-host"));
-        // torch 2.5+ computes ranks as if every node ran this node's count when this is set.
-        const char* identical = std::getenv(hetlaunch::variables::worker_identical.data());
-        if (identical && std::string_view(identical) == "1" && p.plan.counts_differ()) {
-          std::fprintf(stderr,
-                       "hetlaunch: unsetting %s=1: the nodes of this plan run different numbers of "
-                       "workers, which it would make torchrun ignore\n",
-                       hetlaunch::variables::worker_identical.data());
-          unsetenv(hetlaunch::variables::worker_identical.data());
+        // One rule for what a node sets and removes (launch_plan::try_node_variables): what
+        // the caller's environment holds of the launch's own variables (a shell that once
+        // evaluated `hetlaunch env --global-batch`, Slurm's --export=ALL, a calibration) must not
+        // reach a plan that does not give it.
+        const auto vars = p.plan.try_node_variables(node);
+        if (!vars) return node_failed(p.in, vars.error());
+        for (std::string_view name : vars->unset) {
+          const std::string variable(name);
+          if (!std::getenv(variable.c_str())) continue;
+          std::fprintf(stderr, "hetlaunch: unsetting %s: %s\n", variable.c_str(),
+                       unset_reason(name, p.plan).c_str());
+          unsetenv(variable.c_str());
         }
-        // A work share inherited from the caller's environment (a shell that once evaluated
-        // `hetlaunch env --global-batch`, Slurm's --export=ALL) must not reach a plan without one;
-        // with one, the plan's values replace it below.
-        for (std::string_view name : hetlaunch::variables::share)
-          if (!p.plan.has_shares() && std::getenv(name.data())) {
-            std::fprintf(stderr,
-                         "hetlaunch: unsetting %s: the plan has no global batch, so the workers "
-                         "have no work share\n",
-                         name.data());
-            unsetenv(name.data());
-          }
         // torchrun replaces this process; its environment carries the node's devices.
-        for (const auto& v : p.plan.agent_env(node)) setenv(v.first.c_str(), v.second.c_str(), 1);
+        for (const auto& v : vars->set) setenv(v.first.c_str(), v.second.c_str(), 1);
         std::vector<char*> args;
         for (const auto& a : *argv) args.push_back(const_cast<char*>(a.c_str()));
         args.push_back(nullptr);

@@ -437,7 +437,8 @@ def hostile_cases(suite, binary):
                            b'"HETLAUNCH_NODE_BATCH_OFFSET": "4"}, "command": "HETLAUNCH_GLOBAL_BATCH=6 '
                            b'HETLAUNCH_NODE_BATCH=2 HETLAUNCH_NODE_BATCH_OFFSET=4 torchrun --nnodes=2 --node_rank=1' in out)
     # The plan's own variables cannot be given by --env, an env file, or jobset --env.
-    for name in ("HETLAUNCH_GLOBAL_BATCH", "HETLAUNCH_NODE_BATCH", "HETLAUNCH_NODE_BATCH_OFFSET", "HETLAUNCH_RESTART_COUNT"):
+    for name in ("HETLAUNCH_GLOBAL_BATCH", "HETLAUNCH_NODE_BATCH", "HETLAUNCH_NODE_BATCH_OFFSET", "HETLAUNCH_RESTART_COUNT",
+                 "HETLAUNCH_MAX_BATCH", "HETLAUNCH_CALIBRATE_STEPS"):
         case(f"run_env_owned_{name.lower()}", ["run", "--hosts", "a:1", "--global-batch", "4", "--env", f"{name}=8",
                                                "--dry-run", "--", "t.py"], 1,
              f"--env '{name}=8': '{name}' ")
@@ -453,6 +454,16 @@ def hostile_cases(suite, binary):
     case("run_env_file_owned", ["run", "--hosts", "a:1", "--global-batch", "4", "--env-file", str(DATA / "owned.env"),
                                 "--dry-run", "--", "t.py"], 1,
          "owned.env:3:3: 'HETLAUNCH_GLOBAL_BATCH' is set from the plan (--global-batch)")
+    # Only `hetlaunch calibrate` sets the calibration steps: given to a real job, its sampler would
+    # stop after them and the job would end as a success.
+    case("run_env_calibrate_message", ["run", "--hosts", "a:1", "--env", "HETLAUNCH_CALIBRATE_STEPS=4", "--dry-run", "--",
+                                       "t.py"], 1,
+         "--env 'HETLAUNCH_CALIBRATE_STEPS=4': 'HETLAUNCH_CALIBRATE_STEPS' is set only by `hetlaunch calibrate`")
+    case("run_env_max_batch_message", ["run", "--hosts", "a:1", "--env", "HETLAUNCH_MAX_BATCH=4", "--dry-run", "--",
+                                       "t.py"], 1,
+         "'HETLAUNCH_MAX_BATCH' is the node's memory ceiling, set from the plan (max_batch= in a hostfile, --max-batch)")
+    case("run_env_file_calibrate", ["run", "--hosts", "a:1", "--env-file", str(DATA / "calibrate.env"), "--dry-run", "--",
+                                    "t.py"], 1, "calibrate.env:2:1: 'HETLAUNCH_CALIBRATE_STEPS' is set only by")
     case("jobset_env_owned_message", ["jobset", "--name", "j", "--image", "i", "--group", "1:1", "--global-batch", "4",
                                       "--env", "HETLAUNCH_GLOBAL_BATCH=8", "--", "t.py"], 1,
          "'HETLAUNCH_GLOBAL_BATCH' is set from the plan (--global-batch)")
@@ -474,7 +485,21 @@ def hostile_cases(suite, binary):
     case("exec_unsets_identical_workers",
          ["exec", "--hosts", "a:2,b:1", "--node", "0", "--program", sys.executable, "--program", "-c", "--program",
           "import os; print(os.environ.get('TORCH_ELASTIC_WORKER_IDENTICAL'))", "--", "t.py"], 0,
-         "unsetting TORCH_ELASTIC_WORKER_IDENTICAL=1", stdout=b"None\n", env=identical)
+         "unsetting TORCH_ELASTIC_WORKER_IDENTICAL: the nodes of this plan run different numbers of workers",
+         stdout=b"None\n", env=identical)
+    # exec removes every variable the launch owns that the plan does not give, by one rule: an
+    # inherited calibration (Slurm's --export=ALL) would end the job after N steps as a success.
+    inherited = dict(empty_env, HETLAUNCH_CALIBRATE_STEPS="4", HETLAUNCH_MAX_BATCH="2", HETLAUNCH_RESTART_COUNT="1")
+    printed = "import os; print([os.environ.get(n) for n in ('HETLAUNCH_CALIBRATE_STEPS', 'HETLAUNCH_MAX_BATCH', " \
+              "'HETLAUNCH_RESTART_COUNT')])"
+    case("exec_unsets_inherited_owned",
+         ["exec", "--hosts", "a:1", "--node", "0", "--program", sys.executable, "--program", "-c", "--program", printed,
+          "--", "t.py"], 0, "unsetting HETLAUNCH_CALIBRATE_STEPS: only `hetlaunch calibrate` sets it",
+         stdout=b"[None, None, None]\n", env=inherited)
+    case("exec_keeps_planned_ceiling",
+         ["exec", "--hosts", "a:1", "--max-batch", "a=3", "--node", "0", "--program", sys.executable, "--program", "-c",
+          "--program", printed, "--", "t.py"], 0, "unsetting HETLAUNCH_CALIBRATE_STEPS",
+         stdout=b"[None, '3', None]\n", env=inherited)
 
 
 def usage_cases(suite, binary):
@@ -656,9 +681,10 @@ def events_cases(suite, binary, ssh, tmp):
                 *exited(0, (0, "a", "stopped")), ("restart", 1), *started(1, (0, "a")),
                 *exited(1, (0, "a", "succeeded")), ("job_exited", 1, "succeeded")])
 
-    def invalid(args, status):
+    def invalid(args, status, script="t.py"):
         log.unlink(missing_ok=True)
-        r = subprocess.run([binary, "run", "--ssh", str(ssh), *args, "--events", str(log), "--", "t.py"],
+        own_ssh = [] if "--ssh" in args else ["--ssh", str(ssh)]
+        r = subprocess.run([binary, "run", *own_ssh, *args, "--events", str(log), "--", script],
                            capture_output=True, text=True, timeout=30)
         events, problems = job_events.read(log)
         problems += job_events.compare(events, [("job_exited", 0, "invalid_input")])
@@ -673,8 +699,14 @@ def events_cases(suite, binary, ssh, tmp):
             ("spare_is_a_node", ["--hosts", "a:1", "--restarts", "1", "--spare", "a:1"], 1),
             ("spare_twice", ["--hosts", "a:1", "--restarts", "1", "--spare", "s:1", "--spare", "s:2"], 1),
             ("spare_bad_slots", ["--hosts", "a:1", "--restarts", "1", "--spare", "s:-1"], 1),
-            ("unknown_ssh", ["--hosts", "a:1", "--ssh", "/nonexistent/ssh"], 1)]:
+            ("unknown_ssh", ["--hosts", "a:1", "--ssh", "/nonexistent/ssh"], 1),
+            # A flag that takes one value, given twice, would silently keep the later one.
+            ("hosts_twice", ["--hosts", "a:1", "--hosts", "b:2"], 2),
+            ("ssh_twice", ["--hosts", "a:1", "--ssh", str(ssh), "--ssh", str(ssh)], 2)]:
         suite.case(f"events_invalid_{name}", invalid, args, status)
+    # An empty script: refused before anything is planned (it once aborted after `planned`).
+    suite.case("events_invalid_empty_script", invalid, ["--hosts", "a:1"], 2, "")
+    suite.case("events_invalid_empty_script_dry_run", invalid, ["--hosts", "a:1", "--dry-run"], 2, "")
 
     def interrupted():
         log.unlink(missing_ok=True)
@@ -707,7 +739,14 @@ def events_cases(suite, binary, ssh, tmp):
                f'[ "$HETLAUNCH_CALIBRATE_STEPS" = 7 ] || exit 9; case $HOST in a) echo \'[default0]:{line}\';; esac', 0,
                "1     b                          2         125.50  2.51", ["--calibrate-steps", "7"])
     suite.case("calibrate_never_printed", calibrate, "true", 1,
-               "hetlaunch: calibrate: the script never printed a HETLAUNCH_MEASURED line")
+               "hetlaunch: calibrate: rank 0 never printed a HETLAUNCH_MEASURED line")
+    # Only rank 0's own whole lines count: the word inside a log message, or node 1's line, is not
+    # a measurement.
+    suite.case("calibrate_only_rank_0", calibrate,
+               f"case $HOST in a) echo 'INFO: saw {line}';; b) echo '{line}';; esac", 1,
+               "rank 0 never printed a HETLAUNCH_MEASURED line")
+    suite.case("calibrate_never_printed_names_the_steps", calibrate, "true", 1,
+               "once it has handed out 7 steps (--calibrate-steps)", ["--calibrate-steps", "7"])
     suite.case("calibrate_malformed", calibrate, "echo 'HETLAUNCH_MEASURED {\"step\": 1, \"nodes\": ['", 1,
                "hetlaunch: calibrate: the HETLAUNCH_MEASURED line, column 23: expected '{'")
     suite.case("calibrate_unknown_node", calibrate,

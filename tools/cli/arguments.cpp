@@ -3,6 +3,7 @@
 // text, which is made from the flag and command tables.
 #include "cli.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <string_view>
 
@@ -427,6 +428,13 @@ void bind_options(const command& c, const arguments& a, const parts& into) {
   line.positional = a.positional;
   for (const auto& [name, value] : a.flags) {
     const flag& f = *find_flag(name);
+    // A flag that takes one value, given twice, would silently keep only the later one.
+    if (!f.repeatable &&
+        std::find(line.given.begin(), line.given.end(), f.name) != line.given.end())
+      throw usage_error{concat(f.name, " is given twice: ",
+                               f.value
+                                   ? "it takes one value, and the later would replace the earlier"
+                                   : "give it once")};
     f.apply(into, value);
     line.given.push_back(f.name);
     if ((f.group & launch_flags) && into.launch) {
@@ -451,6 +459,9 @@ void bind_options(const command& c, const arguments& a, const parts& into) {
     // The script and its arguments, for every command that takes a script.
     if ((c.script == script_use::optional || c.script == script_use::required) &&
         !line.positional.empty()) {
+      if (line.positional.front().empty())
+        throw usage_error{concat("the training script is empty (''): hetlaunch ", c.name,
+                                 " ... [--] SCRIPT [ARGS...]")};
       launch.script = line.positional.front();
       launch.script_args.assign(line.positional.begin() + 1, line.positional.end());
     }

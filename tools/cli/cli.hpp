@@ -384,8 +384,11 @@ int calibrate_command(const job_options& o);
 
 // events.cpp: run --events FILE, one JSON object a line (docs/events.md).
 class event_log {
-  FILE* file_ = nullptr;
+  int fd_ = -1;
   bool ended_ = false, write_failed_ = false;
+  std::string pending_;  // written lines a slow reader (a pipe, a fifo) has not taken yet
+
+  void give_up(const char* why);
 
  public:
   int attempt = 0;  // every event's "attempt"
@@ -393,9 +396,16 @@ class event_log {
   event_log(const event_log&) = delete;
   event_log& operator=(const event_log&) = delete;
   ~event_log();
-  result<completed> open(const std::string& path);
-  void close();
-  explicit operator bool() const { return file_ != nullptr; }
+  // Opens `path` for this run alone (a second run on it is refused while this one holds it),
+  // never one of `inputs` (it is emptied only once that is known), and never waiting for a
+  // reader: a fifo without one is refused.
+  result<completed> open(const std::string& path, const std::vector<std::string>& inputs = {});
+  // Writes what a slow reader has room for now: run's loop calls it at every turn, so that a
+  // reader that stalls never stops the job.
+  void pump();
+  // Waits up to `seconds` for a slow reader to take what is left, then closes.
+  void close(double seconds = 2.0);
+  explicit operator bool() const { return fd_ >= 0; }
   // Whether job_exited was written: it is the last event, and only one is.
   bool ended() const { return ended_; }
   // One event: `fields` are the event's own keys ("\"node\": 1, ..."), after event, time and

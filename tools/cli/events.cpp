@@ -4,6 +4,14 @@
 // ever added to. The schema is docs/events.schema.json; docs/events.md describes each event.
 #include "cli.hpp"
 
+#include "process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -12,19 +20,84 @@ namespace cli {
 
 event_log job_events;
 
-event_log::~event_log() { close(); }
+event_log::~event_log() { close(0); }
 
-result<completed> event_log::open(const std::string& path) {
-  close();
-  file_ = std::fopen(path.c_str(), "w");
-  if (!file_)
-    return invalid(concat("--events ", quoted(path), ": cannot write it: ", std::strerror(errno)));
+result<completed> event_log::open(const std::string& path, const std::vector<std::string>& inputs) {
+  close(0);
+  const std::string where = concat("--events ", quoted(path));
+  // O_NONBLOCK: opening a fifo with no reader fails at once (ENXIO) instead of waiting for one.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return invalid(
+        concat(where, ": cannot write it: ",
+               errno == ENXIO ? "it is a fifo that nobody reads" : std::strerror(errno)));
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    const int why = errno;
+    ::close(fd);
+    return invalid(concat(where, ": ", std::strerror(why)));
+  }
+  if (S_ISREG(st.st_mode)) {
+    // A file another run writes its events to: two runs' lines would interleave.
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd);
+      return invalid(concat(where, ": another hetlaunch run writes its events there"));
+    }
+    for (const std::string& input : inputs) {
+      struct stat in {};
+      if (::stat(input.c_str(), &in) == 0 && in.st_dev == st.st_dev && in.st_ino == st.st_ino) {
+        ::close(fd);
+        return invalid(concat(where, ": it is the input ", quoted(input),
+                              ", which writing the events would destroy"));
+      }
+    }
+    if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) < 0) {
+      const int why = errno;
+      ::close(fd);
+      return invalid(concat(where, ": cannot write it: ", std::strerror(why)));
+    }
+    fcntl(fd, F_SETFL, O_APPEND);  // a regular file takes every line whole, at its end
+  }
+  fd_ = fd;
+  ended_ = write_failed_ = false;
+  pending_.clear();
   return completed{};
 }
 
-void event_log::close() {
-  if (file_) std::fclose(file_);
-  file_ = nullptr;
+void event_log::give_up(const char* why) {
+  if (!write_failed_) std::fprintf(stderr, "hetlaunch: --events: %s; the job goes on\n", why);
+  write_failed_ = true;
+  pending_.clear();
+}
+
+void event_log::pump() {
+  while (fd_ >= 0 && !write_failed_ && !pending_.empty()) {
+    const ssize_t n = ::write(fd_, pending_.data(), pending_.size());
+    if (n > 0) {
+      pending_.erase(0, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // the reader is slow
+    give_up(n < 0 && errno == EPIPE ? "the reader went away" : "writing failed");
+    if (n < 0 && errno != EPIPE)
+      std::fprintf(stderr, "hetlaunch: --events: %s\n", std::strerror(errno));
+  }
+}
+
+void event_log::close(double seconds) {
+  if (fd_ < 0) return;
+  const double until = now() + seconds;
+  pump();
+  while (!pending_.empty() && !write_failed_ && now() < until) {
+    pollfd p{fd_, POLLOUT, 0};
+    poll(&p, 1, 100);
+    pump();
+  }
+  if (!pending_.empty() && !write_failed_)
+    give_up("the reader did not take the last events in time");
+  ::close(fd_);
+  fd_ = -1;
 }
 
 // RFC 3339, UTC, milliseconds: 2026-12-03T06:48:40.123Z.
@@ -41,23 +114,26 @@ std::string event_time() {
 }
 
 void event_log::write(const char* event, const std::string& fields) {
-  if (!file_) return;
+  if (fd_ < 0) return;
   const std::string line =
       concat("{\"event\": \"", event, "\", \"time\": \"", event_time(),
              "\", \"attempt\": ", attempt, fields.empty() ? "" : ", ", fields, "}\n");
   // A scheduler reading a full disk's error from stderr is better off than one whose run failed
   // because its log could not be written: a failed write is reported once, and the job goes on.
-  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
-    if (!write_failed_)
-      std::fprintf(stderr, "hetlaunch: --events: writing failed: %s; the job goes on\n",
-                   std::strerror(errno));
-    write_failed_ = true;
+  // A reader that is slow (a pipe) gets the lines later, at most this much held back for it.
+  constexpr std::size_t most_held = std::size_t{8} << 20;
+  if (!write_failed_) {
+    if (pending_.size() + line.size() > most_held)
+      give_up("the reader takes nothing (8 MiB of events are waiting)");
+    else
+      pending_ += line;
+    pump();
   }
   if (std::string_view(event) == "job_exited") ended_ = true;
 }
 
 void event_log::job_exited(int status, const char* reason) {
-  if (!file_ || ended_) return;
+  if (fd_ < 0 || ended_) return;
   write("job_exited", concat("\"status\": ", status, ", \"reason\": \"", reason, "\""));
 }
 
@@ -68,18 +144,30 @@ void event_log::node_exited(std::size_t node, std::string_view host, int status,
 }
 
 // The path of --events in a command line whose parsing failed (`hetlaunch run ... --events F`):
-// the flags before `--` only, as the parser reads them.
+// read as the parser reads flags, from the flag table, up to the script (the first operand, or
+// `--`), which with its arguments is the training script's own. A flag the table does not know
+// is read as a switch: a value after it is an operand, which ends the reading.
 std::optional<std::string> events_path_in(int argc, char** argv) {
   if (argc < 2 || (std::string_view(argv[1]) != "run" && std::string_view(argv[1]) != "calibrate"))
     return std::nullopt;
+  const std::vector<flag_view> known = flag_list();
   std::optional<std::string> path;
   for (int i = 2; i < argc; ++i) {
     const std::string_view a = argv[i];
-    if (a == "--") break;
-    if (a == "--events" && i + 1 < argc)
-      path = argv[++i];
-    else if (a.substr(0, 9) == "--events=")
-      path = std::string(a.substr(9));
+    if (a == "--" || a.empty() || a[0] != '-') break;
+    const std::size_t eq = a.find('=');
+    const std::string_view name = a.substr(0, eq);
+    const flag_view* f = nullptr;
+    for (const flag_view& k : known)
+      if (name == k.name || (k.alias && name == k.alias)) f = &k;
+    if (!f || !f->value || eq != std::string_view::npos) {
+      if (f && name == "--events" && eq != std::string_view::npos)
+        path = std::string(a.substr(eq + 1));
+      continue;
+    }
+    if (i + 1 >= argc) break;
+    if (name == "--events") path = argv[i + 1];
+    ++i;
   }
   return path;
 }

@@ -131,15 +131,25 @@ int print_plan(const hetlaunch::launch_plan& plan, bool json) {
   return 0;
 }
 
-// Every write is checked: a full disk or a closed pipe must not look like success.
+// Every write is checked: a full disk or a closed pipe must not look like success. Once: run
+// and calibrate finish their output before their last event, and main finishes it again.
 int finish_output(int status) {
+  static bool finished = false;
+  if (finished) return status;
+  finished = true;
+  errno = 0;
   const bool flushed = std::fflush(stdout) == 0;
   const int flush_errno = errno;
   const bool clean = flushed && !std::ferror(stdout);
+  errno = 0;
   const bool closed = std::fclose(stdout) == 0;
+  const int close_errno = errno;
   if (clean && closed) return status;
-  std::fprintf(stderr, "hetlaunch: cannot write the output: %s\n",
-               std::strerror(!flushed ? flush_errno : (errno ? errno : EIO)));
+  // An earlier write that failed leaves only the stream's error flag: its errno is long gone.
+  const int why = !flushed && flush_errno  ? flush_errno
+                  : !closed && close_errno ? close_errno
+                                           : EIO;
+  std::fprintf(stderr, "hetlaunch: cannot write the output: %s\n", std::strerror(why));
   return status == 0 ? exit_invalid : status;
 }
 

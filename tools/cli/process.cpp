@@ -44,8 +44,20 @@ void install_signal_handlers() {
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaction(sig, &sa, nullptr);
+  // SIGUSR1, SIGUSR2 and SIGALRM would end this process silently, with its nodes left to their
+  // own teardown and no job_exited: each stops the job as SIGTERM does.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM})
+    sigaction(sig, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a node that went away must not take this process with it
+}
+
+int take_stop_signal() {
+  if (signal_pipe[0] < 0) return 0;
+  unsigned char byte = 0;
+  int first = 0;
+  while (read(signal_pipe[0], &byte, 1) == 1)
+    if (byte != SIGCHLD && !first) first = byte;
+  return first;
 }
 
 result<child> spawn(const std::vector<std::string>& argv, bool with_input) {

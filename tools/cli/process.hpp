@@ -34,6 +34,9 @@ double now();
 // sees them with the output; SIGPIPE is ignored. Installed once, before the first child.
 extern int signal_pipe[2];
 void install_signal_handlers();
+// The first signal that asks to stop (not SIGCHLD) among those caught so far, 0 for none; the
+// ones read are gone.
+int take_stop_signal();
 
 // A child process with its standard input held open here (or /dev/null) and its output on pipes.
 struct child {

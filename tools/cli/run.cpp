@@ -56,14 +56,17 @@ void note_worker_failure(node_progress& p, std::string_view line) {
   p.failed_exitcode = static_cast<int>(code.value_or(0));
 }
 
-// calibrate: the last HETLAUNCH_MEASURED line any node printed (torchrun's --tee puts its own
-// "[default0]:" before a worker's line), and the topology of the job's last attempt.
+// calibrate: the last HETLAUNCH_MEASURED line of rank 0 (node 0's local rank 0 under the static
+// rendezvous), a whole line that begins with the word, or with torchrun's "[default0]:" (--tee)
+// before it: the word inside a log message, or another rank's line, is not a measurement.
+// And the topology of the job's last attempt.
 std::string measured_line;
 std::optional<hetlaunch::cluster> last_topology;
 void note_measured(std::string_view line) {
-  const std::size_t at = line.find(hetlaunch::measured_prefix);
-  if (at != std::string_view::npos)
-    measured_line = std::string(line.substr(at + hetlaunch::measured_prefix.size()));
+  constexpr std::string_view rank0 = "[default0]:";
+  if (line.substr(0, rank0.size()) == rank0) line.remove_prefix(rank0.size());
+  if (line.substr(0, hetlaunch::measured_prefix.size()) == hetlaunch::measured_prefix)
+    measured_line = std::string(line.substr(hetlaunch::measured_prefix.size()));
 }
 
 // Where an env file (already read without an error) sets a variable the launch owns.
@@ -132,8 +135,11 @@ struct node_end {
 };
 node_end end_of(const child& c, const node_progress& p, bool stopping, bool first_to_fail,
                 bool by_worker) {
-  // ssh's own 255: it could not connect, or the connection was lost (the host went down).
-  const bool ssh_failed = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 255;
+  // ssh's own 255 before the node started: it could not connect. After the start, 255 is the
+  // node's own status or a lost connection, which ssh cannot tell apart: the node failed, and
+  // its host is not called unreachable (--exclude-failed would drain a healthy host for a
+  // program's exit 255).
+  const bool ssh_failed = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 255 && !p.started;
   if (p.started && c.status == 0) return {"succeeded", ""};
   const char* reason = ssh_failed                   ? "unreachable"
                        : stopping && !first_to_fail ? "stopped"
@@ -211,7 +217,7 @@ attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* p
     // calibrate's stdout is its own table or JSON: the nodes' lines all go to stderr there.
     line_sink sink = shown_lines(out && !o.calibrate.measuring ? stdout : stderr, prefixes[i],
                                  !out || !o.remote.quiet_nodes || i == 0);
-    const bool measuring = o.calibrate.measuring;
+    const bool measuring = o.calibrate.measuring && i == 0;
     if (out)
       sink.watch = [&p, measuring](std::string_view line) {
         if (!p.started && line == hetlaunch::node_started_line) {
@@ -314,6 +320,7 @@ attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* p
     else
       progress.clear();
     loop.wait(0.1, on_signal, on_output, on_end);
+    job_events.pump();  // a slow events reader gets what it has room for, never holding the job
     if (stopping && now() > deadline) {
       for (child& c : nodes)
         if (c.pid > 0 && !c.reaped) kill(c.pid, SIGKILL);
@@ -430,16 +437,33 @@ std::string json_hosts(const hetlaunch::cluster& c, const std::vector<std::size_
   return out + "]";
 }
 
-int run_job(const job_options& o) {
+// How a job ended, said once: hetlaunch's exit status and job_exited's reason.
+struct job_end {
+  int status;
+  const char* reason;
+};
+job_end invalid_input(int status) { return {status, "invalid_input"}; }
+
+// A signal that came before the job started (while the input was read, say): the job ends as
+// interrupted, with nothing started.
+std::optional<job_end> interrupted_early() {
+  const int sig = take_stop_signal();
+  if (!sig) return std::nullopt;
+  std::fprintf(stderr, "hetlaunch: %s: stopped before any node started\n", strsignal(sig));
+  return job_end{128 + sig, "interrupted"};
+}
+
+job_end run_job(const job_options& o) {
   check_restart_flags(o.restart);
   const result<input> in = read_input(o.input, [&o](hetlaunch::cluster& nodes) {
     return resolve_auto(o.remote, o.restart, nodes);
   });
-  if (!in) return fail(in.error());
+  if (const auto early = interrupted_early()) return *early;
+  if (!in) return invalid_input(fail(in.error()));
   std::optional<hetlaunch::launch_plan> plan = plan_of(*in, o.command, o.launch);
-  if (!plan) return exit_invalid;
+  if (!plan) return invalid_input(exit_invalid);
   std::optional<std::vector<hetlaunch::spare_host>> spares = read_spares(o, plan->topology());
-  if (!spares) return exit_invalid;
+  if (!spares) return invalid_input(exit_invalid);
   hetlaunch::ssh_options ssh = o.remote.ssh;
   if (o.remote.chdir)
     ssh.chdir = *o.remote.chdir;
@@ -448,28 +472,27 @@ int run_job(const job_options& o) {
     if (getcwd(cwd, sizeof cwd)) ssh.chdir = cwd;
   }
   result<hetlaunch::environment> env = node_environment(o);
-  if (!env) return fail(env.error());
+  if (!env) return invalid_input(fail(env.error()));
   ssh.env = std::move(*env);
-  if (o.calibrate.measuring)
-    ssh.env.emplace_back(hetlaunch::variables::calibrate_steps, std::to_string(o.calibrate.steps));
   const std::size_t n = plan->topology().node_count();
   // Each node's command is made when it is needed: memory stays that of one command.
   if (const auto problems = hetlaunch::validate_ssh(ssh); !problems.empty()) {
     print_problems("run", problems);
-    return exit_invalid;
+    return invalid_input(exit_invalid);
   }
   hetlaunch::restart_options restarts;
   restarts.restarts = o.restart.restarts.value_or(0);
   restarts.exclude_failed = o.restart.exclude_failed;
   restarts.min_nodes = static_cast<std::size_t>(o.restart.min_nodes.value_or(1));
   if (restarts.min_nodes > n) {
-    return fail(
-        concat("--min-nodes ", restarts.min_nodes, " is more than the plan's ", n, " nodes"));
+    return invalid_input(
+        fail(concat("--min-nodes ", restarts.min_nodes, " is more than the plan's ", n, " nodes")));
   }
   // A program this machine cannot run fails every node alike: refused before any connection.
   if (!o.remote.dry_run)
     if (const result<completed> runnable = can_run(ssh.program.front()); !runnable)
-      return fail(concat("--ssh ", quoted(ssh.program.front()), ": ", runnable.error().message));
+      return invalid_input(
+          fail(concat("--ssh ", quoted(ssh.program.front()), ": ", runnable.error().message)));
   event_log& events = job_events;
   const auto planned = [&] {
     events.write("planned", concat("\"nodes\": ", plan->topology().node_count(),
@@ -483,6 +506,12 @@ int run_job(const job_options& o) {
     if (o.restart.restarts) this_attempt.restart_count = attempt;
     return this_attempt;
   };
+  // Every node's command is made the same way: one that cannot be made is refused before the
+  // job is planned, never found out while nodes run.
+  if (const auto first = hetlaunch::try_ssh_argv(*plan, 0, attempt_ssh(0)); !first) {
+    print_problems("run", {first.error()});
+    return invalid_input(exit_invalid);
+  }
   if (o.remote.dry_run) {
     planned();
     const hetlaunch::ssh_options first = attempt_ssh(0);
@@ -493,8 +522,7 @@ int run_job(const job_options& o) {
           concat("# node ", i, " on ", host, "\n", hetlaunch::shell_join(command_of(i)), "\n");
       std::fwrite(text.data(), 1, text.size(), stdout);
     }
-    events.job_exited(0, "succeeded");
-    return 0;
+    return {0, "succeeded"};
   }
 
   planned();
@@ -502,10 +530,7 @@ int run_job(const job_options& o) {
     events.attempt = attempt;
     last_topology = plan->topology();
     const attempt_result r = run_attempt(o, &*plan, attempt_ssh(attempt));
-    const auto ended = [&](const char* reason) {
-      events.job_exited(r.status, reason);
-      return r.status;
-    };
+    const auto ended = [&](const char* reason) { return job_end{r.status, reason}; };
     if (!r.local_failure.empty() && !r.interrupted) {
       std::fprintf(
           stderr, "hetlaunch: the job failed on this machine (%s), not on a host%s\n",
@@ -614,38 +639,98 @@ int run_job(const job_options& o) {
   }
 }
 
-}  // namespace
-
-int run_command(const job_options& o) {
-  if (o.remote.events)
-    if (const result<completed> opened = job_events.open(*o.remote.events); !opened)
-      return fail(opened.error());
-  const int status = run_job(o);
-  // Every way out before the job was planned is input the job cannot start with.
-  job_events.job_exited(status, "invalid_input");
+// The one exit of run and calibrate: the output is flushed first, so that job_exited carries the
+// exit status hetlaunch ends with, whatever happened last, and it is written once.
+int end_job(job_end e) {
+  const int status = finish_output(e.status);
+  job_events.job_exited(status, status != e.status ? "output_failed" : e.reason);
   job_events.close();
   return status;
 }
+
+// The files run reads: its events must never be one of them.
+std::vector<std::string> inputs_of(const job_options& o) {
+  std::vector<std::string> out;
+  for (const std::optional<std::string>& f : {o.input.hostfile, o.remote.env_file})
+    if (f) out.push_back(*f);
+  return out;
+}
+
+std::optional<job_end> open_events(const job_options& o) {
+  install_signal_handlers();  // a signal from here on ends the job with its job_exited
+  if (!o.remote.events) return std::nullopt;
+  if (const result<completed> opened = job_events.open(*o.remote.events, inputs_of(o)); !opened)
+    return invalid_input(fail(opened.error()));
+  return std::nullopt;
+}
+
+}  // namespace
+
+int run_command(const job_options& o) {
+  if (const std::optional<job_end> failed = open_events(o)) return end_job(*failed);
+  return end_job(run_job(o));
+}
+
+namespace {
+// Whether --write-hostfile's file can be written, asked before the job runs rather than found
+// out after it: the file itself when it exists, else its directory.
+result<completed> writable(const std::string& path) {
+  if (access(path.c_str(), F_OK) == 0) {
+    if (access(path.c_str(), W_OK) != 0)
+      return invalid(
+          concat("--write-hostfile ", quoted(path), ": cannot write it: ", std::strerror(errno)));
+    return completed{};
+  }
+  const std::size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? std::string(".")
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
+  if (access(dir.c_str(), W_OK | X_OK) != 0)
+    return invalid(
+        concat("--write-hostfile ", quoted(path), ": cannot write it: ", std::strerror(errno)));
+  return completed{};
+}
+
+int write_measured(const job_options& o);
+
+}  // namespace
+
 // `hetlaunch calibrate`: run's job, then the line its rank 0 printed, as a table, JSON or a
 // hostfile. The weights are computed here from the rates (calibration.hpp), not taken from the
-// script.
+// script. The job's end is written once, after the measurement was read and written.
 int calibrate_command(const job_options& given) {
   job_options o = given;  // run's job, watched for the measured line
   o.calibrate.measuring = true;
+  o.launch.calibrate_steps = o.calibrate.steps;  // the one launch that sets it: every worker's
   measured_line.clear();
-  const int status = run_command(o);
-  if (status != 0 || !last_topology) {
-    if (last_topology)
+  last_topology.reset();
+  if (const std::optional<job_end> failed = open_events(o)) return end_job(*failed);
+  if (o.calibrate.hostfile)
+    if (const result<completed> ok = writable(*o.calibrate.hostfile); !ok)
+      return end_job(invalid_input(fail(ok.error())));
+  const job_end job = run_job(o);
+  if (job.status != 0 || !last_topology || o.remote.dry_run) {
+    if (last_topology && job.status != 0)
       std::fprintf(stderr,
                    "hetlaunch: calibrate: the job failed (exit status %d): nothing measured\n",
-                   status);
-    return status;
+                   job.status);
+    return end_job(job);
   }
+  const int status = write_measured(o);
+  return end_job(status == 0 ? job : job_end{status, "calibration_failed"});
+}
+
+namespace {
+// The measured line as a table or JSON, and the hostfile: 0, or the status of the failure.
+int write_measured(const job_options& o) {
   const hetlaunch::cluster& c = *last_topology;
   if (measured_line.empty())
-    return fail(concat("calibrate: the script never printed a ", hetlaunch::measured_prefix,
-                       "line; its sampler must be hetlaunch_shares.ShareBatchSampler, which prints "
-                       "it after HETLAUNCH_CALIBRATE_STEPS steps"));
+    return fail(concat(
+        "calibrate: rank 0 never printed a ", hetlaunch::measured_prefix,
+        "line. A hetlaunch_shares.ShareBatchSampler prints it once it has handed out ",
+        o.calibrate.steps,
+        " steps (--calibrate-steps), in as many epochs as that takes: the script ended "
+        "before (a loop bounded by fewer steps?), or its sampler is not a ShareBatchSampler"));
   const auto m = hetlaunch::parse_measurement(measured_line, c.node_count());
   if (!m)
     return fail(concat("calibrate: the ", hetlaunch::measured_prefix, "line, column ",
@@ -703,4 +788,5 @@ int calibrate_command(const job_options& given) {
   return 0;
 }
 
+}  // namespace
 }  // namespace cli

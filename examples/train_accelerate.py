@@ -2,7 +2,8 @@
 """Training with accelerate's Accelerator on nodes whose GPUs differ, with work shares.
 
 Start every node with hetlaunch and a global batch; each rank then takes its share of every
-step, and the loss scaled by the share keeps every step's gradient the mean over the whole step:
+step, and the loss scaled by the loader's loss_scale keeps every step's gradient the mean over the
+whole step:
 
     hetlaunch exec --node I --hosts a100:3,t4:1 --weight t4=3 --global-batch 24 -- train_accelerate.py
 
@@ -13,19 +14,30 @@ The recipe, in a few lines:
     model, optimizer = accelerator.prepare(model, optimizer)          # not the loader
     loader = shares.prepare_loader(accelerator, DataLoader(data, batch_sampler=shares.ShareBatchSampler(len(data), share)))
     for x, y in loader:
-        accelerator.backward(loss_fn(model(x), y) * share.loss_scale)
+        with accelerator.accumulate(model):                            # optional
+            accelerator.backward(loss_fn(model(x), y) * loader.loss_scale)
+            optimizer.step(); optimizer.zero_grad()
 
-accelerate's own prepare(loader) would deal the steps out round-robin: it raises ShareLoaderError
-instead. Runs on CPUs (gloo); a float64 linear model on a fixed random data set.
+`loader.loss_scale` is the scale of the batch the loader yielded last, from the share its step
+was cut with: a rebalancing sampler's new split, a DataLoader's workers reading ahead and a node's
+ceiling (HETLAUNCH_MAX_BATCH: the loader yields a step in micro-batches of at most that many
+samples, and the optimizer steps after the last) all keep it right. A Share kept from before
+training would not be. accelerate's own prepare(loader) would deal the steps out round-robin: it
+raises ShareLoaderError instead. Runs on CPUs (gloo); a float64 linear model on a fixed random
+data set.
 
 usage: train_accelerate.py [--epochs N] [--record DIR] [--standard-prepare] [--unguarded] [--rebalance-every K]
+                           [--loader-workers N] [--accumulate]
   --record DIR        each rank writes DIR/rank-R.json: every step's sample indices, the
                       parameters before the step and the gradient after backward (the tests)
   --standard-prepare  prepare the loader with accelerator.prepare, as accelerate's examples do
   --unguarded         (with --standard-prepare) a sampler without the guard, to show what
                       accelerate does to a share loader
   --rebalance-every K the sampler measures the ranks and splits again every K steps
+  --loader-workers N  the DataLoader's workers (they read 2N steps ahead of training)
+  --accumulate        each batch inside accelerator.accumulate(model)
 """
+import contextlib
 import argparse
 import json
 import os
@@ -79,6 +91,8 @@ def main():
     parser.add_argument("--standard-prepare", action="store_true")
     parser.add_argument("--unguarded", action="store_true")
     parser.add_argument("--rebalance-every", type=int, default=0)
+    parser.add_argument("--loader-workers", type=int, default=0)
+    parser.add_argument("--accumulate", action="store_true")
     args = parser.parse_args()
 
     from accelerate import Accelerator
@@ -92,7 +106,8 @@ def main():
     share = shares.share_from_env()
     x, y = data()
     sampler = shares.ShareBatchSampler(SAMPLES, share, seed=0)
-    loader = DataLoader(TensorDataset(x, y), batch_sampler=UnguardedSampler(sampler) if args.unguarded else sampler)
+    loader = DataLoader(TensorDataset(x, y), batch_sampler=UnguardedSampler(sampler) if args.unguarded else sampler,
+                        num_workers=args.loader_workers)
     model = make_model()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     if args.standard_prepare:
@@ -102,21 +117,28 @@ def main():
         loader = shares.prepare_loader(accelerator, loader, rebalance_every=args.rebalance_every)
 
     record = {"rank": dist.get_rank(), "batch": share.batch, "offset": share.offset, "steps_in_loader": len(loader),
-              "steps": []}
+              "steps": [], "largest_forward": 0}
     for epoch in range(args.epochs):
         loader.set_epoch(epoch)
-        for step, (xb, yb) in enumerate(loader):
-            before = [p.detach().reshape(-1).tolist() for p in model.parameters()]
-            current = sampler.share  # a rebalancing sampler's current share
-            loss = torch.nn.functional.mse_loss(model(xb), yb) * current.loss_scale
-            accelerator.backward(loss)
-            # Each sample's first feature identifies it (the tests map them back to indices).
-            record["steps"].append({"epoch": epoch, "step": step, "keys": xb[:, 0].tolist(), "params": before,
-                                    "batch": current.batch, "offset": current.offset,
-                                    "grad": [p.grad.reshape(-1).tolist() for p in model.parameters()]})
-            optimizer.step()
-            optimizer.zero_grad()
-        accelerator.print(f"epoch {epoch}: {len(loader)} steps, loss {loss.item() / current.loss_scale:.6f}"
+        step, keys, before = 0, [], None
+        for xb, yb in loader:
+            if before is None:  # a step's first batch (more than one under a ceiling)
+                before = [p.detach().reshape(-1).tolist() for p in model.parameters()]
+            record["largest_forward"] = max(record["largest_forward"], len(xb))
+            with accelerator.accumulate(model) if args.accumulate else contextlib.nullcontext():
+                loss = torch.nn.functional.mse_loss(model(xb), yb) * getattr(loader, "loss_scale", share.loss_scale)
+                accelerator.backward(loss)
+                # Each sample's first feature identifies it (the tests map them back to indices).
+                keys += xb[:, 0].tolist()
+                if accelerator.sync_gradients:  # the step's last batch: its gradient is whole
+                    current = getattr(loader, "step_share", None) or share
+                    record["steps"].append({"epoch": epoch, "step": step, "keys": keys, "params": before,
+                                            "batch": current.batch, "offset": current.offset,
+                                            "grad": [p.grad.reshape(-1).tolist() for p in model.parameters()]})
+                    step, keys, before = step + 1, [], None
+                optimizer.step()
+                optimizer.zero_grad()
+        accelerator.print(f"epoch {epoch}: {len(loader)} steps, loss {loss.item():.6f}"
                           + (f", {sampler.changes} split changes" if args.rebalance_every else ""))
     if args.record:
         path = pathlib.Path(args.record) / f"rank-{record['rank']}.json"

@@ -17,8 +17,13 @@ Runs on CPUs (gloo), in float64, with models built from code or a config (nothin
 `--model mse`, a small regression network whose loss is a mean over samples, or `--model lm`, a
 tiny Llama on sequences of different lengths, whose loss is a mean over tokens.
 
-usage: train_trainer.py [--model mse|lm] [--steps N] [--record DIR] [--rebalance-every K]
-  --record DIR   rank 0 writes DIR/final.json: the parameters after the last step (the tests)
+A node's ceiling (max_batch= in a hostfile, --max-batch) is honoured: ShareTrainer trains a share
+above it in micro-batches of at most that many samples, with the same gradient.
+
+usage: train_trainer.py [--model mse|lm] [--steps N] [--record DIR] [--rebalance-every K] [--loader-workers N]
+  --record DIR        rank 0 writes DIR/final.json: the parameters after the last step and the
+                      largest forward of any rank (the tests)
+  --loader-workers N  dataloader_num_workers (the workers read 2N steps ahead of training)
 """
 import argparse
 import json
@@ -121,6 +126,7 @@ def main():
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--record")
     parser.add_argument("--rebalance-every", type=int, default=0)
+    parser.add_argument("--loader-workers", type=int, default=0)
     args = parser.parse_args()
 
     from transformers import TrainingArguments
@@ -130,20 +136,31 @@ def main():
     if not torch.cuda.is_available() and not dist.is_initialized():
         dist.init_process_group("gloo")
     model, data, collate = build(args.model)
+    largest = [0]
+
+    def forward_size(module, inputs, kwargs):
+        batch = next((v for v in list(inputs) + list(kwargs.values()) if isinstance(v, torch.Tensor)), None)
+        if batch is not None and module.training:
+            largest[0] = max(largest[0], batch.shape[0])
+    model.register_forward_pre_hook(forward_size, with_kwargs=True)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     with tempfile.TemporaryDirectory() as out:
         training = TrainingArguments(output_dir=out, max_steps=args.steps, use_cpu=not torch.cuda.is_available(),
                                      max_grad_norm=0.0, logging_steps=1, save_strategy="no", report_to=[], seed=0,
-                                     remove_unused_columns=False, disable_tqdm=True)
+                                     remove_unused_columns=False, disable_tqdm=True,
+                                     dataloader_num_workers=args.loader_workers)
         trainer = shares.ShareTrainer(model=model, args=training, train_dataset=data, data_collator=collate,
                                       optimizers=(optimizer, schedule), rebalance_every=args.rebalance_every)
         trainer.train()
+    forwards = [None] * dist.get_world_size()
+    dist.all_gather_object(forwards, largest[0])
     if args.record and dist.get_rank() == 0:
         sampler = trainer.share_sampler
         pathlib.Path(args.record, "final.json").write_text(json.dumps({"params": parameters(model),
                                                                       "changes": sampler.changes if sampler else 0,
-                                                                      "weights": sampler.weights if sampler else None}))
+                                                                      "weights": sampler.weights if sampler else None,
+                                                                      "largest_forward": forwards}))
     dist.barrier()
     dist.destroy_process_group()
 

@@ -31,8 +31,9 @@ by the parts that use them. Install with `pip install --no-build-isolation ./pyt
 `python/` folder on PYTHONPATH.
 """
 
-from ._core import (NOTHING_TIMED, RESHARD_REFUSED, Share, ShareBatchSampler, ShareLoaderError, micro_batches,
-                    rank_batch, share_from_env, split_batch, weighted_allreduce_hook, weights_from_rates)
+from ._core import (RESHARD_REFUSED, Share, ShareLoaderError, micro_batches, rank_batch, share_from_env, split_batch,
+                    weights_from_rates)
+from ._sampler import NOTHING_TIMED, ShareBatchSampler, weighted_allreduce_hook
 from ._accelerate import prepare_loader
 
 __all__ = ["Share", "rank_batch", "share_from_env", "ShareBatchSampler", "ShareLoaderError",

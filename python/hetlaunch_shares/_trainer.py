@@ -1,12 +1,15 @@
 # SPDX-License-Identifier: MIT
 """HF Trainer with work shares: ShareTrainer (imports transformers)."""
 
+import contextlib
+
 import torch
 from torch.utils.data import DataLoader
 from transformers import Trainer
 
-from ._accelerate import prepare_loader
-from ._core import ShareBatchSampler, check_rebalance_every, share_from_env
+from ._accelerate import _share_loader_class, split_under_ceiling
+from ._core import check_rebalance_every, share_from_env
+from ._sampler import ShareBatchSampler
 
 
 class ShareTrainer(Trainer):
@@ -20,11 +23,15 @@ class ShareTrainer(Trainer):
       is already its part of the step's token mean;
     - any other loss (a mean over the rank's samples): scaled by the share's loss_scale, b·W/B.
 
-    The share decides each rank's training batch; `per_device_train_batch_size` does not.
-    `share` defaults to share_from_env(). `rebalance_every=K` > 0: the sampler measures each
-    rank's steps and splits every K steps again (ShareBatchSampler's rebalance_every); the loss
-    follows the current share. TrainingArguments values it cannot honour are errors
-    that name them: gradient_accumulation_steps above 1, auto_find_batch_size,
+    The share decides each rank's training batch; `per_device_train_batch_size` does not. A
+    share above the node's ceiling (HETLAUNCH_MAX_BATCH, a hostfile's max_batch=) is trained as
+    ceil(b/M) micro-batches of at most M samples, gradients synchronised on the last only: the
+    step's gradient does not change. `share` defaults to share_from_env(). `rebalance_every=K` >
+    0: the sampler measures each rank's steps and splits every K steps again
+    (ShareBatchSampler's rebalance_every); each step's loss follows the share that step was cut
+    with, also when the loader's workers read ahead. TrainingArguments values it cannot honour
+    are errors that name them: gradient_accumulation_steps above 1 (the ceiling is how to save
+    memory), auto_find_batch_size,
     train_sampling_strategy='group_by_length' (the step's samples are the sampler's), and
     average_tokens_across_devices=False with a token loss."""
 
@@ -33,12 +40,15 @@ class ShareTrainer(Trainer):
         self.share = share if share is not None else share_from_env()
         self.rebalance_every = check_rebalance_every(rebalance_every)
         self.share_sampler = None  # the training loader's sampler, once made
+        self.share_loader = None  # the training loader, once made
+        self._part_scale = None  # the part of the step's gradient the micro-batch being trained carries
         self._watch_handles = []
         a = self.args
         refused = []
         if a.gradient_accumulation_steps != 1:
             refused.append(f"gradient_accumulation_steps={a.gradient_accumulation_steps} (each step's share is "
-                           "one batch; accumulate by a larger --global-batch)")
+                           "one batch; to hold fewer samples in one forward, give the node a ceiling, max_batch= in "
+                           "the hostfile or --max-batch, and ShareTrainer trains the share in micro-batches)")
         if a.auto_find_batch_size:
             refused.append("auto_find_batch_size=True (the share decides each rank's batch)")
         if getattr(a, "train_sampling_strategy", "random") == "group_by_length":
@@ -82,7 +92,34 @@ class ShareTrainer(Trainer):
             self._watch_handles = sampler.watch(self.model)
         loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=collator,
                             num_workers=self.args.dataloader_num_workers, pin_memory=self.args.dataloader_pin_memory)
-        return prepare_loader(self.accelerator, loader)
+        if self.accelerator.num_processes != self.share.world_size:
+            raise ValueError(f"ShareTrainer: the Accelerator has {self.accelerator.num_processes} processes but the "
+                             f"work share's world has {self.share.world_size} (WORLD_SIZE)")
+        # Whole steps: training_step cuts a step under the ceiling itself, so that the Trainer's
+        # own loop takes one optimizer step a sampler step.
+        self.share_loader = _share_loader_class()(loader, self.accelerator, micro_batching=False)
+        return self.share_loader
+
+    def _step_share(self):
+        # The share of the step being trained: the loader's, whose workers may read ahead.
+        if self.share_loader is not None and self.share_loader.step_share is not None:
+            return self.share_loader.step_share
+        return self.share_sampler.share if self.share_sampler is not None else self.share
+
+    def training_step(self, model, inputs, num_items_in_batch=None):
+        share = self._step_share()
+        parts = split_under_ceiling(inputs, share)
+        if len(parts) == 1:
+            self._part_scale = parts[0][1] * share.world_size / share.global_batch
+            return super().training_step(model, inputs, num_items_in_batch)
+        total = None
+        for j, (part, samples) in enumerate(parts):
+            self._part_scale = samples * share.world_size / share.global_batch
+            held = self.accelerator.no_sync(model) if j < len(parts) - 1 else contextlib.nullcontext()
+            with held:
+                loss = super().training_step(model, part, num_items_in_batch)
+            total = loss if total is None else total + loss
+        return total
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         token_loss = (self.model_accepts_loss_kwargs or self.compute_loss_func is not None) and \
@@ -94,9 +131,9 @@ class ShareTrainer(Trainer):
                                       num_items_in_batch=num_items_in_batch)
         if token_loss or not model.training:
             return result
-        share = self.share_sampler.share if self.share_sampler is not None else self.share  # the current one
+        scale = self._part_scale if self._part_scale is not None else self._step_share().loss_scale
         if return_outputs:
             loss, outputs = result
-            return loss * share.loss_scale, outputs
-        return result * share.loss_scale
+            return loss * scale, outputs
+        return result * scale
 

@@ -13,6 +13,8 @@ a script that scales its loss).
 - Under a steady load the split changes at most twice in 30 steps.
 - With a ceiling (--max-batch), no forward holds more than M samples.
 - The sampler's state_dict carries the learned weights into a new job (a restart).
+- The same through a DataLoader whose workers read more steps ahead than a window: every step is
+  weighted by the share it was cut with, whether by the comm hook or the scaled loss.
 - In every case, the final parameters equal one process's training over the same step batches
   (float64, 1e-9): rebalancing changes who computes a step, never what it computes.
 - `hetlaunch calibrate` on the same job finds the true speed ratio within 10%, and a run of the
@@ -155,7 +157,9 @@ def restores(runner, want):
     per_sample = [0.015, 0.005]
     first = runner.run("learns", per_sample, steps=15)
     state = runner.work / "sampler-state.json"
-    state.write_text(json.dumps(first["state"]))
+    # The weights alone: the position would resume the second job at the first one's step 15,
+    # and this job does not keep its model.
+    state.write_text(json.dumps({k: v for k, v in first["state"].items() if k not in ("epoch", "step")}))
     second = runner.run("restored", per_sample, extra=["--env", f"REBALANCE_STATE={state}"])
     start = predicted_step(second["batches"][0], per_sample)
     ideal = ideal_step(per_sample)
@@ -217,6 +221,12 @@ def main():
         suite.case("from equal weights to the ideal split", converges, runner, want)
         suite.case("a script that scales its loss, timed by watch(): to the ideal split", converges, runner, want,
                    ["--env", "REBALANCE_SCALE_LOSS=1"])
+        # A DataLoader with 3 workers reads 6 steps ahead, more than a window of 5: the steps in
+        # flight keep the share they were cut with, whether the hook or the loss weights them.
+        suite.case("a loader that reads ahead, the comm hook: to the ideal split, the same parameters", converges,
+                   runner, want, ["--env", "REBALANCE_LOADER_WORKERS=3"])
+        suite.case("a loader that reads ahead, the loss scaled: to the ideal split, the same parameters", converges,
+                   runner, want, ["--env", "REBALANCE_LOADER_WORKERS=3", "--env", "REBALANCE_SCALE_LOSS=1"])
         suite.case("a node slows down mid-run: back to the new ideal", slows_down, runner, want)
         suite.case("a steady load: at most two changes in 30 steps", steady, runner, want)
         suite.case("ceilings: no forward above --max-batch", ceilings, runner, want)

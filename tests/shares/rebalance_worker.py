@@ -8,6 +8,8 @@
 # usage: rebalance_worker.py OUT STEPS K SECONDS_PER_SAMPLE[,NODE1,...] [SLOW_AT NODE FACTOR]
 #        (REBALANCE_STATE=FILE: the sampler starts from a state_dict, as after a restart)
 #        (with HETLAUNCH_CALIBRATE_STEPS set: runs until the sampler stops)
+#        (REBALANCE_LOADER_WORKERS=N: the steps come through a DataLoader with N workers, which
+#        reads 2N steps ahead of training)
 import contextlib
 import faulthandler
 import signal
@@ -59,6 +61,16 @@ def reference(global_batch, steps):
     return [v for p in m.parameters() for v in p.detach().flatten().tolist()]
 
 
+class Indices:
+    """A dataset of its own indices: the loader's workers fetch them, the script reads x and y."""
+
+    def __len__(self):
+        return SAMPLES
+
+    def __getitem__(self, i):
+        return i
+
+
 def main() -> int:
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # a hung job shows where
     out, steps, every = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -86,7 +98,12 @@ def main() -> int:
     per_sample = seconds[node]
     record = {"step_seconds": [], "batches": [], "largest_forward": 0}
     last = time.perf_counter()
-    for step, idx in enumerate(sampler):
+    workers = int(os.environ.get("REBALANCE_LOADER_WORKERS", "0"))
+    steps_of = sampler
+    if workers:
+        loader = torch.utils.data.DataLoader(Indices(), batch_sampler=sampler, num_workers=workers, prefetch_factor=2)
+        steps_of = (batch.tolist() for batch in loader)
+    for step, idx in enumerate(steps_of):
         if step == steps:
             break
         if step == slow_at and node == slow_node:

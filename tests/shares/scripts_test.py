@@ -21,8 +21,16 @@ samples on one node, 11 on the other), each node started by `hetlaunch exec`, DD
   trainer-lm        the same for a tiny Llama built from a config, on sequences of different
                     lengths (a token mean); scaling by the share's sample counts instead would not
                     be exact there (measured, and it must differ);
+  accelerate-rebalance-workers  the same through a DataLoader whose workers read 4 steps ahead of a
+                    sampler that rebalances every 2: each step's gradient is still the whole step's;
+  accelerate-ceiling(-accumulate)  ceilings of 2 and 4 samples (--max-batch): no forward above them,
+                    every gradient the whole step's, with and without accelerator.accumulate;
+  trainer-mse-ceiling, trainer-lm-ceiling  ShareTrainer under the same ceilings: the same parameters;
+  trainer-mse-rebalance-workers  ShareTrainer rebalancing with dataloader_num_workers=2: the same
+                    parameters as one process;
   trainer-refusals  TrainingArguments that ShareTrainer cannot honour are errors naming them, and a
-                    share whose world is not the Trainer's is refused (one process, no job).
+                    share whose world is not the Trainer's, or the Accelerator's, is refused (one
+                    process, no job).
 
 Needs torch, accelerate and transformers (the sid chroot has them). Nothing it starts outlives
 it: the agents carry a marker in their environment and are killed at the end.
@@ -64,7 +72,7 @@ class Job:
     def __init__(self, binary, torchrun, marker):
         self.binary, self.torchrun, self.marker = binary, torchrun, marker
 
-    def run(self, work, script, *args, seconds_per_sample=None):
+    def run(self, work, script, *args, seconds_per_sample=None, flags=()):
         """Both nodes of the job, each started by `hetlaunch exec`; their statuses and logs. With
         seconds_per_sample (one a node), each node's Linear forwards sleep that long a sample."""
         port = processes.free_port()
@@ -78,7 +86,7 @@ class Job:
         for node in range(2):
             log = open(work / f"agent-{node}.log", "w")
             agents.append(subprocess.Popen(
-                [self.binary, "exec", "--node", str(node), *FLAGS, "--master-port", port,
+                [self.binary, "exec", "--node", str(node), *FLAGS, *flags, "--master-port", port,
                  *torchrun_flags.torchrun(self.torchrun), "--", *program, *args],
                 stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=work))
         codes = []
@@ -132,13 +140,17 @@ SECONDS_PER_SAMPLE = (0.008, 0.002)
 TRUE_RATIO = SECONDS_PER_SAMPLE[0] / SECONDS_PER_SAMPLE[1]
 
 
-def case_accelerate(job, work, rebalance_every=0):
+# Ceilings of 2 samples on node 0's ranks (shares of 5 and 4) and 4 on node 1's (11).
+CEILINGS = ["--max-batch", "127.0.0.1=2", "--max-batch", "127.0.0.2=4"]
+
+
+def case_accelerate(job, work, rebalance_every=0, extra=(), flags=()):
     """prepare_loader: each rank's samples are its share, every step is there, and every step's
     gradient is the whole step's (to 1e-12)."""
     module = example("train_accelerate")
     codes, logs = job.run(work, "train_accelerate.py", "--epochs", "2", "--record", str(work),
-                          "--rebalance-every", str(rebalance_every),
-                          seconds_per_sample=SECONDS_PER_SAMPLE if rebalance_every else None)
+                          "--rebalance-every", str(rebalance_every), *extra,
+                          seconds_per_sample=SECONDS_PER_SAMPLE if rebalance_every else None, flags=flags)
     if codes != [0, 0]:
         return [f"the agents exited {codes}:\n{logs[-4000:]}"]
     problems = []
@@ -181,10 +193,33 @@ def case_accelerate(job, work, rebalance_every=0):
         if last >= first or ranks[3]["steps"][-1]["batch"] <= 11:
             problems.append(f"the split did not follow the true speeds: the last step's shares "
                             f"{[r['steps'][-1]['batch'] for r in ranks]} take {last:.0f} ms, the first's {first:.0f} ms")
-    print(f"     accelerate + prepare_loader{f' (rebalance_every={rebalance_every})' if rebalance_every else ''}: "
-          f"{len(steps)} steps, ranks of {splits} samples; gradients off the whole step's by at most {worst:.2g}"
-          + moved)
+    if flags == CEILINGS:
+        largest = [r["largest_forward"] for r in ranks]
+        moved += f"; the largest forward of each rank {largest}"
+        if largest != [2, 2, 2, 4]:
+            problems.append(f"the ranks' largest forwards were {largest}, not the ceilings [2, 2, 2, 4]")
+    print(f"     accelerate + prepare_loader{f' (rebalance_every={rebalance_every})' if rebalance_every else ''} "
+          f"{' '.join(extra + flags)}: {len(steps)} steps, ranks of {splits} samples; gradients off the whole step's "
+          f"by at most {worst:.2g}" + moved)
     return problems
+
+
+def case_accelerate_rebalance_workers(job, work):
+    """The recipe of the docs with a DataLoader whose 2 workers read 4 steps ahead of a sampler
+    that rebalances every 2: each step's gradient is still the whole step's (loader.loss_scale is
+    the share the step was cut with)."""
+    return case_accelerate(job, work, rebalance_every=2, extra=("--loader-workers", "2"))
+
+
+def case_accelerate_ceiling(job, work):
+    """Node ceilings: no forward holds more than the node's max_batch, and each step's gradient is
+    the whole step's (the loader yields micro-batches and keeps the optimizer to the last)."""
+    return case_accelerate(job, work, flags=CEILINGS)
+
+
+def case_accelerate_ceiling_accumulate(job, work):
+    """The same inside accelerator.accumulate(model), which decides when to synchronise."""
+    return case_accelerate(job, work, extra=("--accumulate",), flags=CEILINGS)
 
 
 def case_accelerate_rebalance(job, work):
@@ -259,12 +294,12 @@ def trainer_reference(kind, steps):
     return module.parameters(model), off
 
 
-def trainer_case(kind, rebalance_every=0):
+def trainer_case(kind, rebalance_every=0, extra=(), flags=()):
     def case(job, work):
         steps = 6
         codes, logs = job.run(work, "train_trainer.py", "--model", kind, "--steps", str(steps), "--record", str(work),
-                              "--rebalance-every", str(rebalance_every),
-                              seconds_per_sample=SECONDS_PER_SAMPLE if rebalance_every else None)
+                              "--rebalance-every", str(rebalance_every), *extra,
+                              seconds_per_sample=SECONDS_PER_SAMPLE if rebalance_every else None, flags=flags)
         if codes != [0, 0]:
             return [f"the agents exited {codes}:\n{logs[-4000:]}"]
         got = json.loads((work / "final.json").read_text())["params"]
@@ -280,12 +315,18 @@ def trainer_case(kind, rebalance_every=0):
                     f"{weights}, true ratio {TRUE_RATIO:g})"
             if ratio is None or abs(ratio / TRUE_RATIO - 1) > 0.25:
                 problems.append(f"the learned weights {weights} are not the true speeds ({TRUE_RATIO:g}) within 25%")
+        what += f" {' '.join(extra)}" if extra else ""
         print(f"     ShareTrainer, {what}: after {steps} steps the parameters are off one process's by {worst:.2g}"
               + ("" if sample_weighted_off is None else
                  f"; weighting each rank's token mean by its samples would put the first gradient off by "
                  f"{sample_weighted_off:.3g}"))
         if worst > 1e-9:
             problems.append(f"the parameters are off one process's run by {worst:.3g}")
+        largest = json.loads((work / "final.json").read_text()).get("largest_forward")
+        if flags == CEILINGS:
+            what += f", ceilings: the ranks' largest forwards {largest}"
+            if largest != [2, 2, 2, 4]:
+                problems.append(f"the ranks' largest forwards were {largest}, not the ceilings [2, 2, 2, 4]")
         if sample_weighted_off is not None and sample_weighted_off < 1e-6:
             problems.append(f"the sample-weighted token means equal the token mean ({sample_weighted_off:.3g}): the "
                             "sequences do not tell the two apart")
@@ -312,6 +353,17 @@ def case_trainer_refusals(job, work):
         except ValueError as e:
             if says not in str(e) or "ShareTrainer cannot honour" not in str(e):
                 problems.append(f"{kwargs}: {e}")
+    from accelerate import Accelerator
+    from torch.utils.data import DataLoader
+
+    accelerator = Accelerator(cpu=True)  # a world of one, as Accelerator() on CPUs with MPI gives each rank
+    loader = DataLoader(data, batch_sampler=shares.ShareBatchSampler(len(data), shares.Share(8, 2, 4, 0)))
+    try:
+        shares.prepare_loader(accelerator, loader)
+        problems.append("prepare_loader accepted a share of a world of 2 in an Accelerator of one process")
+    except ValueError as e:
+        if "the Accelerator has 1 processes but the work share's world has 2" not in str(e):
+            problems.append(f"prepare_loader with a share of another world: {e}")
     args = TrainingArguments(output_dir=str(work), use_cpu=True, report_to=[])
     try:
         shares.ShareTrainer(model=model, args=args, train_dataset=data, data_collator=collate,
@@ -325,6 +377,10 @@ def case_trainer_refusals(job, work):
 
 CASES = {"accelerate": case_accelerate, "accelerate-prepare": case_accelerate_prepare,
          "accelerate-rebalance": case_accelerate_rebalance,
+         "accelerate-rebalance-workers": case_accelerate_rebalance_workers,
+         "accelerate-ceiling": case_accelerate_ceiling, "accelerate-ceiling-accumulate": case_accelerate_ceiling_accumulate,
+         "trainer-mse-ceiling": trainer_case("mse", flags=CEILINGS), "trainer-lm-ceiling": trainer_case("lm", flags=CEILINGS),
+         "trainer-mse-rebalance-workers": trainer_case("mse", rebalance_every=2, extra=("--loader-workers", "2")),
          "trainer-mse": trainer_case("mse"), "trainer-lm": trainer_case("lm"),
          "trainer-mse-rebalance": trainer_case("mse", rebalance_every=2),
          "trainer-refusals": case_trainer_refusals}

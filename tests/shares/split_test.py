@@ -12,6 +12,8 @@
    of steps; the same seed gives the same steps on any topology and another seed other steps.
 3. share_from_env refuses missing or inconsistent variables with a message naming them.
 4. Rebalancing with no step timed is an error that says how to time one; watch() times them.
+5. Steps a loader reads ahead keep the share they were cut with, and the position a checkpoint
+   keeps is what training finished; a loaded position resumes there.
 
 usage: split_test.py HETLAUNCH [--torchrun PATH]
 """
@@ -183,9 +185,10 @@ def sampler_cases():
 def env_cases():
     failures = []
     good = {"HETLAUNCH_GLOBAL_BATCH": "13", "WORLD_SIZE": "4", "HETLAUNCH_NODE_BATCH": "8",
-            "HETLAUNCH_NODE_BATCH_OFFSET": "0", "LOCAL_WORLD_SIZE": "3", "LOCAL_RANK": "2"}
+            "HETLAUNCH_NODE_BATCH_OFFSET": "0", "LOCAL_WORLD_SIZE": "3", "LOCAL_RANK": "2", "GROUP_RANK": "1"}
     share = shares.share_from_env(good)
-    if (share.batch, share.offset, share.loss_scale, share.max_batch) != (2, 6, 2 * 4 / 13, 0):
+    if (share.batch, share.offset, share.loss_scale, share.max_batch, share.node, share.local_rank,
+            share.local_world_size) != (2, 6, 2 * 4 / 13, 0, 1, 2, 3):
         failures.append(f"share_from_env: {share}")
     if shares.share_from_env({**good, "HETLAUNCH_MAX_BATCH": "16"}).max_batch != 16:
         failures.append("share_from_env does not read HETLAUNCH_MAX_BATCH")
@@ -201,6 +204,9 @@ def env_cases():
                               ("HETLAUNCH_GLOBAL_BATCH", "\uff11\uff13", "HETLAUNCH_GLOBAL_BATCH='\uff11\uff13' is not a"),
                               ("HETLAUNCH_NODE_BATCH", "\u00b2", "HETLAUNCH_NODE_BATCH='\u00b2' is not a"),
                               ("LOCAL_RANK", "\u0662", "LOCAL_RANK='\u0662' is not a"),
+                              ("GROUP_RANK", None, "GROUP_RANK is not set"),
+                              ("GROUP_RANK", "0_1", "GROUP_RANK='0_1' is not a"),
+                              ("GROUP_RANK", "\u0661", "GROUP_RANK='\u0661' is not a"),
                               ("WORLD_SIZE", " 4", "WORLD_SIZE=' 4' is not a"),
                               ("WORLD_SIZE", "4\n", "WORLD_SIZE='4\\n' is not a"),
                               ("WORLD_SIZE", "+4", "WORLD_SIZE='+4' is not a"),
@@ -237,7 +243,11 @@ def hand_made_share_cases():
                          ((4, 2, 2, -1), "Share.offset must be 0..2"),
                          ((4, 8, 1, 0), "smaller than the world size 8"),
                          ((4.0, 2, 2, 0), "Share.global_batch must be an integer"),
-                         ((4, 2, True, 0), "Share.batch must be an integer")]:
+                         ((4, 2, True, 0), "Share.batch must be an integer"),
+                         ((4, 2, 2, 0, None, 0, -1), "Share.node must be 0 or more"),
+                         ((4, 2, 2, 0, None, 0, 0, 2, 2), "Share.local_rank must be 0..1"),
+                         ((4, 2, 2, 0, None, 0, 0, 0, 3), "Share.local_world_size must be 1..2"),
+                         ((4, 2, 2, 0, None, 0, 0, 0, 0), "Share.local_world_size must be 1..2")]:
         try:
             shares.Share(*fields)
             failures.append(f"Share{fields} was accepted")
@@ -258,14 +268,19 @@ model = torch.nn.Linear(3, 1)
 x = torch.randn(64, 3)
 
 def train(sampler, steps):
-    for k, idx in enumerate(sampler):
-        if k == steps:
-            break
-        model(x[idx]).sum().backward()
+    k = 0
+    while k < steps:  # over as many epochs as it takes
+        for idx in sampler:
+            if k == steps:
+                break
+            model(x[idx]).sum().backward()
+            k += 1
+        sampler.set_epoch(sampler.epoch + 1)
 
 untimed = shares.ShareBatchSampler(64, shares.Share(8, 1, 8, 0), rebalance_every=2)
 try:
-    train(untimed, 3)
+    train(untimed, 3)  # a loader may read this far ahead before training starts: not yet an error
+    train(untimed, 300)
     print("untimed: no error")
 except RuntimeError as e:
     print("untimed:", e)
@@ -282,9 +297,10 @@ print("watched:", len(handles), watched.measured is not None and watched.measure
 
 
 def timing_cases():
-    """Rebalancing needs each step timed: with nothing timed (no comm hook, no watch) the first
-    rebalance is an error that says how to time; watch() of a model times it; watch() of a module
-    without parameters is refused."""
+    """Rebalancing needs each step timed: with nothing timed (no comm hook, no watch) rebalancing
+    is an error that says how to time, once the sampler has handed out more steps than any loader
+    reads ahead; watch() of a model times it; watch() of a module without parameters is
+    refused."""
     r = subprocess.run([sys.executable, "-c", TIMING_PROBE, str(HERE.parents[1] / "python")], capture_output=True,
                        text=True, timeout=120, env={**os.environ, "GROUP_RANK": "0", "LOCAL_RANK": "0",
                                                     "LOCAL_WORLD_SIZE": "1"})
@@ -293,6 +309,99 @@ def timing_cases():
             "no parameters: ReLU has no parameter that needs a gradient: nothing to time",
             "watched: 2 True"]
     return [] if lines == want else [f"got {lines} ({r.stderr[-2000:]}), expected {want}"]
+
+
+READ_AHEAD_PROBE = r"""
+import json, sys, tempfile, torch, torch.distributed as dist
+from torch.utils.data import DataLoader
+sys.path.insert(0, sys.argv[1])
+import hetlaunch_shares as shares
+dist.init_process_group("gloo", store=dist.FileStore(tempfile.mktemp(), 1), rank=0, world_size=1)
+
+class Indices(torch.utils.data.Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return i
+
+def sampler():
+    return shares.ShareBatchSampler(64, shares.Share(8, 1, 8, 0), seed=3)
+
+out = {}
+for marking in ["hook", "watch", "none"]:
+    model = torch.nn.Linear(1, 1)
+    s = sampler()
+    if marking == "watch":
+        s.watch(model)
+    loader = DataLoader(Indices(), batch_sampler=s, num_workers=2, prefetch_factor=2)
+    for k, batch in enumerate(loader):
+        if k == 3:
+            break
+        model(batch.float().unsqueeze(1)).sum().backward()
+        if marking == "hook":
+            s.computed()
+    state = s.state_dict()
+    resumed = sampler()
+    resumed.load_state_dict(json.loads(json.dumps(state)))
+    resumed.set_epoch(0)
+    order = resumed.order()
+    rest = [list(b) for b in resumed]
+    out[marking] = [state["epoch"], state["step"], rest == [order[i * 8:(i + 1) * 8] for i in range(state["step"], 8)]]
+    resumed.set_epoch(1)
+    out[marking].append(len(list(resumed)))
+print(json.dumps(out))
+"""
+
+
+def read_ahead_cases():
+    """A DataLoader with workers reads steps ahead of training: the position a checkpoint keeps
+    is the next step training has not finished (marked by computed() or watch()), never one the
+    loader only read; with nothing that marks steps, the steps handed out count. A sampler that
+    loads the state yields the rest of that epoch from there, then whole epochs."""
+    r = subprocess.run([sys.executable, "-c", READ_AHEAD_PROBE, str(HERE.parents[1] / "python")],
+                       capture_output=True, text=True, timeout=120)
+    got = json.loads(r.stdout) if r.returncode == 0 else r.stderr[-2000:]
+    want = {"hook": [0, 3, True, 8], "watch": [0, 3, True, 8], "none": [0, 8, True, 8]}
+    return [] if got == want else [f"got {got}, expected {want}"]
+
+
+def ledger_cases():
+    """Each step handed out keeps the share it was cut with until training marks it trained, so a
+    split taken while a loader reads ahead weights only the steps cut after it; only the first
+    marker's marks count; watch() counts a step after its micro-batch count of backward passes."""
+    from hetlaunch_shares._steps import StepLedger
+
+    failures = []
+    old, new = shares.Share(12, 2, 4, 0, max_batch=2), shares.Share(12, 2, 9, 0, max_batch=3)
+    ledger = StepLedger()
+    for step, share in enumerate([old, old, new, new]):
+        ledger.hand_out(0, step, share)
+    seen = []
+    while ledger.front() is not None:
+        seen.append(ledger.front().share.batch)
+        if ledger.mark("hook") is None:
+            failures.append("a pending step was not marked")
+            break
+    if seen != [4, 4, 9, 9]:
+        failures.append(f"the steps in flight were weighted by {seen}, not [4, 4, 9, 9]")
+    if ledger.position() != (0, 4):
+        failures.append(f"position after four trained steps: {ledger.position()}")
+    ledger.hand_out(0, 4, old)
+    if ledger.mark("watch") is not None or ledger.backward_ended() is not None:
+        failures.append("a second marker counted a step")
+    watched = StepLedger()
+    watched.hand_out(0, 0, old)  # 4 samples under a ceiling of 2: two backward passes
+    watched.hand_out(0, 1, new)
+    if watched.backward_ended() is not None or watched.backward_ended() is None:
+        failures.append("watch() did not count the step after its two micro-batches")
+    if watched.position() != (0, 1) or watched.front().share is not new:
+        failures.append(f"after one step under watch(): position {watched.position()}")
+    untracked = StepLedger()
+    untracked.hand_out(2, 0, old)
+    untracked.hand_out(2, 1, old)
+    if untracked.position() != (2, 2):
+        failures.append(f"with no marker the steps handed out count: {untracked.position()}")
+    return failures
 
 
 def install_cases():
@@ -339,6 +448,8 @@ def main():
         run.case("share_from_env: refuses missing and inconsistent variables", env_cases)
         run.case("Share: refuses a share no rank can have", hand_made_share_cases)
         run.case("rebalancing: a step must be timed, and watch() times it", timing_cases)
+        run.case("steps in flight keep their share; only the first marker counts", ledger_cases)
+        run.case("a loader that reads ahead: the position is what training finished", read_ahead_cases)
         run.case("install: pip install --no-build-isolation ./python, offline", install_cases)
     return run.status
 

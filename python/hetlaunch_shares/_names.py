@@ -1,0 +1,43 @@
+# SPDX-License-Identifier: MIT
+"""The variables hetlaunch and torchrun hand a worker, named once (the C++ side names them in
+include/hetlaunch/worker_variables.hpp; a test holds the two lists equal), and the one strict way
+they are read: ASCII digits only."""
+
+import re
+from typing import Mapping
+
+# hetlaunch's (worker_variables.hpp, variables::)
+GLOBAL_BATCH = "HETLAUNCH_GLOBAL_BATCH"
+NODE_BATCH = "HETLAUNCH_NODE_BATCH"
+NODE_BATCH_OFFSET = "HETLAUNCH_NODE_BATCH_OFFSET"
+MAX_BATCH = "HETLAUNCH_MAX_BATCH"
+RESTART_COUNT = "HETLAUNCH_RESTART_COUNT"
+CALIBRATE_STEPS = "HETLAUNCH_CALIBRATE_STEPS"
+# torchrun's
+WORLD_SIZE = "WORLD_SIZE"
+GROUP_RANK = "GROUP_RANK"
+LOCAL_RANK = "LOCAL_RANK"
+LOCAL_WORLD_SIZE = "LOCAL_WORLD_SIZE"
+
+HETLAUNCH = (GLOBAL_BATCH, NODE_BATCH, NODE_BATCH_OFFSET, MAX_BATCH, RESTART_COUNT, CALIBRATE_STEPS)
+
+_DIGITS = re.compile(r"[0-9]{1,18}")
+
+
+def integer(env: Mapping[str, str], name: str, least: int = 0) -> int:
+    """The variable's value: ASCII digits only (Python's isdigit and int() also take '８', '²',
+    '١' and '0_1', which hetlaunch check-env refuses), at least `least`."""
+    value = env.get(name)
+    if value is None:
+        raise ValueError(f"{name} is not set: start the job with hetlaunch and --global-batch")
+    if not _DIGITS.fullmatch(value):
+        raise ValueError(f"{name}={value!r} is not a non-negative integer of ASCII digits")
+    number = int(value)
+    if number < least:
+        raise ValueError(f"{name}={value!r} must be at least {least}")
+    return number
+
+
+def optional_integer(env: Mapping[str, str], name: str, least: int = 0, absent: int = 0) -> int:
+    """`absent` when the variable is not set, else integer()."""
+    return integer(env, name, least) if name in env else absent

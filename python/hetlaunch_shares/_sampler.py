@@ -1,0 +1,425 @@
+# SPDX-License-Identifier: MIT
+"""The sampler of a rank's part of every step, in its parts: the epoch's order and the position
+in it, the steps in flight (_steps.StepLedger), rebalancing and calibration; and the DDP hook that
+weights a rank's gradient by the share its step was cut with."""
+
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import replace
+from typing import Iterator, List, NamedTuple, Optional
+
+from . import _names as names
+from ._core import RESHARD_REFUSED, Share, ShareLoaderError, check_rebalance_every, rank_batch, split_batch, \
+    weights_from_rates
+from ._steps import READ_AHEAD_LIMIT, StepLedger
+
+__all__ = ["ShareBatchSampler", "weighted_allreduce_hook", "NOTHING_TIMED"]
+
+NOTHING_TIMED = ("no rank timed a step, so the sampler cannot measure the ranks: register it as the DDP comm "
+                 "hook's state (ddp.register_comm_hook(sampler, weighted_allreduce_hook)), or call "
+                 "sampler.watch(model) once when the script scales its loss")
+
+
+class RankLayout(NamedTuple):
+    """What every rank says of itself once, before the first rebalance: checked to agree."""
+
+    node: int
+    local_world_size: int
+    local_rank: int
+    batch: int
+    offset: int
+    global_batch: int
+    rebalance_every: int
+    calibrate_steps: int
+
+
+class RankWindow(NamedTuple):
+    """What a rank measured over one window: its trained steps' compute seconds and samples."""
+
+    seconds: float
+    samples: int
+    trained: int  # steps trained in the window, timed or not
+    ever_timed: bool
+    ever_trained: bool
+
+
+def check_layout(layout: List[RankLayout]) -> List[int]:
+    """Each node's worker count, from every rank's own account; RuntimeError naming the ranks
+    when they disagree (a node whose ranks' LOCAL_WORLD_SIZE differ would leave part of every
+    step untrained; ranks that rebalance at different steps wait for each other forever)."""
+    for field, what in [("global_batch", "HETLAUNCH_GLOBAL_BATCH"), ("rebalance_every", "rebalance_every"),
+                        ("calibrate_steps", names.CALIBRATE_STEPS)]:
+        values = {getattr(r, field) for r in layout}
+        if len(values) > 1:
+            by_rank = ", ".join(f"rank {k}: {getattr(r, field)}" for k, r in enumerate(layout))
+            raise RuntimeError(f"the ranks disagree on {what} ({by_rank}): every rank must rebalance at the same steps")
+    nodes = sorted({r.node for r in layout})
+    if nodes != list(range(len(nodes))):
+        raise RuntimeError(f"{names.GROUP_RANK} values {nodes} are not 0..N-1: cannot rebalance")
+    nproc = []
+    for node in nodes:
+        ranks = [k for k, r in enumerate(layout) if r.node == node]
+        sizes = {layout[k].local_world_size for k in ranks}
+        local = sorted(layout[k].local_rank for k in ranks)
+        if sizes != {len(ranks)} or local != list(range(len(ranks))):
+            said = ", ".join(f"rank {k}: {names.LOCAL_RANK} {layout[k].local_rank} of {layout[k].local_world_size}"
+                             for k in ranks)
+            raise RuntimeError(f"node {node} has {len(ranks)} ranks, but they say {said}: every rank of a node "
+                               f"must have the node's {names.LOCAL_WORLD_SIZE} and its own {names.LOCAL_RANK}")
+        nproc.append(len(ranks))
+    return nproc
+
+
+class ShareBatchSampler:
+    """Yields this rank's sample indices of each step of an epoch (use as a DataLoader's
+    batch_sampler). Step s covers positions [s*B, (s+1)*B) of one permutation of the dataset,
+    the same on every rank (torch.randperm seeded with seed + epoch, as DistributedSampler);
+    this rank takes its `batch` positions from its `offset`. With drop_last the last partial
+    step is dropped; without, the order is padded by repeating its head, as DistributedSampler
+    pads. Every rank has the same number of steps, so none waits in a collective for another.
+
+    rebalance_every=K > 0: every K steps the ranks share what each measured (its compute seconds
+    and samples over the window), and split the same B again by hetlaunch's rule, each node's
+    weight its workers' samples per second. Which samples form a step never changes, only who
+    takes them. A new split is taken only when it shortens the predicted step (the slowest rank's
+    share over its rate) by at least 5%, so a steady load never makes it oscillate.
+
+    `share` is the share of the step training is on: the oldest step handed out and not yet
+    trained. A DataLoader with workers takes steps ahead of training; those keep the share they
+    were cut with, so a step is always weighted by its own share (scale the loss by
+    `sampler.share.loss_scale` read in the training loop, never by a Share kept from before).
+
+    The sampler measures a step's compute from the moment training can start it to the step's
+    last gradient bucket, when it is the state of the DDP comm hook:
+    `ddp.register_comm_hook(sampler, weighted_allreduce_hook)`. A script that scales its loss
+    instead calls `sampler.watch(model)` once: the sampler then times a step to the last of its
+    gradients computed on this rank, and counts the step trained after its share's
+    micro_batch_count backward passes. Not to the end of backward(): DDP's backward() waits there
+    for every rank's gradients, so every rank would measure the slowest one's step. Needs
+    torch.distributed initialised (every rank calls it at the same steps, and every rank's loader
+    reads ahead alike); rebalancing with nothing timed is an error.
+
+    state_dict() keeps the position (the epoch and the next step not yet trained) and the learned
+    weights; load_state_dict() resumes there.
+
+    With HETLAUNCH_CALIBRATE_STEPS=N in the environment (`hetlaunch calibrate`), the sampler
+    rebalances every few steps, and after N steps rank 0 prints one line `HETLAUNCH_MEASURED
+    {json}`, the rates of every step after the first window, and the sampler yields no more
+    steps."""
+
+    DEADBAND = 0.05
+
+    def __init__(self, dataset_size: int, share: Share, seed: int = 0, shuffle: bool = True, drop_last: bool = True,
+                 rebalance_every: int = 0):
+        if dataset_size < 1:
+            raise ValueError("the dataset is empty")
+        if drop_last and dataset_size < share.global_batch:
+            raise ValueError(f"the dataset has {dataset_size} samples, fewer than one step's {share.global_batch}")
+        check_rebalance_every(rebalance_every)
+        self.dataset_size = dataset_size
+        self._cut = share  # the share new steps are cut with
+        self.seed = seed
+        self.shuffle = shuffle
+        self.drop_last = drop_last
+        self.epoch = 0
+        self.calibrate_steps = names.optional_integer(os.environ, names.CALIBRATE_STEPS, 1)
+        if self.calibrate_steps and not rebalance_every:
+            rebalance_every = max(2, self.calibrate_steps // 4)
+        self.rebalance_every = rebalance_every
+        self.weights = None  # each node's weight (decimal strings) once measured; None: the plan's
+        self.changes = 0  # how many times the split changed
+        self.steps_done = 0  # steps handed out in all epochs
+        self.measured = None  # {"step": S, "nodes": [...]}: the last window's (calibrating: every window's
+        # after the first) measurement
+        self.steps = StepLedger()
+        self._window = [0.0, 0, 0]  # seconds, samples, steps trained
+        self._ever_timed = False
+        self._layout = None  # [RankLayout] by rank, once gathered
+        self._nproc = None  # each node's workers, from the layout
+        self._resume = None  # (epoch, step) loaded and not yet reached
+        self._loader_steps = None  # steps handed out and not yet read by a ShareLoader (it sets this)
+        self._callback_queued = False
+        self.watching = 0  # parameters whose gradients time the steps (watch())
+        self._calibration = None  # calibrating: each rank's seconds and samples after the first window
+        self._printed = False
+
+    # ---- order and position ----
+
+    @property
+    def share(self) -> Share:
+        """The share of the step training is on (the oldest handed out and not yet trained), else
+        the share the next step will be cut with."""
+        front = self.steps.front()
+        return front.share if front is not None else self._cut
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch the next iteration yields. The epoch of a loaded position keeps it; any
+        other starts at its first step."""
+        if self._resume is not None and self._resume[0] != epoch:
+            self._resume = None
+        self.epoch = epoch
+
+    @property
+    def batch_size(self):
+        """A share sampler has no one batch size: the ranks' shares differ. Reading it is how a
+        loader is re-sharded by batch size (accelerate's prepare), which would lose the shares."""
+        raise ShareLoaderError(RESHARD_REFUSED)
+
+    def __len__(self) -> int:
+        b = self._cut.global_batch
+        return self.dataset_size // b if self.drop_last else math.ceil(self.dataset_size / b)
+
+    def order(self) -> List[int]:
+        """The epoch's order of sample indices, padded or cut to a whole number of steps."""
+        import torch
+
+        if self.shuffle:
+            g = torch.Generator()
+            g.manual_seed(self.seed + self.epoch)
+            indices = torch.randperm(self.dataset_size, generator=g).tolist()
+        else:
+            indices = list(range(self.dataset_size))
+        total = len(self) * self._cut.global_batch
+        if total > len(indices):
+            padding = total - len(indices)
+            indices += (indices * math.ceil(padding / len(indices)))[:padding]
+        return indices[:total]
+
+    def position(self):
+        """(epoch, step): the next step not yet trained (a step a loader read ahead but training
+        did not reach is not trained); a loaded position until the sampler reaches it."""
+        if self._resume is not None:
+            return self._resume
+        at = self.steps.position()
+        return at if at is not None else (self.epoch, 0)
+
+    def __iter__(self) -> Iterator[List[int]]:
+        self.steps.abandon()
+        if self._loader_steps is not None:
+            self._loader_steps.clear()
+        first = 0
+        if self._resume is not None and self._resume[0] == self.epoch:
+            first = self._resume[1]
+        self._resume = None
+        if self.calibrate_steps and self.steps_done >= self.calibrate_steps:
+            # Calibrated already, or the N-th step ended the last epoch: measure and stop here.
+            if not self._printed:
+                self._rebalance()
+                self._print_measured()
+            return
+        indices = self.order()
+        b = self._cut.global_batch
+        for step in range(first, len(self)):
+            if self.rebalance_every and self._layout is None:
+                self._gather_layout()
+            if self.rebalance_every and self.steps_done and self.steps_done % self.rebalance_every == 0:
+                self._rebalance()
+                if self.calibrate_steps and self.steps_done >= self.calibrate_steps:
+                    self._print_measured()
+                    return
+            share = self._cut
+            self.steps_done += 1
+            self.steps.hand_out(self.epoch, step, share)
+            if self._loader_steps is not None:
+                self._loader_steps.append(self.steps.pending[-1])
+            start = step * b + share.offset
+            yield indices[start:start + share.batch]
+
+    # ---- marking steps trained, and timing them ----
+
+    def _trained(self, result) -> None:
+        if result is None:
+            return
+        self._window[2] += 1
+        if result.seconds is not None:
+            self._window[0] += result.seconds
+            self._window[1] += result.handed.share.batch
+            self._ever_timed = True
+
+    def gradient_ready(self, last: bool = False) -> None:
+        """A gradient bucket of the current step is ready (the comm hook calls this); `last`: the
+        step's last bucket, so the step is trained."""
+        self.steps.last_gradient = time.perf_counter()
+        if last:
+            self._trained(self.steps.mark("hook"))
+
+    def computed(self) -> None:
+        """The current step's own work is done: for a script that synchronises its gradients
+        itself, called once a step before it does. Under DDP use watch(): its backward() has
+        waited for the other ranks by the time it returns."""
+        self.steps.last_gradient = time.perf_counter()
+        self._trained(self.steps.mark("computed"))
+
+    def watch(self, module) -> list:
+        """Times each step to the last gradient of `module`'s parameters computed on this rank
+        (a hook on each parameter that needs one; DDP's wrapper or the module it wraps alike), and
+        counts a step trained once its backward passes are done (micro_batch_count of its share).
+        For a script that scales its loss instead of registering the comm hook: one call, before
+        training. Returns the hooks' handles (`.remove()` ends the watch)."""
+        from torch.autograd import Variable
+
+        def backward_ended():
+            self._callback_queued = False
+            self._trained(self.steps.backward_ended())
+
+        def stamp(grad):
+            self.steps.last_gradient = time.perf_counter()
+            if not self._callback_queued:  # once a backward pass, run when it ends
+                self._callback_queued = True
+                Variable._execution_engine.queue_callback(backward_ended)
+
+        handles = [p.register_hook(stamp) for p in module.parameters() if p.requires_grad]
+        if not handles:
+            raise ValueError(f"{type(module).__name__} has no parameter that needs a gradient: nothing to time")
+        self.watching += len(handles)
+        return handles
+
+    # ---- rebalancing ----
+
+    def _gather(self, mine):
+        import torch.distributed as dist
+
+        gathered = [None] * dist.get_world_size(self._cut.group)
+        dist.all_gather_object(gathered, mine, group=self._cut.group)
+        return gathered
+
+    def _gather_layout(self) -> None:
+        s = self._cut
+        layout = self._gather(tuple(RankLayout(s.node, s.local_world_size, s.local_rank, s.batch, s.offset,
+                                               s.global_batch, self.rebalance_every, self.calibrate_steps)))
+        self._layout = [RankLayout(*r) for r in layout]
+        self._nproc = check_layout(self._layout)
+
+    def _rebalance(self) -> None:
+        """Every rank, at the same step: gather the window's measurements, split again."""
+        if self._layout is None:
+            self._gather_layout()
+        seconds, samples, trained = self._window
+        self._window = [0.0, 0, 0]
+        gathered = [RankWindow(*w) for w in self._gather(
+            tuple(RankWindow(seconds, samples, trained, self._ever_timed, self.steps.marked_total > 0)))]
+        if not any(w.seconds > 0 for w in gathered):
+            if any(w.ever_timed for w in gathered):
+                return  # only untimed steps this window (a read-ahead loader's end of an epoch)
+            if self.steps_done > self.rebalance_every + READ_AHEAD_LIMIT or any(w.ever_trained for w in gathered):
+                raise RuntimeError(NOTHING_TIMED)
+            return  # nothing trained yet: the loader reads ahead of the first steps
+        untimed = [k for k, w in enumerate(gathered) if w.trained and not w.seconds > 0]
+        if untimed:
+            raise RuntimeError(f"ranks {untimed} trained steps but timed none, while other ranks timed theirs: "
+                               "every rank must time its steps the same way (" + NOTHING_TIMED.split(': ', 1)[1] + ")")
+        nproc = self._nproc
+        if self.calibrate_steps:
+            # Calibrating: every window after the first counts, each rank's seconds and samples
+            # summed (a rate per sample does not depend on the split it was measured at). The
+            # first window holds the job's first steps, slow everywhere; one window alone is used
+            # when there is no other.
+            if self._calibration is None:
+                self._calibration = [RankWindow(0.0, 0, 0, False, False) for _ in gathered]
+            else:
+                self._calibration = [RankWindow(c.seconds + g.seconds, c.samples + g.samples, 0, True, True)
+                                     for c, g in zip(self._calibration, gathered)]
+                gathered = self._calibration
+        rates = []
+        for node in range(len(nproc)):
+            per_worker = [w.samples / w.seconds for r, w in zip(self._layout, gathered)
+                          if r.node == node and w.seconds > 0 and w.samples > 0]
+            if len(per_worker) != nproc[node]:
+                return  # a rank of this node timed nothing this window: keep the split
+            rates.append(sum(per_worker) / len(per_worker))
+        weights = weights_from_rates(rates)
+        self.measured = {"step": self.steps_done,
+                         "nodes": [{"node": i, "samples_per_second": rates[i], "weight": weights[i]}
+                                   for i in range(len(nproc))]}
+        current = self._node_split(nproc)
+        proposed = split_batch(self._cut.global_batch, nproc, weights)
+
+        def predicted(split):
+            # The step takes as long as its slowest rank: the largest share over its rate.
+            return max(rank_batch(n, o, nproc[i], 0)[0] / rates[i] for i, (n, o) in enumerate(split))
+        if proposed != current and predicted(proposed) <= (1 - self.DEADBAND) * predicted(current):
+            self.weights = weights
+            self.changes += 1
+            self._apply(proposed)
+
+    def _node_split(self, nproc):
+        if self.weights:
+            return split_batch(self._cut.global_batch, nproc, self.weights)
+        # The split the job started with: every node's (n, o), from the ranks' own shares.
+        return [(sum(r.batch for r in self._layout if r.node == i), min(r.offset for r in self._layout if r.node == i))
+                for i in range(len(nproc))]
+
+    def _apply(self, split) -> None:
+        """New steps are cut with this split; steps already handed out keep theirs."""
+        s = self._cut
+        n, o = split[s.node]
+        b, off = rank_batch(n, o, s.local_world_size, s.local_rank)
+        self._cut = replace(s, batch=b, offset=off)
+
+    # ---- checkpoints ----
+
+    def state_dict(self) -> dict:
+        """What a checkpoint keeps: the position (`epoch`, and `step`, the next step of that epoch
+        not yet trained), the learned weights (None: the plan's split) and the counts."""
+        epoch, step = self.position()
+        return {"weights": list(self.weights) if self.weights else None, "changes": self.changes,
+                "steps_done": self.steps_done, "epoch": epoch, "step": step}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Takes a checkpoint's state back (after a restart): the next iteration of the loaded
+        epoch yields its steps from the loaded position, and the next step uses the learned
+        weights' split. Every rank must load the same state."""
+        weights = state.get("weights")
+        self.changes = int(state.get("changes", 0))
+        self.steps_done = int(state.get("steps_done", 0))
+        if "epoch" in state and "step" in state:
+            epoch, step = int(state["epoch"]), int(state["step"])
+            if epoch < 0 or step < 0:
+                raise ValueError(f"the checkpoint's position (epoch {epoch}, step {step}) is negative")
+            self._resume = (epoch, step)
+            self.epoch = epoch
+        if weights:
+            import torch.distributed as dist
+
+            nproc_of = [None] * dist.get_world_size(self._cut.group)
+            dist.all_gather_object(nproc_of, (self._cut.node, self._cut.local_world_size), group=self._cut.group)
+            nproc = [n for _, n in sorted(set(nproc_of))]
+            if len(nproc) != len(weights):
+                raise ValueError(f"the checkpoint has weights for {len(weights)} nodes; this job has {len(nproc)}")
+            self.weights = list(weights)
+            self._apply(split_batch(self._cut.global_batch, nproc, self.weights))
+
+    # ---- calibration ----
+
+    def _print_measured(self) -> None:
+        import torch.distributed as dist
+
+        if self.measured is None:
+            raise RuntimeError("calibration ended before any step was measured: " + NOTHING_TIMED)
+        self._printed = True
+        if dist.get_rank(self._cut.group) == 0:
+            print("HETLAUNCH_MEASURED " + json.dumps(self.measured), flush=True)
+            sys.stdout.flush()
+
+
+def weighted_allreduce_hook(state, bucket):
+    """A DDP communication hook that weights each rank's gradient by its batch: each bucket is
+    multiplied by b / B and summed over the ranks, which is the mean over all B samples.
+    Register it with `ddp.register_comm_hook(share, weighted_allreduce_hook)` and do not scale
+    the loss as well (DDP does not divide by the world size when a hook is registered). With a
+    ShareBatchSampler as the state, the share the step being trained was cut with weights it (a
+    loader's read-ahead cut with an older or newer split does not), and the sampler times the
+    step and counts it trained at its last bucket."""
+    import torch.distributed as dist
+
+    sampler = state if isinstance(state, ShareBatchSampler) else None
+    share = sampler.share if sampler is not None else state
+    tensor = bucket.buffer()
+    tensor.mul_(share.batch / share.global_batch)
+    if sampler is not None:
+        sampler.gradient_ready(last=bucket.is_last())
+    future = dist.all_reduce(tensor, group=share.group, async_op=True).get_future()
+    return future.then(lambda f: f.value()[0])

@@ -708,6 +708,144 @@ def events_cases(suite, binary, ssh, tmp):
     suite.case("events_invalid_empty_script", invalid, ["--hosts", "a:1"], 2, "")
     suite.case("events_invalid_empty_script_dry_run", invalid, ["--hosts", "a:1", "--dry-run"], 2, "")
 
+    # A program that exits 255 after its node started failed: its host is not unreachable (an
+    # --exclude-failed would drain a healthy host).
+    suite.case("events_255_after_start_is_failed", run, ["--hosts", "a:1"], "sleep 0.3; exit 255", 255,
+               [("planned", 0), *started(0, (0, "a")), *exited(0, (0, "a", "failed")),
+                ("job_exited", 0, "worker_failed")])
+
+    def usage_events_scan():
+        """A usage error writes job_exited to run's own --events, never to a file named by the
+        training script's arguments (the scan stops at the script)."""
+        mine = pathlib.Path(tmp) / "mine.txt"
+        mine.write_text("the script's own file\n")
+        log.unlink(missing_ok=True)
+        r = subprocess.run([binary, "run", "--events", str(log), "--hosts", "a:1", "--restart", "2", "train.py",
+                            "--events", str(mine)], capture_output=True, text=True, timeout=30)
+        events, problems = job_events.read(log)
+        problems += job_events.compare(events, [("job_exited", 0, "invalid_input")])
+        if mine.read_text() != "the script's own file\n":
+            problems.append(f"the script's --events file was written: {mine.read_text()!r}")
+        if r.returncode != 2:
+            problems.append(f"run exited {r.returncode}: {r.stderr}")
+        return problems
+    suite.case("events_usage_error_stops_at_the_script", usage_events_scan)
+
+    def events_is_an_input():
+        """--events naming the hostfile or the env file is refused before either is emptied."""
+        problems = []
+        hostfile = pathlib.Path(tmp) / "job.hostfile"
+        envfile = pathlib.Path(tmp) / "job.env"
+        for flag, path, text in [("--hostfile", hostfile, "a slots=1\n"), ("--env-file", envfile, "A=1\n")]:
+            path.write_text(text)
+            args = ["--hostfile", str(hostfile)] if flag == "--hostfile" else ["--hosts", "a:1", "--env-file", str(path)]
+            if flag != "--hostfile":
+                hostfile.write_text("a slots=1\n")
+            r = subprocess.run([binary, "run", *args, "--ssh", str(ssh), "--events", str(path), "--", "t.py"],
+                               capture_output=True, text=True, timeout=30)
+            if r.returncode != 1 or "which writing the events would destroy" not in r.stderr:
+                problems.append(f"--events {flag}'s file: exit {r.returncode}, {r.stderr[-500:]}")
+            if path.read_text() != text:
+                problems.append(f"the {flag} file was changed: {path.read_text()!r}")
+        return problems
+    suite.case("events_never_an_input", events_is_an_input)
+
+    def events_fifo():
+        """A fifo nobody reads is refused at once; a reader that stalls never holds the job: it
+        ends, and says the reader did not take the last events."""
+        import select
+        problems = []
+        fifo = pathlib.Path(tmp) / "events.fifo"
+        fifo.unlink(missing_ok=True)
+        os.mkfifo(fifo)
+        start = time.monotonic()
+        r = subprocess.run([binary, "run", "--hosts", "a:1", "--ssh", str(ssh), "--events", str(fifo), "--program",
+                            "true", "--", "t.py"], capture_output=True, text=True, timeout=30)
+        if r.returncode != 1 or "a fifo that nobody reads" not in r.stderr or time.monotonic() - start > 10:
+            problems.append(f"no reader: exit {r.returncode} after {time.monotonic() - start:.1f} s: {r.stderr[-300:]}")
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        filler = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        try:
+            while True:  # the pipe full before run writes its first line: a reader that stalls
+                os.write(filler, b"x" * 4096)
+        except BlockingIOError:
+            pass
+        try:
+            start = time.monotonic()
+            r = subprocess.run([binary, "run", "--hosts", "a:1", "--ssh", str(ssh), "--events", str(fifo), "--program",
+                                "sh", "--program", "-c", "--program", "echo ran", "--", "t.py"], capture_output=True,
+                               text=True, timeout=60)
+            took = time.monotonic() - start
+            if r.returncode != 0 or "ran" not in r.stdout or "did not take the last events in time" not in r.stderr \
+                    or took > 30:
+                problems.append(f"a stalled reader: exit {r.returncode} after {took:.1f} s: {r.stderr[-500:]}")
+        finally:
+            os.close(filler)
+            os.close(reader)
+        return problems
+    suite.case("events_fifo_without_or_with_a_stalled_reader", events_fifo)
+
+    def events_locked():
+        """A second run on the events file of a run that is still going is refused."""
+        log.unlink(missing_ok=True)
+        first = subprocess.Popen([binary, "run", "--hosts", "a:1", "--ssh", str(ssh), "--kill-after", "1", "--events",
+                                  str(log), "--program", "sh", "--program", "-c", "--program", "exec sleep 30", "--",
+                                  "t.py"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and (not log.exists() or "node_started" not in log.read_text()):
+                time.sleep(0.05)
+            r = subprocess.run([binary, "run", "--hosts", "a:1", "--ssh", str(ssh), "--events", str(log), "--program",
+                                "true", "--", "t.py"], capture_output=True, text=True, timeout=30)
+            problems = [] if r.returncode == 1 and "another hetlaunch run writes its events there" in r.stderr else \
+                [f"the second run: exit {r.returncode}: {r.stderr[-500:]}"]
+        finally:
+            first.send_signal(signal.SIGTERM)
+            first.communicate(timeout=30)
+        events, read_problems = job_events.read(log)
+        return problems + read_problems + job_events.compare(
+            events, [("planned", 0), *started(0, (0, "a")), *exited(0, (0, "a", "stopped")),
+                     ("job_exited", 0, "interrupted")])
+    suite.case("events_one_run_a_file", events_locked)
+
+    def output_full():
+        """stdout on a full disk: run exits 1 and job_exited says so, with the true cause."""
+        log.unlink(missing_ok=True)
+        with open("/dev/full", "w") as full:
+            r = subprocess.run([binary, "run", "--hosts", "a:1", "--ssh", str(ssh), "--events", str(log), "--program",
+                                "sh", "--program", "-c", "--program", "echo ran", "--", "t.py"], stdout=full,
+                               stderr=subprocess.PIPE, text=True, timeout=30)
+        events, problems = job_events.read(log)
+        problems += job_events.compare(events, [("planned", 0), *started(0, (0, "a")), *exited(0, (0, "a", "succeeded")),
+                                                ("job_exited", 0, "output_failed")])
+        if r.returncode != 1 or "cannot write the output" not in r.stderr or "No child processes" in r.stderr or \
+                (events and events[-1]["status"] != 1):
+            problems.append(f"exit {r.returncode}, events {events[-1:]}: {r.stderr[-300:]}")
+        return problems
+    suite.case("events_output_failed", output_full)
+
+    def other_signals():
+        """SIGUSR1, SIGUSR2 and SIGALRM stop the job as SIGTERM does, with its job_exited."""
+        problems = []
+        for sig in (signal.SIGUSR1, signal.SIGALRM):
+            log.unlink(missing_ok=True)
+            proc = subprocess.Popen([binary, "run", "--hosts", "a:1", "--ssh", str(ssh), "--kill-after", "1",
+                                     "--events", str(log), "--program", "sh", "--program", "-c", "--program",
+                                     "exec sleep 30", "--", "t.py"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and (not log.exists() or "node_started" not in log.read_text()):
+                time.sleep(0.05)
+            proc.send_signal(sig)
+            proc.communicate(timeout=30)
+            events, read_problems = job_events.read(log)
+            problems += read_problems + job_events.compare(
+                events, [("planned", 0), *started(0, (0, "a")), *exited(0, (0, "a", "stopped")),
+                         ("job_exited", 0, "interrupted")])
+            if proc.returncode != 128 + sig:
+                problems.append(f"{sig.name}: run exited {proc.returncode}")
+        return problems
+    suite.case("events_other_signals_interrupt", other_signals)
+
     def interrupted():
         log.unlink(missing_ok=True)
         proc = subprocess.Popen([binary, "run", "--hosts", "a:1,b:2", "--ssh", str(ssh), "--kill-after", "1",
@@ -745,6 +883,28 @@ def events_cases(suite, binary, ssh, tmp):
     suite.case("calibrate_only_rank_0", calibrate,
                f"case $HOST in a) echo 'INFO: saw {line}';; b) echo '{line}';; esac", 1,
                "rank 0 never printed a HETLAUNCH_MEASURED line")
+    def calibrate_end(program, extra, status, reason, says):
+        log.unlink(missing_ok=True)
+        r = subprocess.run([binary, "calibrate", "--hosts", "a:1,b:2", "--ssh", str(ssh), "--global-batch", "6",
+                            "--events", str(log), *extra, "--program", "sh", "--program", "-c", "--program", program,
+                            "--", "t.py"], capture_output=True, text=True, timeout=60)
+        events, problems = job_events.read(log)
+        if r.returncode != status or says not in r.stderr or not events or events[-1]["event"] != "job_exited" or \
+                (events[-1]["status"], events[-1]["reason"]) != (status, reason):
+            problems.append(f"exit {r.returncode}, last event {events[-1:]}, expected {status} {reason}: "
+                            f"{r.stderr[-800:]}")
+        return problems, events
+    # calibrate's own failure after a job that succeeded: job_exited says the status it exits with.
+    suite.case("calibrate_failure_is_the_job_end", lambda: calibrate_end(
+        "true", [], 1, "calibration_failed", "never printed")[0])
+
+    def hostfile_checked_first():
+        problems, events = calibrate_end(f"echo '{line}'", ["--write-hostfile", "/nonexistent-dir/out.hostfile"],
+                                         1, "invalid_input", "--write-hostfile '/nonexistent-dir/out.hostfile': cannot write it")
+        if any(e["event"] == "planned" for e in events):
+            problems.append("the job ran before --write-hostfile was found unwritable")
+        return problems
+    suite.case("calibrate_write_hostfile_checked_before_the_job", hostfile_checked_first)
     suite.case("calibrate_never_printed_names_the_steps", calibrate, "true", 1,
                "once it has handed out 7 steps (--calibrate-steps)", ["--calibrate-steps", "7"])
     suite.case("calibrate_malformed", calibrate, "echo 'HETLAUNCH_MEASURED {\"step\": 1, \"nodes\": ['", 1,

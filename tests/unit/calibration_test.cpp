@@ -110,3 +110,27 @@ TEST_SUITE("calibration") {
           "31: a string that does not end");
   }
 }
+
+TEST_SUITE("calibration") {
+  TEST_CASE("the measured line's numbers are JSON's, its keys given once, a CR-LF end read") {
+    const std::string head = R"({"step": 3, "nodes": [{"node": 0, "samples_per_second": )";
+    for (const std::string bad : {"+5", "007", ".5", "5.", "1e", "--1", "5e+", "-.5"}) {
+      CAPTURE(bad);
+      const std::string refusal = measurement_refusal(head + bad + "}]}", 1);
+      CHECK(refusal.find("not a JSON number") != std::string::npos);
+    }
+    for (const char* good : {"5", "0.5", "5e2", "5E-1", "12.25"})
+      CHECK(measurement_refusal(head + good + "}]}", 1) == "ok");
+    CHECK(measurement_refusal(R"({"step": 3, "step": 4, "nodes": []})", 0) ==
+          "13: \"step\" is given twice");
+    CHECK(measurement_refusal(
+              R"({"step": 3, "nodes": [{"node": 0, "samples_per_second": 1, "node": 0}]})", 1) ==
+          "60: \"node\" is given twice");
+    CHECK(
+        measurement_refusal(
+            R"({"step": 3, "nodes": [{"node": 0, "samples_per_second": 1, "samples_per_second": 9}]})",
+            1)
+            .find("\"samples_per_second\" is given twice") != std::string::npos);
+    CHECK(measurement_refusal(head + "5}]}\r", 1) == "ok");
+  }
+}

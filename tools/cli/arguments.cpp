@@ -164,7 +164,10 @@ const flag flags[] = {
      node_bit, [](const parts& p, const std::string&) { p.node->any_host = true; }},
     {"--format", nullptr, "FORMAT", 0,
      "the output's form: the command's own words, the default first (see its usage)", line_bit,
-     [](const parts& p, const std::string& v) { p.line->format = v; }},
+     [](const parts& p, const std::string& v) {
+       if (v.empty()) throw usage_error{"--format needs a format's name, got ''"};
+       p.line->format = v;
+     }},
     {"--ssh", nullptr, "PROGRAM", 0, "the ssh client (default: ssh)", remote_bit,
      [](const parts& p, const std::string& v) { p.remote->ssh.program = {v}; }},
     {"--ssh-arg", nullptr, "ARG", 0, "an argument for ssh, before the host; repeatable", remote_bit,
@@ -334,6 +337,53 @@ std::string table_problem() {
   return {};
 }
 
+namespace {
+// How many single-character edits turn a into b (insert, delete, replace).
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+}  // namespace
+
+// "unknown option", with where a torchrun or accelerate habit's number comes from instead, or
+// the nearest flag the command takes when the name is a typo of one.
+std::string unknown_option(const std::string& name, const command* cmd) {
+  std::string spelled = name;
+  std::replace(spelled.begin(), spelled.end(), '_', '-');
+  for (const char* counts : {"--nproc-per-node", "--num-processes", "--num-machines", "--nnodes",
+                             "--num-gpus", "--gpus-per-node", "--nproc"})
+    if (spelled == counts)
+      return concat("unknown option ", quoted(name),
+                    ": hetlaunch takes each node's worker count from its input, node by node "
+                    "(--hosts a:8,b:4, a hostfile's slots=N, or --slurm), and the node count "
+                    "from the hosts listed");
+  for (const char* rank : {"--node-rank", "--machine-rank"})
+    if (spelled == rank)
+      return concat("unknown option ", quoted(name),
+                    ": each node's rank is its place in the input (--node I picks one for exec, "
+                    "env and argv)");
+  const flag* nearest = nullptr;
+  std::size_t best = 3;
+  for (const flag& f : flags) {
+    if (cmd && !accepts(*cmd, f)) continue;
+    const std::size_t d = edit_distance(spelled, f.name);
+    if (d < best) best = d, nearest = &f;
+  }
+  if (nearest)
+    return concat("unknown option ", quoted(name), "; did you mean ", nearest->name, "?");
+  return "unknown option " + quoted(name);
+}
+
 arguments parse_args(int argc, char** argv) {
   arguments a;
   int i = 1;
@@ -366,7 +416,7 @@ arguments parse_args(int argc, char** argv) {
       const std::size_t eq = word.rfind("--", 0) == 0 ? word.find('=') : std::string::npos;
       const std::string name = word.substr(0, eq);
       const flag* f = find_flag(name);
-      if (!f) throw usage_error{"unknown option " + quoted(name)};
+      if (!f) throw usage_error{unknown_option(name, cmd)};
       if (!cmd)
         throw usage_error{concat(name, " needs a command before it: hetlaunch COMMAND ", name)};
       if (!accepts(*cmd, *f)) throw usage_error{concat(cmd->name, " does not take ", name)};
@@ -382,6 +432,11 @@ arguments parse_args(int argc, char** argv) {
         throw usage_error{concat(name, " takes no value")};
       }
       a.flags.emplace_back(name, std::move(value));
+      continue;
+    }
+    if (!cmd && a.help && find_command(word)) {  // hetlaunch --help COMMAND
+      a.command = word;
+      cmd = find_command(word);
       continue;
     }
     if (!cmd) throw usage_error{"unknown command " + quoted(word)};
@@ -541,12 +596,14 @@ std::string usage_line(const command& c) {
 }
 
 void check_restart_flags(const restart_args& r) {
-  if (!r.restarts && !r.spares.empty())
+  // --restarts 0 restarts nothing: a spare or an exclusion given with it would never be used.
+  const bool restarting = r.restarts && *r.restarts > 0;
+  if (!restarting && !r.spares.empty())
     throw usage_error{
-        "--spare needs --restarts N (a spare takes a failed node's place at a restart)"};
-  if (!r.restarts && (r.exclude_failed || r.min_nodes))
-    throw usage_error{
-        concat(r.exclude_failed ? "--exclude-failed" : "--min-nodes", " needs --restarts N")};
+        "--spare needs --restarts N above 0 (a spare takes a failed node's place at a restart)"};
+  if (!restarting && (r.exclude_failed || r.min_nodes))
+    throw usage_error{concat(r.exclude_failed ? "--exclude-failed" : "--min-nodes",
+                             " needs --restarts N above 0")};
   if (r.min_nodes && !r.exclude_failed)
     throw usage_error{"--min-nodes needs --exclude-failed (the job shrinks only then)"};
 }

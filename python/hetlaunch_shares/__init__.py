@@ -22,7 +22,13 @@ or, instead of scaling the loss, `ddp.register_comm_hook(share, shares.weighted_
 
 accelerate's Accelerator: prepare the model and optimizer with `accelerator.prepare`, the loader
 with `shares.prepare_loader(accelerator, loader)` (accelerate's own prepare of a share loader
-raises ShareLoaderError rather than re-shard it), and scale the loss as above.
+raises ShareLoaderError rather than re-shard it), and scale each batch's loss by
+`loader.loss_scale` (the share its step was cut with; micro-batches under a ceiling each have
+their own).
+
+With a rebalancing sampler, read the scale at each step (`sampler.share.loss_scale`), never from
+a Share kept from before training: a loader's workers read steps ahead, and each step keeps the
+share it was cut with.
 
 HF Trainer: `shares.ShareTrainer` in place of `transformers.Trainer` (imports transformers).
 

@@ -225,6 +225,8 @@ restart_decision decide_restart(const restart_options& options, int restarts_don
   bool names_left_out = false, names_kept = false;
   for (std::size_t i = 0; i < kept.size(); ++i)
     if (before.node(i).host == addr) (kept[i] ? names_kept : names_left_out) = true;
+  // c10d's endpoint on no host of the job is a store of its own: it stays where it is.
+  if (o.backend == rendezvous::c10d && !names_kept && !names_left_out) return false;
   return names_left_out || (!kept[0] && !names_kept);
 }
 
@@ -242,6 +244,8 @@ restart_decision decide_restart(const restart_options& options, int restarts_don
     named_before = named_before || before.node(i).host == addr;
   for (std::size_t i = 0; i < after.node_count(); ++i)
     if (after.node(i).host == addr) return false;
+  // c10d's endpoint on no host of the job is a store of its own: it stays where it is.
+  if (o.backend == rendezvous::c10d && !named_before) return false;
   return named_before || before.node(0).host != after.node(0).host;
 }
 

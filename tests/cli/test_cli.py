@@ -674,7 +674,7 @@ def events_cases(suite, binary, ssh, tmp):
             return problems
         return check
     suite.case("events_spare_replaces", run,
-               ["--hosts", "a:1,b:2", "--restarts", "2", "--spare", "lost-s:auto,t:auto", "--spare", "u:4",
+               ["--hosts", "a:1,b:2", "--restarts", "2", "--spare", "lost-s:auto,t:auto", "--spare", "u:1",
                 "--gpu-count-command", count], once, 0,
                [("planned", 0), *started(0, (0, "a"), (1, "b")), *exited(0, (1, "b", "failed")),
                 *exited(0, (0, "a", "stopped")), ("restart", 1), *started(1, (0, "a"), (1, "t")),
@@ -682,6 +682,16 @@ def events_cases(suite, binary, ssh, tmp):
                replaced_by("t", passed_over=["hetlaunch: spare 'lost-s' is passed over: slots=auto: host 'lost-s': "
                                              "'case $HOST in t) echo 2;; *) exit 4;; esac' failed (exit status 255): "
                                              "'ssh: connect to host lost-s port 22: No route to host'"]))
+    # A spare of a known count that fits: the auto spares are not asked (each could cost
+    # --discover-timeout), so the one that cannot be reached is never passed over.
+    def no_asking(events, r):
+        return [f"an auto spare was asked: {r.stderr[-800:]}"] if "passed over" in r.stderr else []
+    suite.case("events_fixed_spare_fits_auto_not_asked", run,
+               ["--hosts", "a:1,b:2", "--restarts", "2", "--spare", "lost-s:auto", "--spare", "u:4",
+                "--gpu-count-command", count], once, 0,
+               [("planned", 0), *started(0, (0, "a"), (1, "b")), *exited(0, (1, "b", "failed")),
+                *exited(0, (0, "a", "stopped")), ("restart", 1), *started(1, (0, "a"), (1, "u")),
+                *exited(1, (0, "a", "succeeded"), (1, "u", "succeeded")), ("job_exited", 1, "succeeded")], no_asking)
     # A spare that cannot be reached when its turn comes fails like any node, and the next spare
     # takes its place; one too small is never taken. (--fanout 1: node 0 starts before node 1 is
     # tried, so the order of the events is fixed.)
@@ -720,6 +730,9 @@ def events_cases(suite, binary, ssh, tmp):
             ("spare_without_restarts", ["--hosts", "a:1", "--spare", "s:1"], 2),
             ("spare_is_a_node", ["--hosts", "a:1", "--restarts", "1", "--spare", "a:1"], 1),
             ("spare_twice", ["--hosts", "a:1", "--restarts", "1", "--spare", "s:1", "--spare", "s:2"], 1),
+            # Host names are case-insensitive: spare "A" is node 0's host "a", and "S" is "s" again.
+            ("spare_is_a_node_in_other_case", ["--hosts", "a:1", "--restarts", "1", "--spare", "A:1"], 1),
+            ("spare_twice_in_other_case", ["--hosts", "a:1", "--restarts", "1", "--spare", "s:1,S:2"], 1),
             ("spare_bad_slots", ["--hosts", "a:1", "--restarts", "1", "--spare", "s:-1"], 1),
             ("unknown_ssh", ["--hosts", "a:1", "--ssh", "/nonexistent/ssh"], 1),
             # A flag that takes one value, given twice, would silently keep the later one.

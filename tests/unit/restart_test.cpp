@@ -175,6 +175,16 @@ TEST_SUITE("gang restarts") {
     o.backend = hetlaunch::rendezvous::c10d;
     CHECK(moves("h1", {1, 2}));
     CHECK_FALSE(moves("h2", {1, 2}));
+    // c10d's endpoint on no host of the job is a store of its own: it never follows node 0.
+    CHECK_FALSE(moves("store.example", {1, 2}));
+    CHECK_FALSE(moves("10.1.0.1", {2}));
+    const hetlaunch::cluster spare_for_node0{{"s", 2}, {"h2", 1}, {"h3", 1}};
+    CHECK_FALSE(hetlaunch::rendezvous_moves(c, spare_for_node0, o));
+    CHECK(hetlaunch::rendezvous_moves(c, hetlaunch::cluster{{"s", 2}, {"h2", 1}}, [&] {
+      hetlaunch::launch_options h1 = o;
+      h1.master_addr = "h1";
+      return h1;
+    }()));
   }
 
   TEST_CASE("property: the address moves exactly when no remaining node can hold it") {

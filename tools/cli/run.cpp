@@ -382,8 +382,15 @@ std::optional<std::vector<hetlaunch::spare_host>> read_spares(const job_options&
   hetlaunch::hostfile_options parsing;
   parsing.allow_auto_slots = true;
   std::vector<hetlaunch::spare_host> spares;
+  // Host names are compared as DNS compares them, without regard to case: spare "A" is host "a".
+  const auto folded = [](std::string_view host) {
+    std::string out(host);
+    for (char& ch : out)
+      if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+    return out;
+  };
   std::unordered_set<std::string> hosts;
-  for (std::size_t i = 0; i < job.node_count(); ++i) hosts.insert(std::string(job.node(i).host));
+  for (std::size_t i = 0; i < job.node_count(); ++i) hosts.insert(folded(job.node(i).host));
   for (const std::string& text : o.restart.spares) {
     const std::string where = concat("--spare ", quoted(text, 200));
     auto r = hetlaunch::parse_host_list(text, parsing);
@@ -393,10 +400,10 @@ std::optional<std::vector<hetlaunch::spare_host>> read_spares(const job_options&
     }
     for (std::size_t i = 0; i < r->node_count(); ++i) {
       const hetlaunch::node_spec n = r->node(i);
-      if (!hosts.insert(std::string(n.host)).second) {
+      if (!hosts.insert(folded(n.host)).second) {
         std::size_t node = job.node_count();
         for (std::size_t k = 0; k < job.node_count(); ++k)
-          if (job.node(k).host == n.host) node = k;
+          if (folded(job.node(k).host) == folded(n.host)) node = k;
         fail(node < job.node_count()
                  ? concat(where, ": host ", quoted(n.host), " is node ", node,
                           "'s host; a spare must be a host the job does not use")
@@ -541,10 +548,19 @@ job_end run_job(const job_options& o) {
     const hetlaunch::cluster& topology = plan->topology();
     const std::size_t nodes_now = topology.node_count();
     if (!o.restart.restarts || r.interrupted || r.failed.empty()) return ended(r.reason);
-    // Spares written host:auto are asked for their GPU count only now that one may be needed.
-    if (attempt < restarts.restarts) ask_auto_spares(o, *spares);
-    const hetlaunch::restart_decision d =
+    hetlaunch::restart_decision d =
         hetlaunch::decide_restart(restarts, attempt, topology, r.failed, r.interrupted, *spares);
+    // Spares written host:auto are asked for their GPU count only when one is needed: a failed
+    // node that no spare of a known count replaces (asking each can take --discover-timeout).
+    std::vector<std::size_t> failed_nodes = r.failed;
+    std::sort(failed_nodes.begin(), failed_nodes.end());
+    failed_nodes.erase(std::unique(failed_nodes.begin(), failed_nodes.end()), failed_nodes.end());
+    const bool any_auto = std::any_of(spares->begin(), spares->end(),
+                                      [](const hetlaunch::spare_host& s) { return s.nproc == 0; });
+    if (attempt < restarts.restarts && any_auto && d.replaced.size() < failed_nodes.size()) {
+      ask_auto_spares(o, *spares);
+      d = hetlaunch::decide_restart(restarts, attempt, topology, r.failed, r.interrupted, *spares);
+    }
     const std::size_t culprit = r.failed.front();
     const std::string blamed =
         concat("node ", culprit, " (", quoted(topology.node(culprit).host),

@@ -316,6 +316,9 @@ std::string core_message(const Diagnostic& d) {
       return concat("the global batch must be 0 (no work shares) or at least the world size, got ",
                     value);
     case errc::batch_mismatch:
+      if (variable == variables::max_batch && limit == 0)
+        return concat(host.empty() ? std::string() : who, variable, " is ", detail::quoted(text),
+                      " but the plan gives this node no ceiling");
       return concat(host.empty() ? std::string() : who, variable, " is ", detail::quoted(text),
                     " but the plan gives ", limit);
     case errc::virtual_local_rank:

@@ -556,7 +556,7 @@ template <std::size_t N>
 /// HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET, which must be
 /// set and equal the plan's for the worker's node (GROUP_RANK); a difference is batch_mismatch.
 /// Without a global batch, each of them that is set is unplanned_share. A HETLAUNCH_MAX_BATCH
-/// that differs from the node's ceiling is batch_mismatch too.
+/// that differs from the node's ceiling, or is set for a node without one, is batch_mismatch too.
 ///   for (const auto& d : hetlaunch::check_worker_env(plan, std::getenv))
 ///     std::cerr << d.message() << '\n';
 template <class Getenv,
@@ -597,8 +597,10 @@ template <class Getenv,
     compare(variables::node_batch.data(), share.batch, true);
     compare(variables::node_batch_offset.data(), share.offset, true);
   }
-  // The node's ceiling, when it has one and the worker was given one.
-  if (have_node && plan.topology().max_batch(static_cast<std::size_t>(group)) > 0)
+  // The node's ceiling, when it has one and the worker was given one; one inherited by a worker
+  // of a node without a ceiling would cut its share into micro-batches nobody planned.
+  if (have_node && (plan.topology().max_batch(static_cast<std::size_t>(group)) > 0 ||
+                    get(variables::max_batch.data())))
     compare(variables::max_batch.data(), plan.topology().max_batch(static_cast<std::size_t>(group)),
             true);
   return out;

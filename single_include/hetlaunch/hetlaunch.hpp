@@ -1624,6 +1624,9 @@ std::string core_message(const Diagnostic& d) {
       return concat("the global batch must be 0 (no work shares) or at least the world size, got ",
                     value);
     case errc::batch_mismatch:
+      if (variable == variables::max_batch && limit == 0)
+        return concat(host.empty() ? std::string() : who, variable, " is ", detail::quoted(text),
+                      " but the plan gives this node no ceiling");
       return concat(host.empty() ? std::string() : who, variable, " is ", detail::quoted(text),
                     " but the plan gives ", limit);
     case errc::virtual_local_rank:
@@ -4606,7 +4609,7 @@ template <std::size_t N>
 /// HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET, which must be
 /// set and equal the plan's for the worker's node (GROUP_RANK); a difference is batch_mismatch.
 /// Without a global batch, each of them that is set is unplanned_share. A HETLAUNCH_MAX_BATCH
-/// that differs from the node's ceiling is batch_mismatch too.
+/// that differs from the node's ceiling, or is set for a node without one, is batch_mismatch too.
 ///   for (const auto& d : hetlaunch::check_worker_env(plan, std::getenv))
 ///     std::cerr << d.message() << '\n';
 template <class Getenv,
@@ -4647,8 +4650,10 @@ template <class Getenv,
     compare(variables::node_batch.data(), share.batch, true);
     compare(variables::node_batch_offset.data(), share.offset, true);
   }
-  // The node's ceiling, when it has one and the worker was given one.
-  if (have_node && plan.topology().max_batch(static_cast<std::size_t>(group)) > 0)
+  // The node's ceiling, when it has one and the worker was given one; one inherited by a worker
+  // of a node without a ceiling would cut its share into micro-batches nobody planned.
+  if (have_node && (plan.topology().max_batch(static_cast<std::size_t>(group)) > 0 ||
+                    get(variables::max_batch.data())))
     compare(variables::max_batch.data(), plan.topology().max_batch(static_cast<std::size_t>(group)),
             true);
   return out;
@@ -4881,6 +4886,8 @@ restart_decision decide_restart(const restart_options& options, int restarts_don
   bool names_left_out = false, names_kept = false;
   for (std::size_t i = 0; i < kept.size(); ++i)
     if (before.node(i).host == addr) (kept[i] ? names_kept : names_left_out) = true;
+  // c10d's endpoint on no host of the job is a store of its own: it stays where it is.
+  if (o.backend == rendezvous::c10d && !names_kept && !names_left_out) return false;
   return names_left_out || (!kept[0] && !names_kept);
 }
 
@@ -4898,6 +4905,8 @@ restart_decision decide_restart(const restart_options& options, int restarts_don
     named_before = named_before || before.node(i).host == addr;
   for (std::size_t i = 0; i < after.node_count(); ++i)
     if (after.node(i).host == addr) return false;
+  // c10d's endpoint on no host of the job is a store of its own: it stays where it is.
+  if (o.backend == rendezvous::c10d && !named_before) return false;
   return named_before || before.node(0).host != after.node(0).host;
 }
 
@@ -5008,8 +5017,8 @@ class measured_reader {
   }
   // JSON's white space: a line that ends in "\r\n" is read as one that ends in "\n".
   void blanks() {
-    while (at_ < text_.size() && (text_[at_] == ' ' || text_[at_] == '\t' || text_[at_] == '\r' ||
-                                  text_[at_] == '\n'))
+    while (at_ < text_.size() &&
+           (text_[at_] == ' ' || text_[at_] == '\t' || text_[at_] == '\r' || text_[at_] == '\n'))
       ++at_;
   }
   bool eat(char c) {
@@ -7794,11 +7803,11 @@ inline result<hostfile_entry> read_hostfile_line(std::string_view line, std::siz
       if (has_value)  // a key's typo: "slot=4", "wieght=2"
         for (std::string_view known : {"slots", "max_slots", "weight", "max_batch"})
           if (detail::within_two_edits(key, known)) nearest = known;
-      return error(field_start + 1,
-                   concat("unexpected ", quoted(line.substr(field_start, shown_end - field_start)),
-                          nearest.empty() ? std::string()
-                                          : concat(" (did you mean ", nearest, "=?)"),
-                          "; expected slots=N, max_slots=N, weight=W or max_batch=M"));
+      return error(
+          field_start + 1,
+          concat("unexpected ", quoted(line.substr(field_start, shown_end - field_start)),
+                 nearest.empty() ? std::string() : concat(" (did you mean ", nearest, "=?)"),
+                 "; expected slots=N, max_slots=N, weight=W or max_batch=M"));
     }
     int number = 0;
     if (!slot_count(value, allow_auto && is_slots, number))

@@ -489,6 +489,17 @@ def hostile_cases(suite, binary):
     for command in ("plan", "sbatch", "calibrate", "run"):
         extra = ["--group", "1:1"] if command == "sbatch" else ["--hosts", "a:1", "--global-batch", "4"]
         case(f"{command}_empty_script", [command, *extra, "--", ""], 2, "the training script is empty ('')")
+    # A flag a command would drop is refused, not ignored.
+    case("jobset_master_addr", ["jobset", "--name", "j", "--image", "i", "--group", "1:1", "--master-addr", "x",
+                                "--", "t.py"], 2, "jobset takes no --master-addr")
+    case("jobset_c10d", ["jobset", "--name", "j", "--image", "i", "--group", "1:1", "--rdzv", "c10d", "--", "t.py"], 2,
+         "jobset takes no --rdzv c10d")
+    case("accelerate_c10d", ["accelerate", "--hosts", "a:2,b:2", "--node", "0", "--rdzv", "c10d", "--rdzv-id", "j",
+                             "--", "t.py"], 2, "accelerate takes no --rdzv c10d")
+    case("accelerate_torchrun_arg", ["accelerate", "--hosts", "a:2,b:2", "--node", "0", "--torchrun-arg", "--x", "--",
+                                     "t.py"], 2, "accelerate takes no --torchrun-arg")
+    case("calibrate_c10d", ["calibrate", "--hosts", "a:1", "--global-batch", "4", "--rdzv", "c10d", "--rdzv-id", "j",
+                            "--", "t.py"], 2, "calibrate takes no --rdzv c10d")
     case("check_node_out_of_range", ["check", "--node", "7"], 1, "node index 7 is out of range: the cluster has 3 nodes")
     case("hosts_semicolon", ["check", "--hosts", "a:1;b:1"], 1, "character ';' at position 3 is not allowed")
     case("script_like_an_option", ["plan", "--", "--nproc_per_node=99", "train.py"], 1, "starts with '-'")
@@ -858,6 +869,14 @@ def events_cases(suite, binary, ssh, tmp):
             problems.append(f"exit {r.returncode}, events {events[-1:]}: {r.stderr[-300:]}")
         return problems
     suite.case("events_output_failed", output_full)
+
+    def events_full_without_a_job():
+        """The job's end that cannot be written is said as such: there is no job to go on."""
+        r = subprocess.run([binary, "run", "--hosts", "a:0", "--events", "/dev/full", "--", "t.py"],
+                           capture_output=True, text=True, timeout=30)
+        ok = r.returncode == 1 and "--events: writing failed" in r.stderr and "the job goes on" not in r.stderr
+        return [] if ok else [f"exit {r.returncode}: {r.stderr[-500:]}"]
+    suite.case("events_write_failed_without_a_job", events_full_without_a_job)
 
     def other_signals():
         """SIGUSR1, SIGUSR2 and SIGALRM stop the job as SIGTERM does, with its job_exited."""

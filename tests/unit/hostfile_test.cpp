@@ -49,8 +49,9 @@ TEST_SUITE("hostfile") {
     CHECK(hostfile("a slots=99999999999") ==
           "ERR 1:9: slots must be a positive integer, got '99999999999'");
     CHECK(hostfile("a:0") == "ERR 1:3: slots must be a positive integer, got '0'");
-    CHECK(hostfile("a slot=4") ==
-          "ERR 1:3: unexpected 'slot=4'; expected slots=N, max_slots=N, weight=W or max_batch=M");
+    CHECK(
+        hostfile("a slot=4") ==
+        "ERR 1:3: unexpected 'slot=4' (did you mean slots=?); expected slots=N, max_slots=N, weight=W or max_batch=M");
     CHECK(hostfile("a SLOTS=4") ==
           "ERR 1:3: unexpected 'SLOTS=4'; expected slots=N, max_slots=N, weight=W or max_batch=M");
     CHECK(hostfile("a slots=2 slots=3") == "ERR 1:11: slots is given twice for host 'a'");

@@ -140,6 +140,24 @@ TEST_SUITE("worker_variables") {
     REQUIRE_FALSE(hetlaunch::try_jobset_manifest(groups, o));
   }
 
+  TEST_CASE("check_worker_env names a ceiling inherited by a node without one") {
+    hetlaunch::launch_options o;
+    hetlaunch::cluster c{{"a", 1}, {"b", 1}};
+    c.set_max_batch(1, 4);
+    const auto plan = *hetlaunch::make_plan(c, o);
+    hetlaunch::environment env = {{"WORLD_SIZE", "2"},       {"GROUP_RANK", "0"},
+                                  {"LOCAL_WORLD_SIZE", "1"}, {"RANK", "0"},
+                                  {"LOCAL_RANK", "0"},       {"HETLAUNCH_MAX_BATCH", "2"}};
+    auto problems = hetlaunch::check_worker_env(plan, env);
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].code == hetlaunch::errc::batch_mismatch);
+    CHECK(problems[0].message() ==
+          "node 0 ('a'): HETLAUNCH_MAX_BATCH is '2' but the plan gives this node no ceiling");
+    env = {{"WORLD_SIZE", "2"}, {"GROUP_RANK", "1"}, {"LOCAL_WORLD_SIZE", "1"},
+           {"RANK", "1"},       {"LOCAL_RANK", "0"}, {"HETLAUNCH_MAX_BATCH", "4"}};
+    CHECK(hetlaunch::check_worker_env(plan, env).empty());
+  }
+
   TEST_CASE("check_worker_env of a plan without a global batch names each share variable set") {
     hetlaunch::launch_options o;
     const auto plan = *hetlaunch::make_plan(hetlaunch::cluster{{"a", 1}}, o);

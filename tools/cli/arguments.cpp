@@ -595,6 +595,10 @@ std::string usage_line(const command& c) {
   return out + line;
 }
 
+bool given(const command_line& line, const char* name) {
+  return std::find(line.given.begin(), line.given.end(), name) != line.given.end();
+}
+
 void check_restart_flags(const restart_args& r) {
   // --restarts 0 restarts nothing: a spare or an exclusion given with it would never be used.
   const bool restarting = r.restarts && *r.restarts > 0;

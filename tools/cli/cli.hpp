@@ -330,6 +330,8 @@ std::string main_help();
 std::string usage_line(const command& c);
 // A usage error when --exclude-failed or --min-nodes is given without --restarts, or --min-nodes
 // without --exclude-failed (run, sbatch).
+// Whether the flag `name` was given on the command line.
+bool given(const command_line& line, const char* name);
 void check_restart_flags(const restart_args& r);
 std::string command_help(const command& c);
 

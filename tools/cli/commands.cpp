@@ -164,6 +164,15 @@ int env_command(const node_options& o) {
 }
 
 int accelerate_command(const node_options& o) {
+  // `accelerate launch` takes no torchrun arguments and meets at a static rendezvous: a flag it
+  // would drop is refused rather than ignored.
+  if (given(o, "--torchrun-arg"))
+    throw usage_error{
+        "accelerate takes no --torchrun-arg: `accelerate launch` has no place for them"};
+  if (o.launch.backend == hetlaunch::rendezvous::c10d)
+    throw usage_error{
+        "accelerate takes no --rdzv c10d: its command meets at a static rendezvous (--rdzv_backend "
+        "static), where each machine's rank is its place in the input"};
   return on_node(o, [](const planned& p, std::size_t node) {
     const auto r = p.plan.try_accelerate_argv(node);
     if (!r) return node_failed(p.in, r.error());

@@ -65,7 +65,9 @@ result<completed> event_log::open(const std::string& path, const std::vector<std
 }
 
 void event_log::give_up(const char* why) {
-  if (!write_failed_) std::fprintf(stderr, "hetlaunch: --events: %s; the job goes on\n", why);
+  // After job_exited there is no job to go on: the write of the job's end failed.
+  if (!write_failed_)
+    std::fprintf(stderr, "hetlaunch: --events: %s%s\n", why, ended_ ? "" : "; the job goes on");
   write_failed_ = true;
   pending_.clear();
 }
@@ -122,6 +124,7 @@ void event_log::write(const char* event, const std::string& fields) {
   // because its log could not be written: a failed write is reported once, and the job goes on.
   // A reader that is slow (a pipe) gets the lines later, at most this much held back for it.
   constexpr std::size_t most_held = std::size_t{8} << 20;
+  if (std::string_view(event) == "job_exited") ended_ = true;
   if (!write_failed_) {
     if (pending_.size() + line.size() > most_held)
       give_up("the reader takes nothing (8 MiB of events are waiting)");
@@ -129,7 +132,6 @@ void event_log::write(const char* event, const std::string& fields) {
       pending_ += line;
     pump();
   }
-  if (std::string_view(event) == "job_exited") ended_ = true;
 }
 
 void event_log::job_exited(int status, const char* reason) {

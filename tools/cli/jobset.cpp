@@ -47,6 +47,15 @@ result<std::vector<hetlaunch::node_group>> node_groups(const groups_part& flags)
 }
 
 int jobset_command(const jobset_command_options& o) {
+  // Node 0 is the first pod's stable host name, met at a static rendezvous: an address or a
+  // backend the manifest would drop is refused rather than ignored.
+  if (given(o, "--master-addr"))
+    throw usage_error{
+        "jobset takes no --master-addr: node 0 is the first pod, reached by its stable host name"};
+  if (o.launch.backend == hetlaunch::rendezvous::c10d)
+    throw usage_error{
+        "jobset takes no --rdzv c10d: its pods meet at a static rendezvous on the "
+        "first pod, where each pod's rank is its place in the groups"};
   result<std::vector<hetlaunch::node_group>> shapes = node_groups(o);
   if (!shapes) return fail(shapes.error());
   std::vector<hetlaunch::node_group>& groups = *shapes;

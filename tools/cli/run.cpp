@@ -716,6 +716,11 @@ int write_measured(const job_options& o);
 // script. The job's end is written once, after the measurement was read and written.
 int calibrate_command(const job_options& given) {
   job_options o = given;  // run's job, watched for the measured line
+  // The measured line names nodes by their index in the input; c10d would order them itself.
+  if (o.launch.backend == hetlaunch::rendezvous::c10d)
+    throw usage_error{
+        "calibrate takes no --rdzv c10d: c10d orders the nodes by host name at its "
+        "rendezvous, and the measurement names nodes by their place in the input"};
   o.calibrate.measuring = true;
   o.launch.calibrate_steps = o.calibrate.steps;  // the one launch that sets it: every worker's
   measured_line.clear();

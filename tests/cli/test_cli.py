@@ -930,6 +930,11 @@ def events_cases(suite, binary, ssh, tmp):
     suite.case("calibrate_table", calibrate,
                f'[ "$HETLAUNCH_CALIBRATE_STEPS" = 7 ] || exit 9; case $HOST in a) echo \'[default0]:{line}\';; esac', 0,
                "1     b                          2         125.50  2.51", ["--calibrate-steps", "7"])
+    # A measured line past 64 KiB (more than about 840 nodes' worth) is read whole.
+    long_line = line.replace('{"step": 20,', '{"step": 20, "pad": "\'"$pad"\'",')
+    suite.case("calibrate_line_past_64_kib", calibrate,
+               "pad=$(head -c 100000 /dev/zero | tr '\\0' x); case $HOST in a) echo '" + long_line + "';; esac", 0,
+               "1     b                          2         125.50  2.51")
     suite.case("calibrate_never_printed", calibrate, "true", 1,
                "hetlaunch: calibrate: rank 0 never printed a HETLAUNCH_MEASURED line")
     # Only rank 0's own whole lines count: the word inside a log message, or node 1's line, is not
@@ -959,6 +964,15 @@ def events_cases(suite, binary, ssh, tmp):
             problems.append("the job ran before --write-hostfile was found unwritable")
         return problems
     suite.case("calibrate_write_hostfile_checked_before_the_job", hostfile_checked_first)
+
+    def hostfile_with_devices():
+        problems, events = calibrate_end(f"echo '{line}'", ["--write-hostfile", str(pathlib.Path(tmp) / "w.hostfile"),
+                                                            "--include", "b:1"],
+                                         1, "invalid_input", "which a hostfile cannot hold")
+        if any(e["event"] == "planned" for e in events):
+            problems.append("the job ran before the device selection was refused")
+        return problems
+    suite.case("calibrate_write_hostfile_refuses_a_device_selection", hostfile_with_devices)
     suite.case("calibrate_never_printed_names_the_steps", calibrate, "true", 1,
                "once it has handed out 7 steps (--calibrate-steps)", ["--calibrate-steps", "7"])
     suite.case("calibrate_malformed", calibrate, "echo 'HETLAUNCH_MEASURED {\"step\": 1, \"nodes\": ['", 1,

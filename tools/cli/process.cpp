@@ -219,9 +219,9 @@ bool drain(int& fd, std::string& pending, const line_sink& sink) {
     std::size_t start = 0;
     while (true) {
       const std::size_t nl = pending.find('\n', start);
-      const bool too_long = nl == std::string::npos && pending.size() - start >= max_line;
+      const bool too_long = nl == std::string::npos && pending.size() - start >= sink.whole_line;
       if (nl == std::string::npos && !too_long) break;
-      const std::size_t end = too_long ? start + max_line : nl;
+      const std::size_t end = too_long ? start + sink.whole_line : nl;
       const std::string_view line(pending.data() + start, end - start);
       const bool watchers_own = sink.watch && sink.watch(line);
       if (watchers_own) {

@@ -94,12 +94,13 @@ struct line_sink {
   const std::string* prefix = nullptr;
   bool shown = true;
   std::function<bool(std::string_view)> watch;
+  std::size_t whole_line = max_line;  // a line up to this long reaches watch whole
 };
 line_sink kept_lines(std::string& into, std::size_t limit);
 line_sink shown_lines(FILE* stream, const std::string& prefix, bool shown);
 
 // Reads what a stream has and passes each complete line to the sink; a line longer than
-// max_line goes in pieces. Returns false at end of file (the rest is passed on, fd closed).
+// sink.whole_line (max_line unless a watcher needs longer ones whole) goes in pieces. Returns false at end of file (the rest is passed on, fd closed).
 bool drain(int& fd, std::string& pending, const line_sink& sink);
 
 // The one loop of every command that runs processes (run, calibrate, discover): it waits for the

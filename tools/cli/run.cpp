@@ -218,6 +218,9 @@ attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* p
     line_sink sink = shown_lines(out && !o.calibrate.measuring ? stdout : stderr, prefixes[i],
                                  !out || !o.remote.quiet_nodes || i == 0);
     const bool measuring = o.calibrate.measuring && i == 0;
+    // Rank 0's measured line grows with the node count (about 80 bytes a node): it is read
+    // whole up to 16 MiB, some 200,000 nodes.
+    if (out && measuring) sink.whole_line = std::size_t{16} << 20;
     if (out)
       sink.watch = [&p, measuring](std::string_view line) {
         if (!p.started && line == hetlaunch::node_started_line) {
@@ -726,9 +729,18 @@ int calibrate_command(const job_options& given) {
   measured_line.clear();
   last_topology.reset();
   if (const std::optional<job_end> failed = open_events(o)) return end_job(*failed);
-  if (o.calibrate.hostfile)
+  if (o.calibrate.hostfile) {
+    // A hostfile holds a host's count, not which of its devices: the selection would be lost,
+    // and a run of the file would use other devices than the ones measured.
+    if (!o.input.include.empty() || !o.input.exclude.empty())
+      return end_job(invalid_input(fail(concat(
+          "--write-hostfile ", quoted(*o.calibrate.hostfile), ": the job selects devices (",
+          o.input.include.empty() ? "--exclude" : "--include",
+          "), which a hostfile cannot hold (it has slots=N, not device numbers): calibrate without "
+          "--write-hostfile and give run the weights it prints with the same selection"))));
     if (const result<completed> ok = writable(*o.calibrate.hostfile); !ok)
       return end_job(invalid_input(fail(ok.error())));
+  }
   const job_end job = run_job(o);
   if (job.status != 0 || !last_topology || o.remote.dry_run) {
     if (last_topology && job.status != 0)

@@ -500,6 +500,9 @@ def hostile_cases(suite, binary):
                                      "t.py"], 2, "accelerate takes no --torchrun-arg")
     case("calibrate_c10d", ["calibrate", "--hosts", "a:1", "--global-batch", "4", "--rdzv", "c10d", "--rdzv-id", "j",
                             "--", "t.py"], 2, "calibrate takes no --rdzv c10d")
+    # --local: no ssh in the commands, the rendezvous on this machine.
+    case("run_local_dry_run", ["run", "--local", "--hosts", "gpu-a:2,gpu-b:1", "--dry-run", "t.py"], 0,
+         check=lambda out: b"ssh " not in out and b"--master_addr=127.0.0.1" in out and out.startswith(b"# node 0"))
     case("check_node_out_of_range", ["check", "--node", "7"], 1, "node index 7 is out of range: the cluster has 3 nodes")
     case("hosts_semicolon", ["check", "--hosts", "a:1;b:1"], 1, "character ';' at position 3 is not allowed")
     case("script_like_an_option", ["plan", "--", "--nproc_per_node=99", "train.py"], 1, "starts with '-'")
@@ -582,6 +585,29 @@ def exec_e2e(binary, worker, work):
     problems += rank_problems(read_records(work), [3, 1, 2])
     if problems:
         problems += [(work / f"agent-{node}.log").read_text() for node in range(3)]
+    return problems
+
+
+def local_e2e(binary, worker, work):
+    """`run --local`: the same heterogeneous job on this machine, no ssh, the hosts only labels;
+    every worker's variables are the plan's (check-env), the rendezvous on 127.0.0.1. Returns the
+    problems."""
+    work = pathlib.Path(work) / "local"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    hostfile = work / "hostfile"
+    hostfile.write_text("gpu-a slots=3\ngpu-b slots=1\ngpu-c slots=2\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS",) and not k.startswith("PET_")}
+    r = subprocess.run([binary, "run", "--local", "--hostfile", str(hostfile), "--master-port", processes.free_port(),
+                        "--kill-after", "2", *torchrun_flags.torchrun(), "--events", str(work / "events.jsonl"),
+                        "--", worker, str(work), binary, "check-env", "--hostfile", str(hostfile), "--master-addr",
+                        "127.0.0.1"], capture_output=True, text=True, env=env, timeout=300)
+    problems = [] if r.returncode == 0 else [f"run --local exited {r.returncode}:\n{r.stderr[-3000:]}"]
+    problems += rank_problems(read_records(work), [3, 1, 2])
+    events = [json.loads(line) for line in (work / "events.jsonl").read_text().splitlines()]
+    if sorted(e["host"] for e in events if e["event"] == "node_started") != ["gpu-a", "gpu-b", "gpu-c"] or \
+            events[-1]["reason"] != "succeeded":
+        problems.append(f"the events: {events}")
     return problems
 
 
@@ -1133,6 +1159,8 @@ def main():
         if e2e:
             suite.case("exec_e2e: 3 torchrun agents (3 + 1 + 2 workers) started by hetlaunch exec",
                        exec_e2e, binary, worker, work)
+            suite.case("run --local: the same job on this machine, no ssh, hosts as labels",
+                       local_e2e, binary, worker, work)
     return suite.status
 
 if __name__ == "__main__":

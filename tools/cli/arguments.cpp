@@ -283,6 +283,10 @@ const flag flags[] = {
      "restarts on one with at least its nproc, keeping its ranks and share; repeatable",
      restart_bit, [](const parts& p, const std::string& v) { p.restart->spares.push_back(v); },
      true},
+    {"--local", nullptr, nullptr, 0,
+     "run every node's command on this machine, with no ssh: host names are labels, "
+     "--master-addr defaults to 127.0.0.1 (try a job on one machine)",
+     remote_bit, [](const parts& p, const std::string&) { p.remote->local = true; }},
     {"--events", nullptr, "FILE", 0,
      "write what happens to the job to FILE, one JSON object a line (docs/events.md)", remote_bit,
      [](const parts& p, const std::string& v) { p.remote->events = v; }},
@@ -612,8 +616,36 @@ void check_restart_flags(const restart_args& r) {
     throw usage_error{"--min-nodes needs --exclude-failed (the job shrinks only then)"};
 }
 
+std::string description_of(const command& c) {
+  std::string out = c.description;
+  // Which variables --env may not set comes from the library's own list, never written again.
+  if (command_accepts(c, "--env")) {
+    std::string names;
+    const auto& owned = hetlaunch::variables::owned;
+    for (std::size_t k = 0; k < owned.size(); ++k)
+      names += concat(k == 0 ? "" : k + 1 == owned.size() ? " or " : ", ", owned[k]);
+    const std::string text =
+        concat("--env and --env-file may not set ", names,
+               ": the launch sets them (the plan, --restarts, calibrate) or removes them.");
+    // Wrapped at the width of the descriptions written by hand.
+    std::size_t line_start = out.size();
+    for (std::size_t at = 0; at < text.size();) {
+      std::size_t end = text.find(' ', at);
+      if (end == std::string::npos) end = text.size();
+      if (out.size() - line_start + (end - at) + 1 > 96 && out.size() > line_start) {
+        out.back() = '\n';
+        line_start = out.size();
+      }
+      out.append(text, at, end - at).push_back(' ');
+      at = end + 1;
+    }
+    out.back() = '\n';
+  }
+  return out;
+}
+
 std::string command_help(const command& c) {
-  std::string out = concat("usage: ", usage_line(c), "\n", c.description);
+  std::string out = concat("usage: ", usage_line(c), "\n", description_of(c));
   std::string own;
   for (const char* name : c.flags) own += flag_line(*find_flag(name));
   if (!own.empty()) out += concat("\noptions:\n", own);

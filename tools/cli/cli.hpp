@@ -120,6 +120,7 @@ struct remote_args {
   std::optional<std::string> gpu_count_command;
   int discover_timeout = 60;          // seconds a host has to answer its GPU count
   std::optional<std::string> events;  // --events FILE
+  bool local = false;                 // --local: every node's command runs here, with no ssh
 };
 struct remote_part {
   remote_args remote;
@@ -334,6 +335,9 @@ std::string usage_line(const command& c);
 bool given(const command_line& line, const char* name);
 void check_restart_flags(const restart_args& r);
 std::string command_help(const command& c);
+// The command's description, with the lines made from the library's tables (the variables --env
+// may not set).
+std::string description_of(const command& c);
 
 // input.cpp
 struct input {

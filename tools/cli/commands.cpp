@@ -317,12 +317,11 @@ const std::vector<command>& commands() {
        "restart, job_exited), and job_exited's reason tells the endings apart that share a status\n"
        "(invalid_input, worker_failed, ...); see docs/events.md. With --restarts, a --spare host of\n"
        "at least a failed node's nproc takes its place: same node index, ranks and share.\n"
-       "--env and --env-file may not set HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH,\n"
-       "HETLAUNCH_NODE_BATCH_OFFSET or HETLAUNCH_RESTART_COUNT: the plan and --restarts set them.\n",
+       "--local runs every node's command on this machine instead, with no ssh (docs/multi-host.md).\n",
        input_flags | launch_flags,
        {"--ssh", "--ssh-arg", "--fanout", "--env", "--env-file", "--chdir", "--dry-run",
         "--quiet-nodes", "--kill-after", "--gpu-count-command", "--discover-timeout", "--restarts",
-        "--exclude-failed", "--min-nodes", "--spare", "--events"},
+        "--exclude-failed", "--min-nodes", "--spare", "--events", "--local"},
        script_use::required,
        node_use::none,
        bound<job_options, run_command>()},
@@ -342,7 +341,7 @@ const std::vector<command>& commands() {
        input_flags | launch_flags,
        {"--ssh", "--ssh-arg", "--fanout", "--env", "--env-file", "--chdir", "--quiet-nodes",
         "--kill-after", "--gpu-count-command", "--discover-timeout", "--calibrate-steps",
-        "--write-hostfile", "--events", "--format", "--json"},
+        "--write-hostfile", "--events", "--local", "--format", "--json"},
        script_use::required,
        node_use::none,
        bound<job_options, calibrate_command>(),

@@ -110,8 +110,10 @@ result<completed> resolve_auto(const remote_args& remote, const restart_args& re
   const auto on_end = [](std::size_t, int) {};  // reaped: its answer is read once its output ends
   while (done < asked.size()) {
     while (next < asked.size() && active.size() < static_cast<std::size_t>(remote.fanout)) {
+      // --local: the host is a label, and this machine answers for it.
       const std::vector<std::string> argv =
-          hetlaunch::ssh_command_argv(ssh, nodes.node(asked[next]).host, command);
+          remote.local ? std::vector<std::string>{"sh", "-c", command}
+                       : hetlaunch::ssh_command_argv(ssh, nodes.node(asked[next]).host, command);
       result<child> c = spawn(argv, false);
       if (!c) {
         stop_all();

@@ -137,7 +137,7 @@ std::string manual_page() {
   };
   for (const command& c : commands()) {
     out += concat(".SS ", c.name, "\n.nf\n\\fBhetlaunch ", c.name, "\\fR ", roff(usage_words(c)),
-                  "\n.fi\n.PP\n", roff(c.description));
+                  "\n.fi\n.PP\n", roff(description_of(c)));
     std::string own;
     for (const char* name : c.flags)
       for (const flag_view& f : flags)

@@ -169,9 +169,16 @@ const char* job_reason_of(const char* node_reason) {
   return "worker_failed";
 }
 
+// Node i's command: ssh to its host, or with --local the same remote command run here.
+std::vector<std::string> node_command(const job_options& o, const hetlaunch::launch_plan& plan,
+                                      std::size_t i, const hetlaunch::ssh_options& ssh) {
+  return o.remote.local ? hetlaunch::try_remote_argv(plan, i, ssh).value()
+                        : hetlaunch::ssh_argv(plan, i, ssh);
+}
+
 attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* plan,
                            const hetlaunch::ssh_options& ssh) {
-  const auto command_of = [&](std::size_t i) { return hetlaunch::ssh_argv(*plan, i, ssh); };
+  const auto command_of = [&](std::size_t i) { return node_command(o, *plan, i, ssh); };
   install_signal_handlers();
   const std::size_t n = plan->topology().node_count();
   std::vector<child> nodes(n);
@@ -470,7 +477,10 @@ job_end run_job(const job_options& o) {
   });
   if (const auto early = interrupted_early()) return *early;
   if (!in) return invalid_input(fail(in.error()));
-  std::optional<hetlaunch::launch_plan> plan = plan_of(*in, o.command, o.launch);
+  hetlaunch::launch_options first_launch = o.launch;
+  // --local: every node is this machine, whatever its label.
+  if (o.remote.local && first_launch.master_addr.empty()) first_launch.master_addr = "127.0.0.1";
+  std::optional<hetlaunch::launch_plan> plan = plan_of(*in, o.command, first_launch);
   if (!plan) return invalid_input(exit_invalid);
   std::optional<std::vector<hetlaunch::spare_host>> spares = read_spares(o, plan->topology());
   if (!spares) return invalid_input(exit_invalid);
@@ -499,7 +509,7 @@ job_end run_job(const job_options& o) {
         fail(concat("--min-nodes ", restarts.min_nodes, " is more than the plan's ", n, " nodes")));
   }
   // A program this machine cannot run fails every node alike: refused before any connection.
-  if (!o.remote.dry_run)
+  if (!o.remote.dry_run && !o.remote.local)
     if (const result<completed> runnable = can_run(ssh.program.front()); !runnable)
       return invalid_input(
           fail(concat("--ssh ", quoted(ssh.program.front()), ": ", runnable.error().message)));
@@ -525,7 +535,7 @@ job_end run_job(const job_options& o) {
   if (o.remote.dry_run) {
     planned();
     const hetlaunch::ssh_options first = attempt_ssh(0);
-    const auto command_of = [&](std::size_t i) { return hetlaunch::ssh_argv(*plan, i, first); };
+    const auto command_of = [&](std::size_t i) { return node_command(o, *plan, i, first); };
     for (std::size_t i = 0; i < n; ++i) {
       const auto host = plan->topology().node(i).host;
       const std::string text =
@@ -614,7 +624,8 @@ job_end run_job(const job_options& o) {
     if (!excluded.empty() || !d.replaced.empty()) {
       hetlaunch::cluster next = hetlaunch::restart_topology(topology, d, *spares);
       hetlaunch::launch_options launch = plan->options();
-      if (hetlaunch::rendezvous_moves(topology, next, launch)) {
+      // --local: the rendezvous is this machine's, whichever labels remain.
+      if (!o.remote.local && hetlaunch::rendezvous_moves(topology, next, launch)) {
         moved_master = concat(
             "the rendezvous moves to the new node 0 (", quoted(next.node(0).host), "): ",
             launch.backend == hetlaunch::rendezvous::c10d ? "the endpoint " : "--master-addr ",

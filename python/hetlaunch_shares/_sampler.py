@@ -50,7 +50,7 @@ def check_layout(layout: List[RankLayout]) -> List[int]:
     """Each node's worker count, from every rank's own account; RuntimeError naming the ranks
     when they disagree (a node whose ranks' LOCAL_WORLD_SIZE differ would leave part of every
     step untrained; ranks that rebalance at different steps wait for each other forever)."""
-    for field, what in [("global_batch", "HETLAUNCH_GLOBAL_BATCH"), ("rebalance_every", "rebalance_every"),
+    for field, what in [("global_batch", names.GLOBAL_BATCH), ("rebalance_every", "rebalance_every"),
                         ("calibrate_steps", names.CALIBRATE_STEPS)]:
         values = {getattr(r, field) for r in layout}
         if len(values) > 1:

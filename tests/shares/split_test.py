@@ -404,6 +404,25 @@ def ledger_cases():
     return failures
 
 
+def names_cases():
+    """The Python side names hetlaunch's variables once (hetlaunch_shares._names), and they are
+    the C++ side's: the launch-owned variables of include/hetlaunch/worker_variables.hpp."""
+    import re
+    from hetlaunch_shares import _names
+
+    header = (HERE.parents[1] / "include" / "hetlaunch" / "worker_variables.hpp").read_text()
+    values = dict(re.findall(r'inline constexpr std::string_view (\w+) = "([A-Z_]+)";', header))
+    owned = re.search(r"owned = \{([^}]*)\}", header).group(1)
+    want = {values[name.strip()] for name in owned.split(",")}
+    failures = [] if set(_names.HETLAUNCH) == want else [f"Python names {sorted(_names.HETLAUNCH)}, C++ owns {sorted(want)}"]
+    source = "".join(p.read_text() for p in (HERE.parents[1] / "python" / "hetlaunch_shares").glob("*.py")
+                     if p.name != "_names.py")
+    spelled = sorted(set(re.findall(r'"(HETLAUNCH_[A-Z_]+|GROUP_RANK|LOCAL_RANK|LOCAL_WORLD_SIZE|WORLD_SIZE)"', source)))
+    if spelled:
+        failures.append(f"variable names spelled outside _names.py: {spelled}")
+    return failures
+
+
 def install_cases():
     """hetlaunch_shares installs offline, with nothing but pip and setuptools, and imports from
     where it was installed without importing accelerate or transformers."""
@@ -450,6 +469,7 @@ def main():
         run.case("rebalancing: a step must be timed, and watch() times it", timing_cases)
         run.case("steps in flight keep their share; only the first marker counts", ledger_cases)
         run.case("a loader that reads ahead: the position is what training finished", read_ahead_cases)
+        run.case("variable names: once in Python, equal to worker_variables.hpp's", names_cases)
         run.case("install: pip install --no-build-isolation ./python, offline", install_cases)
     return run.status
 

@@ -220,8 +220,10 @@ def run_suite(run, suite, source, bins):
             could not run here (the report says so)."""
             t = time.monotonic()
             r = m.run(argv, timeout=timeout)
-            skipped = " (skipped: it cannot run here)" if r.returncode == 77 else ""
-            run.report(f"{suite} {what}{skipped}", [f"exit status {r.returncode}"] if r.returncode not in (0, 77) else [],
+            if r.returncode == 77:  # it could not run here: a skip, never a pass
+                run.skip(f"{suite} {what}", "it cannot run in this chroot: " + output_end(r).strip()[-300:])
+                return
+            run.report(f"{suite} {what}", [f"exit status {r.returncode}"] if r.returncode else [],
                        time.monotonic() - t, output_end(r))
 
         # Each node's torchrun started by `hetlaunch exec`.

@@ -388,7 +388,7 @@ def wrapped_pid_cases(r, orphans_left, seconds):
     """The later looks of a node script read only the processes created since the previous one,
     found from the pid cursor: a cursor that wrapped round the pid space in between still finds them."""
     if os.geteuid() != 0 or not shutil.which("unshare"):
-        print("skipped: teardown across a wrapped pid cursor (needs root and unshare for a pid namespace)")
+        SUITE.skip("teardown across a wrapped pid cursor", "needs root and unshare for a pid namespace")
         return
     ssh = r.stand_in("own-pid-namespace", processes.own_pid_namespace('"$*"'))
     for before, after, where in ((0, 0, "past the first look's cursor"),

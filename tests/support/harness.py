@@ -22,6 +22,11 @@ import traceback
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
+class Skipped(Exception):
+    """Raised by a case that cannot run here (a program or a privilege it needs is missing):
+    the suite reports it as skipped, with this reason."""
+
+
 def pick(cases, wanted):
     """The names of `cases` (a dict, in its order) to run: all of them, or those `wanted`, in the
     order given. An unknown name ends the program with a usage message."""
@@ -66,6 +71,7 @@ class Suite:
         self.leftovers = leftovers  # returns the problems of what survived the teardown
         self.passed = 0
         self.failed = 0
+        self.skipped = []  # (name, why) of each case that could not run here
         self.interrupted = False
         self._previous = {}
 
@@ -85,11 +91,20 @@ class Suite:
         sys.stdout.flush()
         return not problems
 
+    def skip(self, name, why):
+        """A case that cannot run here: reported and counted as skipped, never as passed."""
+        print(f"skip {name} ({why})", flush=True)
+        self.skipped.append((name, why))
+
     def case(self, name, function, *args, **kwargs):
-        """Runs one case and reports it. True when it passed."""
+        """Runs one case and reports it. True when it passed. A case that raises Skipped is
+        reported as skipped, with the reason it gives."""
         start = time.monotonic()
         try:
             problems = function(*args, **kwargs)
+        except Skipped as e:
+            self.skip(name, str(e))
+            return True
         except Exception as e:  # a broken case fails alone; a signal (KeyboardInterrupt) is no Exception
             lines = traceback.format_exception(type(e), e, e.__traceback__)
             problems = [f"{type(e).__name__}: {e}", "".join(lines[-3:]).rstrip()]
@@ -125,5 +140,6 @@ class Suite:
                                              "".join(traceback.format_tb(trace)[-2:]).rstrip()])
         elif kind is SystemExit:
             return False
-        print(f"{self.title}: {self.passed} passed, {self.failed} failed", flush=True)
+        skipped = f", {len(self.skipped)} skipped" if self.skipped else ""
+        print(f"{self.title}: {self.passed} passed, {self.failed} failed{skipped}", flush=True)
         return True

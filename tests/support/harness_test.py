@@ -18,7 +18,7 @@ SUPPORT = pathlib.Path(__file__).resolve().parent
 SUITE = textwrap.dedent("""
     import pathlib, sys, time
     sys.path.insert(0, {support!r})
-    from harness import Suite, pick
+    from harness import Skipped, Suite, pick
 
     done = pathlib.Path({done!r})
     ready = pathlib.Path({ready!r})
@@ -31,6 +31,9 @@ SUITE = textwrap.dedent("""
 
     def raises():
         raise ValueError("broken case")
+
+    def skips():
+        raise Skipped("needs a program this machine lacks")
 
     def waits():
         ready.write_text("waiting")
@@ -45,7 +48,7 @@ SUITE = textwrap.dedent("""
     def leftovers():
         return [] if done.exists() else ["the teardown did not finish"]
 
-    CASES = {{"passes": passes, "fails": fails, "raises": raises, "waits": waits}}
+    CASES = {{"passes": passes, "fails": fails, "raises": raises, "waits": waits, "skips": skips}}
     with Suite("demo", teardown, leftovers) as run:
         for name in pick(CASES, sys.argv[1:]):
             run.case(name, CASES[name])
@@ -84,11 +87,27 @@ def results(work):
     return problems
 
 
+def skipped_case(work):
+    """A case that cannot run here is a skip, with its reason, never a pass: the closing line
+    counts it apart, and the status stays that of the cases that ran."""
+    p = start(work, "passes", "skips")
+    out, err = p.communicate(timeout=60)
+    problems = [] if p.returncode == 0 else [f"exit status {p.returncode}, expected 0"]
+    lines = out.splitlines()
+    for expected in ["ok   passes (", "skip skips (needs a program this machine lacks)",
+                     "demo: 1 passed, 0 failed, 1 skipped"]:
+        if not any(line.startswith(expected) for line in lines):
+            problems.append(f"no line starting {expected!r} in:\n{out}{err}")
+    if any(line.startswith("ok   skips") for line in lines):
+        problems.append("the skipped case was reported as passed")
+    return problems
+
+
 def unknown_case(work):
     p = start(work, "passes", "nonesuch")
     out, err = p.communicate(timeout=60)
     problems = [] if p.returncode == 1 else [f"exit status {p.returncode}, expected 1"]
-    if "unknown cases: nonesuch (known: passes fails raises waits)" not in err:
+    if "unknown cases: nonesuch (known: passes fails raises waits skips)" not in err:
         problems.append(f"stderr: {err!r}")
     if "ok   passes" in out:
         problems.append("a case ran although another was unknown")
@@ -133,7 +152,7 @@ def signal_during_teardown(work):
 
 
 def main():
-    checks = [("results", results), ("unknown case", unknown_case),
+    checks = [("results", results), ("a skipped case", skipped_case), ("unknown case", unknown_case),
               ("SIGTERM in a case", lambda w: signal_during_case(w, signal.SIGTERM)),
               ("SIGINT in a case", lambda w: signal_during_case(w, signal.SIGINT)),
               ("signals during the teardown", signal_during_teardown)]

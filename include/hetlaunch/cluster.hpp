@@ -143,7 +143,8 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
     const auto& role = roles_[role_of(i)];
     return {std::string_view(base + begin, host_end_[i] - begin), nproc_of(i),
             std::string_view(base + role.first, role.second),
-            weight_id_.empty() ? std::string_view("1") : std::string_view(weights_[weight_id_[i]])};
+            weight_id_.empty() ? std::string_view("1") : std::string_view(weights_[weight_id_[i]]),
+            max_batch_.empty() ? 0 : max_batch_[i]};
   }
   // The id of weight `w`: the last one added, "1", or a new one.
   std::uint32_t weight_id(std::string_view w) {
@@ -329,6 +330,7 @@ class basic_cluster_builder {
   // texts live in one buffer, addressed by offset.
   std::string role_text_;
   vector<std::pair<std::size_t, std::size_t>> runs_;  // (begin, size) in role_text_
+  vector<int> ceilings_;  // empty, or one max_batch per node added so far
   std::string_view run_text(std::size_t r) const noexcept {
     return std::string_view(role_text_).substr(runs_[r].first, runs_[r].second);
   }
@@ -344,6 +346,14 @@ class basic_cluster_builder {
       role_text_.append(role.data(), role.size());
     }
     c_.append(host, nproc, static_cast<std::uint32_t>(runs_.size() - 1), weight);
+    if (!ceilings_.empty()) ceilings_.push_back(0);
+  }
+  /// Appends a node with everything it has: host, nproc, role, weight and ceiling. A cluster made
+  /// from another's nodes keeps each field by this one call. O(1) amortized.
+  void add(const node_spec& n) {
+    add(n.host, n.nproc, n.role, n.weight);
+    if (n.max_batch > 0 && ceilings_.empty()) ceilings_.assign(c_.node_count(), 0);
+    if (!ceilings_.empty()) ceilings_.back() = n.max_batch > 0 ? n.max_batch : 0;
   }
   [[nodiscard]] std::size_t node_count() const noexcept { return c_.node_count(); }
   /// The cluster; the builder is left empty. O(n + r log r) for r runs of roles.
@@ -376,6 +386,7 @@ class basic_cluster_builder {
     else
       c_.role_id_.clear();
     c_.finish(roles);
+    c_.max_batch_ = std::move(ceilings_);
     basic_cluster<Unused> out = std::move(c_);
     *this = basic_cluster_builder();
     return out;
@@ -394,7 +405,7 @@ void basic_cluster<Unused>::assign(It first, It last, std::size_t n) {
   std::size_t chars = 0;
   for (It it = first; it != last; ++it) chars += it->host.size();
   b.reserve(n, chars);
-  for (It it = first; it != last; ++it) b.add(it->host, it->nproc, it->role, it->weight);
+  for (It it = first; it != last; ++it) b.add(*it);
   *this = b.finish();
 }
 

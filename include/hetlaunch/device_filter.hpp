@@ -170,8 +170,9 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
       for (int d : listed)
         if (including ? selected(d) : !selected(d)) ids.push_back(d);
     }
-    const node_spec spec = c.node(i);
-    builder.add(spec.host, static_cast<int>(ids.size()), spec.role, spec.weight);
+    node_spec spec = c.node(i);  // every field of the node, its ceiling too
+    spec.nproc = static_cast<int>(ids.size());
+    builder.add(spec);
     kept.push_back(std::move(ids));
     out.source_node.push_back(i);
   }

@@ -16,6 +16,10 @@ struct node_spec {
   /// The relative speed of one of this node's workers, as an exact decimal ("2.5"): its share
   /// of a global batch (see shares.hpp). Only the split of a global batch reads it.
   std::string_view weight = "1";
+  /// The most samples one of this node's workers takes in one forward (its memory ceiling), or
+  /// 0 for none. A cluster made from a cluster (cluster_builder::add(node_spec)) keeps it with
+  /// the rest of the node.
+  int max_batch = 0;
 };
 
 /// Where a global rank lives: node index and local rank on that node.

@@ -159,15 +159,10 @@ restart_decision decide_restart(const restart_options& options, int restarts_don
     chars += c.node(i).host.size();
   }
   builder.reserve(keep.size(), chars);
-  for (std::size_t i : keep) {
-    const node_spec n = c.node(i);
-    builder.add(n.host, n.nproc, n.role, n.weight);
-  }
+  for (std::size_t i : keep) builder.add(c.node(i));  // every field of the node
   cluster out = builder.finish();
-  for (std::size_t k = 0; k < keep.size(); ++k) {
+  for (std::size_t k = 0; k < keep.size(); ++k)
     if (!c.devices(keep[k]).empty()) out.set_devices(k, c.devices(keep[k]));
-    out.set_max_batch(k, c.max_batch(keep[k]));
-  }
   return out;
 }
 
@@ -190,20 +185,17 @@ restart_decision decide_restart(const restart_options& options, int restarts_don
   builder.reserve(d.nodes.size(), chars);
   std::vector<bool> replaced(d.nodes.size(), false);
   for (std::size_t k = 0; k < d.nodes.size(); ++k) {
-    const node_spec n = c.node(d.nodes[k]);
+    node_spec n = c.node(d.nodes[k]);  // every field of the node, its ceiling too
     while (r < d.replaced.size() && d.replaced[r].node < d.nodes[k]) ++r;
     if (r < d.replaced.size() && d.replaced[r].node == d.nodes[k]) {
-      builder.add(spares[d.replaced[r].spare].host, n.nproc, n.role, n.weight);
+      n.host = spares[d.replaced[r].spare].host;  // the spare's host, the node's all else
       replaced[k] = true;
-    } else {
-      builder.add(n.host, n.nproc, n.role, n.weight);
     }
+    builder.add(n);
   }
   cluster out = builder.finish();
-  for (std::size_t k = 0; k < d.nodes.size(); ++k) {
+  for (std::size_t k = 0; k < d.nodes.size(); ++k)
     if (!replaced[k] && !c.devices(d.nodes[k]).empty()) out.set_devices(k, c.devices(d.nodes[k]));
-    out.set_max_batch(k, c.max_batch(d.nodes[k]));  // the node's ceiling, on a spare too
-  }
   return out;
 }
 

@@ -515,7 +515,7 @@ inline std::string count_of(long long n, const char* one, const char* many) {
                   "\"$signal\"; done\n",
                   "attempt=0\nwhile :; do\n",
                   "  [ -z \"$interrupted\" ] || exit $((128 + $(kill -l \"$interrupted\")))\n",
-                  "  export ", variables::restart_count, "=$attempt\n  status=0\n");
+                  "  status=0\n");
   out += indent + (restarting ? "srun --kill-on-bad-exit=1" : "srun");
   for (std::size_t c = 0; c < groups.size(); ++c) {
     if (c > 0) out += concat(" : \\\n    ", indent);
@@ -525,7 +525,11 @@ inline std::string count_of(long long n, const char* one, const char* many) {
     out += concat(" --nodes=", step_nodes, " --ntasks=", step_nodes,
                   " --ntasks-per-node=1 --gpus-per-node=", groups[c].gpus);
   }
-  out += concat(" \\\n  ", indent, program, " exec ", tail, restarting ? " || status=$?\n" : "\n");
+  // The attempt reaches exec as a flag: an inherited HETLAUNCH_RESTART_COUNT is another launch's,
+  // and exec removes it.
+  out += concat(" \\\n  ", indent, program, " exec ",
+                restarting ? "--restart-count \"$attempt\" " : "", tail,
+                restarting ? " || status=$?\n" : "\n");
   if (restarting)
     out += concat(
         "  if [ -n \"$interrupted\" ]; then\n",

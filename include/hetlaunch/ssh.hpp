@@ -41,6 +41,10 @@ struct ssh_options {
 /// The first line a node's remote command writes to its standard output, once torchrun has been
 /// started: a launcher reads it to know that the node is up, and does not show it.
 constexpr std::string_view node_started_line = "hetlaunch: node started";
+/// The line the node script prints last, before it exits with its command's status: "hetlaunch:
+/// node ended STATUS". A launcher that saw it knows an ssh status of 255 was the command's own,
+/// not a lost connection.
+constexpr std::string_view node_ended_prefix = "hetlaunch: node ended ";
 
 namespace detail {
 
@@ -186,6 +190,7 @@ status=$?
 kill "$watcher" 2>/dev/null
 kill -USR1 "$watcher" 2>/dev/null
 wait "$watcher" 2>/dev/null
+echo "hetlaunch: node ended $status"
 exit "$status")sh");
 }
 

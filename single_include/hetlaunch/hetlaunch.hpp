@@ -804,6 +804,10 @@ struct node_spec {
   /// The relative speed of one of this node's workers, as an exact decimal ("2.5"): its share
   /// of a global batch (see shares.hpp). Only the split of a global batch reads it.
   std::string_view weight = "1";
+  /// The most samples one of this node's workers takes in one forward (its memory ceiling), or
+  /// 0 for none. A cluster made from a cluster (cluster_builder::add(node_spec)) keeps it with
+  /// the rest of the node.
+  int max_batch = 0;
 };
 
 /// Where a global rank lives: node index and local rank on that node.
@@ -2367,7 +2371,8 @@ class basic_cluster : public detail::topology_queries<basic_cluster<Unused>> {
     const auto& role = roles_[role_of(i)];
     return {std::string_view(base + begin, host_end_[i] - begin), nproc_of(i),
             std::string_view(base + role.first, role.second),
-            weight_id_.empty() ? std::string_view("1") : std::string_view(weights_[weight_id_[i]])};
+            weight_id_.empty() ? std::string_view("1") : std::string_view(weights_[weight_id_[i]]),
+            max_batch_.empty() ? 0 : max_batch_[i]};
   }
   // The id of weight `w`: the last one added, "1", or a new one.
   std::uint32_t weight_id(std::string_view w) {
@@ -2553,6 +2558,7 @@ class basic_cluster_builder {
   // texts live in one buffer, addressed by offset.
   std::string role_text_;
   vector<std::pair<std::size_t, std::size_t>> runs_;  // (begin, size) in role_text_
+  vector<int> ceilings_;  // empty, or one max_batch per node added so far
   std::string_view run_text(std::size_t r) const noexcept {
     return std::string_view(role_text_).substr(runs_[r].first, runs_[r].second);
   }
@@ -2568,6 +2574,14 @@ class basic_cluster_builder {
       role_text_.append(role.data(), role.size());
     }
     c_.append(host, nproc, static_cast<std::uint32_t>(runs_.size() - 1), weight);
+    if (!ceilings_.empty()) ceilings_.push_back(0);
+  }
+  /// Appends a node with everything it has: host, nproc, role, weight and ceiling. A cluster made
+  /// from another's nodes keeps each field by this one call. O(1) amortized.
+  void add(const node_spec& n) {
+    add(n.host, n.nproc, n.role, n.weight);
+    if (n.max_batch > 0 && ceilings_.empty()) ceilings_.assign(c_.node_count(), 0);
+    if (!ceilings_.empty()) ceilings_.back() = n.max_batch > 0 ? n.max_batch : 0;
   }
   [[nodiscard]] std::size_t node_count() const noexcept { return c_.node_count(); }
   /// The cluster; the builder is left empty. O(n + r log r) for r runs of roles.
@@ -2600,6 +2614,7 @@ class basic_cluster_builder {
     else
       c_.role_id_.clear();
     c_.finish(roles);
+    c_.max_batch_ = std::move(ceilings_);
     basic_cluster<Unused> out = std::move(c_);
     *this = basic_cluster_builder();
     return out;
@@ -2618,7 +2633,7 @@ void basic_cluster<Unused>::assign(It first, It last, std::size_t n) {
   std::size_t chars = 0;
   for (It it = first; it != last; ++it) chars += it->host.size();
   b.reserve(n, chars);
-  for (It it = first; it != last; ++it) b.add(it->host, it->nproc, it->role, it->weight);
+  for (It it = first; it != last; ++it) b.add(*it);
   *this = b.finish();
 }
 
@@ -4820,15 +4835,10 @@ restart_decision decide_restart(const restart_options& options, int restarts_don
     chars += c.node(i).host.size();
   }
   builder.reserve(keep.size(), chars);
-  for (std::size_t i : keep) {
-    const node_spec n = c.node(i);
-    builder.add(n.host, n.nproc, n.role, n.weight);
-  }
+  for (std::size_t i : keep) builder.add(c.node(i));  // every field of the node
   cluster out = builder.finish();
-  for (std::size_t k = 0; k < keep.size(); ++k) {
+  for (std::size_t k = 0; k < keep.size(); ++k)
     if (!c.devices(keep[k]).empty()) out.set_devices(k, c.devices(keep[k]));
-    out.set_max_batch(k, c.max_batch(keep[k]));
-  }
   return out;
 }
 
@@ -4851,20 +4861,17 @@ restart_decision decide_restart(const restart_options& options, int restarts_don
   builder.reserve(d.nodes.size(), chars);
   std::vector<bool> replaced(d.nodes.size(), false);
   for (std::size_t k = 0; k < d.nodes.size(); ++k) {
-    const node_spec n = c.node(d.nodes[k]);
+    node_spec n = c.node(d.nodes[k]);  // every field of the node, its ceiling too
     while (r < d.replaced.size() && d.replaced[r].node < d.nodes[k]) ++r;
     if (r < d.replaced.size() && d.replaced[r].node == d.nodes[k]) {
-      builder.add(spares[d.replaced[r].spare].host, n.nproc, n.role, n.weight);
+      n.host = spares[d.replaced[r].spare].host;  // the spare's host, the node's all else
       replaced[k] = true;
-    } else {
-      builder.add(n.host, n.nproc, n.role, n.weight);
     }
+    builder.add(n);
   }
   cluster out = builder.finish();
-  for (std::size_t k = 0; k < d.nodes.size(); ++k) {
+  for (std::size_t k = 0; k < d.nodes.size(); ++k)
     if (!replaced[k] && !c.devices(d.nodes[k]).empty()) out.set_devices(k, c.devices(d.nodes[k]));
-    out.set_max_batch(k, c.max_batch(d.nodes[k]));  // the node's ceiling, on a spare too
-  }
   return out;
 }
 
@@ -5980,6 +5987,10 @@ struct ssh_options {
 /// The first line a node's remote command writes to its standard output, once torchrun has been
 /// started: a launcher reads it to know that the node is up, and does not show it.
 constexpr std::string_view node_started_line = "hetlaunch: node started";
+/// The line the node script prints last, before it exits with its command's status: "hetlaunch:
+/// node ended STATUS". A launcher that saw it knows an ssh status of 255 was the command's own,
+/// not a lost connection.
+constexpr std::string_view node_ended_prefix = "hetlaunch: node ended ";
 
 namespace detail {
 
@@ -6125,6 +6136,7 @@ status=$?
 kill "$watcher" 2>/dev/null
 kill -USR1 "$watcher" 2>/dev/null
 wait "$watcher" 2>/dev/null
+echo "hetlaunch: node ended $status"
 exit "$status")sh");
 }
 
@@ -7371,7 +7383,7 @@ inline std::string count_of(long long n, const char* one, const char* many) {
                   "\"$signal\"; done\n",
                   "attempt=0\nwhile :; do\n",
                   "  [ -z \"$interrupted\" ] || exit $((128 + $(kill -l \"$interrupted\")))\n",
-                  "  export ", variables::restart_count, "=$attempt\n  status=0\n");
+                  "  status=0\n");
   out += indent + (restarting ? "srun --kill-on-bad-exit=1" : "srun");
   for (std::size_t c = 0; c < groups.size(); ++c) {
     if (c > 0) out += concat(" : \\\n    ", indent);
@@ -7381,7 +7393,10 @@ inline std::string count_of(long long n, const char* one, const char* many) {
     out += concat(" --nodes=", step_nodes, " --ntasks=", step_nodes,
                   " --ntasks-per-node=1 --gpus-per-node=", groups[c].gpus);
   }
-  out += concat(" \\\n  ", indent, program, " exec ", tail, restarting ? " || status=$?\n" : "\n");
+  // The attempt reaches exec as a flag: an inherited HETLAUNCH_RESTART_COUNT is another launch's,
+  // and exec removes it.
+  out += concat(" \\\n  ", indent, program, " exec ", restarting ? "--restart-count \"$attempt\" " : "",
+                tail, restarting ? " || status=$?\n" : "\n");
   if (restarting)
     out += concat(
         "  if [ -n \"$interrupted\" ]; then\n",
@@ -7570,8 +7585,9 @@ inline std::string describe_devices(const std::vector<int>& ids, int nproc) {
       for (int d : listed)
         if (including ? selected(d) : !selected(d)) ids.push_back(d);
     }
-    const node_spec spec = c.node(i);
-    builder.add(spec.host, static_cast<int>(ids.size()), spec.role, spec.weight);
+    node_spec spec = c.node(i);  // every field of the node, its ceiling too
+    spec.nproc = static_cast<int>(ids.size());
+    builder.add(spec);
     kept.push_back(std::move(ids));
     out.source_node.push_back(i);
   }

@@ -532,6 +532,12 @@ def hostile_cases(suite, binary):
          ["exec", "--hosts", "a:1", "--node", "0", "--program", sys.executable, "--program", "-c", "--program", printed,
           "--", "t.py"], 0, "unsetting HETLAUNCH_CALIBRATE_STEPS: only `hetlaunch calibrate` sets it",
          stdout=b"[None, None, None]\n", env=inherited)
+    # A launcher that restarts the job gives exec the attempt: every worker gets it, an inherited
+    # one never.
+    case("exec_restart_count_given",
+         ["exec", "--hosts", "a:1", "--node", "0", "--restart-count", "2", "--program", sys.executable, "--program",
+          "-c", "--program", printed, "--", "t.py"], 0, "unsetting HETLAUNCH_CALIBRATE_STEPS",
+         stdout=b"[None, None, '2']\n", env=inherited)
     case("exec_keeps_planned_ceiling",
          ["exec", "--hosts", "a:1", "--max-batch", "a=3", "--node", "0", "--program", sys.executable, "--program", "-c",
           "--program", printed, "--", "t.py"], 0, "unsetting HETLAUNCH_CALIBRATE_STEPS",

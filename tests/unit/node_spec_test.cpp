@@ -10,7 +10,10 @@ static_assert(brief.host == "node0" && brief.nproc == 8 && brief.role == "defaul
                   brief.weight == "1",
               "a node given by host and nproc has the default role and weight");
 constexpr hetlaunch::node_spec full{"node1", 4, "trainer", "2.5"};
-static_assert(full.role == "trainer" && full.weight == "2.5", "");
+static_assert(full.role == "trainer" && full.weight == "2.5" && full.max_batch == 0,
+              "a node given without a ceiling has none");
+constexpr hetlaunch::node_spec ceiling{"node2", 4, "default", "1", 12};
+static_assert(ceiling.max_batch == 12, "");
 }  // namespace
 
 TEST_SUITE("node_spec") {

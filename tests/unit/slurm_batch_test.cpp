@@ -57,14 +57,15 @@ TEST_SUITE("slurm_batch") {
     CHECK(!batch_script_has(two, "HET_GROUP_1"));  // weight 1 is the default
   }
 
-  TEST_CASE(
-      "restarts: a loop that a signal never restarts, the attempt in HETLAUNCH_RESTART_COUNT") {
+  TEST_CASE("restarts: a loop that a signal never restarts, the attempt given to exec") {
     hetlaunch::slurm_batch_options o = batch_defaults();
     o.restarts = 2;
     const std::string script = hetlaunch::slurm_batch_script({{2, 4, {}, "1"}}, o);
     CHECK(batch_script_has(
         script, "for signal in INT TERM HUP; do trap \"interrupted=$signal\" \"$signal\"; done\n"));
-    CHECK(batch_script_has(script, "  export HETLAUNCH_RESTART_COUNT=$attempt\n"));
+    // The attempt reaches exec as a flag, never as an inherited variable exec would remove.
+    CHECK(batch_script_has(script, " exec --restart-count \"$attempt\" "));
+    CHECK(!batch_script_has(script, "export HETLAUNCH_RESTART_COUNT"));
     CHECK(batch_script_has(script, "  srun --kill-on-bad-exit=1 --nodes=2"));
     CHECK(batch_script_has(script, "no restart left (--restarts 2)"));
     CHECK(!batch_script_has(script, "--no-kill"));

@@ -147,6 +147,13 @@ const flag flags[] = {
      [](const parts& p, const std::string& v) {
        p.node->node = static_cast<std::size_t>(to_integer("--node", v, 0, 0x7fffffff));
      }},
+    {"--restart-count", nullptr, "N", 0,
+     "the attempt this node runs, for a launcher that restarts the job (every worker gets "
+     "HETLAUNCH_RESTART_COUNT=N; an inherited one is removed)",
+     node_bit,
+     [](const parts& p, const std::string& v) {
+       p.node->restart_count = to_int("--restart-count", v, 0, 0x7fffffff);
+     }},
     {"--local-rank", nullptr, "L", 0, "the worker on that node", node_bit,
      [](const parts& p, const std::string& v) {
        p.node->local_rank = to_int("--local-rank", v, 0, 0x7fffffff);

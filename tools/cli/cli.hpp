@@ -95,6 +95,7 @@ struct node_part {
   bool direct = false;
   bool agent_env = false;
   bool any_host = false;
+  int restart_count = -1;  // exec --restart-count N: the attempt a launcher with restarts runs
 };
 
 // --env NAME[=VALUE], in order (run, calibrate, jobset).

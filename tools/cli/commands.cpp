@@ -233,7 +233,7 @@ int exec_command(const node_options& o) {
         // the caller's environment holds of the launch's own variables (a shell that once
         // evaluated `hetlaunch env --global-batch`, Slurm's --export=ALL, a calibration) must not
         // reach a plan that does not give it.
-        const auto vars = p.plan.try_node_variables(node);
+        const auto vars = p.plan.try_node_variables(node, {}, o.restart_count);
         if (!vars) return node_failed(p.in, vars.error());
         for (std::string_view name : vars->unset) {
           const std::string variable(name);
@@ -434,7 +434,7 @@ const std::vector<command>& commands() {
        "TORCH_ELASTIC_WORKER_IDENTICAL=1 is removed, with a message, when the nodes differ, and so\n"
        "are inherited work-share variables (HETLAUNCH_*BATCH*) when the plan has no global batch.\n",
        input_flags | launch_flags,
-       {"--node", "--any-host"},
+       {"--node", "--any-host", "--restart-count"},
        script_use::required,
        node_use::required,
        bound<node_options, exec_command>()},

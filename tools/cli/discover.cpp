@@ -177,15 +177,13 @@ result<completed> resolve_auto(const remote_args& remote, const restart_args& re
   std::size_t kept = 0;
   for (std::size_t i = 0; i < nodes.node_count(); ++i) {
     if (left_out[i]) continue;
-    const hetlaunch::node_spec n = nodes.node(i);
-    builder.add(n.host, n.nproc == 0 ? counts[i] : n.nproc, n.role, n.weight);
+    hetlaunch::node_spec n = nodes.node(i);  // every field of the node, its ceiling too
+    if (n.nproc == 0) n.nproc = counts[i];
+    builder.add(n);
     ++kept;
   }
   if (kept == 0) return invalid("slots=auto: no host is left to run on");
-  hetlaunch::cluster resolved = builder.finish();
-  for (std::size_t i = 0, k = 0; i < nodes.node_count(); ++i)
-    if (!left_out[i]) resolved.set_max_batch(k++, nodes.max_batch(i));
-  nodes = std::move(resolved);
+  nodes = builder.finish();
   return completed{};
 }
 

@@ -36,6 +36,7 @@ namespace {
 // What `run` learns of a node from its lines.
 struct node_progress {
   bool started = false;     // the node script's started line was seen
+  bool ended = false;       // its ended line was seen: ssh's status is the command's
   int worker_failures = 0;  // torchrun's "failed (exitcode: N) local_rank: L" lines
   int failed_exitcode = 0;  // the last of those exit codes
 };
@@ -135,11 +136,11 @@ struct node_end {
 };
 node_end end_of(const child& c, const node_progress& p, bool stopping, bool first_to_fail,
                 bool by_worker) {
-  // ssh's own 255 before the node started: it could not connect. After the start, 255 is the
-  // node's own status or a lost connection, which ssh cannot tell apart: the node failed, and
-  // its host is not called unreachable (--exclude-failed would drain a healthy host for a
-  // program's exit 255).
-  const bool ssh_failed = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 255 && !p.started;
+  // ssh's own 255: it could not connect (the node never started), or the connection was lost
+  // (the node script never said it ended). A 255 after the node script's ended line is the
+  // command's own status: the node failed, and its host is not called unreachable
+  // (--exclude-failed would drain a healthy host for a program's exit 255).
+  const bool ssh_failed = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 255 && !p.ended;
   if (p.started && c.status == 0) return {"succeeded", ""};
   const char* reason = ssh_failed                   ? "unreachable"
                        : stopping && !first_to_fail ? "stopped"
@@ -151,6 +152,8 @@ node_end end_of(const child& c, const node_progress& p, bool stopping, bool firs
     return {reason, concat("stopped before the node started (", describe_status(c.status), ")")};
   if (!p.started && ssh_failed)
     return {reason, "ssh failed (exit status 255) before the node started"};
+  if (ssh_failed && !(stopping && !first_to_fail))
+    return {reason, "the connection was lost (ssh exit status 255 before the node ended)"};
   if (!p.started)
     return {reason, concat("ssh ended before the node started (", describe_status(c.status), ")")};
   if (first_to_fail && by_worker)
@@ -232,6 +235,11 @@ attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* p
       sink.watch = [&p, measuring](std::string_view line) {
         if (!p.started && line == hetlaunch::node_started_line) {
           p.started = true;  // the node script's own line: not shown
+          return true;
+        }
+        if (p.started &&
+            line.substr(0, hetlaunch::node_ended_prefix.size()) == hetlaunch::node_ended_prefix) {
+          p.ended = true;  // the node script's own last line: not shown
           return true;
         }
         if (measuring) note_measured(line);

@@ -36,10 +36,10 @@ struct hostfile_options {
 };
 
 namespace detail {
-// Whether a becomes b by at most two single-character edits (insert, delete, replace): a typo of
-// a key. Keys longer than 31 characters are no typo of a short key.
-[[nodiscard]] inline bool within_two_edits(std::string_view a, std::string_view b) noexcept {
-  if (a.size() > 31 || b.size() > 31) return false;
+// How many single-character edits (insert, delete, replace) turn a into b, for words of up to 31
+// characters (a typo of a key or a flag); SIZE_MAX for longer ones. Allocates nothing.
+[[nodiscard]] inline std::size_t edit_distance(std::string_view a, std::string_view b) noexcept {
+  if (a.size() > 31 || b.size() > 31) return static_cast<std::size_t>(-1);
   std::size_t row[32];
   for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {
@@ -52,7 +52,11 @@ namespace detail {
       diagonal = up;
     }
   }
-  return row[b.size()] <= 2;
+  return row[b.size()];
+}
+// Whether a is a typo of b: at most two edits away.
+[[nodiscard]] inline bool within_two_edits(std::string_view a, std::string_view b) noexcept {
+  return edit_distance(a, b) <= 2;
 }
 }  // namespace detail
 

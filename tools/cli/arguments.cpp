@@ -348,24 +348,6 @@ std::string table_problem() {
   return {};
 }
 
-namespace {
-// How many single-character edits turn a into b (insert, delete, replace).
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-}  // namespace
-
 // "unknown option", with where a torchrun or accelerate habit's number comes from instead, or
 // the nearest flag the command takes when the name is a typo of one.
 std::string unknown_option(const std::string& name, const command* cmd) {
@@ -387,7 +369,7 @@ std::string unknown_option(const std::string& name, const command* cmd) {
   std::size_t best = 3;
   for (const flag& f : flags) {
     if (cmd && !accepts(*cmd, f)) continue;
-    const std::size_t d = edit_distance(spelled, f.name);
+    const std::size_t d = hetlaunch::detail::edit_distance(spelled, f.name);
     if (d < best) best = d, nearest = &f;
   }
   if (nearest)

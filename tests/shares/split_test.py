@@ -365,6 +365,42 @@ def read_ahead_cases():
     return [] if got == want else [f"got {got}, expected {want}"]
 
 
+CALIBRATE_PROBE = r"""
+import sys, tempfile, torch, torch.distributed as dist
+sys.path.insert(0, sys.argv[1])
+import hetlaunch_shares as shares
+dist.init_process_group("gloo", store=dist.FileStore(tempfile.mktemp(), 1), rank=0, world_size=1)
+model = torch.nn.Linear(3, 1)
+x = torch.randn(64, 3)
+sampler = shares.ShareBatchSampler(64, shares.Share(8, 1, 8, 0))  # 8 steps an epoch
+sampler.watch(model)
+trained = 0
+for epoch in range(5):  # the usual loop: it ends when the sampler yields no more steps
+    sampler.set_epoch(epoch)
+    for idx in sampler:
+        model(x[idx]).sum().backward()
+        trained += 1
+print("trained", trained)
+"""
+
+
+def calibrate_epoch_end_cases():
+    """hetlaunch calibrate's N-th step ends an epoch (every toy dataset of a few steps): the
+    sampler prints its line at the next epoch's start and yields nothing more, rather than
+    returning without a word."""
+    env = {**os.environ, "HETLAUNCH_CALIBRATE_STEPS": "8"}
+    r = subprocess.run([sys.executable, "-c", CALIBRATE_PROBE, str(HERE.parents[1] / "python")],
+                       capture_output=True, text=True, timeout=120, env=env)
+    lines = r.stdout.splitlines()
+    measured = [line for line in lines if line.startswith("HETLAUNCH_MEASURED ")]
+    failures = []
+    if len(measured) != 1:
+        failures.append(f"{len(measured)} measured lines: {r.stdout[-1000:]} {r.stderr[-1500:]}")
+    if "trained 8" not in lines:
+        failures.append(f"the sampler did not stop after its 8 steps: {lines}")
+    return failures
+
+
 def ledger_cases():
     """Each step handed out keeps the share it was cut with until training marks it trained, so a
     split taken while a loader reads ahead weights only the steps cut after it; only the first
@@ -468,6 +504,7 @@ def main():
         run.case("Share: refuses a share no rank can have", hand_made_share_cases)
         run.case("rebalancing: a step must be timed, and watch() times it", timing_cases)
         run.case("steps in flight keep their share; only the first marker counts", ledger_cases)
+        run.case("calibration whose last step ends an epoch still prints its line", calibrate_epoch_end_cases)
         run.case("a loader that reads ahead: the position is what training finished", read_ahead_cases)
         run.case("variable names: once in Python, equal to worker_variables.hpp's", names_cases)
         run.case("install: pip install --no-build-isolation ./python, offline", install_cases)

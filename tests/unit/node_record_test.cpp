@@ -20,7 +20,11 @@ hetlaunch::cluster random_cluster(std::mt19937& rng) {
   const std::vector<std::string> weights = {"1", "2.5", "0.5", "3"};
   std::vector<std::string> hosts;
   const std::size_t n = 1 + rng() % 6;
-  for (std::size_t i = 0; i < n; ++i) hosts.push_back("h" + std::to_string(i));
+  for (std::size_t i = 0; i < n; ++i) {
+    std::string host = "h";
+    host += std::to_string(i);
+    hosts.push_back(std::move(host));
+  }
   hetlaunch::cluster_builder b;
   for (std::size_t i = 0; i < n; ++i) {
     hetlaunch::node_spec spec{hosts[i], 1 + static_cast<int>(rng() % 4),

@@ -246,7 +246,7 @@ def run_suite(run, suite, source, bins):
             # examples/train_trainer.py, run as they are (tests/shares/scripts_test.py).
             step("work shares in accelerate and Trainer scripts",
                  ["python3", str(source / "tests/shares/scripts_test.py"), hetlaunch, "--torchrun", "/usr/bin/torchrun"],
-                 timeout=900)
+                 timeout=1500)
         conf = "/tmp/hetlaunch-conformance"
         m.run(["mkdir", "-p", conf])
         t = time.monotonic()

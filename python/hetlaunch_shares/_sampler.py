@@ -9,7 +9,7 @@ import os
 import sys
 import time
 from dataclasses import replace
-from typing import Iterator, List, NamedTuple, Optional
+from typing import Iterator, List, NamedTuple
 
 from . import _names as names
 from ._core import RESHARD_REFUSED, Share, ShareLoaderError, check_rebalance_every, rank_batch, split_batch, \

@@ -6,6 +6,7 @@
 
 #include <climits>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "detail/text.hpp"
 #include "diagnostic.hpp"
 #include "node_group.hpp"
+#include "restart.hpp"
 #include "result.hpp"
 #include "shell.hpp"
 #include "weight.hpp"
@@ -37,15 +39,12 @@ struct slurm_batch_options {
   std::vector<std::string> launch_args;
   /// The training script and its arguments.
   std::vector<std::string> command;
-  /// Gang restarts: the step runs again in the allocation after a failure, at most this many
-  /// times, each worker seeing HETLAUNCH_RESTART_COUNT; -1: the step runs once.
-  int restarts = -1;
-  /// With restarts: the job goes on without a node Slurm lost (--no-kill), the plan made again
-  /// over the nodes left (hetlaunch's --exclude-failed). A job of one group only: Slurm cancels a
-  /// heterogeneous job when one of its nodes fails.
-  bool exclude_failed = false;
-  /// With exclude_failed: the fewest nodes the job goes on with (hetlaunch's --min-nodes).
-  int min_nodes = 1;
+  /// Gang restarts, with the options `hetlaunch run` takes (restart.hpp); empty: the step runs
+  /// once. The step runs again in the allocation after a failure, at most restarts times, each
+  /// worker seeing HETLAUNCH_RESTART_COUNT. With exclude_failed the job goes on without a node
+  /// Slurm lost (--no-kill), the plan made again over the nodes left, down to min_nodes: a job of
+  /// one group only (Slurm cancels a heterogeneous job when one of its nodes fails).
+  std::optional<restart_options> restart;
 };
 
 namespace detail {
@@ -354,11 +353,14 @@ inline bool breaks_line(std::string_view s) noexcept {
       counted = false;
     }
   }
-  if (o.exclude_failed && groups.size() > 1)
+  const restart_options r = o.restart.value_or(restart_options{});
+  if (r.exclude_failed && groups.size() > 1)
     out.push_back(detail::slurm_batch_problem(errc::shrink_needs_one_group, ""));
-  if (counted && !groups.empty() && (o.min_nodes < 1 || o.min_nodes > nodes))
+  if (counted && !groups.empty() &&
+      (r.min_nodes < 1 || r.min_nodes > static_cast<unsigned long long>(nodes)))
     out.push_back(detail::slurm_batch_problem(errc::bad_min_nodes, "")
-                      .with_value(o.min_nodes)
+                      .with_value(static_cast<long long>(
+                          std::min<unsigned long long>(r.min_nodes, LLONG_MAX)))
                       .with_limit(nodes));
   for (const std::string& a : o.sbatch_args)
     if (auto words = sbatch_directive_words(a); !words) out.push_back(words.error());
@@ -376,7 +378,7 @@ namespace detail {
 // After a failed step with exclude_failed: the nodes the job still has (Slurm takes a lost node
 // out of a --no-kill job; the step's variables keep the first list), the plan made again over
 // them when they are fewer, and the variables `hetlaunch exec --slurm` reads set to them.
-inline std::string exclude_failed_block(const slurm_batch_options& o, const node_group& g,
+inline std::string exclude_failed_block(const restart_options& o, const node_group& g,
                                         const std::string& program, const std::string& tail) {
   return concat(
       "  # The nodes the job still has: Slurm takes a lost node out of a --no-kill job.\n"
@@ -484,7 +486,7 @@ inline std::string count_of(long long n, const char* one, const char* many) {
     out += detail::directive({concat("--nodes=", groups[c].nodes)});
     out += detail::directive({concat("--ntasks-per-node=", groups[c].gpus)});
     out += detail::directive({concat("--gpus-per-node=", groups[c].gpus)});
-    if (o.exclude_failed)
+    if (o.restart && o.restart->exclude_failed)
       out += detail::directive({"--no-kill"});  // a lost node does not end the job
   }
   out += "set -eu\n\n";
@@ -500,10 +502,11 @@ inline std::string count_of(long long n, const char* one, const char* many) {
   // With restarts the step runs again in this allocation after a failure; a node that fails ends
   // the whole step at once (--kill-on-bad-exit), so the next attempt need not wait for the
   // others' collectives to time out.
-  const bool restarting = o.restarts >= 0;
+  const bool restarting = o.restart.has_value();
+  const restart_options r = o.restart.value_or(restart_options{});
   const std::string indent = restarting ? "  " : "";
   if (restarting)
-    out += concat("# The step runs again on a failure, at most ", o.restarts,
+    out += concat("# The step runs again on a failure, at most ", r.restarts,
                   " times (--restarts); every worker gets\n# ", variables::restart_count,
                   ", the attempt's number from 0.\n",
                   "# A signal never restarts it: Ctrl-C under salloc, scancel --signal=SIG --full "
@@ -521,7 +524,7 @@ inline std::string count_of(long long n, const char* one, const char* many) {
     if (c > 0) out += concat(" : \\\n    ", indent);
     // With exclude_failed the job's node count can shrink between attempts.
     const std::string step_nodes =
-        o.exclude_failed ? std::string("\"$SLURM_JOB_NUM_NODES\"") : concat(groups[c].nodes);
+        r.exclude_failed ? std::string("\"$SLURM_JOB_NUM_NODES\"") : concat(groups[c].nodes);
     out += concat(" --nodes=", step_nodes, " --ntasks=", step_nodes,
                   " --ntasks-per-node=1 --gpus-per-node=", groups[c].gpus);
   }
@@ -536,14 +539,14 @@ inline std::string count_of(long long n, const char* one, const char* many) {
         "    echo \"hetlaunch: the step ended after SIG$interrupted (exit status $status): a "
         "signal never restarts it\" >&2\n",
         "    exit $((128 + $(kill -l \"$interrupted\")))\n  fi\n",
-        "  [ \"$status\" -eq 0 ] && exit 0\n", "  if [ \"$attempt\" -ge ", o.restarts, " ]; then\n",
+        "  [ \"$status\" -eq 0 ] && exit 0\n", "  if [ \"$attempt\" -ge ", r.restarts, " ]; then\n",
         "    echo \"hetlaunch: the step failed (exit status $status); no restart left (--restarts ",
-        o.restarts, ")\" >&2\n", "    exit \"$status\"\n  fi\n", "  attempt=$((attempt + 1))\n",
-        o.exclude_failed
-            ? detail::exclude_failed_block(o, groups[0], program, tail)
+        r.restarts, ")\" >&2\n", "    exit \"$status\"\n  fi\n", "  attempt=$((attempt + 1))\n",
+        r.exclude_failed
+            ? detail::exclude_failed_block(r, groups[0], program, tail)
             : concat("  echo \"hetlaunch: the step failed (exit status $status): restart $attempt "
                      "of ",
-                     o.restarts, "\" >&2\n"),
+                     r.restarts, "\" >&2\n"),
         "done\n");
   return out;
 }

@@ -5982,6 +5982,11 @@ struct ssh_options {
   /// When the connection ends (the launcher stops the node, fails or dies), torchrun and every
   /// process under it get SIGTERM, and SIGKILL this many seconds later if they still run.
   int kill_after = 10;
+  /// Each worker's lines reach the node's output whole and begun with "[rank R] " (R its RANK),
+  /// stdout to stdout and stderr to stderr. Without it the lines of a node's workers glue
+  /// together: torchrun starts them with `python -u`, where print writes a line and its newline
+  /// in two writes. It takes effect where rank_lines_apply says.
+  bool rank_lines = true;
 };
 
 /// The first line a node's remote command writes to its standard output, once torchrun has been
@@ -5993,6 +5998,90 @@ constexpr std::string_view node_started_line = "hetlaunch: node started";
 constexpr std::string_view node_ended_prefix = "hetlaunch: node ended ";
 
 namespace detail {
+
+// The worker torchrun starts when rank_lines applies, as `python -u PROGRAM [-m] SCRIPT ARGS`:
+// it forks a writer (twice, so that the worker never has it as a child to wait for) and then
+// becomes the worker, `python -u [-m] SCRIPT ARGS` under the interpreter torchrun chose, its
+// stdout and stderr pipes to the writer. So the worker keeps its pid, its signals, its exit
+// status and its error file. The writer reads both pipes until every holder has closed them, cuts
+// the bytes at each newline (a progress bar's carriage returns stay in its line, as a launcher
+// that shows whole lines shows them), and writes the lines with the prefix in writes of at most
+// 4 KiB that end at a line's end, which a pipe keeps whole among other writers' (a line longer
+// than that is written in one write, which it may not). A line
+// with no end yet is held up to 16 MiB (the longest measured line) and then written with a
+// newline, as is what is held when the pipe closes. It ignores the signals meant for the worker
+// (torch 2.x sends them to the whole process group) and ends when the pipes close.
+inline std::string_view rank_lines_program() {
+  return R"py(import os, select, signal, sys
+LONGEST = 16 << 20
+def put(fd, pieces):
+    batch = b""
+    for piece in pieces + [b""]:
+        if batch and (not piece or len(batch) + len(piece) > 4096):
+            try:
+                while batch:
+                    batch = batch[os.write(fd, batch):]
+            except OSError:
+                pass
+            batch = b""
+        batch += piece
+def pump(into, prefix):
+    poller = select.poll()
+    held = {}
+    for fd in into:
+        poller.register(fd, select.POLLIN)
+        held[fd] = ([], 0)
+    while held:
+        for fd, _ in poller.poll():
+            if fd not in held:
+                continue
+            data = os.read(fd, 65536)
+            chunks, size = held[fd]
+            pieces = []
+            last = data.rfind(b"\n")
+            if last >= 0:
+                text = b"".join(chunks + [data[:last]])
+                pieces = [prefix + line + b"\n" for line in text.split(b"\n")]
+                chunks, size = [], 0
+            if data[last + 1:]:
+                chunks.append(data[last + 1:])
+                size += len(data) - last - 1
+            if chunks and (size >= LONGEST or not data):
+                pieces.append(prefix + b"".join(chunks) + b"\n")
+                chunks, size = [], 0
+            put(into[fd], pieces)
+            held[fd] = (chunks, size)
+            if not data:
+                poller.unregister(fd)
+                del held[fd]
+def main():
+    prefix = ("[rank %s] " % os.environ.get("RANK", "?")).encode()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            if os.fork() == 0:
+                for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGPIPE"):
+                    signal.signal(getattr(signal, name), signal.SIG_IGN)
+                for fd in (0, out_w, err_w):
+                    os.close(fd)
+                pump({out_r: 1, err_r: 2}, prefix)
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)
+    os.dup2(out_w, 1)
+    os.dup2(err_w, 2)
+    for fd in (out_r, out_w, err_r, err_w):
+        os.close(fd)
+    try:
+        os.execv(sys.executable, [sys.executable, "-u"] + sys.argv[1:])
+    except OSError as e:
+        os.write(2, ("hetlaunch: cannot start %s: %s\n" % (sys.executable, e)).encode())
+        os._exit(127)
+main()
+)py";
+}
 
 // The remote side of a node, a POSIX sh script run as
 //   sh -c SCRIPT hetlaunch-node KILL_AFTER DIR COUNT NAME=VALUE... COMMAND...
@@ -6028,13 +6117,15 @@ namespace detail {
 // it is tearing down, so that COMMAND ending early does not cut the teardown short. The script
 // exits with COMMAND's status, which ssh passes on.
 // The variables it removes come before it, from launch_plan::try_node_variables.
-inline std::string node_script() {
-  return concat(R"sh(kill_after=$1 dir=$2 n=$3
+// `after_exports` runs once the variables are exported, before COMMAND starts (rank_lines_script).
+inline std::string node_script(std::string_view after_exports = {}) {
+  return concat(R"sh(kill_after=$1 dir=$2 n=$3 lines_py=""
 shift 3
 if [ -n "$dir" ]; then cd -- "$dir" || { echo "hetlaunch: cannot enter $dir on $(hostname)" >&2; exit 126; }; fi
 )sh",
                 R"sh(while [ "$n" -gt 0 ]; do export "$1" || exit 126; shift; n=$((n - 1)); done
-read -r self_stat < /proc/$$/stat
+)sh",
+                after_exports, R"sh(read -r self_stat < /proc/$$/stat
 rest=${self_stat##*) }; rest=${rest#* }; rest=${rest#* }; rest=${rest#* }; self_session=${rest%% *}
 sessions="" pids="" cursor="" forks="" tasks=""
 mark() {
@@ -6136,8 +6227,26 @@ status=$?
 kill "$watcher" 2>/dev/null
 kill -USR1 "$watcher" 2>/dev/null
 wait "$watcher" 2>/dev/null
+[ -z "$lines_py" ] || rm -f -- "$lines_py"
 echo "hetlaunch: node ended $status"
 exit "$status")sh");
+}
+
+// The node script's part that writes rank_lines_program to a file of its own (removed when the
+// node ends) and puts the file's path in place of argument `at` of COMMAND.
+inline std::string rank_lines_script(std::size_t at) {
+  return concat(R"sh(lines_code=')sh", rank_lines_program(), R"sh('
+i=0
+while :; do
+  lines_py=${TMPDIR:-/tmp}/hetlaunch-rank-lines.$$.$i.py
+  (umask 077 && set -C && printf "%s\n" "$lines_code" > "$lines_py") 2>/dev/null && break
+  i=$((i + 1))
+  [ "$i" -lt 20 ] || { echo "hetlaunch: cannot write $lines_py on $(hostname)" >&2; exit 126; }
+done
+i=0
+for a in "$@"; do shift; [ "$i" != )sh",
+                std::to_string(at), R"sh( ] || a=$lines_py; set -- "$@" "$a"; i=$((i + 1)); done
+)sh");
 }
 
 // The texts of the ssh options' problems; the codes it shares with the core keep the core's.
@@ -6188,12 +6297,31 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
   return out;
 }
 
+/// Whether ssh_options::rank_lines changes a node's command: it is on, the program is torchrun
+/// (a file named torchrun, or `PYTHON -m torch.distributed.run`), and torchrun starts its workers
+/// with Python (torchrun_args has no --no-python and no --run-path). Another program's workers
+/// may not be started as torchrun's are, so their lines are left as they come.
+[[nodiscard]] inline bool rank_lines_apply(const launch_options& o,
+                                           const ssh_options& ssh) noexcept {
+  if (!ssh.rank_lines || o.program.empty()) return false;
+  const std::string_view first = o.program.front();
+  bool torchrun = first.substr(first.rfind('/') + 1) == "torchrun";
+  for (std::size_t i = 1; i + 1 < o.program.size(); ++i)
+    torchrun = torchrun || (o.program[i] == "-m" && o.program[i + 1] == "torch.distributed.run");
+  if (!torchrun) return false;
+  for (const std::string& arg : o.torchrun_args)
+    if (detail::is_no_python(arg) || detail::names_option(arg, "run_path", 4)) return false;
+  return true;
+}
+
 /// The command the node's shell runs: {"sh", "-c", SCRIPT, "hetlaunch-node", KILL_AFTER, DIR,
 /// COUNT, the variables (launch_plan::try_node_variables of the node, ssh.env and
 /// ssh.restart_count: the plan's agent_env, then ssh.env, then HETLAUNCH_RESTART_COUNT) as
 /// NAME=VALUE, then the node's torchrun argv}. SCRIPT first unsets what the same rule removes:
 /// the owned variables the node is not given, and TORCH_ELASTIC_WORKER_IDENTICAL when the plan's
-/// nodes differ (torch 2.5+ would compute ranks as if every node ran this node's count).
+/// nodes differ (torch 2.5+ would compute ranks as if every node ran this node's count). Where
+/// rank_lines_apply, the torchrun argv has "hetlaunch-rank-lines.py" before the script (and -m
+/// after it), which SCRIPT replaces with the path of the file it writes the line writer to.
 /// Errors: node_out_of_range, empty_script, and those of validate_ssh.
 [[nodiscard]] inline result<std::vector<std::string>, diagnostic> try_remote_argv(
     const launch_plan& plan, std::size_t node, const ssh_options& ssh) {
@@ -6205,7 +6333,18 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
   if (!vars) return vars.error();
   std::string script = "unset";
   for (std::string_view name : vars->unset) script.append(" ").append(name);
-  script = script.size() > 5 ? script + "\n" + detail::node_script() : detail::node_script();
+  std::string after_exports;
+  if (rank_lines_apply(plan.options(), ssh)) {
+    // The writer goes in as the script torchrun's Python runs; -m moves behind it.
+    std::size_t at = argv->size() - plan.options().script_args.size() - 1;
+    if (plan.options().module) argv->erase(argv->begin() + static_cast<std::ptrdiff_t>(--at));
+    argv->insert(argv->begin() + static_cast<std::ptrdiff_t>(at), "hetlaunch-rank-lines.py");
+    if (plan.options().module)
+      argv->insert(argv->begin() + static_cast<std::ptrdiff_t>(at + 1), "-m");
+    after_exports = detail::rank_lines_script(at);
+  }
+  script = script.size() > 5 ? script + "\n" + detail::node_script(after_exports)
+                             : detail::node_script(after_exports);
   std::vector<std::string> out = {"sh",
                                   "-c",
                                   std::move(script),
@@ -6279,9 +6418,10 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
 
 /// Reads NAME=VALUE lines, as DeepSpeed's .deepspeed_env holds them: the value is everything after
 /// the first '=' (taken as it is: no quotes are removed); blank lines and lines starting with '#'
-/// are skipped; a trailing '\r' is dropped. A line without '=' or with a name that is not a shell
-/// name is an error at its line and column, and so is a NUL byte anywhere, comments included (no
-/// variable can hold one, and a file with one is not text).
+/// are skipped; a trailing '\r' is dropped. A line without '=', with a name that is not a shell
+/// name, or with a name the launch owns (owned_variable: the plan sets those, and ssh_options::env
+/// may not hold them) is an error at its line and column, and so is a NUL byte anywhere, comments
+/// included (no variable can hold one, and a file with one is not text).
 [[nodiscard]] inline result<environment> parse_env_file(std::string_view text) {
   if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos) {
     const std::size_t newline = text.rfind('\n', nul);
@@ -6313,6 +6453,10 @@ inline diagnostic ssh_problem(errc code, std::string_view text) {
     const std::string_view name = line.substr(first, eq - first);
     if (!detail::is_env_name(name))
       return parse_error{line_no, first + 1, env_name_refusal(name), errc::bad_env_name};
+    if (is_owned_variable(name))
+      return parse_error{line_no, first + 1,
+                         diagnostic::of(errc::owned_variable).with_text(name).message(),
+                         errc::owned_variable};
     out.emplace_back(std::string(name), std::string(line.substr(eq + 1)));
   }
   return out;
@@ -6905,15 +7049,12 @@ struct slurm_batch_options {
   std::vector<std::string> launch_args;
   /// The training script and its arguments.
   std::vector<std::string> command;
-  /// Gang restarts: the step runs again in the allocation after a failure, at most this many
-  /// times, each worker seeing HETLAUNCH_RESTART_COUNT; -1: the step runs once.
-  int restarts = -1;
-  /// With restarts: the job goes on without a node Slurm lost (--no-kill), the plan made again
-  /// over the nodes left (hetlaunch's --exclude-failed). A job of one group only: Slurm cancels a
-  /// heterogeneous job when one of its nodes fails.
-  bool exclude_failed = false;
-  /// With exclude_failed: the fewest nodes the job goes on with (hetlaunch's --min-nodes).
-  int min_nodes = 1;
+  /// Gang restarts, with the options `hetlaunch run` takes (restart.hpp); empty: the step runs
+  /// once. The step runs again in the allocation after a failure, at most restarts times, each
+  /// worker seeing HETLAUNCH_RESTART_COUNT. With exclude_failed the job goes on without a node
+  /// Slurm lost (--no-kill), the plan made again over the nodes left, down to min_nodes: a job of
+  /// one group only (Slurm cancels a heterogeneous job when one of its nodes fails).
+  std::optional<restart_options> restart;
 };
 
 namespace detail {
@@ -7222,11 +7363,14 @@ inline bool breaks_line(std::string_view s) noexcept {
       counted = false;
     }
   }
-  if (o.exclude_failed && groups.size() > 1)
+  const restart_options r = o.restart.value_or(restart_options{});
+  if (r.exclude_failed && groups.size() > 1)
     out.push_back(detail::slurm_batch_problem(errc::shrink_needs_one_group, ""));
-  if (counted && !groups.empty() && (o.min_nodes < 1 || o.min_nodes > nodes))
+  if (counted && !groups.empty() &&
+      (r.min_nodes < 1 || r.min_nodes > static_cast<unsigned long long>(nodes)))
     out.push_back(detail::slurm_batch_problem(errc::bad_min_nodes, "")
-                      .with_value(o.min_nodes)
+                      .with_value(static_cast<long long>(
+                          std::min<unsigned long long>(r.min_nodes, LLONG_MAX)))
                       .with_limit(nodes));
   for (const std::string& a : o.sbatch_args)
     if (auto words = sbatch_directive_words(a); !words) out.push_back(words.error());
@@ -7244,7 +7388,7 @@ namespace detail {
 // After a failed step with exclude_failed: the nodes the job still has (Slurm takes a lost node
 // out of a --no-kill job; the step's variables keep the first list), the plan made again over
 // them when they are fewer, and the variables `hetlaunch exec --slurm` reads set to them.
-inline std::string exclude_failed_block(const slurm_batch_options& o, const node_group& g,
+inline std::string exclude_failed_block(const restart_options& o, const node_group& g,
                                         const std::string& program, const std::string& tail) {
   return concat(
       "  # The nodes the job still has: Slurm takes a lost node out of a --no-kill job.\n"
@@ -7352,7 +7496,7 @@ inline std::string count_of(long long n, const char* one, const char* many) {
     out += detail::directive({concat("--nodes=", groups[c].nodes)});
     out += detail::directive({concat("--ntasks-per-node=", groups[c].gpus)});
     out += detail::directive({concat("--gpus-per-node=", groups[c].gpus)});
-    if (o.exclude_failed)
+    if (o.restart && o.restart->exclude_failed)
       out += detail::directive({"--no-kill"});  // a lost node does not end the job
   }
   out += "set -eu\n\n";
@@ -7368,10 +7512,11 @@ inline std::string count_of(long long n, const char* one, const char* many) {
   // With restarts the step runs again in this allocation after a failure; a node that fails ends
   // the whole step at once (--kill-on-bad-exit), so the next attempt need not wait for the
   // others' collectives to time out.
-  const bool restarting = o.restarts >= 0;
+  const bool restarting = o.restart.has_value();
+  const restart_options r = o.restart.value_or(restart_options{});
   const std::string indent = restarting ? "  " : "";
   if (restarting)
-    out += concat("# The step runs again on a failure, at most ", o.restarts,
+    out += concat("# The step runs again on a failure, at most ", r.restarts,
                   " times (--restarts); every worker gets\n# ", variables::restart_count,
                   ", the attempt's number from 0.\n",
                   "# A signal never restarts it: Ctrl-C under salloc, scancel --signal=SIG --full "
@@ -7389,7 +7534,7 @@ inline std::string count_of(long long n, const char* one, const char* many) {
     if (c > 0) out += concat(" : \\\n    ", indent);
     // With exclude_failed the job's node count can shrink between attempts.
     const std::string step_nodes =
-        o.exclude_failed ? std::string("\"$SLURM_JOB_NUM_NODES\"") : concat(groups[c].nodes);
+        r.exclude_failed ? std::string("\"$SLURM_JOB_NUM_NODES\"") : concat(groups[c].nodes);
     out += concat(" --nodes=", step_nodes, " --ntasks=", step_nodes,
                   " --ntasks-per-node=1 --gpus-per-node=", groups[c].gpus);
   }
@@ -7404,14 +7549,14 @@ inline std::string count_of(long long n, const char* one, const char* many) {
         "    echo \"hetlaunch: the step ended after SIG$interrupted (exit status $status): a "
         "signal never restarts it\" >&2\n",
         "    exit $((128 + $(kill -l \"$interrupted\")))\n  fi\n",
-        "  [ \"$status\" -eq 0 ] && exit 0\n", "  if [ \"$attempt\" -ge ", o.restarts, " ]; then\n",
+        "  [ \"$status\" -eq 0 ] && exit 0\n", "  if [ \"$attempt\" -ge ", r.restarts, " ]; then\n",
         "    echo \"hetlaunch: the step failed (exit status $status); no restart left (--restarts ",
-        o.restarts, ")\" >&2\n", "    exit \"$status\"\n  fi\n", "  attempt=$((attempt + 1))\n",
-        o.exclude_failed
-            ? detail::exclude_failed_block(o, groups[0], program, tail)
+        r.restarts, ")\" >&2\n", "    exit \"$status\"\n  fi\n", "  attempt=$((attempt + 1))\n",
+        r.exclude_failed
+            ? detail::exclude_failed_block(r, groups[0], program, tail)
             : concat("  echo \"hetlaunch: the step failed (exit status $status): restart $attempt "
                      "of ",
-                     o.restarts, "\" >&2\n"),
+                     r.restarts, "\" >&2\n"),
         "done\n");
   return out;
 }

@@ -229,6 +229,12 @@ def run_suite(run, suite, source, bins):
         # Each node's torchrun started by `hetlaunch exec`.
         step("hetlaunch exec", ["python3", str(source / "tests/cli/test_cli.py"), hetlaunch, "--e2e-only",
                                 str(source / "tests/e2e/worker.py"), "/tmp/hetlaunch-e2e-exec"])
+        # run: each worker's lines whole and begun with its rank (torch 2.x signals a worker's
+        # whole process group, its line writer too; 2.6's rules are 2.14's).
+        if suite == "sid":
+            step("run: every worker line whole, with its rank",
+                 ["python3", str(source / "tests/cli/rank_lines_test.py"), hetlaunch, "--torchrun", "/usr/bin/torchrun",
+                  "--only", "lines,failure"])
         # Work shares: real DDP gradients equal the whole batch's on this torch too.
         step("work shares: DDP gradients of the whole batch",
              ["python3", str(source / "tests/shares/ddp_test.py"), hetlaunch, "--torchrun", "/usr/bin/torchrun"], timeout=900)

@@ -59,7 +59,8 @@ TEST_SUITE("slurm_batch") {
 
   TEST_CASE("restarts: a loop that a signal never restarts, the attempt given to exec") {
     hetlaunch::slurm_batch_options o = batch_defaults();
-    o.restarts = 2;
+    o.restart = hetlaunch::restart_options{};
+    o.restart->restarts = 2;
     const std::string script = hetlaunch::slurm_batch_script({{2, 4, {}, "1"}}, o);
     CHECK(batch_script_has(
         script, "for signal in INT TERM HUP; do trap \"interrupted=$signal\" \"$signal\"; done\n"));
@@ -69,8 +70,8 @@ TEST_SUITE("slurm_batch") {
     CHECK(batch_script_has(script, "  srun --kill-on-bad-exit=1 --nodes=2"));
     CHECK(batch_script_has(script, "no restart left (--restarts 2)"));
     CHECK(!batch_script_has(script, "--no-kill"));
-    o.exclude_failed = true;
-    o.min_nodes = 2;
+    o.restart->exclude_failed = true;
+    o.restart->min_nodes = 2;
     const std::string shrinking = hetlaunch::slurm_batch_script({{2, 4, {}, "1"}}, o);
     CHECK(batch_script_has(shrinking, "#SBATCH --no-kill\n"));
     CHECK(batch_script_has(shrinking, "--nodes=\"$SLURM_JOB_NUM_NODES\""));
@@ -136,16 +137,21 @@ TEST_SUITE("slurm_batch") {
     CHECK(codes({{1, INT_MAX, {}, "1"}, {1, 1, {}, "1"}}, batch_defaults()) ==
           std::vector<errc>{errc::world_size_overflow});
     hetlaunch::slurm_batch_options o = batch_defaults();
-    o.restarts = 1;
-    o.exclude_failed = true;
+    o.restart = hetlaunch::restart_options{1, true, 1};
     CHECK(codes({{1, 8, {}, "1"}, {1, 4, {}, "1"}}, o) ==
           std::vector<errc>{errc::shrink_needs_one_group});
-    o.min_nodes = 3;
+    o.restart->min_nodes = 3;
     const auto few = hetlaunch::validate_slurm_batch({{2, 8, {}, "1"}}, o);
     REQUIRE(few.size() == 1);
     CHECK(few[0].message() == "--min-nodes 3 is more than the job's 2 nodes");
-    o.min_nodes = 0;
+    o.restart->min_nodes = 0;
     CHECK(codes({{2, 8, {}, "1"}}, o) == std::vector<errc>{errc::bad_min_nodes});
+    // A count past any long long is refused as too many, never wrapped to a negative one.
+    o.restart->min_nodes = ~std::size_t{0};
+    const auto huge = hetlaunch::validate_slurm_batch({{2, 8, {}, "1"}}, o);
+    REQUIRE(huge.size() == 1);
+    CHECK(huge[0].code == errc::bad_min_nodes);
+    CHECK(huge[0].message().find("--min-nodes -") == std::string::npos);
     o = batch_defaults();
     o.partition = "gpu\n#SBATCH --x";
     o.time = std::string("1\0", 2);

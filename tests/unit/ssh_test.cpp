@@ -8,7 +8,9 @@
 #include <hetlaunch/hostfile.hpp>
 #include <hetlaunch/ssh.hpp>
 
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 using strings = std::vector<std::string>;
@@ -42,7 +44,76 @@ TEST_SUITE("ssh") {
     CHECK(remote[3] == "hetlaunch-node");
     CHECK(strings(remote.begin() + 4, remote.begin() + 8) ==
           strings{"10", "/srv/job", "1", "NCCL_DEBUG=INFO"});
-    CHECK(strings(remote.begin() + 8, remote.end()) == plan.torchrun_argv(1));
+    strings torchrun = plan.torchrun_argv(1);
+    torchrun.insert(torchrun.end() - 1, "hetlaunch-rank-lines.py");
+    CHECK(strings(remote.begin() + 8, remote.end()) == torchrun);
+    ssh.rank_lines = false;
+    const strings as_planned = hetlaunch::try_remote_argv(plan, 1, ssh).value();
+    CHECK(strings(as_planned.begin() + 8, as_planned.end()) == plan.torchrun_argv(1));
+  }
+
+  TEST_CASE("a torchrun worker's lines get their rank: where the line writer goes, and where not") {
+    hetlaunch::launch_options o;
+    o.script = "train.py";
+    o.script_args = {"--lr", "0.1"};
+    const hetlaunch::cluster c{{"a", 2}, {"b", 3}};
+    const auto argv_of = [&c](const hetlaunch::launch_options& options,
+                              const hetlaunch::ssh_options& ssh) {
+      const strings remote =
+          hetlaunch::try_remote_argv(*hetlaunch::make_plan(c, options), 1, ssh).value();
+      return std::make_pair(strings(remote.begin() + 7, remote.end()), remote[2]);
+    };
+    const hetlaunch::ssh_options on;
+    hetlaunch::ssh_options off;
+    off.rank_lines = false;
+    // The writer is the script torchrun's Python runs; the node script puts its file's path in
+    // place of the argument the script names by its index.
+    const auto [plain, script] = argv_of(o, on);
+    const std::size_t at = plain.size() - 4;
+    CHECK(strings(plain.begin() + static_cast<std::ptrdiff_t>(at), plain.end()) ==
+          strings{"hetlaunch-rank-lines.py", "train.py", "--lr", "0.1"});
+    CHECK(script.find("[ \"$i\" != " + std::to_string(at) + " ] || a=$lines_py") !=
+          std::string::npos);
+    CHECK(script.find("rm -f -- \"$lines_py\"") != std::string::npos);
+    // The program travels inside single quotes: it has none of its own.
+    CHECK(hetlaunch::detail::rank_lines_program().find('\'') == std::string_view::npos);
+    // -m moves behind the writer, which passes it on to the interpreter.
+    hetlaunch::launch_options module = o;
+    module.module = true;
+    module.script = "pkg.train";
+    const strings by_module = argv_of(module, on).first;
+    CHECK(strings(by_module.end() - 5, by_module.end()) ==
+          strings{"hetlaunch-rank-lines.py", "-m", "pkg.train", "--lr", "0.1"});
+    CHECK(std::count(by_module.begin(), by_module.end(), "-m") == 1);
+    // Under a CPU binding the binder runs `python3 -u`, and the writer is its script.
+    hetlaunch::launch_options bound = o;
+    bound.binding = hetlaunch::numa_binding::socket;
+    const strings binder = argv_of(bound, on).first;
+    CHECK(strings(binder.end() - 6, binder.end()) ==
+          strings{"python3", "-u", "hetlaunch-rank-lines.py", "train.py", "--lr", "0.1"});
+    // python -m torch.distributed.run is torchrun too.
+    hetlaunch::launch_options by_python = o;
+    by_python.program = {"/usr/bin/python3", "-m", "torch.distributed.run"};
+    CHECK(hetlaunch::rank_lines_apply(by_python, on));
+    by_python.program = {"/opt/venv/bin/torchrun"};
+    CHECK(hetlaunch::rank_lines_apply(by_python, on));
+    // Nothing changes when it is off, for another program (whose workers may not be Python run
+    // as torchrun runs them), or when torchrun runs no Python.
+    for (const strings& program : {strings{"sh", "-c", "exec \"$@\"", "sh"}, strings{"torchrun.sh"},
+                                   strings{"python3", "-m", "torch"}}) {
+      hetlaunch::launch_options other = o;
+      other.program = program;
+      CHECK_FALSE(hetlaunch::rank_lines_apply(other, on));
+      CHECK(argv_of(other, on) == argv_of(other, off));
+    }
+    for (const char* flag : {"--no-python", "--no_python", "--run-path", "--run_path", "--no-py"}) {
+      hetlaunch::launch_options raw = o;
+      raw.torchrun_args = {flag};
+      CHECK_FALSE(hetlaunch::rank_lines_apply(raw, on));
+      CHECK(argv_of(raw, on) == argv_of(raw, off));
+    }
+    CHECK_FALSE(hetlaunch::rank_lines_apply(o, off));
+    CHECK(argv_of(o, off).second.find("lines_code") == std::string::npos);
   }
 
   TEST_CASE("every ssh command line has one shape: a node's, and a question to a host") {
@@ -168,6 +239,20 @@ TEST_SUITE("forwarded environment") {
           "line 2, column 4: a NUL byte, which no variable can hold (is this a text file?)");
     CHECK(nul.error().code == hetlaunch::errc::nul_byte);
     CHECK(hetlaunch::parse_env_file(std::string("# \0\n", 4)).error().column == 3);
+  }
+
+  TEST_CASE("env files: every name the launch owns is refused where it stands, none other") {
+    for (std::string_view owned_name : hetlaunch::variables::owned) {
+      const std::string name(owned_name);
+      const auto owned = hetlaunch::parse_env_file("A=1\n# " + name + "=1\n\t " + name + "=8\n");
+      REQUIRE_FALSE(owned.has_value());
+      CHECK(owned.error().line == 3);
+      CHECK(owned.error().column == 3);
+      CHECK(owned.error().code == hetlaunch::errc::owned_variable);
+      CHECK(owned.error().message.find(name) != std::string::npos);
+      // A name that only begins like one is a variable like any other.
+      CHECK(hetlaunch::parse_env_file(name + "_X=1\n").has_value());
+    }
   }
 
   TEST_CASE("a NUL cannot reach the node: refused in a variable's value and in the directory") {

@@ -204,6 +204,9 @@ const flag flags[] = {
      }},
     {"--quiet-nodes", nullptr, nullptr, 0, "show only node 0's output and every node's errors",
      remote_bit, [](const parts& p, const std::string&) { p.remote->quiet_nodes = true; }},
+    {"--no-rank-prefix", nullptr, nullptr, 0,
+     "leave the workers' lines as torchrun passes them (no \"[rank R] \", lines may mix)",
+     remote_bit, [](const parts& p, const std::string&) { p.remote->ssh.rank_lines = false; }},
     {"--sysfs", nullptr, "ROOT", 0,
      "read the CPU topology from this recorded /sys tree instead of /sys", binding_bit,
      [](const parts& p, const std::string& v) { p.binding->sysfs = v; }},
@@ -603,6 +606,14 @@ void check_restart_flags(const restart_args& r) {
                              " needs --restarts N above 0")};
   if (r.min_nodes && !r.exclude_failed)
     throw usage_error{"--min-nodes needs --exclude-failed (the job shrinks only then)"};
+}
+
+hetlaunch::restart_options restart_options_of(const restart_args& r) {
+  hetlaunch::restart_options out;
+  out.restarts = r.restarts.value_or(0);
+  out.exclude_failed = r.exclude_failed;
+  out.min_nodes = static_cast<std::size_t>(std::max(r.min_nodes.value_or(1), 0));
+  return out;
 }
 
 std::string description_of(const command& c) {

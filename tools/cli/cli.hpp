@@ -335,6 +335,8 @@ std::string usage_line(const command& c);
 // Whether the flag `name` was given on the command line.
 bool given(const command_line& line, const char* name);
 void check_restart_flags(const restart_args& r);
+// The library's restart options the flags give (check_restart_flags has checked them).
+hetlaunch::restart_options restart_options_of(const restart_args& r);
 std::string command_help(const command& c);
 // The command's description, with the lines made from the library's tables (the variables --env
 // may not set).

@@ -317,11 +317,13 @@ const std::vector<command>& commands() {
        "restart, job_exited), and job_exited's reason tells the endings apart that share a status\n"
        "(invalid_input, worker_failed, ...); see docs/events.md. With --restarts, a --spare host of\n"
        "at least a failed node's nproc takes its place: same node index, ranks and share.\n"
-       "--local runs every node's command on this machine instead, with no ssh (docs/multi-host.md).\n",
+       "--local runs every node's command on this machine instead, with no ssh (docs/multi-host.md).\n"
+       "Under torchrun each worker's lines come whole, begun with \"[rank R] \" (--no-rank-prefix: as\n"
+       "torchrun passes them).\n",
        input_flags | launch_flags,
        {"--ssh", "--ssh-arg", "--fanout", "--env", "--env-file", "--chdir", "--dry-run",
         "--quiet-nodes", "--kill-after", "--gpu-count-command", "--discover-timeout", "--restarts",
-        "--exclude-failed", "--min-nodes", "--spare", "--events", "--local"},
+        "--exclude-failed", "--min-nodes", "--spare", "--events", "--local", "--no-rank-prefix"},
        script_use::required,
        node_use::none,
        bound<job_options, run_command>()},
@@ -341,7 +343,7 @@ const std::vector<command>& commands() {
        input_flags | launch_flags,
        {"--ssh", "--ssh-arg", "--fanout", "--env", "--env-file", "--chdir", "--quiet-nodes",
         "--kill-after", "--gpu-count-command", "--discover-timeout", "--calibrate-steps",
-        "--write-hostfile", "--events", "--local", "--format", "--json"},
+        "--write-hostfile", "--events", "--local", "--no-rank-prefix", "--format", "--json"},
        script_use::required,
        node_use::none,
        bound<job_options, calibrate_command>(),

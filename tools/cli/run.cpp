@@ -46,6 +46,8 @@ struct node_progress {
 // barrier, and they wait for a collective that will never complete: a job whose worker failed
 // would stop only after minutes. The line is the earliest sign, so it counts as the failure.
 void note_worker_failure(node_progress& p, std::string_view line) {
+  // A worker's own line ("[rank 1] ", "[default1]:"), whatever it says, is not torchrun's report.
+  if (line.substr(0, 1) == "[") return;
   const std::size_t at = line.find("failed (exitcode: ");
   if (at == std::string_view::npos || line.find(" local_rank: ", at) == std::string_view::npos)
     return;
@@ -58,38 +60,17 @@ void note_worker_failure(node_progress& p, std::string_view line) {
 }
 
 // calibrate: the last HETLAUNCH_MEASURED line of rank 0 (node 0's local rank 0 under the static
-// rendezvous), a whole line that begins with the word, or with torchrun's "[default0]:" (--tee)
-// before it: the word inside a log message, or another rank's line, is not a measurement.
+// rendezvous), a whole line that begins with the word, after torchrun's "[default0]:" (--tee) and
+// the node's "[rank 0] " (ssh_options::rank_lines) where they are: the word inside a log
+// message, or another rank's line, is not a measurement.
 // And the topology of the job's last attempt.
 std::string measured_line;
 std::optional<hetlaunch::cluster> last_topology;
 void note_measured(std::string_view line) {
-  constexpr std::string_view rank0 = "[default0]:";
-  if (line.substr(0, rank0.size()) == rank0) line.remove_prefix(rank0.size());
+  for (std::string_view rank0 : {std::string_view("[default0]:"), std::string_view("[rank 0] ")})
+    if (line.substr(0, rank0.size()) == rank0) line.remove_prefix(rank0.size());
   if (line.substr(0, hetlaunch::measured_prefix.size()) == hetlaunch::measured_prefix)
     measured_line = std::string(line.substr(hetlaunch::measured_prefix.size()));
-}
-
-// Where an env file (already read without an error) sets a variable the launch owns.
-struct owned_line {
-  std::size_t line, column;
-  std::string name;
-};
-std::optional<owned_line> first_owned_variable(std::string_view text) {
-  std::size_t line_no = 0;
-  for (std::size_t start = 0; start < text.size();) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = text.substr(start, end - start);
-    ++line_no;
-    start = end + 1;
-    const std::size_t first = line.find_first_not_of(" \t");
-    if (first == std::string_view::npos || line[first] == '#') continue;
-    const std::string_view name = line.substr(first, line.find('=') - first);
-    if (hetlaunch::is_owned_variable(name))
-      return owned_line{line_no, first + 1, std::string(name)};
-  }
-  return std::nullopt;
 }
 
 // The variables every node gets: the forwarded defaults, then --env-file, then --env.
@@ -102,11 +83,6 @@ result<hetlaunch::environment> node_environment(const job_options& o) {
     if (!parsed)
       return invalid(concat(*o.remote.env_file, ":", parsed.error().line, ":",
                             parsed.error().column, ": ", parsed.error().message));
-    if (const std::optional<owned_line> owned = first_owned_variable(*text))
-      return invalid(concat(*o.remote.env_file, ":", owned->line, ":", owned->column, ": ",
-                            hetlaunch::diagnostic::of(hetlaunch::errc::owned_variable)
-                                .with_text(owned->name)
-                                .message()));
     env.insert(env.end(), parsed->begin(), parsed->end());
   }
   result<hetlaunch::environment> flags = env_flags(o);
@@ -508,10 +484,7 @@ job_end run_job(const job_options& o) {
     print_problems("run", problems);
     return invalid_input(exit_invalid);
   }
-  hetlaunch::restart_options restarts;
-  restarts.restarts = o.restart.restarts.value_or(0);
-  restarts.exclude_failed = o.restart.exclude_failed;
-  restarts.min_nodes = static_cast<std::size_t>(o.restart.min_nodes.value_or(1));
+  const hetlaunch::restart_options restarts = restart_options_of(o.restart);
   if (restarts.min_nodes > n) {
     return invalid_input(
         fail(concat("--min-nodes ", restarts.min_nodes, " is more than the plan's ", n, " nodes")));

@@ -18,9 +18,7 @@ int sbatch_command(const sbatch_command_options& o) {
   check_restart_flags(o.restart);
   // The flags wrote the script's own options; the restart flags, shared with run, join them.
   hetlaunch::slurm_batch_options batch = o.sbatch;
-  batch.restarts = o.restart.restarts.value_or(-1);
-  batch.exclude_failed = o.restart.exclude_failed;
-  batch.min_nodes = o.restart.min_nodes.value_or(1);
+  if (o.restart.restarts) batch.restart = restart_options_of(o.restart);
   // A problem of the script's own: an sbatch option sbatch would misread is a usage error.
   if (const auto problems = hetlaunch::validate_slurm_batch(groups, batch); !problems.empty()) {
     if (problems.front().code == hetlaunch::errc::bad_sbatch_option)

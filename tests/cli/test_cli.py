@@ -559,6 +559,19 @@ def usage_cases(suite, binary):
         if missing or not flags and "options:" in text:
             problems.append(f"usage of {command} lacks {missing}")
     suite.report(f"usage lines name every option of their {len(commands)} commands", problems)
+    # docs/cli.md's table: a row a command, in --help's order, each flag it names one the command takes.
+    table = (HERE.parents[1] / "docs" / "cli.md").read_text().split("| command | what it does |")[1].split("\n\n")[0]
+    rows = re.findall(r"^\| `([a-z-]+)([^|]*(?:\\\|[^|]*)*)\| (.*) \|$", table, re.M)
+    documented = [n for name, cell, _ in rows for n in [name, *re.findall(r"`([a-z-]+) ", cell)]]
+    doc_problems = [] if documented == commands else [f"docs/cli.md's table names {documented}, --help {commands}"]
+    for name, cell, what in rows:
+        helps = run(binary, [name, "--help"])[0]
+        for flag in sorted(set(re.findall(r"(--[a-z][a-z-]*)", cell + " " + what))):
+            if flag not in helps and not any(flag in run(binary, [other, "--help"])[0]
+                                             for other in re.findall(r"`([a-z-]+) ", cell)):
+                doc_problems.append(f"docs/cli.md gives {name} {flag}, which its --help does not name")
+    suite.report(f"docs/cli.md's command table: the {len(commands)} commands of --help, in order, with their flags",
+                 doc_problems)
 
 
 def exec_e2e(binary, worker, work):

@@ -25,6 +25,10 @@ count() {  # adds a stage's numbers; a stage that could not run at all counts as
 }
 
 times=()
+every_stage=0
+[ $# -gt 0 ] || every_stage=1
+stage_times=$(mktemp) gcc_log=$(mktemp)
+trap 'rm -f "$stage_times" "$gcc_log"' EXIT
 for preset in "${presets[@]}"; do
   echo "==== $preset"
   log=$(mktemp)
@@ -40,8 +44,10 @@ for preset in "${presets[@]}"; do
       cmake --preset "$preset" >/dev/null && cmake --build --preset "$preset" && ctest --preset "$preset" ;;
   esac 2>&1 | tee "$log"
   count "$preset" "$log"
+  [ "$preset" != ci-gcc ] || cp "$log" "$gcc_log"
   rm -f "$log"
   times+=("$preset $((SECONDS - start)) s")
+  echo "$preset $((SECONDS - start))" >> "$stage_times"
 done
 
 echo
@@ -50,4 +56,9 @@ printf '  %s\n' "${times[@]}"
 echo "  all stages: $((SECONDS)) s"
 [ ${#broken[@]} -eq 0 ] || echo "failing stages: ${broken[*]}"
 echo "tests: $passed passed, $failed failed"
+# A run of every stage writes its times into docs/testing.md: the page says what was measured.
+if [ "$every_stage" -eq 1 ] && [ "$failed" -eq 0 ]; then
+  python3 tools/stage_times.py docs/testing.md "$stage_times" "$gcc_log" &&
+    echo "docs/testing.md: the stage times of this run written"
+fi
 [ "$failed" -eq 0 ]

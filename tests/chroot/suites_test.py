@@ -230,8 +230,9 @@ def run_suite(run, suite, source, bins):
         step("hetlaunch exec", ["python3", str(source / "tests/cli/test_cli.py"), hetlaunch, "--e2e-only",
                                 str(source / "tests/e2e/worker.py"), "/tmp/hetlaunch-e2e-exec"])
         # run: each worker's lines whole and begun with its rank (torch 2.x signals a worker's
-        # whole process group, its line writer too; 2.6's rules are 2.14's).
-        if suite == "sid":
+        # whole process group, its line writer too; 2.14's rules are 2.6's, and the trixie suite
+        # is the shorter one).
+        if suite == "trixie":
             step("run: every worker line whole, with its rank",
                  ["python3", str(source / "tests/cli/rank_lines_test.py"), hetlaunch, "--torchrun", "/usr/bin/torchrun",
                   "--only", "lines,failure"])

@@ -8,8 +8,8 @@ stdout and stderr to stderr: also a progress bar's line of carriage returns, a l
 times what a pipe keeps whole in one write; run shows a line of over 64 KiB in pieces), and a last
 line with no newline. The worker keeps its exit status, the node script removes the file it
 wrote, and no process outlives the job. --no-rank-prefix leaves the lines as torchrun passes them.
-Run on Debian's torch 1.13 (which signals a worker alone) and, in the sid chroot, on 2.14 (which
-signals its whole process group)."""
+Run on Debian's torch 1.13 (which signals a worker alone) and, in the trixie chroot, on 2.6 (which
+signals its whole process group, as 2.14 does)."""
 import os
 import pathlib
 import re

@@ -63,14 +63,11 @@ void note_worker_failure(node_progress& p, std::string_view line) {
 // rendezvous), a whole line that begins with the word, after torchrun's "[default0]:" (--tee) and
 // the node's "[rank 0] " (ssh_options::rank_lines) where they are: the word inside a log
 // message, or another rank's line, is not a measurement.
-// And the topology of the job's last attempt.
-std::string measured_line;
-std::optional<hetlaunch::cluster> last_topology;
-void note_measured(std::string_view line) {
+void note_measured(std::string_view line, std::string& measured) {
   for (std::string_view rank0 : {std::string_view("[default0]:"), std::string_view("[rank 0] ")})
     if (line.substr(0, rank0.size()) == rank0) line.remove_prefix(rank0.size());
   if (line.substr(0, hetlaunch::measured_prefix.size()) == hetlaunch::measured_prefix)
-    measured_line = std::string(line.substr(hetlaunch::measured_prefix.size()));
+    measured = std::string(line.substr(hetlaunch::measured_prefix.size()));
 }
 
 // The variables every node gets: the forwarded defaults, then --env-file, then --env.
@@ -93,6 +90,7 @@ result<hetlaunch::environment> node_environment(const job_options& o) {
 
 // How one attempt of the job ended.
 struct attempt_result {
+  std::string measured;             // calibrate: rank 0's last measured line (note_measured)
   int status = 0;                   // run's exit status for this attempt
   bool interrupted = false;         // a signal stopped it
   std::vector<std::size_t> failed;  // the node that failed first, then every host not reached
@@ -195,6 +193,7 @@ attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* p
   };
   const auto fanout = static_cast<std::size_t>(o.remote.fanout);
   std::size_t connecting = 0, running = 0, started = 0;
+  std::string measured;
   event_loop loop(nodes);
   const auto read_node = [&](std::size_t i, bool out) {
     child& c = nodes[i];
@@ -208,7 +207,7 @@ attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* p
     // whole up to 16 MiB, some 200,000 nodes.
     if (out && measuring) sink.whole_line = std::size_t{16} << 20;
     if (out)
-      sink.watch = [&p, measuring](std::string_view line) {
+      sink.watch = [&p, measuring, &measured](std::string_view line) {
         if (!p.started && line == hetlaunch::node_started_line) {
           p.started = true;  // the node script's own line: not shown
           return true;
@@ -218,7 +217,7 @@ attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* p
           p.ended = true;  // the node script's own last line: not shown
           return true;
         }
-        if (measuring) note_measured(line);
+        if (measuring) note_measured(line, measured);
         return false;
       };
     else
@@ -346,6 +345,7 @@ attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* p
   if (result == 0 && (first_failure || next < n))
     result = exit_failed;  // a node that never started
   attempt_result r;
+  r.measured = std::move(measured);
   r.local_failure = local_failure;
   r.status = result;
   r.interrupted = stop_signal != 0;
@@ -442,6 +442,9 @@ std::string json_hosts(const hetlaunch::cluster& c, const std::vector<std::size_
 struct job_end {
   int status;
   const char* reason;
+  // The last attempt's nodes and rank 0's measured line in it: what calibrate reads.
+  std::optional<hetlaunch::cluster> topology = std::nullopt;
+  std::string measured = {};
 };
 job_end invalid_input(int status) { return {status, "invalid_input"}; }
 
@@ -529,9 +532,10 @@ job_end run_job(const job_options& o) {
   planned();
   for (int attempt = 0;; ++attempt) {
     events.attempt = attempt;
-    last_topology = plan->topology();
     const attempt_result r = run_attempt(o, &*plan, attempt_ssh(attempt));
-    const auto ended = [&](const char* reason) { return job_end{r.status, reason}; };
+    const auto ended = [&](const char* reason) {
+      return job_end{r.status, reason, plan->topology(), r.measured};
+    };
     if (!r.local_failure.empty() && !r.interrupted) {
       std::fprintf(
           stderr, "hetlaunch: the job failed on this machine (%s), not on a host%s\n",
@@ -702,7 +706,7 @@ result<completed> writable(const std::string& path) {
   return completed{};
 }
 
-int write_measured(const job_options& o);
+int write_measured(const job_options& o, const hetlaunch::cluster& c, const std::string& measured);
 
 }  // namespace
 
@@ -718,8 +722,6 @@ int calibrate_command(const job_options& given) {
         "rendezvous, and the measurement names nodes by their place in the input"};
   o.calibrate.measuring = true;
   o.launch.calibrate_steps = o.calibrate.steps;  // the one launch that sets it: every worker's
-  measured_line.clear();
-  last_topology.reset();
   if (const std::optional<job_end> failed = open_events(o)) return end_job(*failed);
   if (o.calibrate.hostfile) {
     // A hostfile holds a host's count, not which of its devices: the selection would be lost,
@@ -734,29 +736,28 @@ int calibrate_command(const job_options& given) {
       return end_job(invalid_input(fail(ok.error())));
   }
   const job_end job = run_job(o);
-  if (job.status != 0 || !last_topology || o.remote.dry_run) {
-    if (last_topology && job.status != 0)
+  if (job.status != 0 || !job.topology || o.remote.dry_run) {
+    if (job.topology && job.status != 0)
       std::fprintf(stderr,
                    "hetlaunch: calibrate: the job failed (exit status %d): nothing measured\n",
                    job.status);
     return end_job(job);
   }
-  const int status = write_measured(o);
+  const int status = write_measured(o, *job.topology, job.measured);
   return end_job(status == 0 ? job : job_end{status, "calibration_failed"});
 }
 
 namespace {
 // The measured line as a table or JSON, and the hostfile: 0, or the status of the failure.
-int write_measured(const job_options& o) {
-  const hetlaunch::cluster& c = *last_topology;
-  if (measured_line.empty())
+int write_measured(const job_options& o, const hetlaunch::cluster& c, const std::string& measured) {
+  if (measured.empty())
     return fail(concat(
         "calibrate: rank 0 never printed a ", hetlaunch::measured_prefix,
         "line. A hetlaunch_shares.ShareBatchSampler prints it once it has handed out ",
         o.calibrate.steps,
         " steps (--calibrate-steps), in as many epochs as that takes: the script ended "
         "before (a loop bounded by fewer steps?), or its sampler is not a ShareBatchSampler"));
-  const auto m = hetlaunch::parse_measurement(measured_line, c.node_count());
+  const auto m = hetlaunch::parse_measurement(measured, c.node_count());
   if (!m)
     return fail(concat("calibrate: the ", hetlaunch::measured_prefix, "line, column ",
                        m.error().column, ": ", m.error().message));

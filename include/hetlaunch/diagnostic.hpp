@@ -321,6 +321,11 @@ std::string core_message(const Diagnostic& d) {
                       " but the plan gives this node no ceiling");
       return concat(host.empty() ? std::string() : who, variable, " is ", detail::quoted(text),
                     " but the plan gives ", limit);
+    case errc::host_mismatch:
+      if (text.empty())
+        return concat(who, variable, " is not set; the plan gives ", detail::quoted(host));
+      return concat(who, variable, " is ", detail::quoted(text), " but the plan gives ",
+                    detail::quoted(host));
     case errc::virtual_local_rank:
       return concat(
           "the extra torchrun argument ", detail::quoted(text),

@@ -220,6 +220,7 @@ inline cluster jobset_cluster(const std::vector<node_group>& groups, const jobse
 // pod k gets base + (k < extra) samples from first_offset + k * base + min(k, extra).
 struct group_share {
   long long base = 0, extra = 0, first_offset = 0;
+  std::string host_head, host_tail;  // pod k's host: host_head, k, host_tail (jobset_pod_host)
 };
 inline std::string pod_script(long long offset, std::size_t at, std::string_view node_rank_flag,
                               const group_share* share = nullptr) {
@@ -229,7 +230,9 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
           : concat("k=$((", pod_index_variable, "))\n", "export ", variables::node_batch, "=$((",
                    share->base, " + (k < ", share->extra, ")))\n", "export ",
                    variables::node_batch_offset, "=$((", share->first_offset, " + k * ",
-                   share->base, " + (k < ", share->extra, " ? k : ", share->extra, ")))\n");
+                   share->base, " + (k < ", share->extra, " ? k : ", share->extra, ")))\n",
+                   "export ", variables::node_host, "=\"", share->host_head, "$k", share->host_tail,
+                   "\"\n");
   return concat(batch, "rank=$((", offset, " + ", pod_index_variable, "))\n", "i=0\n",
                 "for a; do shift; i=$((i + 1)); set -- \"$@\" \"$a\"; if [ \"$i\" -eq ", at,
                 " ]; then set -- \"$@\" \"", node_rank_flag, "=$rank\"; fi; done\n", "exec \"$@\"");
@@ -304,6 +307,8 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
       // The pods with one sample more come first: count them from the offsets' growth.
       share.extra = (static_cast<long long>(last.offset) - first.offset) -
                     static_cast<long long>(group.nodes - 1) * last.batch;
+      share.host_head = detail::concat(o.name, "-", jobset_group_name(g), "-0-");
+      share.host_tail = detail::concat(".", o.name);
     }
     command.push(document::str(detail::pod_script(static_cast<long long>(first_node), at, rank_flag,
                                                   plan->has_shares() ? &share : nullptr)));

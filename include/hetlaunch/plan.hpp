@@ -237,7 +237,8 @@ class launch_plan {
   [[nodiscard]] result<environment, diagnostic> try_agent_env(std::size_t node) const {
     if (auto e = output_error(node, plan_outputs::work_shares); !e) return e.error();
     environment env = hetlaunch::agent_env(topology_, node);
-    detail::append_batch_env(env, options_, share(node), topology_.max_batch(node));
+    detail::append_batch_env(env, options_, share(node), topology_.max_batch(node),
+                             topology_.node(node).host);
     return env;
   }
   /// try_agent_env(node).value().
@@ -554,7 +555,8 @@ template <std::size_t N>
 
 /// check_worker_env against a plan: the topology's variables, and with a global batch also
 /// HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET, which must be
-/// set and equal the plan's for the worker's node (GROUP_RANK); a difference is batch_mismatch.
+/// set and equal the plan's for the worker's node (GROUP_RANK); a difference is batch_mismatch,
+/// and a HETLAUNCH_NODE_HOST unset or other than the node's host is host_mismatch.
 /// Without a global batch, each of them that is set is unplanned_share. A HETLAUNCH_MAX_BATCH
 /// that differs from the node's ceiling, or is set for a node without one, is batch_mismatch too.
 ///   for (const auto& d : hetlaunch::check_worker_env(plan, std::getenv))
@@ -596,6 +598,17 @@ template <class Getenv,
     const node_batch share = plan.node_batch_of(static_cast<std::size_t>(group));
     compare(variables::node_batch.data(), share.batch, true);
     compare(variables::node_batch_offset.data(), share.offset, true);
+    // The host the sampler keeps its learned rates by: a worker with another would give a
+    // checkpoint's rates to the wrong node.
+    const node_spec spec = plan.topology().node(static_cast<std::size_t>(group));
+    const char* host = get(variables::node_host.data());
+    if (host == nullptr || std::string_view(host) != spec.host || !*host)
+      out.push_back(diagnostic::of(errc::host_mismatch)
+                        .with_variable(variables::node_host)
+                        .with_text(host ? host : "")
+                        .with_node(static_cast<std::size_t>(group))
+                        .with_host(spec.host)
+                        .with_role(spec.role));
   }
   // The node's ceiling, when it has one and the worker was given one; one inherited by a worker
   // of a node without a ceiling would cut its share into micro-batches nobody planned.

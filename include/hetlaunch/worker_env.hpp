@@ -50,11 +50,12 @@ inline constexpr std::string_view default_signals_to_handle = "SIGTERM,SIGINT,SI
 // without a global batch.
 // The node's ceiling follows them, when it has one (with or without a global batch).
 inline void append_batch_env(environment& env, const launch_options& o, const node_batch* share,
-                             int max_batch) {
+                             int max_batch, std::string_view host) {
   if (o.global_batch > 0 && share != nullptr) {
     env.emplace_back(variables::global_batch, std::to_string(o.global_batch));
     env.emplace_back(variables::node_batch, std::to_string(share->batch));
     env.emplace_back(variables::node_batch_offset, std::to_string(share->offset));
+    env.emplace_back(variables::node_host, std::string(host));
   }
   if (max_batch > 0) env.emplace_back(variables::max_batch, std::to_string(max_batch));
   if (o.calibrate_steps > 0)
@@ -133,7 +134,7 @@ environment build_worker_env(const Topology& c, std::size_t node, int local_rank
   }
   if (const std::vector<int>* ids = node_devices(c, node))
     set("CUDA_VISIBLE_DEVICES", join_ids(*ids));
-  append_batch_env(env, o, share, node_max_batch(c, node));
+  append_batch_env(env, o, share, node_max_batch(c, node), spec.host);
   return env;
 }
 

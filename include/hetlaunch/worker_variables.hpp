@@ -18,6 +18,10 @@ inline constexpr std::string_view global_batch = "HETLAUNCH_GLOBAL_BATCH";
 inline constexpr std::string_view node_batch = "HETLAUNCH_NODE_BATCH";
 /// o_i, where the node's samples start within the step.
 inline constexpr std::string_view node_batch_offset = "HETLAUNCH_NODE_BATCH_OFFSET";
+/// The node's host as the plan names it (a spare's on a spare), set with the work share: the
+/// sampler keeps what it learned of each node's speed by host, so that a checkpoint loads on
+/// another topology (fewer nodes, a spare, a node back).
+inline constexpr std::string_view node_host = "HETLAUNCH_NODE_HOST";
 /// M, the most samples one of the node's workers takes in one forward (its memory ceiling): set
 /// only for a node that has one.
 inline constexpr std::string_view max_batch = "HETLAUNCH_MAX_BATCH";
@@ -37,13 +41,14 @@ inline constexpr std::string_view worker_identical = "TORCH_ELASTIC_WORKER_IDENT
 /// The work share's variables: set from the plan's global batch, and removed from an inherited
 /// environment when the plan has none (a shell that once evaluated `hetlaunch env
 /// --global-batch 64`, or Slurm's --export=ALL, must not hand a share to a job without one).
-inline constexpr std::array<std::string_view, 3> share = {global_batch, node_batch,
-                                                          node_batch_offset};
+inline constexpr std::array<std::string_view, 4> share = {global_batch, node_batch,
+                                                          node_batch_offset, node_host};
 /// The variables the launch owns: the work share's, the node's ceiling, the restart count a
 /// launcher with restarts sets for each attempt, and the calibration steps only `hetlaunch
 /// calibrate` sets (inherited, it would end a real job after N steps as a success).
-inline constexpr std::array<std::string_view, 6> owned = {
-    global_batch, node_batch, node_batch_offset, max_batch, restart_count, calibrate_steps};
+inline constexpr std::array<std::string_view, 7> owned = {
+    global_batch, node_batch,    node_batch_offset, node_host,
+    max_batch,    restart_count, calibrate_steps};
 
 }  // namespace variables
 

@@ -50,6 +50,7 @@ class Share:
     node: int = 0  # the node's index (GROUP_RANK)
     local_rank: int = 0  # LOCAL_RANK
     local_world_size: int = 1  # the node's workers (LOCAL_WORLD_SIZE)
+    host: str = ""  # the node's host as the plan names it (HETLAUNCH_NODE_HOST; "": not known)
 
     def __post_init__(self):
         # A share that cannot be a rank's part of a step would make the sampler yield empty or
@@ -59,6 +60,8 @@ class Share:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ValueError(f"Share.{name} must be an integer, got {value!r}")
+        if not isinstance(self.host, str):
+            raise ValueError(f"Share.host must be a string, got {self.host!r}")
         if self.max_batch < 0:
             raise ValueError(f"Share.max_batch must be 0 (no ceiling) or a positive integer, got {self.max_batch}")
         if self.world_size < 1:
@@ -109,7 +112,7 @@ def share_from_env(env: Optional[Mapping[str, str]] = None) -> Share:
                          f"over {world_size} workers")
     max_batch = names.optional_integer(env, names.MAX_BATCH, 1)
     return Share(global_batch, world_size, batch, offset, max_batch=max_batch, node=node, local_rank=local_rank,
-                 local_world_size=local_world_size)
+                 local_world_size=local_world_size, host=env.get(names.NODE_HOST, ""))
 
 
 def micro_batches(indices, max_batch: int) -> list:
@@ -198,6 +201,28 @@ def weights_from_rates(rates) -> List[str]:
         whole, fraction = divmod(micros, 10**6)
         out.append(str(whole) + (("." + f"{fraction:06d}".rstrip("0")) if fraction else ""))
     return out
+
+
+def rates_on_topology(hosts, plan_weights, saved_rates) -> Optional[List[float]]:
+    """Each node's samples per second of one worker for a job whose nodes are `hosts` (by node
+    index), from a checkpoint's rates by host: a host it measured gets its rate; another (a
+    spare, a node added or back) its plan weight times the median, over the hosts of both, of
+    rate / plan weight. None when no host of this job was measured, or a host is unknown ("") or
+    given twice: the plan's split then stands."""
+    hosts = list(hosts)
+    if not hosts or any(not h for h in hosts) or len(set(hosts)) != len(hosts) or len(plan_weights) != len(hosts):
+        return None
+    rates = {}
+    for host, rate in dict(saved_rates or {}).items():
+        if isinstance(rate, (int, float)) and not isinstance(rate, bool) and math.isfinite(rate) and rate > 0:
+            rates[str(host)] = float(rate)
+    known = [i for i, h in enumerate(hosts) if h in rates]
+    if not known:
+        return None
+    ratios = sorted(rates[hosts[i]] / plan_weights[i] for i in known)
+    middle = len(ratios) // 2
+    factor = ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
+    return [rates[h] if h in rates else plan_weights[i] * factor for i, h in enumerate(hosts)]
 
 
 def check_rebalance_every(value) -> int:

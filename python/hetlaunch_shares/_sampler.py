@@ -8,12 +8,13 @@ import math
 import os
 import sys
 import time
+import warnings
 from dataclasses import replace
 from typing import Iterator, List, NamedTuple
 
 from . import _names as names
-from ._core import RESHARD_REFUSED, Share, ShareLoaderError, check_rebalance_every, rank_batch, split_batch, \
-    weights_from_rates
+from ._core import RESHARD_REFUSED, Share, ShareLoaderError, check_rebalance_every, rank_batch, rates_on_topology, \
+    split_batch, weights_from_rates
 from ._steps import READ_AHEAD_LIMIT, StepLedger
 
 __all__ = ["ShareBatchSampler", "weighted_allreduce_hook", "NOTHING_TIMED"]
@@ -34,6 +35,7 @@ class RankLayout(NamedTuple):
     global_batch: int
     rebalance_every: int
     calibrate_steps: int
+    host: str = ""
 
 
 class RankWindow(NamedTuple):
@@ -57,6 +59,10 @@ def check_layout(layout: List[RankLayout]) -> List[int]:
             by_rank = ", ".join(f"rank {k}: {getattr(r, field)}" for k, r in enumerate(layout))
             raise RuntimeError(f"the ranks disagree on {what} ({by_rank}): every rank must rebalance at the same steps")
     nodes = sorted({r.node for r in layout})
+    for node in nodes:
+        hosts = {r.host for r in layout if r.node == node}
+        if len(hosts) > 1:
+            raise RuntimeError(f"the ranks of node {node} name different hosts {sorted(hosts)} in {names.NODE_HOST}")
     if nodes != list(range(len(nodes))):
         raise RuntimeError(f"{names.GROUP_RANK} values {nodes} are not 0..N-1: cannot rebalance")
     nproc = []
@@ -134,6 +140,7 @@ class ShareBatchSampler:
         self.steps_done = 0  # steps handed out in all epochs
         self.measured = None  # {"step": S, "nodes": [...]}: the last window's (calibrating: every window's
         # after the first) measurement
+        self.rates = {}  # {host: samples per second of one worker}: every host measured, this job or before
         self.steps = StepLedger()
         self._window = [0.0, 0, 0]  # seconds, samples, steps trained
         self._ever_timed = False
@@ -289,7 +296,8 @@ class ShareBatchSampler:
     def _gather_layout(self) -> None:
         s = self._cut
         layout = self._gather(tuple(RankLayout(s.node, s.local_world_size, s.local_rank, s.batch, s.offset,
-                                               s.global_batch, self.rebalance_every, self.calibrate_steps)))
+                                               s.global_batch, self.rebalance_every, self.calibrate_steps,
+                                               s.host)))
         self._layout = [RankLayout(*r) for r in layout]
         self._nproc = check_layout(self._layout)
 
@@ -331,6 +339,9 @@ class ShareBatchSampler:
                 return  # a rank of this node timed nothing this window: keep the split
             rates.append(sum(per_worker) / len(per_worker))
         weights = weights_from_rates(rates)
+        for host, rate in zip(self._hosts(), rates):
+            if host:
+                self.rates[host] = rate
         self.measured = {"step": self.steps_done,
                          "nodes": [{"node": i, "samples_per_second": rates[i], "weight": weights[i]}
                                    for i in range(len(nproc))]}
@@ -344,6 +355,10 @@ class ShareBatchSampler:
             self.weights = weights
             self.changes += 1
             self._apply(proposed)
+
+    def _hosts(self) -> List[str]:
+        """Each node's host, from the layout ("" where HETLAUNCH_NODE_HOST was not set)."""
+        return [next(r.host for r in self._layout if r.node == i) for i in range(len(self._nproc))]
 
     def _node_split(self, nproc):
         if self.weights:
@@ -363,16 +378,30 @@ class ShareBatchSampler:
 
     def state_dict(self) -> dict:
         """What a checkpoint keeps: the position (`epoch`, and `step`, the next step of that epoch
-        not yet trained), the learned weights (None: the plan's split) and the counts."""
+        not yet trained), the learned weights (None: the plan's split), `rates` ({host: samples
+        per second of one worker} of every host measured, by HETLAUNCH_NODE_HOST) and the counts."""
         epoch, step = self.position()
-        return {"weights": list(self.weights) if self.weights else None, "changes": self.changes,
-                "steps_done": self.steps_done, "epoch": epoch, "step": step}
+        return {"weights": list(self.weights) if self.weights else None, "rates": dict(self.rates),
+                "changes": self.changes, "steps_done": self.steps_done, "epoch": epoch, "step": step}
 
     def load_state_dict(self, state: dict) -> None:
         """Takes a checkpoint's state back (after a restart): the next iteration of the loaded
-        epoch yields its steps from the loaded position, and the next step uses the learned
-        weights' split. Every rank must load the same state."""
+        epoch yields its steps from the loaded position, and the next step uses what was learned
+        of each node's speed, on any topology: a host the checkpoint measured gets its rate, a
+        host it did not (a spare, a node added) its plan weight times the median over the measured
+        hosts of rate / plan weight. A checkpoint without rates (or a job without host names)
+        keeps its weights when the node count is the same, and the plan's split otherwise. Every
+        rank must load the same state."""
         weights = state.get("weights")
+        rates = state.get("rates") or {}
+        if not isinstance(rates, dict):
+            raise ValueError(f"the checkpoint's rates must map hosts to samples per second, got {rates!r}")
+        for host, rate in rates.items():
+            if not isinstance(host, str) or not host or isinstance(rate, bool) or \
+                    not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate <= 0:
+                raise ValueError(f"the checkpoint's rate {rate!r} of host {host!r} is not a positive number of "
+                                 "samples per second")
+        rates = {host: float(rate) for host, rate in rates.items()}
         self.changes = int(state.get("changes", 0))
         self.steps_done = int(state.get("steps_done", 0))
         if "epoch" in state and "step" in state:
@@ -381,16 +410,26 @@ class ShareBatchSampler:
                 raise ValueError(f"the checkpoint's position (epoch {epoch}, step {step}) is negative")
             self._resume = (epoch, step)
             self.epoch = epoch
-        if weights:
-            import torch.distributed as dist
-
-            nproc_of = [None] * dist.get_world_size(self._cut.group)
-            dist.all_gather_object(nproc_of, (self._cut.node, self._cut.local_world_size), group=self._cut.group)
-            nproc = [n for _, n in sorted(set(nproc_of))]
-            if len(nproc) != len(weights):
-                raise ValueError(f"the checkpoint has weights for {len(weights)} nodes; this job has {len(nproc)}")
+        if not weights and not rates:
+            return
+        if self._layout is None:
+            self._gather_layout()
+        nproc = self._nproc
+        # The plan's split stands for the plan's weights: a node's samples a worker.
+        plan_per_worker = [sum(r.batch for r in self._layout if r.node == i) / nproc[i] for i in range(len(nproc))]
+        learned = rates_on_topology(self._hosts(), plan_per_worker, rates)
+        # Hosts not in this job keep their rates for a checkpoint of this job (a host back later).
+        self.rates = {**rates, **self.rates}
+        if learned:
+            self.weights = weights_from_rates(learned)
+        elif weights and len(weights) == len(nproc):
             self.weights = list(weights)
-            self._apply(split_batch(self._cut.global_batch, nproc, self.weights))
+        else:
+            if weights:
+                warnings.warn(f"the checkpoint has weights for {len(weights)} nodes and no rates by host for this "
+                              f"job's {len(nproc)}: the job starts at the plan's split", stacklevel=2)
+            return
+        self._apply(split_batch(self._cut.global_batch, nproc, self.weights))
 
     # ---- calibration ----
 

@@ -185,6 +185,7 @@ enum class errc : int {
   no_binding = 58,           // the mode leaves a worker no CPU (or no GPU to take them from)
   bad_max_batch = 59,        // a node's ceiling (max_batch) is not a positive integer up to INT_MAX
   bad_measurement = 60,      // a HETLAUNCH_MEASURED line or a rate that cannot be a node's speed
+  host_mismatch = 61,        // a worker's HETLAUNCH_NODE_HOST is not its node's host in the plan
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -306,6 +307,8 @@ constexpr std::string_view to_string(errc code) noexcept {
       return "bad_max_batch";
     case errc::bad_measurement:
       return "bad_measurement";
+    case errc::host_mismatch:
+      return "host_mismatch";
     case errc::global_batch_too_small:
       return "global_batch_too_small";
     case errc::bad_global_batch:
@@ -955,6 +958,10 @@ inline constexpr std::string_view global_batch = "HETLAUNCH_GLOBAL_BATCH";
 inline constexpr std::string_view node_batch = "HETLAUNCH_NODE_BATCH";
 /// o_i, where the node's samples start within the step.
 inline constexpr std::string_view node_batch_offset = "HETLAUNCH_NODE_BATCH_OFFSET";
+/// The node's host as the plan names it (a spare's on a spare), set with the work share: the
+/// sampler keeps what it learned of each node's speed by host, so that a checkpoint loads on
+/// another topology (fewer nodes, a spare, a node back).
+inline constexpr std::string_view node_host = "HETLAUNCH_NODE_HOST";
 /// M, the most samples one of the node's workers takes in one forward (its memory ceiling): set
 /// only for a node that has one.
 inline constexpr std::string_view max_batch = "HETLAUNCH_MAX_BATCH";
@@ -974,13 +981,14 @@ inline constexpr std::string_view worker_identical = "TORCH_ELASTIC_WORKER_IDENT
 /// The work share's variables: set from the plan's global batch, and removed from an inherited
 /// environment when the plan has none (a shell that once evaluated `hetlaunch env
 /// --global-batch 64`, or Slurm's --export=ALL, must not hand a share to a job without one).
-inline constexpr std::array<std::string_view, 3> share = {global_batch, node_batch,
-                                                          node_batch_offset};
+inline constexpr std::array<std::string_view, 4> share = {global_batch, node_batch,
+                                                          node_batch_offset, node_host};
 /// The variables the launch owns: the work share's, the node's ceiling, the restart count a
 /// launcher with restarts sets for each attempt, and the calibration steps only `hetlaunch
 /// calibrate` sets (inherited, it would end a real job after N steps as a success).
-inline constexpr std::array<std::string_view, 6> owned = {
-    global_batch, node_batch, node_batch_offset, max_batch, restart_count, calibrate_steps};
+inline constexpr std::array<std::string_view, 7> owned = {
+    global_batch, node_batch,    node_batch_offset, node_host,
+    max_batch,    restart_count, calibrate_steps};
 
 }  // namespace variables
 
@@ -1633,6 +1641,11 @@ std::string core_message(const Diagnostic& d) {
                       " but the plan gives this node no ceiling");
       return concat(host.empty() ? std::string() : who, variable, " is ", detail::quoted(text),
                     " but the plan gives ", limit);
+    case errc::host_mismatch:
+      if (text.empty())
+        return concat(who, variable, " is not set; the plan gives ", detail::quoted(host));
+      return concat(who, variable, " is ", detail::quoted(text), " but the plan gives ",
+                    detail::quoted(host));
     case errc::virtual_local_rank:
       return concat(
           "the extra torchrun argument ", detail::quoted(text),
@@ -3553,11 +3566,12 @@ inline constexpr std::string_view default_signals_to_handle = "SIGTERM,SIGINT,SI
 // without a global batch.
 // The node's ceiling follows them, when it has one (with or without a global batch).
 inline void append_batch_env(environment& env, const launch_options& o, const node_batch* share,
-                             int max_batch) {
+                             int max_batch, std::string_view host) {
   if (o.global_batch > 0 && share != nullptr) {
     env.emplace_back(variables::global_batch, std::to_string(o.global_batch));
     env.emplace_back(variables::node_batch, std::to_string(share->batch));
     env.emplace_back(variables::node_batch_offset, std::to_string(share->offset));
+    env.emplace_back(variables::node_host, std::string(host));
   }
   if (max_batch > 0) env.emplace_back(variables::max_batch, std::to_string(max_batch));
   if (o.calibrate_steps > 0)
@@ -3636,7 +3650,7 @@ environment build_worker_env(const Topology& c, std::size_t node, int local_rank
   }
   if (const std::vector<int>* ids = node_devices(c, node))
     set("CUDA_VISIBLE_DEVICES", join_ids(*ids));
-  append_batch_env(env, o, share, node_max_batch(c, node));
+  append_batch_env(env, o, share, node_max_batch(c, node), spec.host);
   return env;
 }
 
@@ -4305,7 +4319,8 @@ class launch_plan {
   [[nodiscard]] result<environment, diagnostic> try_agent_env(std::size_t node) const {
     if (auto e = output_error(node, plan_outputs::work_shares); !e) return e.error();
     environment env = hetlaunch::agent_env(topology_, node);
-    detail::append_batch_env(env, options_, share(node), topology_.max_batch(node));
+    detail::append_batch_env(env, options_, share(node), topology_.max_batch(node),
+                             topology_.node(node).host);
     return env;
   }
   /// try_agent_env(node).value().
@@ -4622,7 +4637,8 @@ template <std::size_t N>
 
 /// check_worker_env against a plan: the topology's variables, and with a global batch also
 /// HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET, which must be
-/// set and equal the plan's for the worker's node (GROUP_RANK); a difference is batch_mismatch.
+/// set and equal the plan's for the worker's node (GROUP_RANK); a difference is batch_mismatch,
+/// and a HETLAUNCH_NODE_HOST unset or other than the node's host is host_mismatch.
 /// Without a global batch, each of them that is set is unplanned_share. A HETLAUNCH_MAX_BATCH
 /// that differs from the node's ceiling, or is set for a node without one, is batch_mismatch too.
 ///   for (const auto& d : hetlaunch::check_worker_env(plan, std::getenv))
@@ -4664,6 +4680,17 @@ template <class Getenv,
     const node_batch share = plan.node_batch_of(static_cast<std::size_t>(group));
     compare(variables::node_batch.data(), share.batch, true);
     compare(variables::node_batch_offset.data(), share.offset, true);
+    // The host the sampler keeps its learned rates by: a worker with another would give a
+    // checkpoint's rates to the wrong node.
+    const node_spec spec = plan.topology().node(static_cast<std::size_t>(group));
+    const char* host = get(variables::node_host.data());
+    if (host == nullptr || std::string_view(host) != spec.host || !*host)
+      out.push_back(diagnostic::of(errc::host_mismatch)
+                        .with_variable(variables::node_host)
+                        .with_text(host ? host : "")
+                        .with_node(static_cast<std::size_t>(group))
+                        .with_host(spec.host)
+                        .with_role(spec.role));
   }
   // The node's ceiling, when it has one and the worker was given one; one inherited by a worker
   // of a node without a ceiling would cut its share into micro-batches nobody planned.
@@ -6873,6 +6900,7 @@ inline cluster jobset_cluster(const std::vector<node_group>& groups, const jobse
 // pod k gets base + (k < extra) samples from first_offset + k * base + min(k, extra).
 struct group_share {
   long long base = 0, extra = 0, first_offset = 0;
+  std::string host_head, host_tail;  // pod k's host: host_head, k, host_tail (jobset_pod_host)
 };
 inline std::string pod_script(long long offset, std::size_t at, std::string_view node_rank_flag,
                               const group_share* share = nullptr) {
@@ -6882,7 +6910,9 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
           : concat("k=$((", pod_index_variable, "))\n", "export ", variables::node_batch, "=$((",
                    share->base, " + (k < ", share->extra, ")))\n", "export ",
                    variables::node_batch_offset, "=$((", share->first_offset, " + k * ",
-                   share->base, " + (k < ", share->extra, " ? k : ", share->extra, ")))\n");
+                   share->base, " + (k < ", share->extra, " ? k : ", share->extra, ")))\n",
+                   "export ", variables::node_host, "=\"", share->host_head, "$k", share->host_tail,
+                   "\"\n");
   return concat(batch, "rank=$((", offset, " + ", pod_index_variable, "))\n", "i=0\n",
                 "for a; do shift; i=$((i + 1)); set -- \"$@\" \"$a\"; if [ \"$i\" -eq ", at,
                 " ]; then set -- \"$@\" \"", node_rank_flag, "=$rank\"; fi; done\n", "exec \"$@\"");
@@ -6957,6 +6987,8 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
       // The pods with one sample more come first: count them from the offsets' growth.
       share.extra = (static_cast<long long>(last.offset) - first.offset) -
                     static_cast<long long>(group.nodes - 1) * last.batch;
+      share.host_head = detail::concat(o.name, "-", jobset_group_name(g), "-0-");
+      share.host_tail = detail::concat(".", o.name);
     }
     command.push(document::str(detail::pod_script(static_cast<long long>(first_node), at, rank_flag,
                                                   plan->has_shares() ? &share : nullptr)));

@@ -358,11 +358,14 @@ def hostile_cases(suite, binary):
     case("slurm_filtered_devices", ["argv", "--slurm", "--exclude", "n2:0", "t.py"], 0,
          check=lambda out: b"--nproc_per_node=1\n" in out and b"--node_rank=1\n" in out, env=dict(slurm, SLURM_NODEID="1"))
     case("check_env_overflowing_plan", ["check-env", "--hosts", "a:2147483647,b:1"], 1, "world size would be 2147483648")
-    # check-env with work shares: the three variables must be there and be the plan's.
+    # check-env with work shares: the four variables must be there and be the plan's.
     shares = ["check-env", "--hosts", "a:3,b:1", "--weight", "b=3", "--global-batch", "13"]
     worker = dict(empty_env, WORLD_SIZE="4", GROUP_RANK="1", LOCAL_WORLD_SIZE="1", RANK="3", LOCAL_RANK="0",
-                  HETLAUNCH_GLOBAL_BATCH="13", HETLAUNCH_NODE_BATCH="5", HETLAUNCH_NODE_BATCH_OFFSET="8")
+                  HETLAUNCH_GLOBAL_BATCH="13", HETLAUNCH_NODE_BATCH="5", HETLAUNCH_NODE_BATCH_OFFSET="8",
+                  HETLAUNCH_NODE_HOST="b")
     case("check_env_shares", shares, 0, env=worker)
+    case("check_env_shares_host", shares, 1, "node 1 ('b'): HETLAUNCH_NODE_HOST is 'a' but the plan gives 'b'",
+         env=dict(worker, HETLAUNCH_NODE_HOST="a"))
     case("check_env_shares_differ", shares, 1, "node 1 ('b'): HETLAUNCH_NODE_BATCH is '4' but the plan gives 5",
          env=dict(worker, HETLAUNCH_NODE_BATCH="4"))
     case("check_env_shares_global", shares, 1, "HETLAUNCH_GLOBAL_BATCH is '12' but the plan gives 13",
@@ -386,7 +389,8 @@ def hostile_cases(suite, binary):
          "hetlaunch: unsetting HETLAUNCH_GLOBAL_BATCH: the plan has no global batch", stdout=b"", env=inherited)
     case("exec_replaces_inherited_shares", ["exec", "--hosts", "127.0.0.1:1", "--node", "0", "--global-batch", "8", *show,
                                             "--", "t.py"], 0,
-         stdout=b"HETLAUNCH_GLOBAL_BATCH=8\nHETLAUNCH_NODE_BATCH=8\nHETLAUNCH_NODE_BATCH_OFFSET=0\n", env=inherited)
+         stdout=b"HETLAUNCH_GLOBAL_BATCH=8\nHETLAUNCH_NODE_BATCH=8\nHETLAUNCH_NODE_BATCH_OFFSET=0\n"
+                b"HETLAUNCH_NODE_HOST=127.0.0.1\n", env=inherited)
     # A failure of this machine (the ssh program cannot run) is no host's: no host is left out, and
     # no restart is tried, since every attempt would fail alike.
     case("run_ssh_missing", ["run", "--hosts", "h1:2,h2:1,h3:1", "--ssh", "/nonexistent/ssh", "--restarts", "3",
@@ -436,11 +440,12 @@ def hostile_cases(suite, binary):
     # plan --json's commands start a node as it must be started: with its work share's variables.
     case("plan_json_commands_carry_shares", ["plan", "--json", "--hosts", "a:2,b:1", "--global-batch", "6", "t.py"], 0,
          check=lambda out: b'"env": {"HETLAUNCH_GLOBAL_BATCH": "6", "HETLAUNCH_NODE_BATCH": "2", '
-                           b'"HETLAUNCH_NODE_BATCH_OFFSET": "4"}, "command": "HETLAUNCH_GLOBAL_BATCH=6 '
-                           b'HETLAUNCH_NODE_BATCH=2 HETLAUNCH_NODE_BATCH_OFFSET=4 torchrun --nnodes=2 --node_rank=1' in out)
+                           b'"HETLAUNCH_NODE_BATCH_OFFSET": "4", "HETLAUNCH_NODE_HOST": "b"}, "command": '
+                           b'"HETLAUNCH_GLOBAL_BATCH=6 HETLAUNCH_NODE_BATCH=2 HETLAUNCH_NODE_BATCH_OFFSET=4 '
+                           b'HETLAUNCH_NODE_HOST=b torchrun --nnodes=2 --node_rank=1' in out)
     # The plan's own variables cannot be given by --env, an env file, or jobset --env.
-    for name in ("HETLAUNCH_GLOBAL_BATCH", "HETLAUNCH_NODE_BATCH", "HETLAUNCH_NODE_BATCH_OFFSET", "HETLAUNCH_RESTART_COUNT",
-                 "HETLAUNCH_MAX_BATCH", "HETLAUNCH_CALIBRATE_STEPS"):
+    for name in ("HETLAUNCH_GLOBAL_BATCH", "HETLAUNCH_NODE_BATCH", "HETLAUNCH_NODE_BATCH_OFFSET", "HETLAUNCH_NODE_HOST",
+                 "HETLAUNCH_RESTART_COUNT", "HETLAUNCH_MAX_BATCH", "HETLAUNCH_CALIBRATE_STEPS"):
         case(f"run_env_owned_{name.lower()}", ["run", "--hosts", "a:1", "--global-batch", "4", "--env", f"{name}=8",
                                                "--dry-run", "--", "t.py"], 1,
              f"--env '{name}=8': '{name}' ")

@@ -168,12 +168,14 @@ def check_manifests(run, binary, update):
                 ranks.append(f"script arguments {out[-2:]}")
     ok = ranks == ["--node_rank=0", "--node_rank=1", "--node_rank=2", "--node_rank=3"]
     run.report("pod k of group g is node offset(g) + k", [] if ok else [f"node ranks {ranks}"])
-    # With a global batch each pod computes its node's part from its index: run every pod's command
-    # as written, with a launcher that prints the part, and compare with the plan of the same nodes.
+    # With a global batch each pod computes its node's part, and its host, from its index: run every
+    # pod's command as written, with a launcher that prints them, and compare with the plan of the
+    # same nodes.
     for groups, global_batch in [(["3:8:3", "2:4", "1:2:1.5"], 1001), (["5:1", "4:2:2.5"], 13), (["7:3"], 100),
                                  (["2:2:0.000001", "3:1:1000000"], 2**31 - 1)]:
         args = ["--name", "w", "--image", "i", "--global-batch", str(global_batch), "--program", "sh", "--program", "-c",
-                "--program", 'echo "$HETLAUNCH_GLOBAL_BATCH $HETLAUNCH_NODE_BATCH $HETLAUNCH_NODE_BATCH_OFFSET"']
+                "--program", 'echo "$HETLAUNCH_GLOBAL_BATCH $HETLAUNCH_NODE_BATCH $HETLAUNCH_NODE_BATCH_OFFSET '
+                '$HETLAUNCH_NODE_HOST"']
         hosts, weights = [], []
         for g, group in enumerate(groups):
             nodes, gpus, *weight = group.split(":")
@@ -195,7 +197,7 @@ def check_manifests(run, binary, update):
         plan = json.loads(subprocess.run([binary, "plan", "--json", "--hosts", ",".join(hosts), *weights,
                                           "--global-batch", str(global_batch)], capture_output=True, text=True,
                                          check=True).stdout)
-        want = [f"{global_batch} {n['node_batch']} {n['node_batch_offset']}" for n in plan["nodes"]]
+        want = [f"{global_batch} {n['node_batch']} {n['node_batch_offset']} {n['host']}" for n in plan["nodes"]]
         run.report(f"pods of {' + '.join(groups)} take their plan's part of {global_batch}",
                    [] if got == want else [f"{got}, the plan {want}"])
     # docs/kubernetes.md's example is the golden manifest `readme`, as it is.

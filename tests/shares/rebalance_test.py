@@ -170,6 +170,33 @@ def restores(runner, want):
     return problems + params_problems(second, want)
 
 
+def other_topology(runner, want):
+    """A checkpoint of the 2-node job loads by host on 3 nodes (the host it never measured gets
+    the median rate for its plan weight) and on the one node left of the two: no error, the
+    first step near the ideal where the plan's equal split is twice it, one process's parameters."""
+    first = runner.run("learns-by-host", [0.015, 0.005], steps=15)
+    rates = first["state"].get("rates", {})
+    problems = [] if sorted(rates) == ["127.0.0.1", "127.0.0.2"] else [f"rates by host: {rates}"]
+    state = runner.work / "sampler-state-by-host.json"
+    state.write_text(json.dumps({k: v for k, v in first["state"].items() if k not in ("epoch", "step")}))
+    restored = ["--env", f"REBALANCE_STATE={state}"]
+    for name, hosts, nproc, per_sample in [("grown", "127.0.0.1:1,127.0.0.3:1,127.0.0.2:2", [1, 1, 2],
+                                            [0.015, 0.010, 0.005]),
+                                           ("shrunk", "127.0.0.2:2", [2], [0.005])]:
+        record = runner.run(name, per_sample, extra=restored, hosts=("--hosts", hosts))
+        ideal = B / sum(n / t for n, t in zip(nproc, per_sample))
+        start = predicted_step(record["batches"][0], per_sample)
+        even = max(B / sum(nproc) * t for t in per_sample)
+        print(f"     {name} ({hosts}): the first step takes {start / ideal:.2f}x the ideal "
+              f"(the plan's split {even / ideal:.2f}x)")
+        # The host never measured is an estimate (the median's 133 samples/s where it does 100, 1.26x
+        # at exact rates): within 1.5x, where the plan's split is 2.12x; on the node left, the ideal.
+        if start > 1.5 * ideal or (name == "grown" and start >= 0.8 * even):
+            problems.append(f"{name}: the first step takes {start / ideal:.2f}x the ideal")
+        problems += params_problems(record, want)
+    return problems
+
+
 def calibrate(runner, want):
     """`hetlaunch calibrate` on the same job finds the true speed ratio (3) within 10%, and a run
     of the hostfile it writes starts at the ideal split, within 1.15x, from its first step."""
@@ -231,6 +258,7 @@ def main():
         suite.case("a steady load: at most two changes in 30 steps", steady, runner, want)
         suite.case("ceilings: no forward above --max-batch", ceilings, runner, want)
         suite.case("state_dict: the learned split survives a checkpoint", restores, runner, want)
+        suite.case("state_dict by host: the 2-node job's checkpoint on 3 nodes and on 1", other_topology, runner, want)
         suite.case("calibrate: the speed ratio within 10%, and a run of its hostfile at the ideal", calibrate,
                    runner, want)
     return suite.status

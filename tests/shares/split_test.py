@@ -182,6 +182,38 @@ def sampler_cases():
     return failures
 
 
+def rates_cases():
+    """A checkpoint's rates by host on another topology: measured hosts keep their rates, others
+    get their plan weight times the median of rate / plan weight; no measured host, an unknown
+    host or a host twice keeps the plan's split (None). For every subset and order of 5 hosts."""
+    import itertools
+
+    from hetlaunch_shares._core import rates_on_topology
+    failures = []
+    saved = {"a": 10.0, "b": 30.0, "c": 20.0}
+    plan = {"a": 1.0, "b": 2.0, "c": 1.0, "d": 4.0, "e": 0.5}
+    for size in range(1, 6):
+        for hosts in itertools.permutations("abcde", size):
+            got = rates_on_topology(hosts, [plan[h] for h in hosts], saved)
+            known = sorted(saved[h] / plan[h] for h in hosts if h in saved)
+            if not known:
+                if got is not None:
+                    failures.append(f"{hosts}: {got} with no host measured")
+                continue
+            m = len(known) // 2
+            median = known[m] if len(known) % 2 else (known[m - 1] + known[m]) / 2
+            want = [saved[h] if h in saved else plan[h] * median for h in hosts]
+            if got is None or any(abs(x - y) > 1e-12 * y for x, y in zip(got, want)):
+                failures.append(f"{hosts}: {got}, want {want}")
+    for hosts in (["a", ""], ["a", "a"], []):
+        if rates_on_topology(hosts, [1.0] * len(hosts), saved) is not None:
+            failures.append(f"{hosts}: a split from rates")
+    # Rates no node could have are not used.
+    if rates_on_topology(["a", "b"], [1.0, 1.0], {"a": -1, "b": float("nan")}) is not None:
+        failures.append("negative and NaN rates were used")
+    return failures
+
+
 def env_cases():
     failures = []
     good = {"HETLAUNCH_GLOBAL_BATCH": "13", "WORLD_SIZE": "4", "HETLAUNCH_NODE_BATCH": "8",
@@ -192,6 +224,8 @@ def env_cases():
         failures.append(f"share_from_env: {share}")
     if shares.share_from_env({**good, "HETLAUNCH_MAX_BATCH": "16"}).max_batch != 16:
         failures.append("share_from_env does not read HETLAUNCH_MAX_BATCH")
+    if shares.share_from_env({**good, "HETLAUNCH_NODE_HOST": "gpu-b"}).host != "gpu-b" or share.host != "":
+        failures.append("share_from_env does not read HETLAUNCH_NODE_HOST (or invents one)")
     for name, value, says in [("HETLAUNCH_GLOBAL_BATCH", None, "HETLAUNCH_GLOBAL_BATCH is not set"),
                               ("HETLAUNCH_NODE_BATCH", "x8", "HETLAUNCH_NODE_BATCH='x8'"),
                               ("HETLAUNCH_NODE_BATCH_OFFSET", "10", "inconsistent work share"),
@@ -501,6 +535,7 @@ def main():
         run.case("micro_batches: every share and ceiling up to 200 x 40", micro_batch_cases)
         run.case("sampler: 60 topologies, every sample once, same steps on any topology", sampler_cases)
         run.case("share_from_env: refuses missing and inconsistent variables", env_cases)
+        run.case("a checkpoint's rates by host, on every topology of 5 hosts", rates_cases)
         run.case("Share: refuses a share no rank can have", hand_made_share_cases)
         run.case("rebalancing: a step must be timed, and watch() times it", timing_cases)
         run.case("steps in flight keep their share; only the first marker counts", ledger_cases)

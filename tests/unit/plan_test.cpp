@@ -156,7 +156,7 @@ TEST_SUITE("plan") {
     }
     CHECK(worker_vars == nodes / 8 * worker_period);
     CHECK(direct_vars == nodes / 8 * direct_period);
-    CHECK(agent_vars == nodes * 3);
+    CHECK(agent_vars == nodes * 4);  // the share, its offset, the global batch and the host
     CHECK(batch == o.global_batch);
   }
 

@@ -287,15 +287,27 @@ TEST_SUITE("shares") {
     CHECK(plan.try_rank_batch(0, 3).error().code == hetlaunch::errc::local_rank_out_of_range);
     const hetlaunch::environment agent{{"HETLAUNCH_GLOBAL_BATCH", "13"},
                                        {"HETLAUNCH_NODE_BATCH", "5"},
-                                       {"HETLAUNCH_NODE_BATCH_OFFSET", "8"}};
+                                       {"HETLAUNCH_NODE_BATCH_OFFSET", "8"},
+                                       {"HETLAUNCH_NODE_HOST", "b"}};
     CHECK(plan.agent_env(1) == agent);
     CHECK(hetlaunch::try_agent_env(c, 1, o).value() == agent);
     const auto env = plan.worker_env(1, 0);
-    CHECK(std::equal(agent.begin(), agent.end(), env.end() - 3));
+    CHECK(std::equal(agent.begin(), agent.end(), env.end() - 4));
     CHECK(hetlaunch::worker_env(c, 1, 0, o) == env);
     CHECK(plan.direct_worker_env(1, 0).back() == agent.back());
     CHECK(hetlaunch::check_worker_env(plan, env).empty());
-    hetlaunch::environment wrong(env.begin(), env.end() - 1);
+    // The host the sampler keeps its rates by: another, or none, is named with the node's.
+    hetlaunch::environment moved(env.begin(), env.end() - 1);
+    moved.emplace_back("HETLAUNCH_NODE_HOST", "a");
+    REQUIRE(hetlaunch::check_worker_env(plan, moved).size() == 1);
+    CHECK(hetlaunch::check_worker_env(plan, moved)[0].code == hetlaunch::errc::host_mismatch);
+    CHECK(hetlaunch::check_worker_env(plan, moved)[0].message() ==
+          "node 1 ('b'): HETLAUNCH_NODE_HOST is 'a' but the plan gives 'b'");
+    moved.pop_back();
+    CHECK(hetlaunch::check_worker_env(plan, moved).at(0).message() ==
+          "node 1 ('b'): HETLAUNCH_NODE_HOST is not set; the plan gives 'b'");
+    hetlaunch::environment wrong(env.begin(), env.end() - 2);
+    wrong.emplace_back("HETLAUNCH_NODE_HOST", "b");
     wrong.emplace_back("HETLAUNCH_NODE_BATCH_OFFSET", "7");
     const auto problems = hetlaunch::check_worker_env(plan, wrong);
     REQUIRE(problems.size() == 1);

@@ -63,7 +63,7 @@ TEST_SUITE("worker_variables") {
     const std::string& script = remote[2];
     const std::size_t unset = script.find(
         "unset HETLAUNCH_GLOBAL_BATCH HETLAUNCH_NODE_BATCH HETLAUNCH_NODE_BATCH_OFFSET "
-        "HETLAUNCH_MAX_BATCH HETLAUNCH_RESTART_COUNT HETLAUNCH_CALIBRATE_STEPS\n");
+        "HETLAUNCH_NODE_HOST HETLAUNCH_MAX_BATCH HETLAUNCH_RESTART_COUNT HETLAUNCH_CALIBRATE_STEPS\n");
     REQUIRE(unset != std::string::npos);
     CHECK(unset < script.find("export \"$1\""));
   }

@@ -470,7 +470,8 @@ const std::vector<command>& commands() {
        "compares this process's environment (a worker's) with the plan",
        "Run inside a worker: compares its RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK and\n"
        "LOCAL_RANK with the plan and prints every disagreement; with --global-batch also\n"
-       "HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH and HETLAUNCH_NODE_BATCH_OFFSET; without it,\n"
+       "HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH, HETLAUNCH_NODE_BATCH_OFFSET and\n"
+       "HETLAUNCH_NODE_HOST; without it,\n"
        "each of those that is set is a disagreement. Exit status 1 on any.\n",
        input_flags | launch_flags,
        {},

@@ -164,9 +164,10 @@ std::string manual_page() {
       ".SH ENVIRONMENT\n"
       ".TP\n\\fBSLURM_*\\fR\nread by \\fB\\-\\-slurm\\fR: the job's nodes, their task counts and this node\n"
       ".TP\n\\fBHETLAUNCH_TASKS_PER_NODE\\fR\nevery node's worker count in a Slurm job, instead of Slurm's\n"
-      ".TP\n\\fBHETLAUNCH_GLOBAL_BATCH\\fR, \\fBHETLAUNCH_NODE_BATCH\\fR, \\fBHETLAUNCH_NODE_BATCH_OFFSET\\fR\n"
-      "set for every worker with \\fB\\-\\-global\\-batch\\fR: the job's samples a step, and the node's "
-      "part of them and where it starts; checked by \\fBcheck\\-env\\fR\n";
+      ".TP\n\\fBHETLAUNCH_GLOBAL_BATCH\\fR, \\fBHETLAUNCH_NODE_BATCH\\fR, \\fBHETLAUNCH_NODE_BATCH_OFFSET\\fR, "
+      "\\fBHETLAUNCH_NODE_HOST\\fR\n"
+      "set for every worker with \\fB\\-\\-global\\-batch\\fR: the job's samples a step, the node's "
+      "part of them and where it starts, and the node's host; checked by \\fBcheck\\-env\\fR\n";
   out +=
       ".SH EXAMPLES\n.nf\nhetlaunch plan \\-\\-hostfile hosts.txt\n"
       "hetlaunch run \\-\\-hostfile hosts.txt \\-\\-global\\-batch 1024 \\-\\- train.py\n"

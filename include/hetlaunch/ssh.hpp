@@ -60,26 +60,32 @@ namespace detail {
 // status and its error file. The writer reads both pipes until every holder has closed them, cuts
 // the bytes at each newline (a progress bar's carriage returns stay in its line, as a launcher
 // that shows whole lines shows them), and writes the lines with the prefix in writes of at most
-// 4 KiB that end at a line's end, which a pipe keeps whole among other writers' (a line longer
-// than that is written in one write, which it may not). A line
+// 4 KiB that end at a line's end (a longer line in one write), each under an exclusive flock of
+// the program's file, which every writer of the node shares: a pipe keeps only 4 KiB whole among
+// other writers', and a socket nothing. A line
 // with no end yet is held up to 16 MiB (the longest measured line) and then written with a
 // newline, as is what is held when the pipe closes. It ignores the signals meant for the worker
 // (torch 2.x sends them to the whole process group) and ends when the pipes close.
 inline std::string_view rank_lines_program() {
-  return R"py(import os, select, signal, sys
+  return R"py(import fcntl, os, select, signal, sys
 LONGEST = 16 << 20
-def put(fd, pieces):
+def put(fd, pieces, lock):
     batch = b""
     for piece in pieces + [b""]:
         if batch and (not piece or len(batch) + len(piece) > 4096):
             try:
+                if lock is not None:
+                    fcntl.flock(lock, fcntl.LOCK_EX)
                 while batch:
                     batch = batch[os.write(fd, batch):]
             except OSError:
                 pass
+            finally:
+                if lock is not None:
+                    fcntl.flock(lock, fcntl.LOCK_UN)
             batch = b""
         batch += piece
-def pump(into, prefix):
+def pump(into, prefix, lock):
     poller = select.poll()
     held = {}
     for fd in into:
@@ -103,7 +109,7 @@ def pump(into, prefix):
             if chunks and (size >= LONGEST or not data):
                 pieces.append(prefix + b"".join(chunks) + b"\n")
                 chunks, size = [], 0
-            put(into[fd], pieces)
+            put(into[fd], pieces, lock)
             held[fd] = (chunks, size)
             if not data:
                 poller.unregister(fd)
@@ -120,7 +126,11 @@ def main():
                     signal.signal(getattr(signal, name), signal.SIG_IGN)
                 for fd in (0, out_w, err_w):
                     os.close(fd)
-                pump({out_r: 1, err_r: 2}, prefix)
+                try:
+                    lock = os.open(sys.argv[0], os.O_RDONLY)
+                except OSError:
+                    lock = None
+                pump({out_r: 1, err_r: 2}, prefix, lock)
         finally:
             os._exit(0)
     os.waitpid(child, 0)

@@ -4,9 +4,9 @@
 torchrun starts its workers with `python -u`, where print writes a line and its newline in two
 writes: the lines of one node's workers glue together ("line 0 5line 1 7\\n\\n"). Under run, every
 line a worker writes reaches the node's output whole, as "[NODE HOST] [rank R] LINE", stdout to
-stdout and stderr to stderr: also a progress bar's line of carriage returns, a line of 60 kB (15
-times what a pipe keeps whole in one write; run shows a line of over 64 KiB in pieces), and a last
-line with no newline. The worker keeps its exit status, the node script removes the file it
+stdout and stderr to stderr: also a progress bar's line of carriage returns, ten lines of 60 kB
+each (15 times what a pipe keeps whole in one write: the node's writers share a lock; run shows a
+line of over 64 KiB in pieces), and a last line with no newline. The worker keeps its exit status, the node script removes the file it
 wrote, and no process outlives the job. --no-rank-prefix leaves the lines as torchrun passes them.
 Run on Debian's torch 1.13 (which signals a worker alone) and, in the trixie chroot, on 2.6 (which
 signals its whole process group, as 2.14 does)."""
@@ -35,8 +35,9 @@ for i in range(%d):
     print("line", r, i, "x" * (i %% 37))
     if i %% 400 == 0:
         print("err", r, i, file=sys.stderr)
-sys.stdout.write("long-" + r + "-")
-sys.stdout.write("y" * 60000 + "\\n")
+for j in range(10):
+    sys.stdout.write("long-" + r + "-" + str(j) + "-")
+    sys.stdout.write("y" * 60000 + "\\n")
 sys.stdout.write("progress " + r + " 50%%\\r")
 sys.stdout.write("progress " + r + " 100%%\\n")
 sys.stdout.write("last-" + r)
@@ -105,10 +106,10 @@ def whole_lines(runner, module=False):
             wrong = next((f"{a!r} where {b!r}" for a, b in zip(numbered, want) if a != b), f"{len(numbered)} lines")
             problems.append(f"rank {rank}'s numbered lines are not whole and in order: {wrong}")
         rest = [text for text in mine if not text.startswith("line ")]
-        if rest[:1] != [f"long-{rank}-" + "y" * 60000]:
-            problems.append(f"rank {rank}'s 60 kB line: {[t[:40] for t in rest[:1]]}")
-        if rest[1:] != [f"progress {rank} 50%\rprogress {rank} 100%", f"last-{rank}"]:
-            problems.append(f"rank {rank}'s progress and last lines: {[t[:60] for t in rest[1:]]}")
+        if rest[:10] != [f"long-{rank}-{j}-" + "y" * 60000 for j in range(10)]:
+            problems.append(f"rank {rank}'s 60 kB lines: {[t[:40] for t in rest[:10]]}")
+        if rest[10:] != [f"progress {rank} 50%\rprogress {rank} 100%", f"last-{rank}"]:
+            problems.append(f"rank {rank}'s progress and last lines: {[t[:60] for t in rest[10:]]}")
     errors = worker_lines(err, problems)
     for rank in range(5):
         if [text for r, text in errors if r == rank] != [f"err {rank} {i}" for i in range(0, LINES, 400)]:

@@ -215,8 +215,10 @@ def finish_timed(proc, needle, timeout=240):
 
 
 def left_on_hosts(work):
-    """Processes of the job still running anywhere, a moment after `run` returned: none may be."""
-    deadline = time.monotonic() + 2
+    """Processes of the job still running anywhere once `run` returned: none may be by the time a
+    node script whose ssh was killed before it started has stopped its job by itself (within
+    --kill-after, docs/multi-host.md), plus 2 s."""
+    deadline = time.monotonic() + KILL_AFTER + 2
     while True:
         left = [p for p in job_processes(str(work)) if "sshd" not in p[1]]
         if not left or time.monotonic() > deadline:

@@ -45,6 +45,7 @@ inline std::string quoted(std::string_view text, std::size_t limit) {
 // where the library found it (fail, exit status 1).
 struct usage_error {
   std::string message;
+  bool recorded = false;  // the job's own job_exited already says it (run, calibrate)
 };
 using hetlaunch::parse_error;
 using hetlaunch::result;
@@ -391,6 +392,25 @@ int finish_output(int status);
 int run_command(const job_options& o);
 int calibrate_command(const job_options& o);
 
+// How a node ended: node_exited's reason (docs/events.md).
+enum class node_ending { succeeded, failed, stopped, unreachable, ended_before_start };
+// How a job ended: job_exited's reason (docs/events.md).
+enum class job_ending {
+  succeeded,
+  worker_failed,
+  unreachable,
+  ended_before_start,
+  interrupted,
+  restarts_exhausted,
+  too_few_nodes,
+  invalid_input,
+  calibration_failed,
+  output_failed,
+};
+// The reason's word in events, one table for each.
+const char* reason_of(node_ending ending);
+const char* reason_of(job_ending ending);
+
 // events.cpp: run --events FILE, one JSON object a line (docs/events.md).
 class event_log {
   int fd_ = -1;
@@ -420,12 +440,11 @@ class event_log {
   // One event: `fields` are the event's own keys ("\"node\": 1, ..."), after event, time and
   // attempt. Nothing without a file.
   void write(const char* event, const std::string& fields);
-  void node_exited(std::size_t node, std::string_view host, int status, const char* reason);
-  void job_exited(int status, const char* reason);
+  void node_exited(std::size_t node, std::string_view host, int status, node_ending ending);
+  void job_exited(int status, job_ending ending);
 };
-// The events of the job this process runs (closed: none).
-extern event_log job_events;
-// A usage error of run or calibrate ends the job as invalid input, when --events names a file.
+// A usage error of run or calibrate found before the job opened its events (on the command
+// line) ends the job as invalid input, when --events names a file.
 void record_usage_error(int argc, char** argv);
 
 // discover.cpp

@@ -49,130 +49,37 @@ std::optional<int> gpu_count(const std::string& output, bool custom) {
 // floods its output is stopped long before it costs memory.
 constexpr std::size_t max_count_output = 1 << 16;
 
-// Asks every node with nproc 0 (slots=auto) for its GPU count, at most --fanout at once, and
-// gives the cluster those counts. Errors name the host. Each answer is bounded in size and in
-// time (--discover-timeout); a signal stops every child and ends the process with 128 + signal.
-}  // namespace
+// What one host's answer says: its count, that it could not be reached, or what is wrong with it.
+struct gpu_answer {
+  std::optional<int> count;
+  bool unreachable = false;  // ssh exited 255
+  std::string first_error;   // the first line of its stderr
+  std::string problem;
+};
 
-result<completed> resolve_auto(const remote_args& remote, const restart_args& restart,
-                               hetlaunch::cluster& nodes) {
-  std::vector<std::size_t> asked;
-  for (std::size_t i = 0; i < nodes.node_count(); ++i)
-    if (nodes.nproc(i) == 0) asked.push_back(i);
-  if (asked.empty()) return completed{};
-  const progress_scope clear_progress;
-  // Before the first child: a Ctrl-C now must stop the children, not leave them behind.
-  install_signal_handlers();
-  const bool custom = remote.gpu_count_command.has_value();
-  const std::string command = custom ? *remote.gpu_count_command : "nvidia-smi -L";
-  const hetlaunch::ssh_options& ssh = remote.ssh;
-  std::vector<child> children(asked.size());
-  std::vector<double> started_at(asked.size());
-  std::vector<int> counts(nodes.node_count());
-  std::size_t next = 0, done = 0;
-  // The children still running or with output to read: each wake-up costs them, not every host.
-  std::vector<std::size_t> active;
-  event_loop loop(children);
-  std::vector<std::string> problems(asked.size());
-  // run --restarts N --exclude-failed leaves out a host it cannot reach, as at a restart; so it
-  // does with a slots=auto host it cannot reach to ask.
-  const bool leave_out_unreachable = restart.restarts.value_or(0) > 0 && restart.exclude_failed;
-  std::vector<bool> left_out(nodes.node_count(), false);
-  const auto host_of = [&](std::size_t k) { return std::string(nodes.node(asked[k]).host); };
-  const auto stop_all = [&] {
-    for (const std::size_t k : active) loop.stop(k);
-    active.clear();
-  };
-  // Ends child k's question with a problem: it is stopped, its output is dropped.
-  const auto give_up = [&](std::size_t k, std::string why) {
-    loop.stop(k);
-    problems[k] = concat("host ", quoted(host_of(k)), ": ", quoted(command), " ", why);
-  };
-  const auto on_signal = [&](int number) {
-    progress.clear();
-    std::fprintf(stderr, "hetlaunch: %s: stopping discovery\n", strsignal(number));
-    stop_all();
-    job_events.job_exited(128 + number, "interrupted");
-    std::exit(128 + number);
-  };
-  const auto on_output = [&](std::size_t k, bool out) {
-    child& c = children[k];
-    if (out)
-      drain(c.out, c.out_line, kept_lines(c.out_all, max_count_output));
-    else
-      drain(c.err, c.err_line, kept_lines(c.err_all, max_count_output));
-    if (c.out_all.size() + c.out_line.size() > max_count_output ||
-        c.err_all.size() + c.err_line.size() > max_count_output)
-      if (problems[k].empty() && !c.reaped)
-        give_up(k, concat("printed more than ", max_count_output,
-                          " bytes (a GPU count is a short line): stopped"));
-  };
-  const auto on_end = [](std::size_t, int) {};  // reaped: its answer is read once its output ends
-  while (done < asked.size()) {
-    while (next < asked.size() && active.size() < static_cast<std::size_t>(remote.fanout)) {
-      // --local: the host is a label, and this machine answers for it.
-      const std::vector<std::string> argv =
-          remote.local ? std::vector<std::string>{"sh", "-c", command}
-                       : hetlaunch::ssh_command_argv(ssh, nodes.node(asked[next]).host, command);
-      result<child> c = spawn(argv, false);
-      if (!c) {
-        stop_all();
-        return c.error();
-      }
-      started_at[next] = now();
-      active.push_back(next);
-      children[next] = std::move(*c);
-      loop.watch(next++);
-    }
-    // The signal pipe is always polled: a child that closed its output but runs on is waited
-    // for without spinning, and its end (SIGCHLD) or its deadline wakes this loop.
-    double wake = now() + 1.0;
-    for (const std::size_t k : active)
-      wake = std::min(wake, started_at[k] + remote.discover_timeout);
-    progress.show(concat("hetlaunch: discover: ", done, " of ", asked.size(), " hosts answered"));
-    loop.wait(std::max(0.0, wake - now()), on_signal, on_output, on_end);
-    for (std::size_t a = active.size(); a-- > 0;) {
-      const std::size_t k = active[a];
-      child& c = children[k];
-      if (problems[k].empty() && now() - started_at[k] > remote.discover_timeout)
-        give_up(k, concat("did not finish within ", remote.discover_timeout,
-                          " s (--discover-timeout): stopped"));
-      if (!c.reaped || c.out >= 0 || c.err >= 0 || c.pid < 0) continue;
-      active[a] = active.back();
-      active.pop_back();
-      c.pid = -1;
-      ++done;
-      if (!problems[k].empty()) continue;
-      const std::string host = host_of(k);
-      const bool exited_ok = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0;
-      const std::optional<int> n = exited_ok ? gpu_count(c.out_all, custom) : std::nullopt;
-      const std::string first_error = c.err_all.substr(0, c.err_all.find('\n'));
-      const bool unreachable = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 255;
-      if (unreachable && leave_out_unreachable) {
-        progress.clear();
-        std::fprintf(stderr,
-                     "hetlaunch: slots=auto: host %s cannot be reached (ssh exit status 255%s): "
-                     "left out (--exclude-failed)\n",
-                     quoted(host).c_str(),
-                     first_error.empty() ? "" : concat(": ", quoted(first_error, 200)).c_str());
-        left_out[asked[k]] = true;
-      } else if (n)
-        counts[asked[k]] = *n;
-      else if (exited_ok)
-        problems[k] = concat("host ", quoted(host), ": ", quoted(command), " printed no GPU count",
-                             custom ? " (expected one positive integer)" : " (no 'GPU n:' lines)",
-                             ": it printed ",
-                             c.out_all.empty() ? std::string("nothing") : quoted(c.out_all, 200));
-      else
-        problems[k] = concat(
-            "host ", quoted(host), ": ", quoted(command), " failed (", describe_status(c.status),
-            first_error.empty() ? std::string(")") : concat("): ", quoted(first_error, 200)));
-    }
-  }
-  std::string error;
-  for (const std::string& p : problems)
-    if (!p.empty()) error += (error.empty() ? "" : "\n") + std::string("slots=auto: ") + p;
-  if (!error.empty()) return invalid(error);
+gpu_answer answer_of(const child& c, const std::string& host, const std::string& command,
+                     bool custom) {
+  gpu_answer a;
+  const bool exited_ok = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0;
+  a.count = exited_ok ? gpu_count(c.out_all, custom) : std::nullopt;
+  a.first_error = c.err_all.substr(0, c.err_all.find('\n'));
+  a.unreachable = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 255;
+  if (a.count) return a;
+  if (exited_ok)
+    a.problem = concat("host ", quoted(host), ": ", quoted(command), " printed no GPU count",
+                       custom ? " (expected one positive integer)" : " (no 'GPU n:' lines)",
+                       ": it printed ",
+                       c.out_all.empty() ? std::string("nothing") : quoted(c.out_all, 200));
+  else
+    a.problem = concat(
+        "host ", quoted(host), ": ", quoted(command), " failed (", describe_status(c.status),
+        a.first_error.empty() ? std::string(")") : concat("): ", quoted(a.first_error, 200)));
+  return a;
+}
+
+// The nodes with the counts asked for, without the ones left out.
+result<completed> with_counts(hetlaunch::cluster& nodes, const std::vector<int>& counts,
+                              const std::vector<bool>& left_out) {
   hetlaunch::cluster_builder builder;
   std::size_t kept = 0;
   for (std::size_t i = 0; i < nodes.node_count(); ++i) {
@@ -187,10 +94,191 @@ result<completed> resolve_auto(const remote_args& remote, const restart_args& re
   return completed{};
 }
 
+// The questions to the slots=auto hosts: an object over their children, with a handler for a
+// signal, a child's output and a tick of the clock (each child's deadline, and its answer once
+// it has ended).
+class gpu_questions {
+ public:
+  gpu_questions(const remote_args& remote, const restart_args& restart, hetlaunch::cluster& nodes,
+                std::vector<std::size_t> asked)
+      : remote_(remote),
+        nodes_(nodes),
+        asked_(std::move(asked)),
+        custom_(remote.gpu_count_command.has_value()),
+        command_(custom_ ? *remote.gpu_count_command : "nvidia-smi -L"),
+        // run --restarts N --exclude-failed leaves out a host it cannot reach, as at a restart;
+        // so it does with a slots=auto host it cannot reach to ask.
+        leave_out_unreachable_(restart.restarts.value_or(0) > 0 && restart.exclude_failed),
+        children_(asked_.size()),
+        started_at_(asked_.size()),
+        problems_(asked_.size()),
+        counts_(nodes.node_count()),
+        left_out_(nodes.node_count(), false),
+        loop_(children_) {}
+  result<completed> ask();
+
+ private:
+  const remote_args& remote_;
+  hetlaunch::cluster& nodes_;
+  const std::vector<std::size_t> asked_;  // the nodes asked, by index
+  const bool custom_;
+  const std::string command_;
+  const bool leave_out_unreachable_;
+  std::vector<child> children_;
+  std::vector<double> started_at_;
+  std::vector<std::string> problems_;
+  std::vector<int> counts_;
+  std::vector<bool> left_out_;
+  std::size_t next_ = 0, done_ = 0;
+  // The children still running or with output to read: each wake-up costs them, not every host.
+  std::vector<std::size_t> active_;
+  int stopped_by_ = 0;  // the signal that stopped every question, kept for the caller
+  event_loop loop_;
+
+  std::string host_of(std::size_t k) const { return std::string(nodes_.node(asked_[k]).host); }
+  result<completed> start();
+  void stop_all() {
+    for (const std::size_t k : active_) loop_.stop(k);
+    active_.clear();
+  }
+  // Ends child k's question with a problem: it is stopped, its output is dropped.
+  void give_up(std::size_t k, const std::string& why) {
+    loop_.stop(k);
+    problems_[k] = concat("host ", quoted(host_of(k)), ": ", quoted(command_), " ", why);
+  }
+  void on_signal(int number);
+  void on_output(std::size_t k, bool out);
+  void on_tick();
+  void take_answer(std::size_t k);
+};
+
+// Starts questions while fewer than --fanout are open.
+result<completed> gpu_questions::start() {
+  while (next_ < asked_.size() && active_.size() < static_cast<std::size_t>(remote_.fanout)) {
+    // --local: the host is a label, and this machine answers for it.
+    const std::vector<std::string> argv =
+        remote_.local
+            ? std::vector<std::string>{"sh", "-c", command_}
+            : hetlaunch::ssh_command_argv(remote_.ssh, nodes_.node(asked_[next_]).host, command_);
+    result<child> c = spawn(argv, false);
+    if (!c) {
+      stop_all();
+      return c.error();
+    }
+    started_at_[next_] = now();
+    active_.push_back(next_);
+    children_[next_] = std::move(*c);
+    loop_.watch(next_++);
+  }
+  return completed{};
+}
+
+void gpu_questions::on_signal(int number) {
+  if (stopped_by_) return;
+  stopped_by_ = number;
+  progress.clear();
+  std::fprintf(stderr, "hetlaunch: %s: stopping discovery\n", strsignal(number));
+  stop_all();
+}
+
+void gpu_questions::on_output(std::size_t k, bool out) {
+  child& c = children_[k];
+  if (out)
+    drain(c.out, c.out_line, kept_lines(c.out_all, max_count_output));
+  else
+    drain(c.err, c.err_line, kept_lines(c.err_all, max_count_output));
+  if (c.out_all.size() + c.out_line.size() > max_count_output ||
+      c.err_all.size() + c.err_line.size() > max_count_output)
+    if (problems_[k].empty() && !c.reaped)
+      give_up(k, concat("printed more than ", max_count_output,
+                        " bytes (a GPU count is a short line): stopped"));
+}
+
+// Each open question past its deadline is stopped; each one that has ended is answered.
+void gpu_questions::on_tick() {
+  for (std::size_t a = active_.size(); a-- > 0;) {
+    const std::size_t k = active_[a];
+    child& c = children_[k];
+    if (problems_[k].empty() && now() - started_at_[k] > remote_.discover_timeout)
+      give_up(k, concat("did not finish within ", remote_.discover_timeout,
+                        " s (--discover-timeout): stopped"));
+    if (!c.reaped || c.out >= 0 || c.err >= 0 || c.pid < 0) continue;
+    active_[a] = active_.back();
+    active_.pop_back();
+    c.pid = -1;
+    ++done_;
+    if (problems_[k].empty()) take_answer(k);
+  }
+}
+
+void gpu_questions::take_answer(std::size_t k) {
+  const std::string host = host_of(k);
+  const gpu_answer answer = answer_of(children_[k], host, command_, custom_);
+  if (answer.unreachable && leave_out_unreachable_) {
+    progress.clear();
+    std::fprintf(
+        stderr,
+        "hetlaunch: slots=auto: host %s cannot be reached (ssh exit status 255%s): left out "
+        "(--exclude-failed)\n",
+        quoted(host).c_str(),
+        answer.first_error.empty() ? "" : concat(": ", quoted(answer.first_error, 200)).c_str());
+    left_out_[asked_[k]] = true;
+  } else if (answer.count) {
+    counts_[asked_[k]] = *answer.count;
+  } else {
+    problems_[k] = answer.problem;
+  }
+}
+
+result<completed> gpu_questions::ask() {
+  const progress_scope clear_progress;
+  while (done_ < asked_.size() && !stopped_by_) {
+    if (const result<completed> started = start(); !started) return started;
+    // The signal pipe is always polled: a child that closed its output but runs on is waited
+    // for without spinning, and its end (SIGCHLD) or its deadline wakes this loop.
+    double wake = now() + 1.0;
+    for (const std::size_t k : active_)
+      wake = std::min(wake, started_at_[k] + remote_.discover_timeout);
+    progress.show(concat("hetlaunch: discover: ", done_, " of ", asked_.size(), " hosts answered"));
+    loop_.wait(
+        std::max(0.0, wake - now()), [this](int number) { on_signal(number); },
+        [this](std::size_t k, bool out) { on_output(k, out); },
+        [](std::size_t, int) {});  // reaped: its answer is read once its output ends
+    on_tick();
+  }
+  if (stopped_by_) {
+    keep_stop_signal(stopped_by_);
+    return invalid(concat("slots=auto: stopped by ", strsignal(stopped_by_)));
+  }
+  std::string error;
+  for (const std::string& p : problems_)
+    if (!p.empty()) error += (error.empty() ? "" : "\n") + std::string("slots=auto: ") + p;
+  if (!error.empty()) return invalid(error);
+  return with_counts(nodes_, counts_, left_out_);
+}
+
+}  // namespace
+
+// Asks every node with nproc 0 (slots=auto) for its GPU count, at most --fanout at once, and
+// gives the cluster those counts. Errors name the host. Each answer is bounded in size and in
+// time (--discover-timeout); a signal stops every child and is kept for the caller
+// (take_stop_signal), which ends with 128 + signal.
+result<completed> resolve_auto(const remote_args& remote, const restart_args& restart,
+                               hetlaunch::cluster& nodes) {
+  std::vector<std::size_t> asked;
+  for (std::size_t i = 0; i < nodes.node_count(); ++i)
+    if (nodes.nproc(i) == 0) asked.push_back(i);
+  if (asked.empty()) return completed{};
+  // Before the first child: a Ctrl-C now must stop the children, not leave them behind.
+  install_signal_handlers();
+  return gpu_questions(remote, restart, nodes, std::move(asked)).ask();
+}
+
 int discover_command(const discover_options& o) {
   const result<input> in = read_input(o.input, [&o](hetlaunch::cluster& nodes) {
     return resolve_auto(o.remote, restart_args{}, nodes);
   });
+  if (const int sig = take_stop_signal()) return 128 + sig;
   if (!in) return fail(in.error());
   // A hostfile that plans what the input plans: every key a node has beside its count is kept
   // (a weight from the input or --weight), or a plan made from it would split differently.

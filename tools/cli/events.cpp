@@ -18,7 +18,47 @@
 
 namespace cli {
 
-event_log job_events;
+const char* reason_of(node_ending ending) {
+  switch (ending) {
+    case node_ending::succeeded:
+      return "succeeded";
+    case node_ending::failed:
+      return "failed";
+    case node_ending::stopped:
+      return "stopped";
+    case node_ending::unreachable:
+      return "unreachable";
+    case node_ending::ended_before_start:
+      return "ended_before_start";
+  }
+  return "failed";
+}
+
+const char* reason_of(job_ending ending) {
+  switch (ending) {
+    case job_ending::succeeded:
+      return "succeeded";
+    case job_ending::worker_failed:
+      return "worker_failed";
+    case job_ending::unreachable:
+      return "unreachable";
+    case job_ending::ended_before_start:
+      return "ended_before_start";
+    case job_ending::interrupted:
+      return "interrupted";
+    case job_ending::restarts_exhausted:
+      return "restarts_exhausted";
+    case job_ending::too_few_nodes:
+      return "too_few_nodes";
+    case job_ending::invalid_input:
+      return "invalid_input";
+    case job_ending::calibration_failed:
+      return "calibration_failed";
+    case job_ending::output_failed:
+      return "output_failed";
+  }
+  return "worker_failed";
+}
 
 event_log::~event_log() { close(0); }
 
@@ -134,15 +174,16 @@ void event_log::write(const char* event, const std::string& fields) {
   }
 }
 
-void event_log::job_exited(int status, const char* reason) {
+void event_log::job_exited(int status, job_ending ending) {
   if (fd_ < 0 || ended_) return;
-  write("job_exited", concat("\"status\": ", status, ", \"reason\": \"", reason, "\""));
+  write("job_exited", concat("\"status\": ", status, ", \"reason\": \"", reason_of(ending), "\""));
 }
 
 void event_log::node_exited(std::size_t node, std::string_view host, int status,
-                            const char* reason) {
-  write("node_exited", concat("\"node\": ", node, ", \"host\": ", json_string(host),
-                              ", \"status\": ", status, ", \"reason\": \"", reason, "\""));
+                            node_ending ending) {
+  write("node_exited",
+        concat("\"node\": ", node, ", \"host\": ", json_string(host), ", \"status\": ", status,
+               ", \"reason\": \"", reason_of(ending), "\""));
 }
 
 // The path of --events in a command line whose parsing failed (`hetlaunch run ... --events F`):
@@ -175,11 +216,10 @@ std::optional<std::string> events_path_in(int argc, char** argv) {
 }
 
 void record_usage_error(int argc, char** argv) {
-  if (!job_events) {
-    const std::optional<std::string> path = events_path_in(argc, argv);
-    if (!path || !job_events.open(*path)) return;
-  }
-  job_events.job_exited(exit_usage, "invalid_input");
+  const std::optional<std::string> path = events_path_in(argc, argv);
+  event_log events;
+  if (!path || !events.open(*path)) return;
+  events.job_exited(exit_usage, job_ending::invalid_input);
 }
 
 }  // namespace cli

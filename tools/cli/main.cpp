@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
     return cli::finish_output(c->run.start(*c, a));
   } catch (const cli::usage_error& e) {
     std::fprintf(stderr, "hetlaunch: %s\nTry `hetlaunch --help`.\n", e.message.c_str());
-    cli::record_usage_error(argc, argv);
+    if (!e.recorded) cli::record_usage_error(argc, argv);
     return cli::exit_usage;
   }
 }

@@ -51,6 +51,12 @@ void install_signal_handlers() {
   signal(SIGPIPE, SIG_IGN);  // a node that went away must not take this process with it
 }
 
+void keep_stop_signal(int number) {
+  const unsigned char byte = static_cast<unsigned char>(number);
+  ssize_t ignored = write(signal_pipe[1], &byte, 1);
+  (void)ignored;
+}
+
 int take_stop_signal() {
   if (signal_pipe[0] < 0) return 0;
   unsigned char byte = 0;

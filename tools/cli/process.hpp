@@ -37,6 +37,9 @@ void install_signal_handlers();
 // The first signal that asks to stop (not SIGCHLD) among those caught so far, 0 for none; the
 // ones read are gone.
 int take_stop_signal();
+// Puts a stop signal that was read back, for take_stop_signal: a loop that stopped for it leaves
+// it to its caller.
+void keep_stop_signal(int number);
 
 // A child process with its standard input held open here (or /dev/null) and its output on pipes.
 struct child {

@@ -1,22 +1,14 @@
 // SPDX-License-Identifier: MIT
-// `hetlaunch run`: every ssh command line comes from the library (ssh.hpp); this file starts the
-// ssh clients (process.hpp), multiplexes their output line by line, and stops every node when
-// one fails or when it is interrupted.
-//
-// How a node is stopped: each ssh's standard input is a pipe that this process holds open. The
-// remote command (hetlaunch::detail::node_script) tears torchrun and all its workers down when
-// that input ends, so closing the pipe stops the node, and so does this process dying (the
-// kernel closes the pipe, ssh sends EOF, the connection ends). A node that does not stop within
-// --kill-after seconds and a margin has its ssh killed, which ends the connection as well; the
-// margin counts from the node's start for a node that was still connecting when the stop began.
-#include "cli.hpp"
+// `hetlaunch run` and `hetlaunch calibrate`: the job across its attempts. Each attempt runs in
+// attempt.cpp; here the job is read and planned, restarted after a failure as the restart
+// options decide (restart.hpp), and ended once, with its events.
+#include "job.hpp"
 #include "process.hpp"
 
 #include <hetlaunch/calibration.hpp>
 #include <hetlaunch/restart.hpp>
 
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,43 +24,6 @@ extern char** environ;
 
 namespace cli {
 namespace {
-
-// What `run` learns of a node from its lines.
-struct node_progress {
-  bool started = false;     // the node script's started line was seen
-  bool ended = false;       // its ended line was seen: ssh's status is the command's
-  int worker_failures = 0;  // torchrun's "failed (exitcode: N) local_rank: L" lines
-  int failed_exitcode = 0;  // the last of those exit codes
-};
-
-// torchrun's agent logs "failed (exitcode: 3) local_rank: 0 (pid: 123) of binary: ..." when a
-// worker fails (torch 1.13 through 2.x). It then waits up to 300 s for the other nodes in its exit
-// barrier, and they wait for a collective that will never complete: a job whose worker failed
-// would stop only after minutes. The line is the earliest sign, so it counts as the failure.
-void note_worker_failure(node_progress& p, std::string_view line) {
-  // A worker's own line ("[rank 1] ", "[default1]:"), whatever it says, is not torchrun's report.
-  if (line.substr(0, 1) == "[") return;
-  const std::size_t at = line.find("failed (exitcode: ");
-  if (at == std::string_view::npos || line.find(" local_rank: ", at) == std::string_view::npos)
-    return;
-  // "-9" is a worker killed by signal 9, as torchrun writes it.
-  const std::string_view rest = line.substr(at + 18);
-  const std::optional<long long> code =
-      hetlaunch::parse_integer(rest.substr(0, rest.find(')')), -(1 << 30), 1 << 30);
-  ++p.worker_failures;
-  p.failed_exitcode = static_cast<int>(code.value_or(0));
-}
-
-// calibrate: the last HETLAUNCH_MEASURED line of rank 0 (node 0's local rank 0 under the static
-// rendezvous), a whole line that begins with the word, after torchrun's "[default0]:" (--tee) and
-// the node's "[rank 0] " (ssh_options::rank_lines) where they are: the word inside a log
-// message, or another rank's line, is not a measurement.
-void note_measured(std::string_view line, std::string& measured) {
-  for (std::string_view rank0 : {std::string_view("[default0]:"), std::string_view("[rank 0] ")})
-    if (line.substr(0, rank0.size()) == rank0) line.remove_prefix(rank0.size());
-  if (line.substr(0, hetlaunch::measured_prefix.size()) == hetlaunch::measured_prefix)
-    measured = std::string(line.substr(hetlaunch::measured_prefix.size()));
-}
 
 // The variables every node gets: the forwarded defaults, then --env-file, then --env.
 result<hetlaunch::environment> node_environment(const job_options& o) {
@@ -86,287 +41,6 @@ result<hetlaunch::environment> node_environment(const job_options& o) {
   if (!flags) return flags.error();
   env.insert(env.end(), flags->begin(), flags->end());
   return env;
-}
-
-// How one attempt of the job ended.
-struct attempt_result {
-  std::string measured;             // calibrate: rank 0's last measured line (note_measured)
-  int status = 0;                   // run's exit status for this attempt
-  bool interrupted = false;         // a signal stopped it
-  std::vector<std::size_t> failed;  // the node that failed first, then every host not reached
-  std::string failure;              // what happened to the node that failed first
-  std::string local_failure;        // why a node could not be started from this machine
-  // job_exited's reason if this attempt is the last: succeeded, worker_failed, unreachable,
-  // ended_before_start or interrupted.
-  const char* reason = "succeeded";
-};
-
-// How a node ended, said once: node_exited's reason, and the line run prints about it (empty for
-// a node that succeeded). `stopping`: the job was being stopped when its ssh ended;
-// `first_to_fail`: its end is the job's first failure; `by_worker`: that failure was a worker's.
-struct node_end {
-  const char* reason;
-  std::string text;
-};
-node_end end_of(const child& c, const node_progress& p, bool stopping, bool first_to_fail,
-                bool by_worker) {
-  // ssh's own 255: it could not connect (the node never started), or the connection was lost
-  // (the node script never said it ended). A 255 after the node script's ended line is the
-  // command's own status: the node failed, and its host is not called unreachable
-  // (--exclude-failed would drain a healthy host for a program's exit 255).
-  const bool ssh_failed = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 255 && !p.ended;
-  if (p.started && c.status == 0) return {"succeeded", ""};
-  const char* reason = ssh_failed                   ? "unreachable"
-                       : stopping && !first_to_fail ? "stopped"
-                       : p.started                  ? "failed"
-                                                    : "ended_before_start";
-  // A node stopped while connecting still starts (and then stops at once), so one that did not
-  // start ended by itself, unless it was killed.
-  if (!p.started && WIFSIGNALED(c.status))
-    return {reason, concat("stopped before the node started (", describe_status(c.status), ")")};
-  if (!p.started && ssh_failed)
-    return {reason, "ssh failed (exit status 255) before the node started"};
-  if (ssh_failed && !(stopping && !first_to_fail))
-    return {reason, "the connection was lost (ssh exit status 255 before the node ended)"};
-  if (!p.started)
-    return {reason, concat("ssh ended before the node started (", describe_status(c.status), ")")};
-  if (first_to_fail && by_worker)
-    return {reason, concat("a worker failed (exit code ", p.failed_exitcode, "); torchrun ",
-                           describe_status(c.status))};
-  if (stopping && !first_to_fail)
-    return {reason, concat("stopped (", describe_status(c.status), ")")};
-  return {reason, describe_status(c.status)};
-}
-
-// The job's reason when the node that failed first ended for `node_reason`.
-const char* job_reason_of(const char* node_reason) {
-  const std::string_view r = node_reason;
-  if (r == "unreachable") return "unreachable";
-  if (r == "ended_before_start") return "ended_before_start";
-  return "worker_failed";
-}
-
-// Node i's command: ssh to its host, or with --local the same remote command run here.
-std::vector<std::string> node_command(const job_options& o, const hetlaunch::launch_plan& plan,
-                                      std::size_t i, const hetlaunch::ssh_options& ssh) {
-  return o.remote.local ? hetlaunch::try_remote_argv(plan, i, ssh).value()
-                        : hetlaunch::ssh_argv(plan, i, ssh);
-}
-
-attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan* plan,
-                           const hetlaunch::ssh_options& ssh) {
-  const auto command_of = [&](std::size_t i) { return node_command(o, *plan, i, ssh); };
-  install_signal_handlers();
-  const std::size_t n = plan->topology().node_count();
-  std::vector<child> nodes(n);
-  std::vector<node_progress> progress_of(n);
-  std::vector<std::string> ends(n);  // the line said about each node that did not end well
-  std::vector<std::string> prefixes(n);
-  for (std::size_t i = 0; i < n; ++i)
-    prefixes[i] = concat("[", i, " ", plan->topology().node(i).host, "] ");
-  std::size_t next = 0;
-  bool stopping = false;
-  int stop_signal = 0;
-  double deadline = 0;
-  std::optional<std::size_t> first_failure;
-  std::string local_failure;
-  bool failed_by_worker = false;  // the first failure was a worker's, seen in torchrun's log
-  const char* first_failure_reason = "failed";  // node_exited's reason of the first failure
-  event_log& events = job_events;
-  double stopped_at = 0;    // when the stop began
-  bool killed_all = false;  // every ssh has had SIGKILL: only their ends are left to collect
-  const double grace = o.remote.ssh.kill_after + 5.0;
-  const auto stop = [&] {
-    if (!stopping) {
-      stopping = true;
-      stopped_at = now();
-      deadline = stopped_at + grace;
-    }
-    for (child& c : nodes) close_fd(c.in);
-  };
-  // A node still connecting when the stop began starts its teardown only once its script runs:
-  // it gets the same grace from then, so that run does not end while that node's teardown is
-  // still under way. Twice the grace from the stop bounds it, however slow the connections.
-  const auto started_while_stopping = [&] {
-    if (stopping && !killed_all)
-      deadline = std::min(stopped_at + 2 * grace, std::max(deadline, now() + grace));
-  };
-  const auto fanout = static_cast<std::size_t>(o.remote.fanout);
-  std::size_t connecting = 0, running = 0, started = 0;
-  std::string measured;
-  event_loop loop(nodes);
-  const auto read_node = [&](std::size_t i, bool out) {
-    child& c = nodes[i];
-    node_progress& p = progress_of[i];
-    const bool was_started = p.started;
-    // calibrate's stdout is its own table or JSON: the nodes' lines all go to stderr there.
-    line_sink sink = shown_lines(out && !o.calibrate.measuring ? stdout : stderr, prefixes[i],
-                                 !out || !o.remote.quiet_nodes || i == 0);
-    const bool measuring = o.calibrate.measuring && i == 0;
-    // Rank 0's measured line grows with the node count (about 80 bytes a node): it is read
-    // whole up to 16 MiB, some 200,000 nodes.
-    if (out && measuring) sink.whole_line = std::size_t{16} << 20;
-    if (out)
-      sink.watch = [&p, measuring, &measured](std::string_view line) {
-        if (!p.started && line == hetlaunch::node_started_line) {
-          p.started = true;  // the node script's own line: not shown
-          return true;
-        }
-        if (p.started &&
-            line.substr(0, hetlaunch::node_ended_prefix.size()) == hetlaunch::node_ended_prefix) {
-          p.ended = true;  // the node script's own last line: not shown
-          return true;
-        }
-        if (measuring) note_measured(line, measured);
-        return false;
-      };
-    else
-      sink.watch = [&p](std::string_view line) {
-        note_worker_failure(p, line);
-        return false;
-      };
-    drain(out ? c.out : c.err, out ? c.out_line : c.err_line, sink);
-    if (!was_started && p.started) {
-      --connecting, ++started;
-      started_while_stopping();
-      if (events)
-        events.write(
-            "node_started",
-            concat("\"node\": ", i, ", \"host\": ", json_string(plan->topology().node(i).host)));
-    }
-  };
-  const auto on_signal = [&](int number) {
-    if (stop_signal) {  // a second signal: no more waiting
-      for (child& c : nodes)
-        if (c.pid > 0 && !c.reaped) kill(c.pid, SIGKILL);
-      killed_all = true;
-    }
-    if (!stop_signal) {
-      stop_signal = number;
-      progress.clear();
-      std::fprintf(stderr, "hetlaunch: %s: stopping every node (again to stop at once)\n",
-                   strsignal(stop_signal));
-    }
-    stop();
-  };
-  const auto on_output = [&](std::size_t i, bool out) {
-    read_node(i, out);
-    // More failures than restarts: torchrun gives up on this node's workers.
-    if (progress_of[i].worker_failures > plan->options().max_restarts && !stopping) {
-      first_failure = i;
-      failed_by_worker = true;
-      progress.clear();
-      std::fprintf(
-          stderr,
-          "hetlaunch: node %zu: a worker failed (exit code %d) and torchrun has no restart left: "
-          "stopping every node\n",
-          i, progress_of[i].failed_exitcode);
-      stop();
-    }
-  };
-  const auto on_end = [&](std::size_t i, int) {
-    child& c = nodes[i];
-    // Output still in the pipes is read before the node's end is reported.
-    if (c.out >= 0) read_node(i, true);
-    if (c.err >= 0) read_node(i, false);
-    if (!progress_of[i].started) --connecting;
-    --running;
-    c.pid = -1;
-    close_fd(c.in);
-    // A node whose ssh ended before its script said it started never ran torchrun, whatever
-    // ssh's status: a banner and exit 0 (ForceCommand, a login shell that exits) is a failure.
-    const bool fails_first = (c.status != 0 || !progress_of[i].started) && !stopping;
-    const node_end end =
-        end_of(c, progress_of[i], stopping, fails_first || (first_failure && *first_failure == i),
-               failed_by_worker);
-    events.node_exited(i, plan->topology().node(i).host, exit_code(c.status), end.reason);
-    ends[i] = end.text;
-    if (fails_first) {
-      first_failure = i;
-      first_failure_reason = end.reason;
-      stop();
-    }
-  };
-  const progress_scope clear_progress;
-  while (true) {
-    // Start nodes while fewer than --fanout are still connecting.
-    while (!stopping && next < n && connecting < fanout) {
-      result<child> c = spawn(command_of(next), true);
-      if (!c) {
-        const std::string& why = c.error().message;
-        // This machine's failure (the ssh program cannot run, no process can be made): it would
-        // be the same for every node, so no host is blamed, and no restart would help.
-        progress.clear();
-        std::fprintf(stderr, "hetlaunch: node %zu: %s\n", next, why.c_str());
-        local_failure = why;
-        stop();
-        break;
-      }
-      nodes[next] = std::move(*c);
-      loop.watch(next++);
-      ++connecting;
-      ++running;
-    }
-    if (running == 0 && (next == n || stopping)) break;
-    if (started < n && !stopping)
-      progress.show(concat("hetlaunch: run: ", started, " of ", n, " nodes started"));
-    else
-      progress.clear();
-    loop.wait(0.1, on_signal, on_output, on_end);
-    job_events.pump();  // a slow events reader gets what it has room for, never holding the job
-    if (stopping && now() > deadline) {
-      for (child& c : nodes)
-        if (c.pid > 0 && !c.reaped) kill(c.pid, SIGKILL);
-      killed_all = true;
-      deadline = now() + 3600;
-    }
-  }
-  progress.clear();
-  for (child& c : nodes) {
-    close_fd(c.out);
-    close_fd(c.err);
-  }
-  // One line for each node that did not end well.
-  int result = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::string who = concat("node ", i, " (", quoted(plan->topology().node(i).host), ")");
-    if (i >= next)
-      std::fprintf(stderr, "hetlaunch: %s: not started\n", who.c_str());
-    else if (!ends[i].empty())
-      std::fprintf(stderr, "hetlaunch: %s: %s\n", who.c_str(), ends[i].c_str());
-  }
-  if (stop_signal)
-    result = 128 + stop_signal;
-  else if (failed_by_worker)
-    result = 1;  // torchrun's own status when a worker fails
-  else if (first_failure)
-    result = exit_code(nodes[*first_failure].status);
-  if (!local_failure.empty() && !stop_signal) result = exit_cannot_run;
-  if (result == 0 && (first_failure || next < n))
-    result = exit_failed;  // a node that never started
-  attempt_result r;
-  r.measured = std::move(measured);
-  r.local_failure = local_failure;
-  r.status = result;
-  r.interrupted = stop_signal != 0;
-  if (r.interrupted)
-    r.reason = "interrupted";
-  else if (!local_failure.empty())
-    r.reason = "ended_before_start";  // no node was to blame: this machine could not start one
-  else if (first_failure)
-    r.reason = job_reason_of(first_failure_reason);
-  else if (result != 0)
-    r.reason = "ended_before_start";
-  if (first_failure) {
-    r.failed.push_back(*first_failure);
-    r.failure = ends[*first_failure];
-  }
-  // A host that could not be reached is to blame too, whichever node failed first.
-  for (std::size_t i = 0; i < next; ++i)
-    if (!progress_of[i].started && WIFEXITED(nodes[i].status) &&
-        WEXITSTATUS(nodes[i].status) == 255 && (!first_failure || i != *first_failure))
-      r.failed.push_back(i);
-  return r;
 }
 
 // The --spare flags as hosts that stand by, each with its worker count (0: slots=auto, asked
@@ -421,6 +95,8 @@ void ask_auto_spares(const job_options& o, std::vector<hetlaunch::spare_host>& s
     hetlaunch::cluster one{{spares[k].host, 0}};
     // A spare that cannot be asked is passed over, said here: never left out silently.
     const result<completed> asked = resolve_auto(o.remote, restart_args{}, one);
+    // A signal while asking: no spare more is asked, and the job ends as interrupted.
+    if (const int sig = asked ? 0 : take_stop_signal()) return keep_stop_signal(sig);
     if (asked && one.node_count() == 1 && one.node(0).nproc > 0) {
       spares[k++].nproc = one.node(0).nproc;
       continue;
@@ -438,228 +114,284 @@ std::string json_hosts(const hetlaunch::cluster& c, const std::vector<std::size_
   return out + "]";
 }
 
-// How a job ended, said once: hetlaunch's exit status and job_exited's reason.
-struct job_end {
-  int status;
-  const char* reason;
-  // The last attempt's nodes and rank 0's measured line in it: what calibrate reads.
-  std::optional<hetlaunch::cluster> topology = std::nullopt;
-  std::string measured = {};
-};
-job_end invalid_input(int status) { return {status, "invalid_input"}; }
+job_end invalid_input(int status) { return {job_ending::invalid_input, status}; }
 
-// A signal that came before the job started (while the input was read, say): the job ends as
-// interrupted, with nothing started.
-std::optional<job_end> interrupted_early() {
+// A signal that came before an attempt started (while the input was read, or spares were asked
+// for their GPU counts): the job ends as interrupted, with nothing more started.
+std::optional<job_end> interrupted_before(const char* what) {
   const int sig = take_stop_signal();
   if (!sig) return std::nullopt;
-  std::fprintf(stderr, "hetlaunch: %s: stopped before any node started\n", strsignal(sig));
-  return job_end{128 + sig, "interrupted"};
+  std::fprintf(stderr, "hetlaunch: %s: stopped before %s started\n", strsignal(sig), what);
+  return job_end{job_ending::interrupted, 128 + sig};
 }
 
-job_end run_job(const job_options& o) {
+// The job across its attempts: the plan of the attempt to come, the spares still free, and what
+// every attempt shares.
+struct job {
+  const job_options& o;
+  event_log& events;
+  std::optional<hetlaunch::launch_plan> plan = std::nullopt;
+  std::vector<hetlaunch::spare_host> spares = {};
+  hetlaunch::ssh_options ssh = {};
+  hetlaunch::restart_options restarts = {};
+
+  // Attempt `attempt`'s ssh options: every worker learns which attempt it is (torchrun passes
+  // its environment on).
+  hetlaunch::ssh_options ssh_of(int attempt) const {
+    hetlaunch::ssh_options this_attempt = ssh;
+    if (o.restart.restarts) this_attempt.restart_count = attempt;
+    return this_attempt;
+  }
+  void planned() const {
+    const hetlaunch::cluster& c = plan->topology();
+    events.write("planned",
+                 concat("\"nodes\": ", c.node_count(), ", \"world_size\": ", c.world_size(),
+                        ", \"global_batch\": ", plan->options().global_batch));
+  }
+};
+
+// The input read and planned, and the spares: the job's end when they are refused.
+std::optional<job_end> plan_job(job& j) {
+  const job_options& o = j.o;
   check_restart_flags(o.restart);
   const result<input> in = read_input(o.input, [&o](hetlaunch::cluster& nodes) {
     return resolve_auto(o.remote, o.restart, nodes);
   });
-  if (const auto early = interrupted_early()) return *early;
+  if (const auto early = interrupted_before("any node")) return *early;
   if (!in) return invalid_input(fail(in.error()));
   hetlaunch::launch_options first_launch = o.launch;
   // --local: every node is this machine, whatever its label.
   if (o.remote.local && first_launch.master_addr.empty()) first_launch.master_addr = "127.0.0.1";
-  std::optional<hetlaunch::launch_plan> plan = plan_of(*in, o.command, first_launch);
-  if (!plan) return invalid_input(exit_invalid);
-  std::optional<std::vector<hetlaunch::spare_host>> spares = read_spares(o, plan->topology());
+  j.plan = plan_of(*in, o.command, first_launch);
+  if (!j.plan) return invalid_input(exit_invalid);
+  std::optional<std::vector<hetlaunch::spare_host>> spares = read_spares(o, j.plan->topology());
   if (!spares) return invalid_input(exit_invalid);
-  hetlaunch::ssh_options ssh = o.remote.ssh;
-  if (o.remote.chdir)
-    ssh.chdir = *o.remote.chdir;
-  else {
+  j.spares = std::move(*spares);
+  j.restarts = restart_options_of(o.restart);
+  const std::size_t n = j.plan->topology().node_count();
+  if (j.restarts.min_nodes > n)
+    return invalid_input(fail(
+        concat("--min-nodes ", j.restarts.min_nodes, " is more than the plan's ", n, " nodes")));
+  return std::nullopt;
+}
+
+// The ssh options every node is started with: the job's end when they are refused.
+std::optional<job_end> connect_job(job& j) {
+  const job_options& o = j.o;
+  j.ssh = o.remote.ssh;
+  if (o.remote.chdir) {
+    j.ssh.chdir = *o.remote.chdir;
+  } else {
     char cwd[PATH_MAX];
-    if (getcwd(cwd, sizeof cwd)) ssh.chdir = cwd;
+    if (getcwd(cwd, sizeof cwd)) j.ssh.chdir = cwd;
   }
   result<hetlaunch::environment> env = node_environment(o);
   if (!env) return invalid_input(fail(env.error()));
-  ssh.env = std::move(*env);
-  const std::size_t n = plan->topology().node_count();
+  j.ssh.env = std::move(*env);
   // Each node's command is made when it is needed: memory stays that of one command.
-  if (const auto problems = hetlaunch::validate_ssh(ssh); !problems.empty()) {
+  if (const auto problems = hetlaunch::validate_ssh(j.ssh); !problems.empty()) {
     print_problems("run", problems);
     return invalid_input(exit_invalid);
   }
-  const hetlaunch::restart_options restarts = restart_options_of(o.restart);
-  if (restarts.min_nodes > n) {
-    return invalid_input(
-        fail(concat("--min-nodes ", restarts.min_nodes, " is more than the plan's ", n, " nodes")));
-  }
   // A program this machine cannot run fails every node alike: refused before any connection.
   if (!o.remote.dry_run && !o.remote.local)
-    if (const result<completed> runnable = can_run(ssh.program.front()); !runnable)
+    if (const result<completed> runnable = can_run(j.ssh.program.front()); !runnable)
       return invalid_input(
-          fail(concat("--ssh ", quoted(ssh.program.front()), ": ", runnable.error().message)));
-  event_log& events = job_events;
-  const auto planned = [&] {
-    events.write("planned", concat("\"nodes\": ", plan->topology().node_count(),
-                                   ", \"world_size\": ", plan->topology().world_size(),
-                                   ", \"global_batch\": ", plan->options().global_batch));
-  };
-  // The dry run shows the first attempt's commands exactly.
-  const auto attempt_ssh = [&](int attempt) {
-    hetlaunch::ssh_options this_attempt = ssh;
-    // Every worker learns which attempt it is (torchrun passes its environment on).
-    if (o.restart.restarts) this_attempt.restart_count = attempt;
-    return this_attempt;
-  };
+          fail(concat("--ssh ", quoted(j.ssh.program.front()), ": ", runnable.error().message)));
   // Every node's command is made the same way: one that cannot be made is refused before the
   // job is planned, never found out while nodes run.
-  if (const auto first = hetlaunch::try_ssh_argv(*plan, 0, attempt_ssh(0)); !first) {
+  if (const auto first = hetlaunch::try_ssh_argv(*j.plan, 0, j.ssh_of(0)); !first) {
     print_problems("run", {first.error()});
     return invalid_input(exit_invalid);
   }
-  if (o.remote.dry_run) {
-    planned();
-    const hetlaunch::ssh_options first = attempt_ssh(0);
-    const auto command_of = [&](std::size_t i) { return node_command(o, *plan, i, first); };
-    for (std::size_t i = 0; i < n; ++i) {
-      const auto host = plan->topology().node(i).host;
-      const std::string text =
-          concat("# node ", i, " on ", host, "\n", hetlaunch::shell_join(command_of(i)), "\n");
-      std::fwrite(text.data(), 1, text.size(), stdout);
-    }
-    return {0, "succeeded"};
-  }
+  return std::nullopt;
+}
 
-  planned();
-  for (int attempt = 0;; ++attempt) {
-    events.attempt = attempt;
-    const attempt_result r = run_attempt(o, &*plan, attempt_ssh(attempt));
-    const auto ended = [&](const char* reason) {
-      return job_end{r.status, reason, plan->topology(), r.measured};
-    };
-    if (!r.local_failure.empty() && !r.interrupted) {
-      std::fprintf(
-          stderr, "hetlaunch: the job failed on this machine (%s), not on a host%s\n",
-          r.local_failure.c_str(),
-          o.restart.restarts ? ": not restarting, every attempt would fail the same way" : "");
-      return ended(r.reason);
+// --dry-run: the first attempt's commands, exactly.
+job_end dry_run(const job& j) {
+  j.planned();
+  const hetlaunch::ssh_options first = j.ssh_of(0);
+  for (std::size_t i = 0; i < j.plan->topology().node_count(); ++i) {
+    const std::string text =
+        concat("# node ", i, " on ", j.plan->topology().node(i).host, "\n",
+               hetlaunch::shell_join(node_command(j.o, *j.plan, i, first)), "\n");
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  }
+  return {job_ending::succeeded, 0};
+}
+
+// The restart's decision. Spares written host:auto are asked for their GPU count only when one is
+// needed: a failed node that no spare of a known count replaces (asking each can take
+// --discover-timeout).
+hetlaunch::restart_decision decide(job& j, int attempt, const attempt_result& r) {
+  const hetlaunch::cluster& topology = j.plan->topology();
+  hetlaunch::restart_decision d =
+      hetlaunch::decide_restart(j.restarts, attempt, topology, r.failed, false, j.spares);
+  std::vector<std::size_t> failed_nodes = r.failed;
+  std::sort(failed_nodes.begin(), failed_nodes.end());
+  failed_nodes.erase(std::unique(failed_nodes.begin(), failed_nodes.end()), failed_nodes.end());
+  const bool any_auto = std::any_of(j.spares.begin(), j.spares.end(),
+                                    [](const hetlaunch::spare_host& s) { return s.nproc == 0; });
+  if (attempt < j.restarts.restarts && any_auto && d.replaced.size() < failed_nodes.size()) {
+    ask_auto_spares(j.o, j.spares);
+    d = hetlaunch::decide_restart(j.restarts, attempt, topology, r.failed, false, j.spares);
+  }
+  return d;
+}
+
+// What a restart changes, in the words of its line and its event.
+struct restart_change {
+  std::size_t failed_node = 0;
+  std::string failed_host;
+  std::string blamed;  // "node 1 ("b") failed: ..."
+  std::vector<std::size_t> excluded;
+  std::string left_out;       // "1 ("b"), 2 ("c")"
+  std::string replaced_text;  // "node 1 on spare "t" instead of "b""
+  std::string replaced_json;
+  std::string moved_master;  // why the rendezvous moved, if it did
+};
+
+restart_change change_of(const job& j, const hetlaunch::restart_decision& d,
+                         const attempt_result& r) {
+  const hetlaunch::cluster& topology = j.plan->topology();
+  restart_change x;
+  x.failed_node = r.failed.front();
+  x.failed_host = std::string(topology.node(x.failed_node).host);
+  x.blamed =
+      concat("node ", x.failed_node, " (", quoted(x.failed_host),
+             ") failed: ", r.failure.empty() ? std::string("could not be reached") : r.failure);
+  std::vector<bool> kept(topology.node_count(), false);
+  for (std::size_t i : d.nodes) kept[i] = true;
+  for (std::size_t i = 0; i < topology.node_count(); ++i)
+    if (!kept[i]) {
+      x.excluded.push_back(i);
+      x.left_out +=
+          concat(x.left_out.empty() ? "" : ", ", i, " (", quoted(topology.node(i).host), ")");
     }
-    const hetlaunch::cluster& topology = plan->topology();
-    const std::size_t nodes_now = topology.node_count();
-    if (!o.restart.restarts || r.interrupted || r.failed.empty()) return ended(r.reason);
-    hetlaunch::restart_decision d =
-        hetlaunch::decide_restart(restarts, attempt, topology, r.failed, r.interrupted, *spares);
-    // Spares written host:auto are asked for their GPU count only when one is needed: a failed
-    // node that no spare of a known count replaces (asking each can take --discover-timeout).
-    std::vector<std::size_t> failed_nodes = r.failed;
-    std::sort(failed_nodes.begin(), failed_nodes.end());
-    failed_nodes.erase(std::unique(failed_nodes.begin(), failed_nodes.end()), failed_nodes.end());
-    const bool any_auto = std::any_of(spares->begin(), spares->end(),
-                                      [](const hetlaunch::spare_host& s) { return s.nproc == 0; });
-    if (attempt < restarts.restarts && any_auto && d.replaced.size() < failed_nodes.size()) {
-      ask_auto_spares(o, *spares);
-      d = hetlaunch::decide_restart(restarts, attempt, topology, r.failed, r.interrupted, *spares);
-    }
-    const std::size_t culprit = r.failed.front();
-    const std::string blamed =
-        concat("node ", culprit, " (", quoted(topology.node(culprit).host),
-               ") failed: ", r.failure.empty() ? std::string("could not be reached") : r.failure);
-    if (d.verdict == hetlaunch::restart_verdict::no_restart_left) {
-      std::fprintf(
-          stderr,
-          "hetlaunch: %s; no restart left (--restarts %d): the job failed after %d attempt%s\n",
-          blamed.c_str(), restarts.restarts, attempt + 1, attempt == 0 ? "" : "s");
-      return ended("restarts_exhausted");
-    }
-    if (d.verdict == hetlaunch::restart_verdict::too_few_nodes) {
-      std::vector<bool> blamed_node(nodes_now, false);
-      std::size_t remaining = nodes_now;
-      for (std::size_t i : r.failed)
-        if (!blamed_node[i]) blamed_node[i] = true, --remaining;
-      std::fprintf(
-          stderr,
-          "hetlaunch: %s; without it the job would have %zu node%s, fewer than --min-nodes %zu: "
-          "not restarting\n",
-          blamed.c_str(), remaining, remaining == 1 ? "" : "s", restarts.min_nodes);
-      return ended("too_few_nodes");
-    }
-    std::string left_out, replaced_text, moved_master;
-    std::vector<std::size_t> excluded;
-    {
-      std::vector<bool> kept(nodes_now, false);
-      for (std::size_t i : d.nodes) kept[i] = true;
-      for (std::size_t i = 0; i < nodes_now; ++i)
-        if (!kept[i]) {
-          excluded.push_back(i);
-          left_out +=
-              concat(left_out.empty() ? "" : ", ", i, " (", quoted(topology.node(i).host), ")");
-        }
-    }
-    std::string replaced_json = "[";
-    for (const hetlaunch::node_replacement& x : d.replaced) {
-      const std::string& spare = (*spares)[x.spare].host;
-      replaced_text += concat(replaced_text.empty() ? "" : ", ", "node ", x.node, " on spare ",
-                              quoted(spare), " instead of ", quoted(topology.node(x.node).host));
-      replaced_json += concat(replaced_json.size() > 1 ? ", " : "", "{\"node\": ", x.node,
-                              ", \"host\": ", json_string(topology.node(x.node).host),
+  x.replaced_json = "[";
+  for (const hetlaunch::node_replacement& k : d.replaced) {
+    const std::string& spare = j.spares[k.spare].host;
+    x.replaced_text += concat(x.replaced_text.empty() ? "" : ", ", "node ", k.node, " on spare ",
+                              quoted(spare), " instead of ", quoted(topology.node(k.node).host));
+    x.replaced_json += concat(x.replaced_json.size() > 1 ? ", " : "", "{\"node\": ", k.node,
+                              ", \"host\": ", json_string(topology.node(k.node).host),
                               ", \"spare\": ", json_string(spare), "}");
-    }
-    replaced_json += "]";
-    const std::string excluded_json = json_hosts(topology, excluded);
-    const std::string failed_host(topology.node(culprit).host);
-    if (!excluded.empty() || !d.replaced.empty()) {
-      hetlaunch::cluster next = hetlaunch::restart_topology(topology, d, *spares);
-      hetlaunch::launch_options launch = plan->options();
-      // --local: the rendezvous is this machine's, whichever labels remain.
-      if (!o.remote.local && hetlaunch::rendezvous_moves(topology, next, launch)) {
-        moved_master = concat(
-            "the rendezvous moves to the new node 0 (", quoted(next.node(0).host), "): ",
-            launch.backend == hetlaunch::rendezvous::c10d ? "the endpoint " : "--master-addr ",
-            quoted(launch.master_addr), " was on a node ",
-            excluded.empty() ? "replaced" : "left out");
-        launch.master_addr.clear();
-      }
-      std::optional<hetlaunch::launch_plan> again =
-          plan_again(next, launch, "run: the plan of the restart");
-      if (!again) {
-        std::fprintf(
-            stderr,
-            "hetlaunch: %s; the plan without node %s is not valid (above): not restarting\n",
-            blamed.c_str(), left_out.c_str());
-        return ended(r.reason);
-      }
-      plan = std::move(again);
-      // A spare is used once: the ones taken now are no longer free.
-      std::vector<bool> used(spares->size(), false);
-      for (const hetlaunch::node_replacement& x : d.replaced) used[x.spare] = true;
-      std::vector<hetlaunch::spare_host> free_spares;
-      for (std::size_t k = 0; k < spares->size(); ++k)
-        if (!used[k]) free_spares.push_back(std::move((*spares)[k]));
-      *spares = std::move(free_spares);
-    }
+  }
+  x.replaced_json += "]";
+  return x;
+}
+
+// The plan of the restart, without the nodes left out and with the spares taken; false when it
+// is not valid (said above). A spare is used once: the ones taken are no longer free.
+bool replan(job& j, const hetlaunch::restart_decision& d, restart_change& x) {
+  const hetlaunch::cluster& topology = j.plan->topology();
+  hetlaunch::cluster next = hetlaunch::restart_topology(topology, d, j.spares);
+  hetlaunch::launch_options launch = j.plan->options();
+  // --local: the rendezvous is this machine's, whichever labels remain.
+  if (!j.o.remote.local && hetlaunch::rendezvous_moves(topology, next, launch)) {
+    x.moved_master = concat(
+        "the rendezvous moves to the new node 0 (", quoted(next.node(0).host),
+        "): ", launch.backend == hetlaunch::rendezvous::c10d ? "the endpoint " : "--master-addr ",
+        quoted(launch.master_addr), " was on a node ",
+        x.excluded.empty() ? "replaced" : "left out");
+    launch.master_addr.clear();
+  }
+  std::optional<hetlaunch::launch_plan> again =
+      plan_again(next, launch, "run: the plan of the restart");
+  if (!again) {
+    std::fprintf(stderr,
+                 "hetlaunch: %s; the plan without node %s is not valid (above): not restarting\n",
+                 x.blamed.c_str(), x.left_out.c_str());
+    return false;
+  }
+  j.plan = std::move(again);
+  std::vector<bool> used(j.spares.size(), false);
+  for (const hetlaunch::node_replacement& k : d.replaced) used[k.spare] = true;
+  std::vector<hetlaunch::spare_host> free_spares;
+  for (std::size_t k = 0; k < j.spares.size(); ++k)
+    if (!used[k]) free_spares.push_back(std::move(j.spares[k]));
+  j.spares = std::move(free_spares);
+  return true;
+}
+
+// The restart's line and its event, once the new plan is made.
+void announce_restart(const job& j, int attempt, const restart_change& x,
+                      const hetlaunch::cluster& before) {
+  const hetlaunch::cluster& now = j.plan->topology();
+  std::fprintf(
+      stderr,
+      "hetlaunch: %s; restart %d of %d: attempt %d starts on %zu node%s%s%s, world size %d\n",
+      x.blamed.c_str(), attempt + 1, j.restarts.restarts, attempt + 2, now.node_count(),
+      now.node_count() == 1 ? "" : "s",
+      x.left_out.empty() ? "" : concat(" (without node ", x.left_out, ")").c_str(),
+      x.replaced_text.empty() ? "" : concat(" (", x.replaced_text, ")").c_str(), now.world_size());
+  if (!x.moved_master.empty()) std::fprintf(stderr, "hetlaunch: %s\n", x.moved_master.c_str());
+  j.events.attempt = attempt + 1;
+  j.events.write("restart",
+                 concat("\"failed_node\": ", x.failed_node,
+                        ", \"failed_host\": ", json_string(x.failed_host), ", \"excluded\": ",
+                        json_hosts(before, x.excluded), ", \"replaced\": ", x.replaced_json,
+                        ", \"nodes\": ", now.node_count(), ", \"world_size\": ", now.world_size()));
+}
+
+// The job's end when the attempt that ended is the last one, else the next attempt's plan.
+std::optional<job_end> restart_after(job& j, int attempt, const attempt_result& r) {
+  const job_options& o = j.o;
+  if (!r.local_failure.empty() && !r.interrupted()) {
+    std::fprintf(
+        stderr, "hetlaunch: the job failed on this machine (%s), not on a host%s\n",
+        r.local_failure.c_str(),
+        o.restart.restarts ? ": not restarting, every attempt would fail the same way" : "");
+    return r.end;
+  }
+  if (!o.restart.restarts || r.interrupted() || r.failed.empty()) return r.end;
+  const hetlaunch::restart_decision d = decide(j, attempt, r);
+  if (const auto early = interrupted_before("the restart")) return *early;
+  restart_change x = change_of(j, d, r);
+  job_end end = r.end;
+  if (d.verdict == hetlaunch::restart_verdict::no_restart_left) {
     std::fprintf(
         stderr,
-        "hetlaunch: %s; restart %d of %d: attempt %d starts on %zu node%s%s%s, world size %d\n",
-        blamed.c_str(), attempt + 1, restarts.restarts, attempt + 2, plan->topology().node_count(),
-        plan->topology().node_count() == 1 ? "" : "s",
-        left_out.empty() ? "" : concat(" (without node ", left_out, ")").c_str(),
-        replaced_text.empty() ? "" : concat(" (", replaced_text, ")").c_str(),
-        plan->topology().world_size());
-    if (!moved_master.empty()) std::fprintf(stderr, "hetlaunch: %s\n", moved_master.c_str());
-    events.attempt = attempt + 1;
-    events.write("restart", concat("\"failed_node\": ", culprit, ", \"failed_host\": ",
-                                   json_string(failed_host), ", \"excluded\": ", excluded_json,
-                                   ", \"replaced\": ", replaced_json,
-                                   ", \"nodes\": ", plan->topology().node_count(),
-                                   ", \"world_size\": ", plan->topology().world_size()));
+        "hetlaunch: %s; no restart left (--restarts %d): the job failed after %d attempt%s\n",
+        x.blamed.c_str(), j.restarts.restarts, attempt + 1, attempt == 0 ? "" : "s");
+    end.ending = job_ending::restarts_exhausted;
+    return end;
+  }
+  if (d.verdict == hetlaunch::restart_verdict::too_few_nodes) {
+    const std::size_t remaining = j.plan->topology().node_count() - x.excluded.size();
+    std::fprintf(
+        stderr,
+        "hetlaunch: %s; without it the job would have %zu node%s, fewer than --min-nodes %zu: "
+        "not restarting\n",
+        x.blamed.c_str(), remaining, remaining == 1 ? "" : "s", j.restarts.min_nodes);
+    end.ending = job_ending::too_few_nodes;
+    return end;
+  }
+  const hetlaunch::cluster before = j.plan->topology();
+  if ((!x.excluded.empty() || !d.replaced.empty()) && !replan(j, d, x)) return end;
+  announce_restart(j, attempt, x, before);
+  return std::nullopt;
+}
+
+job_end run_job(const job_options& o, event_log& events) {
+  job j{o, events};
+  if (const auto refused = plan_job(j)) return *refused;
+  if (const auto refused = connect_job(j)) return *refused;
+  if (o.remote.dry_run) return dry_run(j);
+  j.planned();
+  for (int attempt = 0;; ++attempt) {
+    events.attempt = attempt;
+    const attempt_result r = run_attempt(o, *j.plan, j.ssh_of(attempt), events);
+    if (const auto end = restart_after(j, attempt, r)) return *end;
   }
 }
 
 // The one exit of run and calibrate: the output is flushed first, so that job_exited carries the
 // exit status hetlaunch ends with, whatever happened last, and it is written once.
-int end_job(job_end e) {
+int end_job(const job_end& e, event_log& events) {
   const int status = finish_output(e.status);
-  job_events.job_exited(status, status != e.status ? "output_failed" : e.reason);
-  job_events.close();
+  events.job_exited(status, status != e.status ? job_ending::output_failed : e.ending);
+  events.close();
   return status;
 }
 
@@ -671,19 +403,29 @@ std::vector<std::string> inputs_of(const job_options& o) {
   return out;
 }
 
-std::optional<job_end> open_events(const job_options& o) {
+// Runs a job of run or calibrate with its events: `body` gives the job's end, written at the one
+// exit. A usage error found from here on ends the job with its job_exited too.
+template <class Body>
+int with_events(const job_options& o, Body&& body) {
+  event_log events;
   install_signal_handlers();  // a signal from here on ends the job with its job_exited
-  if (!o.remote.events) return std::nullopt;
-  if (const result<completed> opened = job_events.open(*o.remote.events, inputs_of(o)); !opened)
-    return invalid_input(fail(opened.error()));
-  return std::nullopt;
+  if (o.remote.events)
+    if (const result<completed> opened = events.open(*o.remote.events, inputs_of(o)); !opened)
+      return end_job(invalid_input(fail(opened.error())), events);
+  try {
+    return end_job(body(events), events);
+  } catch (usage_error& e) {
+    events.job_exited(exit_usage, job_ending::invalid_input);
+    events.close();
+    e.recorded = true;
+    throw;
+  }
 }
 
 }  // namespace
 
 int run_command(const job_options& o) {
-  if (const std::optional<job_end> failed = open_events(o)) return end_job(*failed);
-  return end_job(run_job(o));
+  return with_events(o, [&o](event_log& events) { return run_job(o, events); });
 }
 
 namespace {
@@ -708,6 +450,33 @@ result<completed> writable(const std::string& path) {
 
 int write_measured(const job_options& o, const hetlaunch::cluster& c, const std::string& measured);
 
+// calibrate's job: refused before it starts when its hostfile cannot be written, and ended as
+// calibration_failed when the job succeeded but what it measured cannot be read or written.
+job_end calibrate_job(const job_options& o, event_log& events) {
+  if (o.calibrate.hostfile) {
+    // A hostfile holds a host's count, not which of its devices: the selection would be lost,
+    // and a run of the file would use other devices than the ones measured.
+    if (!o.input.include.empty() || !o.input.exclude.empty())
+      return invalid_input(fail(concat(
+          "--write-hostfile ", quoted(*o.calibrate.hostfile), ": the job selects devices (",
+          o.input.include.empty() ? "--exclude" : "--include",
+          "), which a hostfile cannot hold (it has slots=N, not device numbers): calibrate without "
+          "--write-hostfile and give run the weights it prints with the same selection")));
+    if (const result<completed> ok = writable(*o.calibrate.hostfile); !ok)
+      return invalid_input(fail(ok.error()));
+  }
+  const job_end ended = run_job(o, events);
+  if (ended.status != 0 || !ended.topology || o.remote.dry_run) {
+    if (ended.topology && ended.status != 0)
+      std::fprintf(stderr,
+                   "hetlaunch: calibrate: the job failed (exit status %d): nothing measured\n",
+                   ended.status);
+    return ended;
+  }
+  const int status = write_measured(o, *ended.topology, ended.measured);
+  return status == 0 ? ended : job_end{job_ending::calibration_failed, status};
+}
+
 }  // namespace
 
 // `hetlaunch calibrate`: run's job, then the line its rank 0 printed, as a table, JSON or a
@@ -722,29 +491,7 @@ int calibrate_command(const job_options& given) {
         "rendezvous, and the measurement names nodes by their place in the input"};
   o.calibrate.measuring = true;
   o.launch.calibrate_steps = o.calibrate.steps;  // the one launch that sets it: every worker's
-  if (const std::optional<job_end> failed = open_events(o)) return end_job(*failed);
-  if (o.calibrate.hostfile) {
-    // A hostfile holds a host's count, not which of its devices: the selection would be lost,
-    // and a run of the file would use other devices than the ones measured.
-    if (!o.input.include.empty() || !o.input.exclude.empty())
-      return end_job(invalid_input(fail(concat(
-          "--write-hostfile ", quoted(*o.calibrate.hostfile), ": the job selects devices (",
-          o.input.include.empty() ? "--exclude" : "--include",
-          "), which a hostfile cannot hold (it has slots=N, not device numbers): calibrate without "
-          "--write-hostfile and give run the weights it prints with the same selection"))));
-    if (const result<completed> ok = writable(*o.calibrate.hostfile); !ok)
-      return end_job(invalid_input(fail(ok.error())));
-  }
-  const job_end job = run_job(o);
-  if (job.status != 0 || !job.topology || o.remote.dry_run) {
-    if (job.topology && job.status != 0)
-      std::fprintf(stderr,
-                   "hetlaunch: calibrate: the job failed (exit status %d): nothing measured\n",
-                   job.status);
-    return end_job(job);
-  }
-  const int status = write_measured(o, *job.topology, job.measured);
-  return end_job(status == 0 ? job : job_end{status, "calibration_failed"});
+  return with_events(o, [&o](event_log& events) { return calibrate_job(o, events); });
 }
 
 namespace {

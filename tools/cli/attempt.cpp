@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: MIT
+// One attempt of `run`'s job: every ssh command line comes from the library (ssh.hpp); this file
+// starts the ssh clients (process.hpp), multiplexes their output line by line, and stops every
+// node when one fails or when it is interrupted.
+//
+// How a node is stopped: each ssh's standard input is a pipe that this process holds open. The
+// remote command (hetlaunch::detail::node_script) tears torchrun and all its workers down when
+// that input ends, so closing the pipe stops the node, and so does this process dying (the
+// kernel closes the pipe, ssh sends EOF, the connection ends). A node that does not stop within
+// --kill-after seconds and a margin has its ssh killed, which ends the connection as well; the
+// margin counts from the node's start for a node that was still connecting when the stop began.
+#include "job.hpp"
+#include "process.hpp"
+
+#include <hetlaunch/calibration.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+namespace cli {
+namespace {
+
+// What `run` learns of a node from its lines.
+struct node_progress {
+  bool started = false;     // the node script's started line was seen
+  bool ended = false;       // its ended line was seen: ssh's status is the command's
+  int worker_failures = 0;  // torchrun's "failed (exitcode: N) local_rank: L" lines
+  int failed_exitcode = 0;  // the last of those exit codes
+};
+
+// torchrun's agent logs "failed (exitcode: 3) local_rank: 0 (pid: 123) of binary: ..." when a
+// worker fails (torch 1.13 through 2.x). It then waits up to 300 s for the other nodes in its exit
+// barrier, and they wait for a collective that will never complete: a job whose worker failed
+// would stop only after minutes. The line is the earliest sign, so it counts as the failure.
+void note_worker_failure(node_progress& p, std::string_view line) {
+  // A worker's own line ("[rank 1] ", "[default1]:"), whatever it says, is not torchrun's report.
+  if (line.substr(0, 1) == "[") return;
+  const std::size_t at = line.find("failed (exitcode: ");
+  if (at == std::string_view::npos || line.find(" local_rank: ", at) == std::string_view::npos)
+    return;
+  // "-9" is a worker killed by signal 9, as torchrun writes it.
+  const std::string_view rest = line.substr(at + 18);
+  const std::optional<long long> code =
+      hetlaunch::parse_integer(rest.substr(0, rest.find(')')), -(1 << 30), 1 << 30);
+  ++p.worker_failures;
+  p.failed_exitcode = static_cast<int>(code.value_or(0));
+}
+
+// calibrate: the last HETLAUNCH_MEASURED line of rank 0 (node 0's local rank 0 under the static
+// rendezvous), a whole line that begins with the word, after torchrun's "[default0]:" (--tee) and
+// the node's "[rank 0] " (ssh_options::rank_lines) where they are: the word inside a log
+// message, or another rank's line, is not a measurement.
+void note_measured(std::string_view line, std::string& measured) {
+  for (std::string_view rank0 : {std::string_view("[default0]:"), std::string_view("[rank 0] ")})
+    if (line.substr(0, rank0.size()) == rank0) line.remove_prefix(rank0.size());
+  if (line.substr(0, hetlaunch::measured_prefix.size()) == hetlaunch::measured_prefix)
+    measured = std::string(line.substr(hetlaunch::measured_prefix.size()));
+}
+
+// How a node ended, classified once: node_exited's reason, and the line run prints about it
+// (empty for a node that succeeded).
+struct node_end {
+  node_ending ending;
+  std::string text;
+};
+// `stopping`: the job was being stopped when its ssh ended; `first_to_fail`: its end is the job's
+// first failure; `by_worker`: that failure was a worker's.
+node_end end_of(const child& c, const node_progress& p, bool stopping, bool first_to_fail,
+                bool by_worker) {
+  // ssh's own 255: it could not connect (the node never started), or the connection was lost
+  // (the node script never said it ended). A 255 after the node script's ended line is the
+  // command's own status: the node failed, and its host is not called unreachable
+  // (--exclude-failed would drain a healthy host for a program's exit 255).
+  const bool ssh_failed = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 255 && !p.ended;
+  if (p.started && c.status == 0) return {node_ending::succeeded, ""};
+  const bool stopped = stopping && !first_to_fail;
+  const node_ending ending = ssh_failed  ? node_ending::unreachable
+                             : stopped   ? node_ending::stopped
+                             : p.started ? node_ending::failed
+                                         : node_ending::ended_before_start;
+  // A node stopped while connecting still starts (and then stops at once), so one that did not
+  // start ended by itself, unless it was killed.
+  if (!p.started && WIFSIGNALED(c.status))
+    return {ending, concat("stopped before the node started (", describe_status(c.status), ")")};
+  if (!p.started && ssh_failed)
+    return {ending, "ssh failed (exit status 255) before the node started"};
+  if (ssh_failed && !stopped)
+    return {ending, "the connection was lost (ssh exit status 255 before the node ended)"};
+  if (!p.started)
+    return {ending, concat("ssh ended before the node started (", describe_status(c.status), ")")};
+  if (first_to_fail && by_worker)
+    return {ending, concat("a worker failed (exit code ", p.failed_exitcode, "); torchrun ",
+                           describe_status(c.status))};
+  if (stopped) return {ending, concat("stopped (", describe_status(c.status), ")")};
+  return {ending, describe_status(c.status)};
+}
+
+// What an attempt came to, before it is classified.
+struct attempt_facts {
+  int stop_signal = 0;               // the signal that stopped it, 0 for none
+  bool local_failure = false;        // this machine could not start a node
+  std::optional<node_ending> first;  // how the node that failed first ended
+  int first_status = 0;              // its ssh's status as a shell gives it
+  bool by_worker = false;            // that failure was a worker's, seen in torchrun's log
+  bool every_node_started = true;    // every node's ssh was started
+};
+
+// The job's end if this attempt is its last, classified once: the reason and the exit status.
+job_end classify(const attempt_facts& f) {
+  if (f.stop_signal) return {job_ending::interrupted, 128 + f.stop_signal};
+  // No node was to blame: this machine could not start one.
+  if (f.local_failure) return {job_ending::ended_before_start, exit_cannot_run};
+  if (f.first && f.by_worker) return {job_ending::worker_failed, 1};  // torchrun's own status
+  if (f.first) {
+    // A node that ended with status 0 before it started still failed.
+    const int status = f.first_status != 0 ? f.first_status : exit_failed;
+    switch (*f.first) {
+      case node_ending::unreachable:
+        return {job_ending::unreachable, status};
+      case node_ending::ended_before_start:
+        return {job_ending::ended_before_start, status};
+      default:
+        return {job_ending::worker_failed, status};
+    }
+  }
+  if (!f.every_node_started) return {job_ending::ended_before_start, exit_failed};
+  return {job_ending::succeeded, 0};
+}
+
+// One attempt: an object over its nodes' state, with a handler for each thing that can happen
+// (a node's output, its end, a signal, a tick of the clock). Only run() drives it.
+class attempt {
+ public:
+  attempt(const job_options& o, const hetlaunch::launch_plan& plan,
+          const hetlaunch::ssh_options& ssh, event_log& events)
+      : o_(o),
+        plan_(plan),
+        ssh_(ssh),
+        events_(events),
+        n_(plan.topology().node_count()),
+        nodes_(n_),
+        progress_of_(n_),
+        ends_(n_),
+        prefixes_(n_),
+        grace_(o.remote.ssh.kill_after + 5.0),
+        loop_(nodes_) {
+    for (std::size_t i = 0; i < n_; ++i)
+      prefixes_[i] = concat("[", i, " ", plan.topology().node(i).host, "] ");
+  }
+  attempt_result run();
+
+ private:
+  const job_options& o_;
+  const hetlaunch::launch_plan& plan_;
+  const hetlaunch::ssh_options& ssh_;
+  event_log& events_;
+  const std::size_t n_;
+  std::vector<child> nodes_;
+  std::vector<node_progress> progress_of_;
+  std::vector<std::string> ends_;  // the line said about each node that did not end well
+  std::vector<std::string> prefixes_;
+  std::size_t next_ = 0, connecting_ = 0, running_ = 0, started_ = 0;
+  bool stopping_ = false;
+  bool killed_all_ = false;  // every ssh has had SIGKILL: only their ends are left to collect
+  int stop_signal_ = 0;
+  double stopped_at_ = 0;  // when the stop began
+  double deadline_ = 0;    // when the nodes still running get SIGKILL
+  const double grace_;
+  std::optional<std::size_t> first_failure_;
+  node_ending first_failure_ending_ = node_ending::failed;
+  bool failed_by_worker_ = false;  // the first failure was a worker's, seen in torchrun's log
+  std::string local_failure_;
+  std::string measured_;
+  event_loop loop_;
+
+  void start_nodes();
+  line_sink sink_of(std::size_t i, bool out);
+  void read_node(std::size_t i, bool out);
+  void on_output(std::size_t i, bool out);
+  void on_end(std::size_t i);
+  void on_signal(int number);
+  void on_tick();
+  void stop();
+  void kill_all();
+  void started_while_stopping();
+  void say_ends() const;
+  attempt_result outcome() const;
+};
+
+void attempt::stop() {
+  if (!stopping_) {
+    stopping_ = true;
+    stopped_at_ = now();
+    deadline_ = stopped_at_ + grace_;
+  }
+  for (child& c : nodes_) close_fd(c.in);
+}
+
+void attempt::kill_all() {
+  for (child& c : nodes_)
+    if (c.pid > 0 && !c.reaped) kill(c.pid, SIGKILL);
+  killed_all_ = true;
+}
+
+// A node still connecting when the stop began starts its teardown only once its script runs: it
+// gets the same grace from then, so that run does not end while that node's teardown is still
+// under way. Twice the grace from the stop bounds it, however slow the connections.
+void attempt::started_while_stopping() {
+  if (stopping_ && !killed_all_)
+    deadline_ = std::min(stopped_at_ + 2 * grace_, std::max(deadline_, now() + grace_));
+}
+
+// Starts nodes while fewer than --fanout are still connecting.
+void attempt::start_nodes() {
+  const auto fanout = static_cast<std::size_t>(o_.remote.fanout);
+  while (!stopping_ && next_ < n_ && connecting_ < fanout) {
+    result<child> c = spawn(node_command(o_, plan_, next_, ssh_), true);
+    if (!c) {
+      // This machine's failure (the ssh program cannot run, no process can be made): it would
+      // be the same for every node, so no host is blamed, and no restart would help.
+      local_failure_ = c.error().message;
+      progress.clear();
+      std::fprintf(stderr, "hetlaunch: node %zu: %s\n", next_, local_failure_.c_str());
+      stop();
+      return;
+    }
+    nodes_[next_] = std::move(*c);
+    loop_.watch(next_++);
+    ++connecting_;
+    ++running_;
+  }
+}
+
+// Where node i's lines go, and what run watches for in them.
+line_sink attempt::sink_of(std::size_t i, bool out) {
+  node_progress& p = progress_of_[i];
+  // calibrate's stdout is its own table or JSON: the nodes' lines all go to stderr there.
+  line_sink sink = shown_lines(out && !o_.calibrate.measuring ? stdout : stderr, prefixes_[i],
+                               !out || !o_.remote.quiet_nodes || i == 0);
+  if (!out) {
+    sink.watch = [&p](std::string_view line) {
+      note_worker_failure(p, line);
+      return false;
+    };
+    return sink;
+  }
+  const bool measuring = o_.calibrate.measuring && i == 0;
+  // Rank 0's measured line grows with the node count (about 80 bytes a node): it is read whole
+  // up to 16 MiB, some 200,000 nodes.
+  if (measuring) sink.whole_line = std::size_t{16} << 20;
+  sink.watch = [&p, measuring, this](std::string_view line) {
+    if (!p.started && line == hetlaunch::node_started_line) {
+      p.started = true;  // the node script's own line: not shown
+      return true;
+    }
+    if (p.started &&
+        line.substr(0, hetlaunch::node_ended_prefix.size()) == hetlaunch::node_ended_prefix) {
+      p.ended = true;  // the node script's own last line: not shown
+      return true;
+    }
+    if (measuring) note_measured(line, measured_);
+    return false;
+  };
+  return sink;
+}
+
+void attempt::read_node(std::size_t i, bool out) {
+  child& c = nodes_[i];
+  const bool was_started = progress_of_[i].started;
+  drain(out ? c.out : c.err, out ? c.out_line : c.err_line, sink_of(i, out));
+  if (was_started || !progress_of_[i].started) return;
+  --connecting_, ++started_;
+  started_while_stopping();
+  events_.write("node_started", concat("\"node\": ", i,
+                                       ", \"host\": ", json_string(plan_.topology().node(i).host)));
+}
+
+void attempt::on_output(std::size_t i, bool out) {
+  read_node(i, out);
+  // More failures than restarts: torchrun gives up on this node's workers.
+  if (progress_of_[i].worker_failures <= plan_.options().max_restarts || stopping_) return;
+  first_failure_ = i;
+  failed_by_worker_ = true;
+  progress.clear();
+  std::fprintf(stderr,
+               "hetlaunch: node %zu: a worker failed (exit code %d) and torchrun has no restart "
+               "left: stopping every node\n",
+               i, progress_of_[i].failed_exitcode);
+  stop();
+}
+
+void attempt::on_end(std::size_t i) {
+  child& c = nodes_[i];
+  // Output still in the pipes is read before the node's end is reported.
+  if (c.out >= 0) read_node(i, true);
+  if (c.err >= 0) read_node(i, false);
+  if (!progress_of_[i].started) --connecting_;
+  --running_;
+  c.pid = -1;
+  close_fd(c.in);
+  // A node whose ssh ended before its script said it started never ran torchrun, whatever ssh's
+  // status: a banner and exit 0 (ForceCommand, a login shell that exits) is a failure.
+  const bool fails_first = (c.status != 0 || !progress_of_[i].started) && !stopping_;
+  const node_end end =
+      end_of(c, progress_of_[i], stopping_, fails_first || first_failure_ == i, failed_by_worker_);
+  events_.node_exited(i, plan_.topology().node(i).host, exit_code(c.status), end.ending);
+  ends_[i] = end.text;
+  if (!fails_first) return;
+  first_failure_ = i;
+  first_failure_ending_ = end.ending;
+  stop();
+}
+
+void attempt::on_signal(int number) {
+  if (stop_signal_) kill_all();  // a second signal: no more waiting
+  if (!stop_signal_) {
+    stop_signal_ = number;
+    progress.clear();
+    std::fprintf(stderr, "hetlaunch: %s: stopping every node (again to stop at once)\n",
+                 strsignal(stop_signal_));
+  }
+  stop();
+}
+
+void attempt::on_tick() {
+  if (started_ < n_ && !stopping_)
+    progress.show(concat("hetlaunch: run: ", started_, " of ", n_, " nodes started"));
+  else
+    progress.clear();
+  events_.pump();  // a slow events reader gets what it has room for, never holding the job
+  if (stopping_ && now() > deadline_) {
+    kill_all();
+    deadline_ = now() + 3600;
+  }
+}
+
+attempt_result attempt::run() {
+  install_signal_handlers();
+  {
+    const progress_scope clear_progress;
+    while (true) {
+      start_nodes();
+      if (running_ == 0 && (next_ == n_ || stopping_)) break;
+      on_tick();
+      loop_.wait(
+          0.1, [this](int number) { on_signal(number); },
+          [this](std::size_t i, bool out) { on_output(i, out); },
+          [this](std::size_t i, int) { on_end(i); });
+    }
+  }
+  for (child& c : nodes_) {
+    close_fd(c.out);
+    close_fd(c.err);
+  }
+  say_ends();
+  return outcome();
+}
+
+// One line for each node that did not end well.
+void attempt::say_ends() const {
+  for (std::size_t i = 0; i < n_; ++i) {
+    const std::string who = concat("node ", i, " (", quoted(plan_.topology().node(i).host), ")");
+    if (i >= next_)
+      std::fprintf(stderr, "hetlaunch: %s: not started\n", who.c_str());
+    else if (!ends_[i].empty())
+      std::fprintf(stderr, "hetlaunch: %s: %s\n", who.c_str(), ends_[i].c_str());
+  }
+}
+
+attempt_result attempt::outcome() const {
+  attempt_facts facts;
+  facts.stop_signal = stop_signal_;
+  facts.local_failure = !local_failure_.empty();
+  if (first_failure_) {
+    facts.first = failed_by_worker_ ? node_ending::failed : first_failure_ending_;
+    facts.first_status = exit_code(nodes_[*first_failure_].status);
+  }
+  facts.by_worker = failed_by_worker_;
+  facts.every_node_started = next_ == n_;
+  attempt_result r;
+  r.end = classify(facts);
+  if (o_.calibrate.measuring) {
+    r.end.topology = plan_.topology();
+    r.end.measured = measured_;
+  }
+  r.local_failure = local_failure_;
+  if (first_failure_) {
+    r.failed.push_back(*first_failure_);
+    r.failure = ends_[*first_failure_];
+  }
+  // A host that could not be reached is to blame too, whichever node failed first.
+  for (std::size_t i = 0; i < next_; ++i)
+    if (!progress_of_[i].started && WIFEXITED(nodes_[i].status) &&
+        WEXITSTATUS(nodes_[i].status) == 255 && first_failure_ != i)
+      r.failed.push_back(i);
+  return r;
+}
+
+}  // namespace
+
+std::vector<std::string> node_command(const job_options& o, const hetlaunch::launch_plan& plan,
+                                      std::size_t i, const hetlaunch::ssh_options& ssh) {
+  return o.remote.local ? hetlaunch::try_remote_argv(plan, i, ssh).value()
+                        : hetlaunch::ssh_argv(plan, i, ssh);
+}
+
+attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan& plan,
+                           const hetlaunch::ssh_options& ssh, event_log& events) {
+  return attempt(o, plan, ssh, events).run();
+}
+
+}  // namespace cli

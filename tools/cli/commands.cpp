@@ -290,285 +290,334 @@ int compress_command(const hostlist_options& o) {
   return 0;
 }
 
+// The commands that start a job and wait for it.
+void add_launch_commands(std::vector<command>& table) {
+  table.insert(
+      table.end(),
+      {
+          {"run",
+           "",
+           "starts every node's torchrun over ssh and returns the job's status",
+           "Validates everything, then starts every node's torchrun over ssh (at most --fanout connections\n"
+           "open at once while starting), prints each output line as `[NODE HOST] line`, and exits 0 only\n"
+           "when every node does. When a node fails, or on SIGINT/SIGTERM/SIGHUP, every other node is\n"
+           "stopped: torchrun and its workers get SIGTERM, and SIGKILL --kill-after seconds later.\n"
+           "Each node runs the plan's own torchrun command, so the nodes need torchrun but not hetlaunch\n"
+           "(--program chooses another launcher); the plan is made once, here. Hosts with slots=auto\n"
+           "(host:auto) are asked for their GPU count first, as `hetlaunch discover` does. The remote\n"
+           "login shell must be a POSIX shell. See docs/multi-host.md.\n"
+           "A node counts as started only when its remote command says so: an ssh that ends before that\n"
+           "(a banner and exit 0 from a ForceCommand or a login shell that exits) fails the job.\n"
+           "Exit status: 0 when every node succeeded; 1 for invalid input, a worker that failed (as\n"
+           "torchrun itself exits then) or a node that ended before it started; 2 for a usage error;\n"
+           "128+N when stopped by signal N. Otherwise it is the status of the node that failed first, as\n"
+           "its torchrun or ssh gave it (255: ssh could not connect), which can be 2, 126 or 127 too:\n"
+           "hetlaunch's own lines on stderr name the node and what happened. 127 also when the ssh\n"
+           "program fails to start here: that blames no host and is never restarted.\n"
+           "--events FILE writes what happens as JSON lines (planned, node_started, node_exited,\n"
+           "restart, job_exited), and job_exited's reason tells the endings apart that share a status\n"
+           "(invalid_input, worker_failed, ...); see docs/events.md. With --restarts, a --spare host of\n"
+           "at least a failed node's nproc takes its place: same node index, ranks and share.\n"
+           "--local runs every node's command on this machine instead, with no ssh (docs/multi-host.md).\n"
+           "Under torchrun each worker's lines come whole, begun with \"[rank R] \" (--no-rank-prefix: as\n"
+           "torchrun passes them).\n",
+           input_flags | launch_flags,
+           {"--ssh", "--ssh-arg", "--fanout", "--env", "--env-file", "--chdir", "--dry-run",
+            "--quiet-nodes", "--kill-after", "--gpu-count-command", "--discover-timeout",
+            "--restarts", "--exclude-failed", "--min-nodes", "--spare", "--events", "--local",
+            "--no-rank-prefix"},
+           script_use::required,
+           node_use::none,
+           bound<job_options, run_command>()},
+          {"calibrate",
+           "",
+           "runs the job to measure each node's speed, and prints the weights",
+           "Starts the job as `run` does, with HETLAUNCH_CALIBRATE_STEPS=N (--calibrate-steps, default 20)\n"
+           "in every worker. A script whose sampler is hetlaunch_shares.ShareBatchSampler measures its steps\n"
+           "in that mode, and after N steps rank 0 prints one line HETLAUNCH_MEASURED {json} and the\n"
+           "sampler stops, so the script ends. calibrate reads that line and prints per node its host,\n"
+           "workers, samples per second (per worker) and weight: the rate over the slowest node's, the\n"
+           "slowest 1. --json prints the same as JSON; --write-hostfile FILE writes a hostfile for run\n"
+           "(slots=, weight= and any max_batch=). Exit status: 0 when measured; the job's status when it\n"
+           "failed; 1 when the script never printed the line or printed one that is malformed or names a\n"
+           "node the job does not have. The nodes' output goes to stderr, stdout is calibrate's own.\n"
+           "Needs --global-batch. See docs/shares.md.\n",
+           input_flags | launch_flags,
+           {"--ssh", "--ssh-arg", "--fanout", "--env", "--env-file", "--chdir", "--quiet-nodes",
+            "--kill-after", "--gpu-count-command", "--discover-timeout", "--calibrate-steps",
+            "--write-hostfile", "--events", "--local", "--no-rank-prefix", "--format", "--json"},
+           script_use::required,
+           node_use::none,
+           bound<job_options, calibrate_command>(),
+           {"--global-batch"},
+           "text|json"},
+          {"discover",
+           "",
+           "asks each slots=auto host for its GPU count and prints the hostfile",
+           "Asks every host written with slots=auto (host:auto) for its GPU count over ssh, all at once,\n"
+           "and prints the resolved hostfile. The count is the number of `GPU n:` lines of `nvidia-smi -L`,\n"
+           "or what --gpu-count-command prints. A host whose command fails, prints no count, prints more\n"
+           "than 64 KiB or does not finish within --discover-timeout seconds is an error that names it\n"
+           "and shows what it printed. SIGINT, SIGTERM or SIGHUP stops every ssh it started. Each node's\n"
+           "weight (weight= or --weight) is printed beside its count, so a plan of the output splits a\n"
+           "global batch as a plan of the input does.\n",
+           input_flags,
+           {"--ssh", "--ssh-arg", "--fanout", "--gpu-count-command", "--discover-timeout"},
+           script_use::none,
+           node_use::none,
+           bound<discover_options, discover_command>()},
+      });
+}
+
+// The commands that write a scheduler's job.
+void add_scheduler_commands(std::vector<command>& table) {
+  table.insert(
+      table.end(),
+      {
+          {"jobset",
+           "",
+           "a Kubernetes JobSet that runs the mixed job",
+           "Prints a JobSet (jobset.x-k8s.io/v1alpha2) manifest, YAML (--json: JSON), for kubectl apply -f -:\n"
+           "one replicatedJob per --group, each an Indexed Job of NODES pods asking for GPUS nvidia.com/gpu.\n"
+           "Pod k of group g runs torchrun as node offset(g) + k with --nproc_per_node GPUS, the static\n"
+           "rendezvous on the first pod's stable host name (NAME-g0-0-0.NAME) and --master-port. With\n"
+           "--global-batch each pod computes its work share from its index (WEIGHT: the group's weight).\n"
+           "With --numa-binding the image needs hetlaunch too, at --bind-program's path, and nvidia-smi.\n"
+           "Needs the JobSet controller in the cluster; see docs/kubernetes.md.\n",
+           launch_flags,
+           {"--name", "--namespace", "--image", "--group", "--node-selector", "--cpu", "--memory",
+            "--env", "--jobset-max-restarts", "--jobset-restart-strategy", "--format", "--json"},
+           script_use::required,
+           node_use::none,
+           bound<jobset_command_options, jobset_command>(),
+           {"--name", "--image", "--group"},
+           "yaml|json"},
+          {"sbatch",
+           "",
+           "a Slurm batch script: a hetjob component per node group",
+           "Prints a batch script for `sbatch`: one heterogeneous-job component per --group (NODES nodes\n"
+           "of GPUS GPUs each, in node order), a task a GPU, so that Slurm reports each component's\n"
+           "layout. The script prints the plan (`hetlaunch plan --slurm`), then starts one task a node\n"
+           "in every component with all of its node's GPUs, which runs `hetlaunch exec --slurm` with\n"
+           "the launch options given here. --sbatch-arg lines go to the job (the first component);\n"
+           "--partition and --time to every component. A group's WEIGHT reaches the nodes as --weight on\n"
+           "its component's node list, for --global-batch. --restarts N runs the step again in the same\n"
+           "allocation after a failure, at most N times, with HETLAUNCH_RESTART_COUNT for the workers.\n"
+           "--exclude-failed (one --group only: Slurm cancels a heterogeneous job on a node failure) adds\n"
+           "--no-kill, so a lost node does not end the job: the step runs again on the nodes the job still\n"
+           "has, the plan made again over them; --min-nodes M stops it below M nodes.\n",
+           launch_flags,
+           {"--group", "--partition", "--time", "--sbatch-arg", "--hetlaunch", "--restarts",
+            "--exclude-failed", "--min-nodes"},
+           script_use::required,
+           node_use::none,
+           bound<sbatch_command_options, sbatch_command>(),
+           {"--group"}},
+      });
+}
+
+// The commands that print a plan, a node's command or its variables, or check them.
+void add_plan_commands(std::vector<command>& table) {
+  table.insert(
+      table.end(),
+      {
+          {"plan",
+           "",
+           "the rank table and every node's torchrun command",
+           "Prints the rank table (node, host, nproc, role, offset, global ranks; with weights or\n"
+           "--global-batch also each node's weight, batch and batch offset) and every node's torchrun\n"
+           "command, shell-quoted. SCRIPT defaults to train.py. --json: the same for programs.\n",
+           input_flags | launch_flags,
+           {"--format", "--json"},
+           script_use::optional,
+           node_use::none,
+           bound<plan_options, plan_command>(),
+           {},
+           "text|json"},
+          {"argv",
+           "",
+           "node I's torchrun argv, one argument a line",
+           "Prints node I's torchrun argv, one argument a line, or NUL-terminated with --null.\n",
+           input_flags | launch_flags,
+           {"--node", "--format", "--null"},
+           script_use::required,
+           node_use::required,
+           bound<node_options, argv_command>(),
+           {},
+           "lines|null"},
+          {"exec",
+           "",
+           "runs node I's torchrun in place of itself (no shell)",
+           "Replaces itself with node I's torchrun (execvp, no shell in between). With --slurm the\n"
+           "node defaults to SLURM_NODEID. Nothing is started when the input is invalid, nor when node\n"
+           "I's host is an IP address that this host does not have (--any-host skips that check).\n"
+           "TORCH_ELASTIC_WORKER_IDENTICAL=1 is removed, with a message, when the nodes differ, and so\n"
+           "are inherited work-share variables (HETLAUNCH_*BATCH*) when the plan has no global batch.\n",
+           input_flags | launch_flags,
+           {"--node", "--any-host", "--restart-count"},
+           script_use::required,
+           node_use::required,
+           bound<node_options, exec_command>()},
+          {"env",
+           "",
+           "the environment torchrun gives one worker",
+           "Prints the environment torchrun gives that worker (static rendezvous). --direct: the\n"
+           "environment for starting the worker without torchrun (no agent store). --agent-env: as\n"
+           "torchrun gives it when started with this environment (it passes on its own\n"
+           "TORCH_NCCL_ASYNC_ERROR_HANDLING and OMP_NUM_THREADS). The sh format ends with a comment on\n"
+           "TORCHELASTIC_ERROR_FILE, which torchrun decides when the worker starts.\n",
+           input_flags | launch_flags,
+           {"--node", "--local-rank", "--format", "--json", "--null", "--direct", "--agent-env"},
+           script_use::optional,
+           node_use::required,
+           bound<node_options, env_command>(),
+           {"--local-rank"},
+           "sh|json|null"},
+          {"check",
+           "",
+           "validates the input and prints every problem",
+           "Validates the input and the launch options and prints every problem.\n"
+           "Exit status 0: valid; 1: invalid; 2: usage error.\n",
+           input_flags | launch_flags,
+           {"--node"},
+           script_use::optional,
+           node_use::optional,
+           bound<node_options, check_command>()},
+          {"check-env",
+           "",
+           "compares this process's environment (a worker's) with the plan",
+           "Run inside a worker: compares its RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK and\n"
+           "LOCAL_RANK with the plan and prints every disagreement; with --global-batch also\n"
+           "HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH, HETLAUNCH_NODE_BATCH_OFFSET and\n"
+           "HETLAUNCH_NODE_HOST; without it,\n"
+           "each of those that is set is a disagreement. Exit status 1 on any.\n",
+           input_flags | launch_flags,
+           {},
+           script_use::optional,
+           node_use::none,
+           bound<plan_options, check_env_command>()},
+      });
+}
+
+// The commands over host lists and accelerate's configuration.
+void add_host_list_commands(std::vector<command>& table) {
+  table.insert(
+      table.end(),
+      {
+          {"expand",
+           "EXPR",
+           "expands a Slurm host list, one host a line",
+           "Expands a Slurm host list (\"gpu[01-04],cpu7\"), one host a line. At most --max-hosts names\n"
+           "(default 1048576) of --max-bytes bytes in all (default 134217728).\n",
+           limit_flags,
+           {},
+           script_use::operands,
+           node_use::none,
+           bound<hostlist_options, expand_command>()},
+          {"compress",
+           "HOSTLIST...",
+           "compresses hosts into a Slurm host list",
+           "Prints the hosts of the host lists as one Slurm host list, as `scontrol show hostlist`\n"
+           "does: \"n[1-3],n4\" prints n[1-4], \"a,,b\" prints a,b and \"\" an empty line. Hosts keep\n"
+           "their order and repeats. At most --max-hosts names of --max-bytes bytes in all.\n",
+           limit_flags,
+           {},
+           script_use::operands,
+           node_use::none,
+           bound<hostlist_options, compress_command>()},
+          {"accelerate",
+           "",
+           "machine I's `accelerate launch` command",
+           "Prints machine I's `accelerate launch` command: --num_processes is the machine's own\n"
+           "count times the machine count, which makes accelerate start the right number there. The\n"
+           "machine's CUDA_VISIBLE_DEVICES and work share (--global-batch) come first, as assignments.\n",
+           input_flags | launch_flags,
+           {"--node"},
+           script_use::required,
+           node_use::required,
+           bound<node_options, accelerate_command>()},
+      });
+}
+
+// The commands over CPU binding and this tool's own texts.
+void add_binding_and_text_commands(std::vector<command>& table) {
+  table.insert(
+      table.end(),
+      {
+          {"cpus",
+           "",
+           "each local rank's GPU, NUMA node and CPUs by --numa-binding",
+           "Prints, for this machine (or the recorded tree --sysfs ROOT), each local rank's GPU, the GPU's\n"
+           "NUMA node and the CPUs --numa-binding MODE gives it, by the rules of torch 2.14's\n"
+           "torch/numa/binding.py: node (every CPU of the GPU's NUMA node), socket (of every NUMA node of\n"
+           "its socket), exclusive (the node's physical cores split evenly among the node's GPUs, lower\n"
+           "GPUs taking the extra) or core-complex (one last-level-cache group per GPU, largest first).\n"
+           "Local rank L uses the L-th visible GPU (--devices, else CUDA_VISIBLE_DEVICES, else every GPU);\n"
+           "the GPUs' PCI addresses come from nvidia-smi or --gpu-pci-command. The CPUs are always within\n"
+           "those allowed: this process's affinity, every CPU of a --sysfs tree, or --allowed-cpus.\n"
+           "--json: {\"mode\", \"ranks\": [{\"local_rank\", \"gpu\", \"pci\", \"numa_node\", \"cpus\"}]}.\n",
+           0,
+           {"--numa-binding", "--nproc", "--devices", "--sysfs", "--gpu-pci-command",
+            "--allowed-cpus", "--format", "--json"},
+           script_use::none,
+           node_use::none,
+           bound<binding_options, cpus_command>(),
+           {"--numa-binding"},
+           "text|json"},
+          {"bind",
+           "",
+           "runs a worker on the CPUs of its GPU (what torchrun starts with --numa-binding)",
+           "Runs as a worker: finds its GPU (the LOCAL_RANK-th of CUDA_VISIBLE_DEVICES, else of every\n"
+           "GPU), sets its own CPU affinity to what --numa-binding MODE gives that GPU within its current\n"
+           "affinity (as `hetlaunch cpus` prints it), sets CUDA_DEVICE_ORDER=PCI_BUS_ID unless set, and\n"
+           "replaces itself with the command (execvp). On any error it exits 1 without running it, naming\n"
+           "the node (GROUP_RANK), host and local rank. A plan with --numa-binding makes torchrun start\n"
+           "every worker this way (torchrun --no-python ... hetlaunch bind --numa-binding MODE -- python3\n"
+           "-u SCRIPT ...), on every torch.\n",
+           0,
+           {"--numa-binding", "--sysfs", "--gpu-pci-command"},
+           script_use::required,
+           node_use::none,
+           bound<binding_options, bind_command>(),
+           {"--numa-binding"}},
+          {"completion",
+           "bash|zsh",
+           "a shell completion script for hetlaunch",
+           "Prints a completion script for bash or zsh, made from hetlaunch's own command and flag\n"
+           "tables: commands, each command's options, files after --hostfile and --env-file, the words\n"
+           "of --rdzv and --format. Try it with `source <(hetlaunch completion bash)`; installs put it in\n"
+           "share/bash-completion/completions/hetlaunch and share/zsh/site-functions/_hetlaunch.\n",
+           0,
+           {},
+           script_use::operands,
+           node_use::none,
+           bound<text_options, completion_command>()},
+          {"manual",
+           "",
+           "the manual page, hetlaunch(1), in roff",
+           "Prints the manual page in roff, made from the same tables as the help: read it with\n"
+           "`hetlaunch manual | man -l -`; installs put it in share/man/man1/hetlaunch.1.\n",
+           0,
+           {},
+           script_use::none,
+           node_use::none,
+           bound<text_options, manual_command>()},
+      });
+}
+
 }  // namespace
 
+// Every command, in the order --help lists them.
 const std::vector<command>& commands() {
-  static const std::vector<command> table = {
-      {"run",
-       "",
-       "starts every node's torchrun over ssh and returns the job's status",
-       "Validates everything, then starts every node's torchrun over ssh (at most --fanout connections\n"
-       "open at once while starting), prints each output line as `[NODE HOST] line`, and exits 0 only\n"
-       "when every node does. When a node fails, or on SIGINT/SIGTERM/SIGHUP, every other node is\n"
-       "stopped: torchrun and its workers get SIGTERM, and SIGKILL --kill-after seconds later.\n"
-       "Each node runs the plan's own torchrun command, so the nodes need torchrun but not hetlaunch\n"
-       "(--program chooses another launcher); the plan is made once, here. Hosts with slots=auto\n"
-       "(host:auto) are asked for their GPU count first, as `hetlaunch discover` does. The remote\n"
-       "login shell must be a POSIX shell. See docs/multi-host.md.\n"
-       "A node counts as started only when its remote command says so: an ssh that ends before that\n"
-       "(a banner and exit 0 from a ForceCommand or a login shell that exits) fails the job.\n"
-       "Exit status: 0 when every node succeeded; 1 for invalid input, a worker that failed (as\n"
-       "torchrun itself exits then) or a node that ended before it started; 2 for a usage error;\n"
-       "128+N when stopped by signal N. Otherwise it is the status of the node that failed first, as\n"
-       "its torchrun or ssh gave it (255: ssh could not connect), which can be 2, 126 or 127 too:\n"
-       "hetlaunch's own lines on stderr name the node and what happened. 127 also when the ssh\n"
-       "program fails to start here: that blames no host and is never restarted.\n"
-       "--events FILE writes what happens as JSON lines (planned, node_started, node_exited,\n"
-       "restart, job_exited), and job_exited's reason tells the endings apart that share a status\n"
-       "(invalid_input, worker_failed, ...); see docs/events.md. With --restarts, a --spare host of\n"
-       "at least a failed node's nproc takes its place: same node index, ranks and share.\n"
-       "--local runs every node's command on this machine instead, with no ssh (docs/multi-host.md).\n"
-       "Under torchrun each worker's lines come whole, begun with \"[rank R] \" (--no-rank-prefix: as\n"
-       "torchrun passes them).\n",
-       input_flags | launch_flags,
-       {"--ssh", "--ssh-arg", "--fanout", "--env", "--env-file", "--chdir", "--dry-run",
-        "--quiet-nodes", "--kill-after", "--gpu-count-command", "--discover-timeout", "--restarts",
-        "--exclude-failed", "--min-nodes", "--spare", "--events", "--local", "--no-rank-prefix"},
-       script_use::required,
-       node_use::none,
-       bound<job_options, run_command>()},
-      {"calibrate",
-       "",
-       "runs the job to measure each node's speed, and prints the weights",
-       "Starts the job as `run` does, with HETLAUNCH_CALIBRATE_STEPS=N (--calibrate-steps, default 20)\n"
-       "in every worker. A script whose sampler is hetlaunch_shares.ShareBatchSampler measures its steps\n"
-       "in that mode, and after N steps rank 0 prints one line HETLAUNCH_MEASURED {json} and the\n"
-       "sampler stops, so the script ends. calibrate reads that line and prints per node its host,\n"
-       "workers, samples per second (per worker) and weight: the rate over the slowest node's, the\n"
-       "slowest 1. --json prints the same as JSON; --write-hostfile FILE writes a hostfile for run\n"
-       "(slots=, weight= and any max_batch=). Exit status: 0 when measured; the job's status when it\n"
-       "failed; 1 when the script never printed the line or printed one that is malformed or names a\n"
-       "node the job does not have. The nodes' output goes to stderr, stdout is calibrate's own.\n"
-       "Needs --global-batch. See docs/shares.md.\n",
-       input_flags | launch_flags,
-       {"--ssh", "--ssh-arg", "--fanout", "--env", "--env-file", "--chdir", "--quiet-nodes",
-        "--kill-after", "--gpu-count-command", "--discover-timeout", "--calibrate-steps",
-        "--write-hostfile", "--events", "--local", "--no-rank-prefix", "--format", "--json"},
-       script_use::required,
-       node_use::none,
-       bound<job_options, calibrate_command>(),
-       {"--global-batch"},
-       "text|json"},
-      {"discover",
-       "",
-       "asks each slots=auto host for its GPU count and prints the hostfile",
-       "Asks every host written with slots=auto (host:auto) for its GPU count over ssh, all at once,\n"
-       "and prints the resolved hostfile. The count is the number of `GPU n:` lines of `nvidia-smi -L`,\n"
-       "or what --gpu-count-command prints. A host whose command fails, prints no count, prints more\n"
-       "than 64 KiB or does not finish within --discover-timeout seconds is an error that names it\n"
-       "and shows what it printed. SIGINT, SIGTERM or SIGHUP stops every ssh it started. Each node's\n"
-       "weight (weight= or --weight) is printed beside its count, so a plan of the output splits a\n"
-       "global batch as a plan of the input does.\n",
-       input_flags,
-       {"--ssh", "--ssh-arg", "--fanout", "--gpu-count-command", "--discover-timeout"},
-       script_use::none,
-       node_use::none,
-       bound<discover_options, discover_command>()},
-      {"jobset",
-       "",
-       "a Kubernetes JobSet that runs the mixed job",
-       "Prints a JobSet (jobset.x-k8s.io/v1alpha2) manifest, YAML (--json: JSON), for kubectl apply -f -:\n"
-       "one replicatedJob per --group, each an Indexed Job of NODES pods asking for GPUS nvidia.com/gpu.\n"
-       "Pod k of group g runs torchrun as node offset(g) + k with --nproc_per_node GPUS, the static\n"
-       "rendezvous on the first pod's stable host name (NAME-g0-0-0.NAME) and --master-port. With\n"
-       "--global-batch each pod computes its work share from its index (WEIGHT: the group's weight).\n"
-       "With --numa-binding the image needs hetlaunch too, at --bind-program's path, and nvidia-smi.\n"
-       "Needs the JobSet controller in the cluster; see docs/kubernetes.md.\n",
-       launch_flags,
-       {"--name", "--namespace", "--image", "--group", "--node-selector", "--cpu", "--memory",
-        "--env", "--jobset-max-restarts", "--jobset-restart-strategy", "--format", "--json"},
-       script_use::required,
-       node_use::none,
-       bound<jobset_command_options, jobset_command>(),
-       {"--name", "--image", "--group"},
-       "yaml|json"},
-      {"sbatch",
-       "",
-       "a Slurm batch script: a hetjob component per node group",
-       "Prints a batch script for `sbatch`: one heterogeneous-job component per --group (NODES nodes\n"
-       "of GPUS GPUs each, in node order), a task a GPU, so that Slurm reports each component's\n"
-       "layout. The script prints the plan (`hetlaunch plan --slurm`), then starts one task a node\n"
-       "in every component with all of its node's GPUs, which runs `hetlaunch exec --slurm` with\n"
-       "the launch options given here. --sbatch-arg lines go to the job (the first component);\n"
-       "--partition and --time to every component. A group's WEIGHT reaches the nodes as --weight on\n"
-       "its component's node list, for --global-batch. --restarts N runs the step again in the same\n"
-       "allocation after a failure, at most N times, with HETLAUNCH_RESTART_COUNT for the workers.\n"
-       "--exclude-failed (one --group only: Slurm cancels a heterogeneous job on a node failure) adds\n"
-       "--no-kill, so a lost node does not end the job: the step runs again on the nodes the job still\n"
-       "has, the plan made again over them; --min-nodes M stops it below M nodes.\n",
-       launch_flags,
-       {"--group", "--partition", "--time", "--sbatch-arg", "--hetlaunch", "--restarts",
-        "--exclude-failed", "--min-nodes"},
-       script_use::required,
-       node_use::none,
-       bound<sbatch_command_options, sbatch_command>(),
-       {"--group"}},
-      {"plan",
-       "",
-       "the rank table and every node's torchrun command",
-       "Prints the rank table (node, host, nproc, role, offset, global ranks; with weights or\n"
-       "--global-batch also each node's weight, batch and batch offset) and every node's torchrun\n"
-       "command, shell-quoted. SCRIPT defaults to train.py. --json: the same for programs.\n",
-       input_flags | launch_flags,
-       {"--format", "--json"},
-       script_use::optional,
-       node_use::none,
-       bound<plan_options, plan_command>(),
-       {},
-       "text|json"},
-      {"argv",
-       "",
-       "node I's torchrun argv, one argument a line",
-       "Prints node I's torchrun argv, one argument a line, or NUL-terminated with --null.\n",
-       input_flags | launch_flags,
-       {"--node", "--format", "--null"},
-       script_use::required,
-       node_use::required,
-       bound<node_options, argv_command>(),
-       {},
-       "lines|null"},
-      {"exec",
-       "",
-       "runs node I's torchrun in place of itself (no shell)",
-       "Replaces itself with node I's torchrun (execvp, no shell in between). With --slurm the\n"
-       "node defaults to SLURM_NODEID. Nothing is started when the input is invalid, nor when node\n"
-       "I's host is an IP address that this host does not have (--any-host skips that check).\n"
-       "TORCH_ELASTIC_WORKER_IDENTICAL=1 is removed, with a message, when the nodes differ, and so\n"
-       "are inherited work-share variables (HETLAUNCH_*BATCH*) when the plan has no global batch.\n",
-       input_flags | launch_flags,
-       {"--node", "--any-host", "--restart-count"},
-       script_use::required,
-       node_use::required,
-       bound<node_options, exec_command>()},
-      {"env",
-       "",
-       "the environment torchrun gives one worker",
-       "Prints the environment torchrun gives that worker (static rendezvous). --direct: the\n"
-       "environment for starting the worker without torchrun (no agent store). --agent-env: as\n"
-       "torchrun gives it when started with this environment (it passes on its own\n"
-       "TORCH_NCCL_ASYNC_ERROR_HANDLING and OMP_NUM_THREADS). The sh format ends with a comment on\n"
-       "TORCHELASTIC_ERROR_FILE, which torchrun decides when the worker starts.\n",
-       input_flags | launch_flags,
-       {"--node", "--local-rank", "--format", "--json", "--null", "--direct", "--agent-env"},
-       script_use::optional,
-       node_use::required,
-       bound<node_options, env_command>(),
-       {"--local-rank"},
-       "sh|json|null"},
-      {"check",
-       "",
-       "validates the input and prints every problem",
-       "Validates the input and the launch options and prints every problem.\n"
-       "Exit status 0: valid; 1: invalid; 2: usage error.\n",
-       input_flags | launch_flags,
-       {"--node"},
-       script_use::optional,
-       node_use::optional,
-       bound<node_options, check_command>()},
-      {"check-env",
-       "",
-       "compares this process's environment (a worker's) with the plan",
-       "Run inside a worker: compares its RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK and\n"
-       "LOCAL_RANK with the plan and prints every disagreement; with --global-batch also\n"
-       "HETLAUNCH_GLOBAL_BATCH, HETLAUNCH_NODE_BATCH, HETLAUNCH_NODE_BATCH_OFFSET and\n"
-       "HETLAUNCH_NODE_HOST; without it,\n"
-       "each of those that is set is a disagreement. Exit status 1 on any.\n",
-       input_flags | launch_flags,
-       {},
-       script_use::optional,
-       node_use::none,
-       bound<plan_options, check_env_command>()},
-      {"expand",
-       "EXPR",
-       "expands a Slurm host list, one host a line",
-       "Expands a Slurm host list (\"gpu[01-04],cpu7\"), one host a line. At most --max-hosts names\n"
-       "(default 1048576) of --max-bytes bytes in all (default 134217728).\n",
-       limit_flags,
-       {},
-       script_use::operands,
-       node_use::none,
-       bound<hostlist_options, expand_command>()},
-      {"compress",
-       "HOSTLIST...",
-       "compresses hosts into a Slurm host list",
-       "Prints the hosts of the host lists as one Slurm host list, as `scontrol show hostlist`\n"
-       "does: \"n[1-3],n4\" prints n[1-4], \"a,,b\" prints a,b and \"\" an empty line. Hosts keep\n"
-       "their order and repeats. At most --max-hosts names of --max-bytes bytes in all.\n",
-       limit_flags,
-       {},
-       script_use::operands,
-       node_use::none,
-       bound<hostlist_options, compress_command>()},
-      {"accelerate",
-       "",
-       "machine I's `accelerate launch` command",
-       "Prints machine I's `accelerate launch` command: --num_processes is the machine's own\n"
-       "count times the machine count, which makes accelerate start the right number there. The\n"
-       "machine's CUDA_VISIBLE_DEVICES and work share (--global-batch) come first, as assignments.\n",
-       input_flags | launch_flags,
-       {"--node"},
-       script_use::required,
-       node_use::required,
-       bound<node_options, accelerate_command>()},
-      {"cpus",
-       "",
-       "each local rank's GPU, NUMA node and CPUs by --numa-binding",
-       "Prints, for this machine (or the recorded tree --sysfs ROOT), each local rank's GPU, the GPU's\n"
-       "NUMA node and the CPUs --numa-binding MODE gives it, by the rules of torch 2.14's\n"
-       "torch/numa/binding.py: node (every CPU of the GPU's NUMA node), socket (of every NUMA node of\n"
-       "its socket), exclusive (the node's physical cores split evenly among the node's GPUs, lower\n"
-       "GPUs taking the extra) or core-complex (one last-level-cache group per GPU, largest first).\n"
-       "Local rank L uses the L-th visible GPU (--devices, else CUDA_VISIBLE_DEVICES, else every GPU);\n"
-       "the GPUs' PCI addresses come from nvidia-smi or --gpu-pci-command. The CPUs are always within\n"
-       "those allowed: this process's affinity, every CPU of a --sysfs tree, or --allowed-cpus.\n"
-       "--json: {\"mode\", \"ranks\": [{\"local_rank\", \"gpu\", \"pci\", \"numa_node\", \"cpus\"}]}.\n",
-       0,
-       {"--numa-binding", "--nproc", "--devices", "--sysfs", "--gpu-pci-command", "--allowed-cpus",
-        "--format", "--json"},
-       script_use::none,
-       node_use::none,
-       bound<binding_options, cpus_command>(),
-       {"--numa-binding"},
-       "text|json"},
-      {"bind",
-       "",
-       "runs a worker on the CPUs of its GPU (what torchrun starts with --numa-binding)",
-       "Runs as a worker: finds its GPU (the LOCAL_RANK-th of CUDA_VISIBLE_DEVICES, else of every\n"
-       "GPU), sets its own CPU affinity to what --numa-binding MODE gives that GPU within its current\n"
-       "affinity (as `hetlaunch cpus` prints it), sets CUDA_DEVICE_ORDER=PCI_BUS_ID unless set, and\n"
-       "replaces itself with the command (execvp). On any error it exits 1 without running it, naming\n"
-       "the node (GROUP_RANK), host and local rank. A plan with --numa-binding makes torchrun start\n"
-       "every worker this way (torchrun --no-python ... hetlaunch bind --numa-binding MODE -- python3\n"
-       "-u SCRIPT ...), on every torch.\n",
-       0,
-       {"--numa-binding", "--sysfs", "--gpu-pci-command"},
-       script_use::required,
-       node_use::none,
-       bound<binding_options, bind_command>(),
-       {"--numa-binding"}},
-      {"completion",
-       "bash|zsh",
-       "a shell completion script for hetlaunch",
-       "Prints a completion script for bash or zsh, made from hetlaunch's own command and flag\n"
-       "tables: commands, each command's options, files after --hostfile and --env-file, the words\n"
-       "of --rdzv and --format. Try it with `source <(hetlaunch completion bash)`; installs put it in\n"
-       "share/bash-completion/completions/hetlaunch and share/zsh/site-functions/_hetlaunch.\n",
-       0,
-       {},
-       script_use::operands,
-       node_use::none,
-       bound<text_options, completion_command>()},
-      {"manual",
-       "",
-       "the manual page, hetlaunch(1), in roff",
-       "Prints the manual page in roff, made from the same tables as the help: read it with\n"
-       "`hetlaunch manual | man -l -`; installs put it in share/man/man1/hetlaunch.1.\n",
-       0,
-       {},
-       script_use::none,
-       node_use::none,
-       bound<text_options, manual_command>()},
-  };
+  static const std::vector<command> table = [] {
+    std::vector<command> all;
+    add_launch_commands(all);
+    add_scheduler_commands(all);
+    add_plan_commands(all);
+    add_host_list_commands(all);
+    add_binding_and_text_commands(all);
+    return all;
+  }();
   return table;
 }
 

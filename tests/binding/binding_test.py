@@ -26,7 +26,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -407,20 +406,14 @@ def main():
     if "--torchrun" in args:
         del args[args.index("--torchrun"):args.index("--torchrun") + 2]
     binary = str(pathlib.Path(args[0]).resolve())
-    marker = processes.marker(MARKER_NAME)
     cases = {"errors": lambda work: errors_case(binary, work),
              "live": lambda work: live_case(binary, work),
              "torchrun": lambda work: torchrun_case(binary, work, torchrun, marker),
              "torch": lambda work: torch_case(binary, work)}
     chosen = pick(cases, args[1:])
-    processes.kill_until_gone(marker.stale())  # a killed earlier run's workers
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="hetlaunch-binding-"))
-
-    def leftovers():
-        left = processes.kill_until_gone(marker.mine())
-        return [f"{left} processes of the test were left running"] if left else []
-
-    with Suite("binding", lambda: shutil.rmtree(tmp, ignore_errors=True), leftovers) as run:
+    scratch = processes.scratch(MARKER_NAME, "hetlaunch-binding-")
+    marker, tmp = scratch.marker, scratch.work  # the torchrun case's workers carry the marker
+    with Suite("binding", scratch.teardown, scratch.leftovers) as run:
         for name in chosen:
             work = tmp / name
             work.mkdir()

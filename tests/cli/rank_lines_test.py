@@ -13,10 +13,8 @@ signals its whole process group, as 2.14 does)."""
 import os
 import pathlib
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "support"))
@@ -156,25 +154,15 @@ CASES = {
 
 def main():
     binary = sys.argv[1]
-    torchrun = sys.argv[sys.argv.index("--torchrun") + 1] if "--torchrun" in sys.argv else shutil.which("torchrun")
+    torchrun = processes.torchrun_of(sys.argv)
     if not torchrun:
         print("rank_lines_test: torchrun is needed (Debian: python3-torch)")
         return 1
-    marker = processes.marker(MARKER_NAME)
-    processes.kill_until_gone(marker.stale())  # a killed earlier run's
-    work = pathlib.Path(tempfile.mkdtemp(prefix="hetlaunch-rank-lines-"))
-
-    def teardown():
-        processes.kill_until_gone(marker.mine())
-        shutil.rmtree(work, ignore_errors=True)
-
-    def leftovers():
-        return [f"left running: {pid}" for pid in marker.mine()()]
-
+    scratch = processes.scratch(MARKER_NAME, "hetlaunch-rank-lines-")
     # --only lines,failure: the cases a torch of other signal rules must pass (the chroots').
     wanted = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else list(CASES)
-    with Suite("rank lines", teardown, leftovers) as suite:
-        runner = job(binary, torchrun, work, marker)
+    with Suite("rank lines", scratch.teardown, scratch.leftovers) as suite:
+        runner = job(binary, torchrun, scratch.work, scratch.marker)
         for name in wanted:
             title, function = CASES[name]
             suite.case(title, function, runner)

@@ -16,11 +16,9 @@ usage: ddp_test.py HETLAUNCH [--torchrun PATH] [--work DIR]
 import json
 import os
 import pathlib
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -132,22 +130,16 @@ def main():
         print(__doc__)
         return 2
     binary = sys.argv[1]
-    torchrun = sys.argv[sys.argv.index("--torchrun") + 1] if "--torchrun" in sys.argv else shutil.which("torchrun")
+    torchrun = processes.torchrun_of(sys.argv)
     try:
         import torch  # noqa: F401  (the reference gradients need it)
     except ImportError:
         python = torch_python(torchrun)
         os.execv(python, [python, __file__, *sys.argv[1:]])
     work_root = pathlib.Path(sys.argv[sys.argv.index("--work") + 1]) if "--work" in sys.argv else None
-    marker = processes.marker(MARKER_NAME)
-    processes.kill_until_gone(marker.stale())  # a killed earlier run's
-    tmp = pathlib.Path(tempfile.mkdtemp(dir=work_root, prefix="hetlaunch-shares-"))
-
-    def leftovers():
-        left = processes.kill_until_gone(marker.mine())
-        return [f"{left} processes of the test were left running"] if left else []
-
-    with Suite("shares ddp", lambda: shutil.rmtree(tmp, ignore_errors=True), leftovers) as run:
+    scratch = processes.scratch(MARKER_NAME, "hetlaunch-shares-", parent=work_root)
+    marker, tmp = scratch.marker, scratch.work
+    with Suite("shares ddp", scratch.teardown, scratch.leftovers) as run:
         # Over 3 + 1 workers: 13 = 8 + 5 (3,3,2 | 5); 24 = 13 + 11 (5,4,4 | 11); 37 = 20 + 17 (7,7,6 | 17).
         for global_batch in (13, 24, 37):
             work = tmp / f"B{global_batch}"

@@ -29,11 +29,9 @@ usage: rebalance_test.py HETLAUNCH [--torchrun PATH]
 import json
 import os
 import pathlib
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "support"))
@@ -227,23 +225,13 @@ def calibrate(runner, want):
 
 def main():
     binary = sys.argv[1]
-    torchrun = sys.argv[sys.argv.index("--torchrun") + 1] if "--torchrun" in sys.argv else shutil.which("torchrun")
+    torchrun = processes.torchrun_of(sys.argv)
     if not torchrun:
         print("rebalance_test: torchrun is needed (Debian: python3-torch)")
         return 1
-    marker = processes.marker(MARKER_NAME)
-    processes.kill_until_gone(marker.stale())  # a killed earlier run's
-    work = pathlib.Path(tempfile.mkdtemp(prefix="hetlaunch-rebalance-"))
-
-    def teardown():
-        processes.kill_until_gone(marker.mine())
-        shutil.rmtree(work, ignore_errors=True)
-
-    def leftovers():
-        return [f"left running: {pid}" for pid in marker.mine()()]
-
-    with Suite("shares rebalance", teardown, leftovers) as suite:
-        runner = job_runner(binary, torchrun, work, marker)
+    scratch = processes.scratch(MARKER_NAME, "hetlaunch-rebalance-")
+    with Suite("shares rebalance", scratch.teardown, scratch.leftovers) as suite:
+        runner = job_runner(binary, torchrun, scratch.work, scratch.marker)
         want = reference_params(torchrun, B, STEPS)
         suite.case("from equal weights to the ideal split", converges, runner, want)
         suite.case("a script that scales its loss, timed by watch(): to the ideal split", converges, runner, want,

@@ -41,11 +41,9 @@ import importlib.util
 import json
 import os
 import pathlib
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -397,21 +395,16 @@ def main():
     if not args:
         print(__doc__)
         return 2
-    torchrun = args[args.index("--torchrun") + 1] if "--torchrun" in args else shutil.which("torchrun")
+    torchrun = processes.torchrun_of(args)
     if "--torchrun" in args:
         del args[args.index("--torchrun"):args.index("--torchrun") + 2]
     binary = os.path.abspath(args[0])
     chosen = pick(CASES, args[1:])
-    marker = processes.marker(MARKER_NAME)
-    processes.kill_until_gone(marker.stale())  # a killed earlier run's agents
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="hetlaunch-scripts-"))
+    scratch = processes.scratch(MARKER_NAME, "hetlaunch-scripts-")
+    marker, tmp = scratch.marker, scratch.work
     job = Job(binary, torchrun, marker)
 
-    def leftovers():
-        left = processes.kill_until_gone(marker.mine())
-        return [f"{left} processes of the test were left running"] if left else []
-
-    with Suite("scripts", lambda: shutil.rmtree(tmp, ignore_errors=True), leftovers) as run:
+    with Suite("scripts", scratch.teardown, scratch.leftovers) as run:
         for name in chosen:
             work = tmp / name
             work.mkdir()

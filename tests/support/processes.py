@@ -2,7 +2,9 @@
 import os
 import pathlib
 import re
+import shutil
 import signal
+import tempfile
 import time
 
 
@@ -105,6 +107,30 @@ class marker:
             m = pattern.search((proc / "environ").read_bytes())
             return bool(m) and not pathlib.Path(f"/proc/{int(m.group(1))}").exists()
         return lambda: matching(orphaned)
+
+
+class scratch:
+    """A suite's own processes (by a marker) and its work directory. Made at the suite's start,
+    after stopping what a killed earlier run of the suite left running. For Suite: `teardown`
+    removes the directory; `leftovers` stops this run's processes still running and counts them
+    as a failure, so that none survives the run and none goes unnoticed."""
+
+    def __init__(self, marker_name, prefix, parent=None):
+        self.marker = marker(marker_name)
+        kill_until_gone(self.marker.stale())
+        self.work = pathlib.Path(tempfile.mkdtemp(dir=parent, prefix=prefix))
+
+    def teardown(self):
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def leftovers(self):
+        left = kill_until_gone(self.marker.mine())
+        return [f"{left} processes of the test were left running"] if left else []
+
+
+def torchrun_of(argv):
+    """The torchrun of `--torchrun PATH` in argv, else the one on PATH (None when there is none)."""
+    return argv[argv.index("--torchrun") + 1] if "--torchrun" in argv else shutil.which("torchrun")
 
 
 def own_pid_namespace(command):

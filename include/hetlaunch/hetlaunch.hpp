@@ -23,6 +23,7 @@
 #include "accelerate.hpp"
 #include "plan.hpp"
 #include "restart.hpp"
+#include "grow_back.hpp"
 #include "calibration.hpp"
 #include "numa_binding.hpp"
 #include "cpu_topology.hpp"

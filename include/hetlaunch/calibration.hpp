@@ -96,14 +96,17 @@ class measured_reader {
   std::size_t at_ = 0;
   parse_error error_{};
   bool failed_ = false;
+  errc code_;
 
  public:
-  explicit measured_reader(std::string_view text) : text_(text) {}
+  // `code`: the error code of what the text is (a measured line, a checkpoint line).
+  explicit measured_reader(std::string_view text, errc code = errc::bad_measurement)
+      : text_(text), code_(code) {}
   bool failed() const noexcept { return failed_; }
   const parse_error& error() const noexcept { return error_; }
   bool fail(std::string message) { return fail_at(at_ + 1, std::move(message)); }
   bool fail_at(std::size_t column, std::string message) {
-    if (!failed_) error_ = parse_error{1, column, std::move(message), errc::bad_measurement};
+    if (!failed_) error_ = parse_error{1, column, std::move(message), code_};
     failed_ = true;
     return false;
   }

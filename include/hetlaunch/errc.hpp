@@ -89,6 +89,7 @@ enum class errc : int {
   bad_max_batch = 59,        // a node's ceiling (max_batch) is not a positive integer up to INT_MAX
   bad_measurement = 60,      // a HETLAUNCH_MEASURED line or a rate that cannot be a node's speed
   host_mismatch = 61,        // a worker's HETLAUNCH_NODE_HOST is not its node's host in the plan
+  bad_checkpoint = 62,       // a HETLAUNCH_CHECKPOINT line that is not {"step": S}
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -212,6 +213,8 @@ constexpr std::string_view to_string(errc code) noexcept {
       return "bad_measurement";
     case errc::host_mismatch:
       return "host_mismatch";
+    case errc::bad_checkpoint:
+      return "bad_checkpoint";
     case errc::global_batch_too_small:
       return "global_batch_too_small";
     case errc::bad_global_batch:

@@ -24,6 +24,7 @@
 #include "plan.hpp"
 #include "restart.hpp"
 #include "grow_back.hpp"
+#include "checkpoint_line.hpp"
 #include "calibration.hpp"
 #include "numa_binding.hpp"
 #include "cpu_topology.hpp"

@@ -41,10 +41,11 @@ from ._core import (RESHARD_REFUSED, Share, ShareLoaderError, micro_batches, ran
                     weights_from_rates)
 from ._sampler import NOTHING_TIMED, ShareBatchSampler, weighted_allreduce_hook
 from ._accelerate import prepare_loader
+from ._lines import checkpoint_saved
 
 __all__ = ["Share", "rank_batch", "share_from_env", "ShareBatchSampler", "ShareLoaderError",
            "weighted_allreduce_hook", "prepare_loader", "ShareTrainer", "micro_batches", "split_batch",
-           "weights_from_rates"]
+           "weights_from_rates", "checkpoint_saved"]
 
 
 def __getattr__(name):

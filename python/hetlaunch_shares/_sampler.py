@@ -440,7 +440,7 @@ class ShareBatchSampler:
             raise RuntimeError("calibration ended before any step was measured: " + NOTHING_TIMED)
         self._printed = True
         if dist.get_rank(self._cut.group) == 0:
-            print("HETLAUNCH_MEASURED " + json.dumps(self.measured), flush=True)
+            print(names.MEASURED_LINE + json.dumps(self.measured), flush=True)
             sys.stdout.flush()
 
 

@@ -186,6 +186,7 @@ enum class errc : int {
   bad_max_batch = 59,        // a node's ceiling (max_batch) is not a positive integer up to INT_MAX
   bad_measurement = 60,      // a HETLAUNCH_MEASURED line or a rate that cannot be a node's speed
   host_mismatch = 61,        // a worker's HETLAUNCH_NODE_HOST is not its node's host in the plan
+  bad_checkpoint = 62,       // a HETLAUNCH_CHECKPOINT line that is not {"step": S}
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -309,6 +310,8 @@ constexpr std::string_view to_string(errc code) noexcept {
       return "bad_measurement";
     case errc::host_mismatch:
       return "host_mismatch";
+    case errc::bad_checkpoint:
+      return "bad_checkpoint";
     case errc::global_batch_too_small:
       return "global_batch_too_small";
     case errc::bad_global_batch:
@@ -4997,8 +5000,7 @@ struct job_places {
     const job_places& p, const cluster& current, const std::vector<spare_host>& spares) {
   std::vector<bool> held_by_own(p.first.node_count(), false);
   for (std::size_t k = 0; k < p.places.size() && k < current.node_count(); ++k)
-    if (p.places[k] < held_by_own.size() &&
-        current.node(k).host == p.first.node(p.places[k]).host)
+    if (p.places[k] < held_by_own.size() && current.node(k).host == p.first.node(p.places[k]).host)
       held_by_own[p.places[k]] = true;
   std::vector<std::string_view> busy;
   busy.reserve(current.node_count() + spares.size());
@@ -5107,6 +5109,15 @@ struct grow_decision {
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_GROW_BACK_HPP
+// ---- hetlaunch/checkpoint_line.hpp
+// hetlaunch: the line a training script's rank 0 prints once a checkpoint is complete on every
+// rank (hetlaunch_shares.checkpoint_saved): `HETLAUNCH_CHECKPOINT {"step": S}`. A launcher reads
+// it to restart the job at a moment that loses no work (growing back, leaving a slow node out).
+#ifndef HETLAUNCH_CHECKPOINT_LINE_HPP
+#define HETLAUNCH_CHECKPOINT_LINE_HPP
+
+#include <cmath>
+
 // ---- hetlaunch/calibration.hpp
 // hetlaunch: weights from measured speeds. A calibration run measures each node's samples per
 // second per worker; the weights a hostfile needs are those speeds over the slowest node's, as
@@ -5115,7 +5126,6 @@ struct grow_decision {
 #ifndef HETLAUNCH_CALIBRATION_HPP
 #define HETLAUNCH_CALIBRATION_HPP
 
-#include <cmath>
 
 
 namespace hetlaunch {
@@ -5193,14 +5203,17 @@ class measured_reader {
   std::size_t at_ = 0;
   parse_error error_{};
   bool failed_ = false;
+  errc code_;
 
  public:
-  explicit measured_reader(std::string_view text) : text_(text) {}
+  // `code`: the error code of what the text is (a measured line, a checkpoint line).
+  explicit measured_reader(std::string_view text, errc code = errc::bad_measurement)
+      : text_(text), code_(code) {}
   bool failed() const noexcept { return failed_; }
   const parse_error& error() const noexcept { return error_; }
   bool fail(std::string message) { return fail_at(at_ + 1, std::move(message)); }
   bool fail_at(std::size_t column, std::string message) {
-    if (!failed_) error_ = parse_error{1, column, std::move(message), errc::bad_measurement};
+    if (!failed_) error_ = parse_error{1, column, std::move(message), code_};
     failed_ = true;
     return false;
   }
@@ -5423,6 +5436,50 @@ class measured_reader {
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_CALIBRATION_HPP
+
+namespace hetlaunch {
+
+/// What a checkpoint line begins with; its JSON follows.
+inline constexpr std::string_view checkpoint_prefix = "HETLAUNCH_CHECKPOINT ";
+
+/// Reads the JSON of a HETLAUNCH_CHECKPOINT line (after the prefix): {"step": S}, S the step the
+/// checkpoint resumes at, a non-negative integer. Other keys are skipped (keys are only ever
+/// added). Refused, with the column (bad_checkpoint): text that is not such an object, no step,
+/// a step given twice or not a whole number. O(text).
+[[nodiscard]] inline result<long long, parse_error> parse_checkpoint_line(std::string_view text) {
+  detail::measured_reader r(text, errc::bad_checkpoint);
+  long long step = -1;
+  std::string key;
+  const auto read = [&]() -> bool {
+    if (!r.expect('{')) return false;
+    if (r.eat('}')) return r.fail("no \"step\"");
+    do {
+      const std::size_t key_column = r.next_column();
+      if (!(r.string(key) && r.expect(':'))) return false;
+      if (key == "step" && step >= 0) return r.fail_at(key_column, "\"step\" is given twice");
+      if (key != "step") {
+        if (!r.skip(2)) return false;
+        continue;
+      }
+      double v = 0;
+      if (!r.number(v)) return false;
+      if (!(v >= 0 && v <= 1e15 && std::floor(v) == v))
+        return r.fail(
+            detail::concat("step must be a non-negative integer, got ", detail::number_text(v)));
+      step = static_cast<long long>(v);
+    } while (r.eat(','));
+    if (!r.expect('}')) return false;
+    if (!r.at_end()) return r.fail("text after the object");
+    if (step < 0) return r.fail("no \"step\"");
+    return true;
+  };
+  if (!read()) return r.error();
+  return step;
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_CHECKPOINT_LINE_HPP
 // ---- hetlaunch/cpu_topology.hpp
 // hetlaunch: a machine's CPUs, NUMA nodes, cores, caches and GPUs' PCI devices as Linux's sysfs
 // describes them, read through a function the caller gives (the library opens no file).

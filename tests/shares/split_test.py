@@ -490,6 +490,47 @@ def names_cases():
     spelled = sorted(set(re.findall(r'"(HETLAUNCH_[A-Z_]+|GROUP_RANK|LOCAL_RANK|LOCAL_WORLD_SIZE|WORLD_SIZE)"', source)))
     if spelled:
         failures.append(f"variable names spelled outside _names.py: {spelled}")
+    # The words of rank 0's lines are the ones run reads.
+    include = HERE.parents[1] / "include" / "hetlaunch"
+    for python_word, header, constant in ((_names.MEASURED_LINE, "calibration.hpp", "measured_prefix"),
+                                          (_names.CHECKPOINT_LINE, "checkpoint_line.hpp", "checkpoint_prefix")):
+        found = re.search(rf'inline constexpr std::string_view {constant} = "([^"]*)";', (include / header).read_text())
+        if not found or found.group(1) != python_word:
+            failures.append(f"{header}'s {constant} is {found and found.group(1)!r}, Python's {python_word!r}")
+    spelled_lines = sorted(set(re.findall(r'"(HETLAUNCH_(?:MEASURED|CHECKPOINT) )', source)))
+    if spelled_lines:
+        failures.append(f"line words spelled outside _names.py: {spelled_lines}")
+    return failures
+
+
+def checkpoint_line_cases():
+    """checkpoint_saved(step): rank 0 alone prints the line run reads, and only a step can be said."""
+    import contextlib
+    import io
+    from hetlaunch_shares import _lines
+
+    failures = []
+    if _lines.checkpoint_line(120) != 'HETLAUNCH_CHECKPOINT {"step": 120}':
+        failures.append(f"checkpoint_line(120) is {_lines.checkpoint_line(120)!r}")
+    for bad in (-1, 1.0, True, "3", None):
+        try:
+            _lines.checkpoint_line(bad)
+            failures.append(f"checkpoint_line({bad!r}) was taken")
+        except ValueError as e:
+            if "step must be a non-negative int" not in str(e):
+                failures.append(f"checkpoint_line({bad!r}): {e}")
+    for rank, want in (("0", 'HETLAUNCH_CHECKPOINT {"step": 7}\n'), ("1", ""), ("12", "")):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            _lines.checkpoint_saved(7, env={"RANK": rank})
+        if out.getvalue() != want:
+            failures.append(f"rank {rank} printed {out.getvalue()!r}, expected {want!r}")
+    try:
+        _lines.checkpoint_saved(7, env={})
+        failures.append("checkpoint_saved without RANK and without torch.distributed said nothing")
+    except ValueError as e:
+        if "RANK is not set" not in str(e):
+            failures.append(f"without RANK: {e}")
     return failures
 
 
@@ -542,6 +583,7 @@ def main():
         run.case("calibration whose last step ends an epoch still prints its line", calibrate_epoch_end_cases)
         run.case("a loader that reads ahead: the position is what training finished", read_ahead_cases)
         run.case("variable names: once in Python, equal to worker_variables.hpp's", names_cases)
+        run.case("checkpoint_saved: rank 0 prints the checkpoint line, for a step only", checkpoint_line_cases)
         run.case("install: pip install --no-build-isolation ./python, offline", install_cases)
     return run.status
 

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <hetlaunch/calibration.hpp>
+#include <hetlaunch/checkpoint_line.hpp>
 #include <hetlaunch/weight.hpp>
 
 #include <cmath>
@@ -132,5 +133,34 @@ TEST_SUITE("calibration") {
             1)
             .find("\"samples_per_second\" is given twice") != std::string::npos);
     CHECK(measurement_refusal(head + "5}]}\r", 1) == "ok");
+  }
+}
+
+TEST_SUITE("the checkpoint line") {
+  TEST_CASE("{\"step\": S} gives the step; other keys are skipped") {
+    CHECK(hetlaunch::parse_checkpoint_line("{\"step\": 120}").value() == 120);
+    CHECK(hetlaunch::parse_checkpoint_line("{\"step\": 0}").value() == 0);
+    CHECK(
+        hetlaunch::parse_checkpoint_line(" {\"dir\": \"ckpt/120\", \"step\": 120, \"x\": [1, {}]} ")
+            .value() == 120);
+    CHECK(hetlaunch::checkpoint_prefix == "HETLAUNCH_CHECKPOINT ");
+  }
+  TEST_CASE("anything else is refused with its column, as bad_checkpoint") {
+    const auto refused = [](std::string_view text, std::size_t column, std::string_view why) {
+      const auto r = hetlaunch::parse_checkpoint_line(text);
+      CAPTURE(text);
+      REQUIRE_FALSE(r);
+      CHECK(r.error().code == hetlaunch::errc::bad_checkpoint);
+      CHECK(r.error().column == column);
+      CHECK(r.error().message.find(why) != std::string::npos);
+    };
+    refused("", 1, "expected '{'");
+    refused("{}", 3, "no \"step\"");
+    refused("{\"dir\": \"x\"}", 13, "no \"step\"");
+    refused("{\"step\": -1}", 12, "non-negative integer, got -1");
+    refused("{\"step\": 1.5}", 13, "non-negative integer, got 1.5");
+    refused("{\"step\": 1, \"step\": 2}", 13, "given twice");
+    refused("{\"step\": 1} x", 13, "text after the object");
+    refused("{\"step\": \"1\"}", 10, "");
   }
 }

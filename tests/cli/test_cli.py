@@ -774,6 +774,75 @@ def events_cases(suite, binary, ssh, tmp):
                 *exited(0, (0, "a", "stopped")), ("restart", 1), *started(1, (0, "a")),
                 *exited(1, (0, "a", "succeeded")), ("job_exited", 1, "succeeded")])
 
+    # --grow-back: b fails and is left out; once the second attempt's node 0 has started, b
+    # answers its probe (b-up exists), and at rank 0's next checkpoint line the job starts again
+    # with b back at its place, a restart --restarts 1 does not count. No clock decides it: b
+    # answers only after node 0 ran, and node 0 prints checkpoint lines until it is stopped.
+    up = pathlib.Path(tmp) / "b-up"
+    grow = (f'case "$HETLAUNCH_RESTART_COUNT.$HOST" in 0.b) sleep 1.5; exit 3;; 0.*) exec sleep 30;; '
+            f'1.a) touch {up}; while true; do echo \'HETLAUNCH_CHECKPOINT {{"step": 5}}\'; sleep 0.2; done;; '
+            f'*) sleep 1; echo ran;; esac')
+    answers = f'case $HOST in b) [ -e {up} ] && echo 2 || exit 1;; *) echo 1;; esac'
+
+    def grew_back(events, r):
+        problems = []
+        restarts = [e for e in events if e["event"] == "restart"]
+        want = [{"reason": "failure", "failed_node": 1, "failed_host": "b", "excluded": ["b"], "readmitted": [],
+                 "nodes": 1, "world_size": 1},
+                {"reason": "grow", "failed_node": None, "failed_host": None, "excluded": [], "readmitted": ["b"],
+                 "nodes": 2, "world_size": 3}]
+        got = [{k: e[k] for k in want[0]} for e in restarts]
+        if got != want:
+            problems.append(f"restart events {got}, expected {want}")
+        returned = [e for e in events if e["event"] == "node_returned"]
+        if [(e["attempt"], e["host"]) for e in returned] != [(1, "b")]:
+            problems.append(f"node_returned events {returned}")
+        for line in ["hetlaunch: host 'b' answers again: it rejoins the job at its place at rank 0's next checkpoint "
+                     "line", "hetlaunch: grow-back at the checkpoint of step 5: attempt 3 starts on 2 nodes "
+                     "(node 1 ('b') back), world size 3"]:
+            if line not in r.stderr:
+                problems.append(f"no {line!r} in {r.stderr[-1500:]}")
+        return problems
+
+    def grow_case(args, expected, check):
+        up.unlink(missing_ok=True)
+        return run(args, grow, 0, expected, check)
+    suite.case("events_grow_back", grow_case,
+               ["--hosts", "a:1,b:2", "--restarts", "1", "--exclude-failed", "--grow-back", "--probe-every", "1",
+                "--gpu-count-command", answers],
+               [("planned", 0), *started(0, (0, "a"), (1, "b")), *exited(0, (1, "b", "failed")),
+                *exited(0, (0, "a", "stopped")), ("restart", 1), *started(1, (0, "a")), ("node_returned", 1),
+                *exited(1, (0, "a", "stopped")), ("restart", 2), *started(2, (0, "a"), (1, "b")),
+                *exited(2, (0, "a", "succeeded"), (1, "b", "succeeded")), ("job_exited", 2, "succeeded")], grew_back)
+
+    # A host whose place a spare holds stands by as a spare once it answers: when the spare fails
+    # in turn, it takes the place back. t fails only after b's probe has answered (b-answered).
+    answered = pathlib.Path(tmp) / "b-answered"
+    stand_by = (f'case "$HETLAUNCH_RESTART_COUNT.$HOST" in 0.b) sleep 1.5; exit 3;; 0.*|1.a) exec sleep 30;; '
+                f'1.t) while [ ! -e {answered} ]; do sleep 0.1; done; sleep 1; exit 3;; *) sleep 1; echo ran;; esac')
+    probe_b = f'case $HOST in b) touch {answered}; echo 2;; *) echo 1;; esac'
+
+    def spare_again(events, r):
+        restarts = [e for e in events if e["event"] == "restart"]
+        want = [[{"node": 1, "host": "b", "spare": "t"}], [{"node": 1, "host": "t", "spare": "b"}]]
+        got = [e["replaced"] for e in restarts]
+        problems = [] if got == want else [f"replacements {got}, expected {want}"]
+        if "hetlaunch: host 'b' answers again: a spare holds its place, so it stands by as a spare" not in r.stderr:
+            problems.append(f"b did not stand by: {r.stderr[-1500:]}")
+        return problems
+
+    def stand_by_case(args, expected, check):
+        answered.unlink(missing_ok=True)
+        return run(args, stand_by, 0, expected, check)
+    suite.case("events_returned_host_stands_by", stand_by_case,
+               ["--hosts", "a:1,b:2", "--restarts", "2", "--spare", "t:2", "--grow-back", "--probe-every", "1",
+                "--gpu-count-command", probe_b],
+               [("planned", 0), *started(0, (0, "a"), (1, "b")), *exited(0, (1, "b", "failed")),
+                *exited(0, (0, "a", "stopped")), ("restart", 1), *started(1, (0, "a"), (1, "t")), ("node_returned", 1),
+                *exited(1, (1, "t", "failed")), *exited(1, (0, "a", "stopped")), ("restart", 2),
+                *started(2, (0, "a"), (1, "b")), *exited(2, (0, "a", "succeeded"), (1, "b", "succeeded")),
+                ("job_exited", 2, "succeeded")], spare_again)
+
     def invalid(args, status, script="t.py"):
         log.unlink(missing_ok=True)
         own_ssh = [] if "--ssh" in args else ["--ssh", str(ssh)]
@@ -789,6 +858,9 @@ def events_cases(suite, binary, ssh, tmp):
             ("usage", ["--hosts", "a:1", "--exclude-failed"], 2),
             ("unknown_flag_after_events", ["--hosts", "a:1", "--no-such-flag"], 2),
             ("spare_without_restarts", ["--hosts", "a:1", "--spare", "s:1"], 2),
+            ("grow_back_without_restarts", ["--hosts", "a:1", "--grow-back"], 2),
+            ("probe_every_without_grow_back", ["--hosts", "a:1", "--restarts", "1", "--probe-every", "5"], 2),
+            ("probe_every_zero", ["--hosts", "a:1", "--restarts", "1", "--grow-back", "--probe-every", "0"], 2),
             ("spare_is_a_node", ["--hosts", "a:1", "--restarts", "1", "--spare", "a:1"], 1),
             ("spare_twice", ["--hosts", "a:1", "--restarts", "1", "--spare", "s:1", "--spare", "s:2"], 1),
             # Host names are case-insensitive: spare "A" is node 0's host "a", and "S" is "s" again.

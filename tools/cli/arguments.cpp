@@ -293,6 +293,16 @@ const flag flags[] = {
      "restarts on one with at least its nproc, keeping its ranks and share; repeatable",
      restart_bit, [](const parts& p, const std::string& v) { p.restart->spares.push_back(v); },
      true},
+    {"--grow-back", nullptr, nullptr, 0,
+     "with --restarts, probe the hosts that left the job (as discover asks them); one that "
+     "answers rejoins at its own place at rank 0's next HETLAUNCH_CHECKPOINT line (a restart "
+     "that does not count against --restarts)",
+     restart_bit, [](const parts& p, const std::string&) { p.restart->grow_back = true; }},
+    {"--probe-every", nullptr, "SECONDS", 0,
+     "with --grow-back, how often a host that left is probed (default: 30)", restart_bit,
+     [](const parts& p, const std::string& v) {
+       p.restart->probe_every = to_int("--probe-every", v, 1, 86400);
+     }},
     {"--local", nullptr, nullptr, 0,
      "run every node's command on this machine, with no ssh: host names are labels, "
      "--master-addr defaults to 127.0.0.1 (try a job on one machine)",
@@ -606,6 +616,10 @@ void check_restart_flags(const restart_args& r) {
                              " needs --restarts N above 0")};
   if (r.min_nodes && !r.exclude_failed)
     throw usage_error{"--min-nodes needs --exclude-failed (the job shrinks only then)"};
+  if (!restarting && r.grow_back)
+    throw usage_error{
+        "--grow-back needs --restarts N above 0 (a host leaves the job at a restart)"};
+  if (r.probe_every && !r.grow_back) throw usage_error{"--probe-every needs --grow-back"};
 }
 
 hetlaunch::restart_options restart_options_of(const restart_args& r) {

@@ -13,6 +13,7 @@
 #include "process.hpp"
 
 #include <hetlaunch/calibration.hpp>
+#include <hetlaunch/checkpoint_line.hpp>
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -50,15 +51,22 @@ void note_worker_failure(node_progress& p, std::string_view line) {
   p.failed_exitcode = static_cast<int>(code.value_or(0));
 }
 
-// calibrate: the last HETLAUNCH_MEASURED line of rank 0 (node 0's local rank 0 under the static
-// rendezvous), a whole line that begins with the word, after torchrun's "[default0]:" (--tee) and
-// the node's "[rank 0] " (ssh_options::rank_lines) where they are: the word inside a log
-// message, or another rank's line, is not a measurement.
-void note_measured(std::string_view line, std::string& measured) {
-  for (std::string_view rank0 : {std::string_view("[default0]:"), std::string_view("[rank 0] ")})
-    if (line.substr(0, rank0.size()) == rank0) line.remove_prefix(rank0.size());
-  if (line.substr(0, hetlaunch::measured_prefix.size()) == hetlaunch::measured_prefix)
-    measured = std::string(line.substr(hetlaunch::measured_prefix.size()));
+// What rank 0 said in a line of node `node`'s output, after the word `word` that begins it:
+// rank 0's own lines are the node's "[rank 0] " lines (ssh_options::rank_lines), and node 0's
+// lines after torchrun's "[default0]:" (--tee) or with no prefix (rank 0 is node 0's local rank
+// 0 under the static rendezvous). The word inside a log message, or another rank's line, is not
+// rank 0's line.
+std::optional<std::string_view> rank0_says(std::string_view line, std::size_t node,
+                                           std::string_view word) {
+  constexpr std::string_view own = "[rank 0] ", teed = "[default0]:";
+  if (line.substr(0, own.size()) == own)
+    line.remove_prefix(own.size());
+  else if (node != 0)
+    return std::nullopt;
+  else if (line.substr(0, teed.size()) == teed)
+    line.remove_prefix(teed.size());
+  if (line.substr(0, word.size()) != word) return std::nullopt;
+  return line.substr(word.size());
 }
 
 // How a node ended, classified once: node_exited's reason, and the line run prints about it
@@ -136,17 +144,22 @@ job_end classify(const attempt_facts& f) {
 class attempt {
  public:
   attempt(const job_options& o, const hetlaunch::launch_plan& plan,
-          const hetlaunch::ssh_options& ssh, event_log& events)
+          const hetlaunch::ssh_options& ssh, event_log& events,
+          const std::vector<probed_host>& probes)
       : o_(o),
         plan_(plan),
         ssh_(ssh),
         events_(events),
+        probes_(probes),
         n_(plan.topology().node_count()),
-        nodes_(n_),
+        nodes_(n_ + probes.size()),  // the nodes, then one question a probed host
         progress_of_(n_),
         ends_(n_),
         prefixes_(n_),
         grace_(o.remote.ssh.kill_after + 5.0),
+        probe_due_(probes.size(), now() + o.restart.probe_every.value_or(30)),
+        probe_deadline_(probes.size(), 0.0),
+        returned_(probes.size(), false),
         loop_(nodes_) {
     for (std::size_t i = 0; i < n_; ++i)
       prefixes_[i] = concat("[", i, " ", plan.topology().node(i).host, "] ");
@@ -158,6 +171,7 @@ class attempt {
   const hetlaunch::launch_plan& plan_;
   const hetlaunch::ssh_options& ssh_;
   event_log& events_;
+  const std::vector<probed_host>& probes_;
   const std::size_t n_;
   std::vector<child> nodes_;
   std::vector<node_progress> progress_of_;
@@ -175,6 +189,12 @@ class attempt {
   bool failed_by_worker_ = false;  // the first failure was a worker's, seen in torchrun's log
   std::string local_failure_;
   std::string measured_;
+  std::vector<double> probe_due_;       // when each probed host is asked next
+  std::vector<double> probe_deadline_;  // when its question under way is given up
+  std::vector<bool> returned_;          // it answered: it is not asked again
+  bool rejoin_pending_ = false;         // a host that rejoins answered: stop at a checkpoint
+  bool grow_ = false;                   // stopped at a checkpoint for it
+  long long checkpoint_step_ = -1;
   event_loop loop_;
 
   void start_nodes();
@@ -187,6 +207,10 @@ class attempt {
   void stop();
   void kill_all();
   void started_while_stopping();
+  void probe();
+  void take_answer(std::size_t k);
+  void stop_probes();
+  void on_checkpoint(std::string_view json);
   void say_ends() const;
   attempt_result outcome() const;
 };
@@ -249,10 +273,11 @@ line_sink attempt::sink_of(std::size_t i, bool out) {
     return sink;
   }
   const bool measuring = o_.calibrate.measuring && i == 0;
+  const bool watching_checkpoints = !probes_.empty();
   // Rank 0's measured line grows with the node count (about 80 bytes a node): it is read whole
   // up to 16 MiB, some 200,000 nodes.
   if (measuring) sink.whole_line = std::size_t{16} << 20;
-  sink.watch = [&p, measuring, this](std::string_view line) {
+  sink.watch = [&p, i, measuring, watching_checkpoints, this](std::string_view line) {
     if (!p.started && line == hetlaunch::node_started_line) {
       p.started = true;  // the node script's own line: not shown
       return true;
@@ -262,7 +287,10 @@ line_sink attempt::sink_of(std::size_t i, bool out) {
       p.ended = true;  // the node script's own last line: not shown
       return true;
     }
-    if (measuring) note_measured(line, measured_);
+    if (measuring)
+      if (const auto said = rank0_says(line, i, hetlaunch::measured_prefix)) measured_ = *said;
+    if (watching_checkpoints)
+      if (const auto said = rank0_says(line, i, hetlaunch::checkpoint_prefix)) on_checkpoint(*said);
     return false;
   };
   return sink;
@@ -280,6 +308,10 @@ void attempt::read_node(std::size_t i, bool out) {
 }
 
 void attempt::on_output(std::size_t i, bool out) {
+  if (i >= n_) {  // a probed host's answer: bounded, as discover bounds it
+    if (!read_gpu_count_output(nodes_[i], out) && !nodes_[i].reaped) loop_.stop(i);
+    return;
+  }
   read_node(i, out);
   // More failures than restarts: torchrun gives up on this node's workers.
   if (progress_of_[i].worker_failures <= plan_.options().max_restarts || stopping_) return;
@@ -294,6 +326,7 @@ void attempt::on_output(std::size_t i, bool out) {
 }
 
 void attempt::on_end(std::size_t i) {
+  if (i >= n_) return;  // a probed host's answer is read once its output has ended (probe)
   child& c = nodes_[i];
   // Output still in the pipes is read before the node's end is reported.
   if (c.out >= 0) read_node(i, true);
@@ -331,6 +364,7 @@ void attempt::on_tick() {
     progress.show(concat("hetlaunch: run: ", started_, " of ", n_, " nodes started"));
   else
     progress.clear();
+  probe();
   events_.pump();  // a slow events reader gets what it has room for, never holding the job
   if (stopping_ && now() > deadline_) {
     kill_all();
@@ -352,12 +386,79 @@ attempt_result attempt::run() {
           [this](std::size_t i, int) { on_end(i); });
     }
   }
+  probe();  // the answers that came while the nodes stopped
+  stop_probes();
   for (child& c : nodes_) {
     close_fd(c.out);
     close_fd(c.err);
   }
   say_ends();
   return outcome();
+}
+
+// Each host that left is asked for its GPU count every --probe-every seconds, as discover asks
+// it; a question past --discover-timeout is stopped, and one that has ended is answered. A
+// question this machine cannot start now is asked again at the next probe. While the job stops,
+// answers still count (a host that answered can stand by for the restart), but none is asked.
+void attempt::probe() {
+  const double t = now();
+  for (std::size_t k = 0; k < probes_.size(); ++k) {
+    child& c = nodes_[n_ + k];
+    if (c.pid > 0) {
+      if (!c.reaped && t > probe_deadline_[k]) loop_.stop(n_ + k);
+      if (c.reaped && c.out < 0 && c.err < 0) take_answer(k);
+      continue;
+    }
+    if (stopping_ || returned_[k] || t < probe_due_[k]) continue;
+    probe_due_[k] = t + o_.restart.probe_every.value_or(30);
+    result<child> asked = spawn(gpu_count_argv(o_.remote, probes_[k].host), false);
+    if (!asked) continue;
+    c = std::move(*asked);
+    probe_deadline_[k] = t + o_.remote.discover_timeout;
+    loop_.watch(n_ + k);
+  }
+}
+
+void attempt::take_answer(std::size_t k) {
+  child& c = nodes_[n_ + k];
+  const bool answers = gpu_count_of(c, o_.remote).has_value();
+  c = child{};
+  if (!answers) return;
+  returned_[k] = true;
+  const probed_host& h = probes_[k];
+  events_.write("node_returned", concat("\"host\": ", json_string(h.host)));
+  progress.clear();
+  std::fprintf(stderr, "hetlaunch: host %s answers again: %s\n", quoted(h.host).c_str(),
+               h.rejoins ? "it rejoins the job at its place at rank 0's next checkpoint line"
+                         : "a spare holds its place, so it stands by as a spare");
+  if (h.rejoins) rejoin_pending_ = true;
+}
+
+void attempt::stop_probes() {
+  for (std::size_t k = 0; k < probes_.size(); ++k)
+    if (nodes_[n_ + k].pid > 0) loop_.stop(n_ + k);
+}
+
+// Rank 0's checkpoint line: the moment a host that answered again can rejoin without losing a
+// trained step. A line that cannot be read is said, and changes nothing.
+void attempt::on_checkpoint(std::string_view json) {
+  const auto step = hetlaunch::parse_checkpoint_line(json);
+  if (!step) {
+    progress.clear();
+    std::fprintf(stderr, "hetlaunch: rank 0's %sline, column %zu: %s: not a checkpoint\n",
+                 std::string(hetlaunch::checkpoint_prefix).c_str(), step.error().column,
+                 step.error().message.c_str());
+    return;
+  }
+  checkpoint_step_ = *step;
+  if (!rejoin_pending_ || stopping_) return;
+  grow_ = true;
+  progress.clear();
+  std::fprintf(stderr,
+               "hetlaunch: rank 0 saved the checkpoint of step %lld: stopping every node, to "
+               "start again with the hosts that answered\n",
+               *step);
+  stop();
 }
 
 // One line for each node that did not end well.
@@ -388,6 +489,10 @@ attempt_result attempt::outcome() const {
     r.end.measured = measured_;
   }
   r.local_failure = local_failure_;
+  for (std::size_t k = 0; k < probes_.size(); ++k)
+    if (returned_[k]) r.returned.push_back(probes_[k].host);
+  r.grow = grow_ && !first_failure_ && !stop_signal_ && local_failure_.empty();
+  r.checkpoint_step = checkpoint_step_;
   if (first_failure_) {
     r.failed.push_back(*first_failure_);
     r.failure = ends_[*first_failure_];
@@ -409,8 +514,9 @@ std::vector<std::string> node_command(const job_options& o, const hetlaunch::lau
 }
 
 attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan& plan,
-                           const hetlaunch::ssh_options& ssh, event_log& events) {
-  return attempt(o, plan, ssh, events).run();
+                           const hetlaunch::ssh_options& ssh, event_log& events,
+                           const std::vector<probed_host>& probes) {
+  return attempt(o, plan, ssh, events, probes).run();
 }
 
 }  // namespace cli

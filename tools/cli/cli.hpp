@@ -134,6 +134,8 @@ struct restart_args {
   bool exclude_failed = false;
   std::optional<int> min_nodes;     // --min-nodes M
   std::vector<std::string> spares;  // --spare HOSTS, in order
+  bool grow_back = false;           // --grow-back: hosts that left rejoin at a checkpoint
+  std::optional<int> probe_every;   // --probe-every SECONDS (default 30)
 };
 struct restart_part {
   restart_args restart;

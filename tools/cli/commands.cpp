@@ -290,8 +290,8 @@ int compress_command(const hostlist_options& o) {
   return 0;
 }
 
-// The commands that start a job and wait for it.
-void add_launch_commands(std::vector<command>& table) {
+// The command that starts a job and waits for it.
+void add_run_command(std::vector<command>& table) {
   table.insert(
       table.end(),
       {
@@ -315,20 +315,46 @@ void add_launch_commands(std::vector<command>& table) {
            "hetlaunch's own lines on stderr name the node and what happened. 127 also when the ssh\n"
            "program fails to start here: that blames no host and is never restarted.\n"
            "--events FILE writes what happens as JSON lines (planned, node_started, node_exited,\n"
-           "restart, job_exited), and job_exited's reason tells the endings apart that share a status\n"
-           "(invalid_input, worker_failed, ...); see docs/events.md. With --restarts, a --spare host of\n"
-           "at least a failed node's nproc takes its place: same node index, ranks and share.\n"
+           "node_returned, restart, job_exited), and job_exited's reason tells the endings apart that\n"
+           "share a status (invalid_input, worker_failed, ...); see docs/events.md. With --restarts, a\n"
+           "--spare host of at least a failed node's nproc takes its place: same node index, ranks and\n"
+           "share. With --grow-back, a host that left and answers again rejoins at its own place when\n"
+           "rank 0 next prints a HETLAUNCH_CHECKPOINT line (hetlaunch_shares.checkpoint_saved).\n"
            "--local runs every node's command on this machine instead, with no ssh (docs/multi-host.md).\n"
            "Under torchrun each worker's lines come whole, begun with \"[rank R] \" (--no-rank-prefix: as\n"
            "torchrun passes them).\n",
            input_flags | launch_flags,
-           {"--ssh", "--ssh-arg", "--fanout", "--env", "--env-file", "--chdir", "--dry-run",
-            "--quiet-nodes", "--kill-after", "--gpu-count-command", "--discover-timeout",
-            "--restarts", "--exclude-failed", "--min-nodes", "--spare", "--events", "--local",
+           {"--ssh",
+            "--ssh-arg",
+            "--fanout",
+            "--env",
+            "--env-file",
+            "--chdir",
+            "--dry-run",
+            "--quiet-nodes",
+            "--kill-after",
+            "--gpu-count-command",
+            "--discover-timeout",
+            "--restarts",
+            "--exclude-failed",
+            "--min-nodes",
+            "--spare",
+            "--grow-back",
+            "--probe-every",
+            "--events",
+            "--local",
             "--no-rank-prefix"},
            script_use::required,
            node_use::none,
            bound<job_options, run_command>()},
+      });
+}
+
+// The commands that measure the nodes before a job: their speed, their GPU count.
+void add_measure_commands(std::vector<command>& table) {
+  table.insert(
+      table.end(),
+      {
           {"calibrate",
            "",
            "runs the job to measure each node's speed, and prints the weights",
@@ -611,7 +637,8 @@ void add_binding_and_text_commands(std::vector<command>& table) {
 const std::vector<command>& commands() {
   static const std::vector<command> table = [] {
     std::vector<command> all;
-    add_launch_commands(all);
+    add_run_command(all);
+    add_measure_commands(all);
     add_scheduler_commands(all);
     add_plan_commands(all);
     add_host_list_commands(all);

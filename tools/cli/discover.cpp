@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `hetlaunch discover`, and slots=auto for `run`: each host's GPU count, asked over ssh with
 // the processes of process.hpp, bounded in time and in output.
-#include "cli.hpp"
+#include "job.hpp"
 #include "process.hpp"
 
 #include <signal.h>
@@ -48,6 +48,31 @@ std::optional<int> gpu_count(const std::string& output, bool custom) {
 // line a GPU (or a MIG device), so this is far more than any host needs, and a command that
 // floods its output is stopped long before it costs memory.
 constexpr std::size_t max_count_output = 1 << 16;
+
+}  // namespace
+
+std::vector<std::string> gpu_count_argv(const remote_args& remote, std::string_view host) {
+  const std::string command = remote.gpu_count_command.value_or("nvidia-smi -L");
+  // --local: the host is a label, and this machine answers for it.
+  return remote.local ? std::vector<std::string>{"sh", "-c", command}
+                      : hetlaunch::ssh_command_argv(remote.ssh, host, command);
+}
+
+bool read_gpu_count_output(child& c, bool out) {
+  if (out)
+    drain(c.out, c.out_line, kept_lines(c.out_all, max_count_output));
+  else
+    drain(c.err, c.err_line, kept_lines(c.err_all, max_count_output));
+  return c.out_all.size() + c.out_line.size() <= max_count_output &&
+         c.err_all.size() + c.err_line.size() <= max_count_output;
+}
+
+std::optional<int> gpu_count_of(const child& c, const remote_args& remote) {
+  if (!WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0) return std::nullopt;
+  return gpu_count(c.out_all, remote.gpu_count_command.has_value());
+}
+
+namespace {
 
 // What one host's answer says: its count, that it could not be reached, or what is wrong with it.
 struct gpu_answer {
@@ -155,12 +180,7 @@ class gpu_questions {
 // Starts questions while fewer than --fanout are open.
 result<completed> gpu_questions::start() {
   while (next_ < asked_.size() && active_.size() < static_cast<std::size_t>(remote_.fanout)) {
-    // --local: the host is a label, and this machine answers for it.
-    const std::vector<std::string> argv =
-        remote_.local
-            ? std::vector<std::string>{"sh", "-c", command_}
-            : hetlaunch::ssh_command_argv(remote_.ssh, nodes_.node(asked_[next_]).host, command_);
-    result<child> c = spawn(argv, false);
+    result<child> c = spawn(gpu_count_argv(remote_, nodes_.node(asked_[next_]).host), false);
     if (!c) {
       stop_all();
       return c.error();
@@ -183,12 +203,7 @@ void gpu_questions::on_signal(int number) {
 
 void gpu_questions::on_output(std::size_t k, bool out) {
   child& c = children_[k];
-  if (out)
-    drain(c.out, c.out_line, kept_lines(c.out_all, max_count_output));
-  else
-    drain(c.err, c.err_line, kept_lines(c.err_all, max_count_output));
-  if (c.out_all.size() + c.out_line.size() > max_count_output ||
-      c.err_all.size() + c.err_line.size() > max_count_output)
+  if (!read_gpu_count_output(c, out))
     if (problems_[k].empty() && !c.reaped)
       give_up(k, concat("printed more than ", max_count_output,
                         " bytes (a GPU count is a short line): stopped"));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "process.hpp"
 
 namespace cli {
 
@@ -23,19 +24,40 @@ struct job_end {
   std::string measured = {};
 };
 
+// A host that left the job, probed while an attempt runs (run --grow-back).
+struct probed_host {
+  std::string host;
+  bool rejoins = true;  // its place is empty: it rejoins at a checkpoint (else it stands by)
+};
+
 // How one attempt of the job ended.
 struct attempt_result {
-  job_end end;                      // the job's end if this attempt is its last
-  std::vector<std::size_t> failed;  // the node that failed first, then every host not reached
-  std::string failure;              // what happened to the node that failed first
-  std::string local_failure;        // why a node could not be started from this machine
+  job_end end;                        // the job's end if this attempt is its last
+  std::vector<std::size_t> failed;    // the node that failed first, then every host not reached
+  std::string failure;                // what happened to the node that failed first
+  std::string local_failure;          // why a node could not be started from this machine
+  std::vector<std::string> returned;  // the probed hosts that answered again
+  bool grow = false;                  // stopped at a checkpoint for a host that rejoins
+  long long checkpoint_step = -1;     // the step of rank 0's last checkpoint line, -1: none
   bool interrupted() const { return end.ending == job_ending::interrupted; }
 };
 
 // Runs every node of `plan` until they have all ended, or stops them all at the first failure
-// or signal; node_started and node_exited go to `events`.
+// or signal; node_started, node_exited and node_returned go to `events`. `probes`: the hosts
+// that left the job, asked every --probe-every seconds; one that answers and rejoins stops the
+// attempt at rank 0's next checkpoint line.
 attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan& plan,
-                           const hetlaunch::ssh_options& ssh, event_log& events);
+                           const hetlaunch::ssh_options& ssh, event_log& events,
+                           const std::vector<probed_host>& probes = {});
+
+// discover.cpp: a host's GPU-count question, as discover and slots=auto ask it (also run
+// --grow-back's probe of a host that left). Its argv: ssh to the host, or here with --local.
+std::vector<std::string> gpu_count_argv(const remote_args& remote, std::string_view host);
+// Reads what one stream of a question has; false once the answer is longer than any count could
+// be (64 KiB): the caller stops it.
+bool read_gpu_count_output(child& c, bool out);
+// The count a question that has ended gave: its command exited 0 and printed a count.
+std::optional<int> gpu_count_of(const child& c, const remote_args& remote);
 
 // Node i's command: ssh to its host, or with --local the same remote command run here.
 std::vector<std::string> node_command(const job_options& o, const hetlaunch::launch_plan& plan,

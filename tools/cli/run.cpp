@@ -6,6 +6,7 @@
 #include "process.hpp"
 
 #include <hetlaunch/calibration.hpp>
+#include <hetlaunch/grow_back.hpp>
 #include <hetlaunch/restart.hpp>
 
 #include <signal.h>
@@ -134,6 +135,12 @@ struct job {
   std::vector<hetlaunch::spare_host> spares = {};
   hetlaunch::ssh_options ssh = {};
   hetlaunch::restart_options restarts = {};
+  int failure_restarts = 0;  // the restarts --restarts counts: a grow is not one
+  // --grow-back: each node's place in the job as first given, the launch options first given,
+  // and the hosts whose rejoining the plan refused (never probed again).
+  std::optional<hetlaunch::job_places> places = std::nullopt;
+  hetlaunch::launch_options first_launch = {};
+  std::vector<std::string> refused_hosts = {};
 
   // Attempt `attempt`'s ssh options: every worker learns which attempt it is (torchrun passes
   // its environment on).
@@ -164,6 +171,8 @@ std::optional<job_end> plan_job(job& j) {
   if (o.remote.local && first_launch.master_addr.empty()) first_launch.master_addr = "127.0.0.1";
   j.plan = plan_of(*in, o.command, first_launch);
   if (!j.plan) return invalid_input(exit_invalid);
+  j.first_launch = j.plan->options();
+  if (o.restart.grow_back) j.places = hetlaunch::places_of(j.plan->topology());
   std::optional<std::vector<hetlaunch::spare_host>> spares = read_spares(o, j.plan->topology());
   if (!spares) return invalid_input(exit_invalid);
   j.spares = std::move(*spares);
@@ -223,7 +232,8 @@ job_end dry_run(const job& j) {
 // The restart's decision. Spares written host:auto are asked for their GPU count only when one is
 // needed: a failed node that no spare of a known count replaces (asking each can take
 // --discover-timeout).
-hetlaunch::restart_decision decide(job& j, int attempt, const attempt_result& r) {
+hetlaunch::restart_decision decide(job& j, const attempt_result& r) {
+  const int attempt = j.failure_restarts;
   const hetlaunch::cluster& topology = j.plan->topology();
   hetlaunch::restart_decision d =
       hetlaunch::decide_restart(j.restarts, attempt, topology, r.failed, false, j.spares);
@@ -315,13 +325,14 @@ bool replan(job& j, const hetlaunch::restart_decision& d, restart_change& x) {
 }
 
 // The restart's line and its event, once the new plan is made.
-void announce_restart(const job& j, int attempt, const restart_change& x,
+// `attempt`: the attempt that ended; `restart`: how many restarts --restarts counted before.
+void announce_restart(const job& j, int attempt, int restart, const restart_change& x,
                       const hetlaunch::cluster& before) {
   const hetlaunch::cluster& now = j.plan->topology();
   std::fprintf(
       stderr,
       "hetlaunch: %s; restart %d of %d: attempt %d starts on %zu node%s%s%s, world size %d\n",
-      x.blamed.c_str(), attempt + 1, j.restarts.restarts, attempt + 2, now.node_count(),
+      x.blamed.c_str(), restart + 1, j.restarts.restarts, attempt + 2, now.node_count(),
       now.node_count() == 1 ? "" : "s",
       x.left_out.empty() ? "" : concat(" (without node ", x.left_out, ")").c_str(),
       x.replaced_text.empty() ? "" : concat(" (", x.replaced_text, ")").c_str(), now.world_size());
@@ -331,12 +342,91 @@ void announce_restart(const job& j, int attempt, const restart_change& x,
                  concat("\"failed_node\": ", x.failed_node,
                         ", \"failed_host\": ", json_string(x.failed_host), ", \"excluded\": ",
                         json_hosts(before, x.excluded), ", \"replaced\": ", x.replaced_json,
-                        ", \"nodes\": ", now.node_count(), ", \"world_size\": ", now.world_size()));
+                        ", \"nodes\": ", now.node_count(), ", \"world_size\": ", now.world_size(),
+                        ", \"reason\": \"failure\", \"readmitted\": []"));
+}
+
+// --grow-back: the hosts that left the job, each to be probed while the next attempt runs, less
+// those whose rejoining the plan refused.
+std::vector<probed_host> probes_of(const job& j) {
+  std::vector<probed_host> out;
+  if (!j.places) return out;
+  const hetlaunch::job_places& p = *j.places;
+  std::vector<bool> in_job(p.first.node_count(), false);
+  for (std::size_t place : p.places) in_job[place] = true;
+  for (std::string& host : hetlaunch::hosts_that_left(p, j.plan->topology(), j.spares)) {
+    if (std::find(j.refused_hosts.begin(), j.refused_hosts.end(), host) != j.refused_hosts.end())
+      continue;
+    bool rejoins = false;  // a node of the host is out (else spares hold its places)
+    for (std::size_t i = 0; i < p.first.node_count(); ++i)
+      rejoins = rejoins || (!in_job[i] && p.first.node(i).host == host);
+    out.push_back({std::move(host), rejoins});
+  }
+  return out;
+}
+
+// The hosts that answered again: each whose place a spare holds stands by as a spare from now
+// on; the decision says which rejoin at their places.
+hetlaunch::grow_decision take_returned(job& j, const attempt_result& r) {
+  if (!j.places || r.returned.empty()) return {};
+  hetlaunch::grow_decision g =
+      hetlaunch::decide_grow(*j.places, j.plan->topology(), j.spares, r.returned);
+  j.spares.insert(j.spares.end(), g.new_spares.begin(), g.new_spares.end());
+  return g;
+}
+
+// The restart of a grow: the attempt stopped at rank 0's checkpoint line, and the next starts with
+// every readmitted node at its place, each node with its record as first given (weights,
+// ceilings), the shares split again. Not counted against --restarts. When the plan of that job
+// is refused (said above), the job starts again as it was, and those hosts are not probed again.
+void grow_restart(job& j, int attempt, const attempt_result& r, const hetlaunch::grow_decision& g) {
+  const hetlaunch::job_places next = hetlaunch::grow_places(*j.places, g);
+  const hetlaunch::cluster grown = hetlaunch::grow_topology(*j.places, j.plan->topology(), next);
+  hetlaunch::launch_options launch = j.plan->options();
+  // Node 0 back on its own host: the rendezvous goes back where it was first given.
+  if (grown.node(0).host == j.places->first.node(0).host)
+    launch.master_addr = j.first_launch.master_addr;
+  std::string back, readmitted = "[";
+  for (std::size_t k = 0; k < g.readmitted.size(); ++k) {
+    const std::string_view host = j.places->first.node(g.readmitted[k]).host;
+    back += concat(k ? ", " : "", "node ", g.readmitted[k], " (", quoted(host), ")");
+    readmitted += concat(k ? ", " : "", json_string(host));
+  }
+  readmitted += "]";
+  std::optional<hetlaunch::launch_plan> again =
+      plan_again(grown, launch, "run: the plan of the grow-back");
+  if (!again) {
+    for (std::size_t i : g.readmitted) j.refused_hosts.emplace_back(j.places->first.node(i).host);
+    std::fprintf(stderr,
+                 "hetlaunch: the plan with %s back is not valid (above): attempt %d starts as the "
+                 "last one did, and those hosts are not probed again\n",
+                 back.c_str(), attempt + 2);
+  } else {
+    j.plan = std::move(again);
+    j.places = next;
+  }
+  const hetlaunch::cluster& now = j.plan->topology();
+  std::fprintf(stderr,
+               "hetlaunch: grow-back at the checkpoint of step %lld: attempt %d starts on %zu "
+               "node%s (%s back), world size %d\n",
+               r.checkpoint_step, attempt + 2, now.node_count(), now.node_count() == 1 ? "" : "s",
+               back.c_str(), now.world_size());
+  j.events.attempt = attempt + 1;
+  j.events.write("restart",
+                 concat("\"failed_node\": null, \"failed_host\": null, \"excluded\": [], "
+                        "\"replaced\": [], \"nodes\": ",
+                        now.node_count(), ", \"world_size\": ", now.world_size(),
+                        ", \"reason\": \"grow\", \"readmitted\": ", again ? readmitted : "[]"));
 }
 
 // The job's end when the attempt that ended is the last one, else the next attempt's plan.
 std::optional<job_end> restart_after(job& j, int attempt, const attempt_result& r) {
   const job_options& o = j.o;
+  const hetlaunch::grow_decision g = take_returned(j, r);
+  if (r.grow && g.grows()) {
+    grow_restart(j, attempt, r, g);
+    return std::nullopt;
+  }
   if (!r.local_failure.empty() && !r.interrupted()) {
     std::fprintf(
         stderr, "hetlaunch: the job failed on this machine (%s), not on a host%s\n",
@@ -345,7 +435,7 @@ std::optional<job_end> restart_after(job& j, int attempt, const attempt_result& 
     return r.end;
   }
   if (!o.restart.restarts || r.interrupted() || r.failed.empty()) return r.end;
-  const hetlaunch::restart_decision d = decide(j, attempt, r);
+  const hetlaunch::restart_decision d = decide(j, r);
   if (const auto early = interrupted_before("the restart")) return *early;
   restart_change x = change_of(j, d, r);
   job_end end = r.end;
@@ -358,7 +448,10 @@ std::optional<job_end> restart_after(job& j, int attempt, const attempt_result& 
     return end;
   }
   if (d.verdict == hetlaunch::restart_verdict::too_few_nodes) {
-    const std::size_t remaining = j.plan->topology().node_count() - x.excluded.size();
+    std::vector<std::size_t> blamed = r.failed;
+    std::sort(blamed.begin(), blamed.end());
+    blamed.erase(std::unique(blamed.begin(), blamed.end()), blamed.end());
+    const std::size_t remaining = j.plan->topology().node_count() - blamed.size();
     std::fprintf(
         stderr,
         "hetlaunch: %s; without it the job would have %zu node%s, fewer than --min-nodes %zu: "
@@ -369,7 +462,8 @@ std::optional<job_end> restart_after(job& j, int attempt, const attempt_result& 
   }
   const hetlaunch::cluster before = j.plan->topology();
   if ((!x.excluded.empty() || !d.replaced.empty()) && !replan(j, d, x)) return end;
-  announce_restart(j, attempt, x, before);
+  if (j.places) j.places = hetlaunch::places_after_restart(*j.places, d);
+  announce_restart(j, attempt, j.failure_restarts++, x, before);
   return std::nullopt;
 }
 
@@ -381,7 +475,7 @@ job_end run_job(const job_options& o, event_log& events) {
   j.planned();
   for (int attempt = 0;; ++attempt) {
     events.attempt = attempt;
-    const attempt_result r = run_attempt(o, *j.plan, j.ssh_of(attempt), events);
+    const attempt_result r = run_attempt(o, *j.plan, j.ssh_of(attempt), events, probes_of(j));
     if (const auto end = restart_after(j, attempt, r)) return *end;
   }
 }

@@ -6,6 +6,7 @@
 
 #include <hetlaunch/grow_back.hpp>
 #include <hetlaunch/hostfile.hpp>
+#include <hetlaunch/plan.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -209,6 +210,29 @@ TEST_SUITE("growing back") {
         for (std::size_t k = 0; k < p.places.size(); ++k) {
           CHECK(grow_same_record(current, k, first, p.places[k]));
           CHECK(current.node(k).host == *held[p.places[k]]);
+        }
+        // Ranks, world size and shares are a fresh plan's of the same hosts with those records.
+        std::vector<hetlaunch::node_spec> fresh_specs;
+        for (std::size_t k = 0; k < p.places.size(); ++k) {
+          hetlaunch::node_spec s = first.node(p.places[k]);
+          s.host = *held[p.places[k]];
+          fresh_specs.push_back(s);
+        }
+        if (!fresh_specs.empty()) {
+          const hetlaunch::cluster fresh(fresh_specs);
+          hetlaunch::launch_options shares;
+          shares.global_batch = static_cast<int>(4 * fresh.world_size());
+          const auto a = hetlaunch::make_plan(current, shares);
+          const auto b = hetlaunch::make_plan(fresh, shares);
+          REQUIRE(a);
+          REQUIRE(b);
+          CHECK(current.world_size() == fresh.world_size());
+          for (std::size_t k = 0; k < fresh.node_count(); ++k) {
+            CHECK(current.rank_offset(k) == fresh.rank_offset(k));
+            CHECK(a->node_batch_of(k).batch == b->node_batch_of(k).batch);
+            CHECK(a->node_batch_of(k).offset == b->node_batch_of(k).offset);
+            CHECK(a->topology().max_batch(k) == b->topology().max_batch(k));
+          }
         }
         // The hosts that left: the first hosts not held by their own node, not busy elsewhere.
         host_names left;

@@ -1,11 +1,14 @@
 # SPDX-License-Identifier: MIT
 """A data-parallel training script that survives gang restarts: it saves a checkpoint every few
 steps and, when `hetlaunch run --restarts N` (or `sbatch --restarts`, or JobSet) starts it again,
-resumes from the last one. With work shares and the loss scaled by the share, each step's
+resumes from the last one: the model and the sampler's position (`state_dict()`), which resumes
+at the next step not trained on any topology. After each checkpoint it calls
+`hetlaunch_shares.checkpoint_saved(step)`, the moment `run --grow-back` may restart the job to
+let a host that left back in. With work shares and the loss scaled by the share, each step's
 gradient is the mean over the same global batch whatever the nodes, so a restart on fewer nodes
 (`--exclude-failed`) continues the same training. float64, synthetic data, gloo: it runs on CPUs.
 
-    hetlaunch run --hostfile hosts --restarts 3 --exclude-failed --global-batch 64 -- \\
+    hetlaunch run --hostfile hosts --restarts 3 --exclude-failed --grow-back --global-batch 64 -- \\
         examples/train_restarts.py --checkpoint-dir /shared/ckpt --steps 200
 
 The checkpoint directory must be shared by the nodes (rank 0 writes, every rank reads). With
@@ -19,6 +22,7 @@ import json
 import os
 import pathlib
 import sys
+import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
 import hetlaunch_shares as shares  # noqa: E402
@@ -44,50 +48,52 @@ def model():
     return torch.nn.Sequential(torch.nn.Linear(FEATURES, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1)).double()
 
 
-def batches(share, start_step, steps, seed):
-    """(step, this rank's indices) from start_step up to steps, over as many epochs as needed."""
-    sampler = shares.ShareBatchSampler(SAMPLES, share, seed=seed)
-    per_epoch = len(sampler)
-    step = start_step
-    while step < steps:
-        sampler.set_epoch(step // per_epoch)
-        order = list(sampler)
-        while step < steps and step // per_epoch == sampler.epoch:
-            yield step, order[step % per_epoch]
-            step += 1
-
-
-def train(share, steps, lr, checkpoint_dir, every, seed, on_step=None, reduce=None, writer=False):
+def train(share, steps, lr, checkpoint_dir, every, seed, on_step=None, reduce=None, writer=False, pace=0.0):
     """Trains from the last checkpoint; returns the parameters as a list. `reduce` wraps the
-    model for DDP (None: one process over the whole batch); `writer` saves the checkpoints."""
+    model for DDP (None: one process over the whole batch); `writer` saves the checkpoints. The
+    sampler keeps the position: its state, saved with the model, resumes at the next step not
+    trained, on any topology (a restart on fewer nodes, on a spare, or on a node grown back)."""
     import torch
 
     net = model()
-    start = 0
+    sampler = shares.ShareBatchSampler(SAMPLES, share, seed=seed)
+    done = 0
     latest = pathlib.Path(checkpoint_dir) / "latest.pt" if checkpoint_dir else None
     if latest and latest.exists():
         state = torch.load(latest)
         net.load_state_dict(state["model"])
-        start = state["step"]
+        sampler.load_state_dict(state["sampler"])
+        done = state["step"]
     wrapped = reduce(net) if reduce else net
     opt = torch.optim.SGD(wrapped.parameters(), lr=lr)
     x, y = data()
-    for step, idx in batches(share, start, steps, seed):
-        if on_step:
-            on_step(step)
-        loss = torch.nn.functional.mse_loss(wrapped(x[idx]), y[idx]) * share.loss_scale
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        done = step + 1
-        if latest and writer and done % every == 0:
-            tmp = latest.with_suffix(".tmp")
-            torch.save({"model": net.state_dict(), "step": done}, tmp)
-            os.replace(tmp, latest)
-        if reduce:
-            import torch.distributed as dist
+    epoch = sampler.epoch
+    while done < steps:
+        sampler.set_epoch(epoch)  # the loaded epoch keeps the loaded position
+        for idx in sampler:
+            if on_step:
+                on_step(done)
+            loss = torch.nn.functional.mse_loss(wrapped(x[idx]), y[idx]) * share.loss_scale
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            done += 1
+            if latest and done % every == 0:
+                if writer:
+                    tmp = latest.with_suffix(".tmp")
+                    torch.save({"model": net.state_dict(), "sampler": sampler.state_dict(), "step": done}, tmp)
+                    os.replace(tmp, latest)
+                if reduce:
+                    import torch.distributed as dist
 
-            dist.barrier()  # the checkpoint is complete before any rank can fail after it
+                    dist.barrier()  # the checkpoint is complete before any rank goes on
+                # `hetlaunch run --grow-back` may restart the job here to let a host back in.
+                shares.checkpoint_saved(done)
+            if pace:
+                time.sleep(pace)
+            if done == steps:
+                break
+        epoch += 1
     return [v for p in net.parameters() for v in p.detach().reshape(-1).tolist()]
 
 
@@ -101,6 +107,7 @@ def main() -> int:
     p.add_argument("--result")
     p.add_argument("--fail-at", type=int)
     p.add_argument("--fail-node", type=int, default=0)
+    p.add_argument("--pace", type=float, default=0.0, help="seconds to wait after each step (to watch a restart)")
     args = p.parse_args()
 
     import torch.distributed as dist
@@ -118,7 +125,7 @@ def main() -> int:
 
     rank = int(os.environ["RANK"])
     params = train(share, args.steps, args.lr, args.checkpoint_dir, args.every, args.seed, fail_once, DDP,
-                   writer=rank == 0)
+                   writer=rank == 0, pace=args.pace)
     if rank == 0:
         print(f"attempt {attempt}: {args.steps} steps done on a world of {share.world_size}", flush=True)
         if args.result:

@@ -32,6 +32,9 @@ share it was cut with.
 
 HF Trainer: `shares.ShareTrainer` in place of `transformers.Trainer` (imports transformers).
 
+After each checkpoint that is complete on every rank, `shares.checkpoint_saved(step)`: rank 0
+prints the line `hetlaunch run --grow-back` restarts at.
+
 The core depends on the standard library and torch; accelerate and transformers are imported only
 by the parts that use them. Install with `pip install --no-build-isolation ./python`, or put the
 `python/` folder on PYTHONPATH.

@@ -811,7 +811,7 @@ def events_cases(suite, binary, ssh, tmp):
                ["--hosts", "a:1,b:2", "--restarts", "1", "--exclude-failed", "--grow-back", "--probe-every", "1",
                 "--gpu-count-command", answers],
                [("planned", 0), *started(0, (0, "a"), (1, "b")), *exited(0, (1, "b", "failed")),
-                *exited(0, (0, "a", "stopped")), ("restart", 1), *started(1, (0, "a")), ("node_returned", 1),
+                *exited(0, (0, "a", "stopped")), ("restart", 1), *started(1, (0, "a")), job_events.returned(1, "b"),
                 *exited(1, (0, "a", "stopped")), ("restart", 2), *started(2, (0, "a"), (1, "b")),
                 *exited(2, (0, "a", "succeeded"), (1, "b", "succeeded")), ("job_exited", 2, "succeeded")], grew_back)
 
@@ -838,7 +838,7 @@ def events_cases(suite, binary, ssh, tmp):
                ["--hosts", "a:1,b:2", "--restarts", "2", "--spare", "t:2", "--grow-back", "--probe-every", "1",
                 "--gpu-count-command", probe_b],
                [("planned", 0), *started(0, (0, "a"), (1, "b")), *exited(0, (1, "b", "failed")),
-                *exited(0, (0, "a", "stopped")), ("restart", 1), *started(1, (0, "a"), (1, "t")), ("node_returned", 1),
+                *exited(0, (0, "a", "stopped")), ("restart", 1), *started(1, (0, "a"), (1, "t")), job_events.returned(1, "b"),
                 *exited(1, (1, "t", "failed")), *exited(1, (0, "a", "stopped")), ("restart", 2),
                 *started(2, (0, "a"), (1, "b")), *exited(2, (0, "a", "succeeded"), (1, "b", "succeeded")),
                 ("job_exited", 2, "succeeded")], spare_again)

@@ -694,21 +694,21 @@ def case_restart_lost_host(b, w, work, c):
     return problems + left_on_hosts(work)
 
 
-def same_as_one_process(example, result, label):
+def same_as_one_process(example, result, label, steps=30, tolerance=1e-6):
     """Problems when the parameters train_restarts.py wrote to `result` differ from those of the
-    same 30 steps in one process over each step's whole batch of 24 (float64)."""
+    same steps in one process over each step's whole batch of 24 (float64)."""
     python = pathlib.Path("/usr/bin/torchrun").read_text().splitlines()[0][2:].strip()
     reference = subprocess.run([python, "-c", (
         "import json, sys; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2]);"
         "import train_restarts as t, hetlaunch_shares as s;"
-        "print(json.dumps(t.train(s.Share(24, 1, 24, 0), 30, 0.05, None, 5, 1)))"),
+        f"print(json.dumps(t.train(s.Share(24, 1, 24, 0), {steps}, 0.05, None, 5, 1)))"),
         str(example.parent), str(example.parents[1] / "python")], capture_output=True, text=True)
     if reference.returncode != 0 or not result.exists():
         return [f"no result to compare: {reference.stderr[-2000:]}"]
     want, got = json.loads(reference.stdout), json.loads(result.read_text())
     worst = max(abs(a - b2) for a, b2 in zip(want, got))
     print(f"     {label}: final parameters off the single-process run by {worst:.2g}")
-    if len(want) != len(got) or worst > 1e-6:
+    if len(want) != len(got) or worst > tolerance:
         return [f"the final parameters differ from one process's by {worst:.3g}"]
     return []
 
@@ -782,6 +782,72 @@ def case_spare_training(b, w, work, c):
         problems.append(f"the second attempt did not finish on a world of 6:\n{(out + err)[-2000:]}")
     print(f"     spare training: node {culprit} replaced by the spare")
     return problems + same_as_one_process(example, result, "spare training") + left_on_hosts(work)
+
+
+def case_grow_back_training(b, w, work, c):
+    """examples/train_restarts.py on three hosts (4 + 2 + 1 workers, a global batch of 24, a
+    checkpoint every 5 steps, 60 steps): host 2 is lost mid-run (every process of its namespace
+    killed, sshd included), and with --exclude-failed the job goes on from the last checkpoint on
+    hosts 0 and 1. Host 2's sshd starts again; with --grow-back its probe answers, and at rank 0's
+    next checkpoint line the job starts again on all three hosts, host 2 at its place. The final
+    parameters equal one process's training over the same 60 steps, to 1e-9."""
+    example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_restarts.py"
+    hf = hostfile(work, [f"{V4[i]} slots={NPROC[i]}" for i in range(3)])
+    ckpt = work / "ckpt"
+    ckpt.mkdir()
+    ckpt.chmod(0o777)
+    result = work / "result.json"
+    proc = hetlaunch_on_host0(b, [
+        "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", "29723", "--kill-after",
+        str(KILL_AFTER), "--restarts", "1", "--exclude-failed", "--grow-back", "--probe-every", "1",
+        "--gpu-count-command", "echo 1", "--global-batch", "24", "--env", "GLOO_SOCKET_IFNAME=eth0",
+        *events_flag(work), "--", str(example), "--checkpoint-dir", str(ckpt), "--steps", "60", "--every", "5",
+        "--pace", "0.1", "--result", str(result)])
+    # Host 2 is lost once the first checkpoint is written: every worker has run a step.
+    deadline = time.monotonic() + 120
+    while not (ckpt / "latest.pt").exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    try:
+        for pid in subprocess.run(["ip", "netns", "pids", HOSTS[2]], capture_output=True, text=True).stdout.split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    finally:
+        c.stop_sshd(2)
+        c.start_sshd(2)  # the host is back: its probe answers from now on
+    code, out, err = finish(proc, timeout=400)
+    problems = [] if code == 0 else [f"run exited {code}, expected 0:\n{err[-3000:]}"]
+    events, _ = job_events.read(work / "events.jsonl")
+    restarts = [{k: e[k] for k in ("reason", "failed_host", "excluded", "readmitted", "nodes", "world_size")}
+                for e in events if e["event"] == "restart"]
+    want = [{"reason": "failure", "failed_host": V4[2], "excluded": [V4[2]], "readmitted": [], "nodes": 2,
+             "world_size": 6},
+            {"reason": "grow", "failed_host": None, "excluded": [], "readmitted": [V4[2]], "nodes": 3,
+             "world_size": 7}]
+    if restarts != want:
+        problems.append(f"restart events {restarts}, expected {want}")
+    returned = [e for e in events if e["event"] == "node_returned"]
+    if [(e["attempt"], e["host"]) for e in returned] != [(1, V4[2])]:
+        problems.append(f"node_returned events {returned}")
+    problems += events_problems(work, [
+        ("planned", 0), *started(0, 0, 1, 2), *exited(0, n0="stopped", n1="stopped", n2="unreachable"),
+        ("restart", 1), *started(1, 0, 1), job_events.returned(1, V4[2]), *exited(1, n0="stopped", n1="stopped"),
+        ("restart", 2), *started(2, 0, 1, 2), *exited(2, n0="succeeded", n1="succeeded", n2="succeeded"),
+        ("job_exited", 2, "succeeded")], code)
+    if "attempt 2: 60 steps done on a world of 7" not in out + err:
+        problems.append(f"the third attempt did not finish on a world of 7:\n{(out + err)[-2000:]}")
+    if returned and len(events) > 1:
+        grown = [e for e in events if e["event"] == "node_started" and e["attempt"] == 2]
+        if len(grown) == 3:
+            t0 = job_events.seconds(returned[0])
+            stopped = max(job_events.seconds(e) for e in events if e["event"] == "node_exited" and e["attempt"] == 1)
+            took = max(job_events.seconds(e) for e in grown) - t0
+            print(f"     grow-back: host 2 answered; {stopped - t0:.1f} s later the shrunk job had stopped at a "
+                  f"checkpoint, {took:.1f} s later every node of the grown job had started (probe every 1 s, a "
+                  f"checkpoint every 5 steps of 0.1 s or more, --kill-after {KILL_AFTER})")
+    return problems + same_as_one_process(example, result, "grow-back training", steps=60, tolerance=1e-9) + \
+        left_on_hosts(work)
 
 
 def case_restart_min_nodes(b, w, work, c):
@@ -953,6 +1019,7 @@ CASES = {
     "restart_exhausted": case_restart_exhausted,
     "spare": case_spare,
     "spare_training": case_spare_training,
+    "grow_back_training": case_grow_back_training,
     "node_exited_in_time": case_node_exited_in_time,
     "restart_interrupt": case_restart_interrupt,
     "restart_refused": case_restart_refused,

@@ -53,14 +53,26 @@ def seconds(event):
         tzinfo=datetime.timezone.utc).timestamp()
 
 
+# node_returned has no node index: its rows sort after the attempt's nodes.
+NO_NODE = 1 << 30
+
+
+def returned(attempt, host):
+    """The row of a node_returned event: a host that left answered its probe during `attempt`."""
+    return ("node_returned", attempt, NO_NODE, host, None)
+
+
 def shape(events):
-    """The sequence as comparable rows: (event, attempt, node, host, reason) for node events,
-    (event, attempt, reason) for job_exited, (event, attempt) for the rest; see sorted_runs."""
+    """The sequence as comparable rows: (event, attempt, node, host, reason) for node events and
+    node_returned (whose time, like theirs, is the network's), (event, attempt, reason) for
+    job_exited, (event, attempt) for the rest; see sorted_runs."""
     rows = []
     for e in events:
         kind = e["event"]
         if kind in ("node_started", "node_exited"):
             rows.append((kind, e["attempt"], e["node"], e["host"], e.get("reason")))
+        elif kind == "node_returned":
+            rows.append(returned(e["attempt"], e["host"]))
         elif kind == "job_exited":
             rows.append((kind, e["attempt"], e["reason"]))
         else:
@@ -99,7 +111,7 @@ def compare(events, expected):
 def sorted_runs(rows):
     """`rows` with each run of node events (between two job events) sorted: by node, a node's
     start before its end."""
-    rank = {"node_started": 0, "node_exited": 1}
+    rank = {"node_started": 0, "node_exited": 1, "node_returned": 2}
     out, k = [], 0
     while k < len(rows):
         j = k + 1

@@ -26,8 +26,25 @@ training would not be. accelerate's own prepare(loader) would deal the steps out
 raises ShareLoaderError instead. Runs on CPUs (gloo); a float64 linear model on a fixed random
 data set.
 
+Checkpoints, as accelerate's examples keep them: the loader registered with
+`accelerator.register_for_checkpointing(loader)` keeps the sampler's position and learned rates in
+`accelerator.save_state(dir)`; after each save `shares.checkpoint_saved(step)` prints the line
+`hetlaunch run --grow-back` restarts at. To resume, `accelerator.load_state(dir)`, then for the
+resumed epoch `loader.set_epoch(epoch)` and `loader.skip_first_batches(k)` (k: the epoch's steps
+trained; the loaded position says the same), on any topology:
+
+    accelerator.register_for_checkpointing(loader)
+    accelerator.load_state(last)                      # after a restart
+    for epoch in range(done // len(loader), epochs):
+        loader.set_epoch(epoch)
+        if epoch == done // len(loader):
+            loader.skip_first_batches(done % len(loader))
+        for x, y in loader: ...                         # every few steps:
+            accelerator.save_state(f"ckpt/step-{done}"); shares.checkpoint_saved(done)
+
 usage: train_accelerate.py [--epochs N] [--record DIR] [--standard-prepare] [--unguarded] [--rebalance-every K]
                            [--loader-workers N] [--accumulate]
+                           [--checkpoint-dir DIR [--save-every K] [--stop-after S] [--resume]]
   --record DIR        each rank writes DIR/rank-R.json: every step's sample indices, the
                       parameters before the step and the gradient after backward (the tests)
   --standard-prepare  prepare the loader with accelerator.prepare, as accelerate's examples do
@@ -36,6 +53,9 @@ usage: train_accelerate.py [--epochs N] [--record DIR] [--standard-prepare] [--u
   --rebalance-every K the sampler measures the ranks and splits again every K steps
   --loader-workers N  the DataLoader's workers (they read 2N steps ahead of training)
   --accumulate        each batch inside accelerator.accumulate(model)
+  --checkpoint-dir DIR  accelerator.save_state(DIR/step-N) every --save-every steps (default 3)
+  --stop-after S      end after step S (as a job that fails there would end)
+  --resume            continue from the last DIR/step-N
 """
 import contextlib
 import argparse
@@ -93,6 +113,10 @@ def main():
     parser.add_argument("--rebalance-every", type=int, default=0)
     parser.add_argument("--loader-workers", type=int, default=0)
     parser.add_argument("--accumulate", action="store_true")
+    parser.add_argument("--checkpoint-dir")
+    parser.add_argument("--save-every", type=int, default=3)
+    parser.add_argument("--stop-after", type=int)
+    parser.add_argument("--resume", action="store_true")
     args = parser.parse_args()
 
     from accelerate import Accelerator
@@ -116,11 +140,22 @@ def main():
         model, optimizer = accelerator.prepare(model, optimizer)
         loader = shares.prepare_loader(accelerator, loader, rebalance_every=args.rebalance_every)
 
+    done = 0  # steps trained, over every attempt
+    if args.checkpoint_dir:
+        accelerator.register_for_checkpointing(loader)  # the sampler's position and learned rates
+        saved = sorted(pathlib.Path(args.checkpoint_dir).glob("step-*"), key=lambda p: int(p.name[5:]))
+        if args.resume and saved:
+            accelerator.load_state(str(saved[-1]))
+            done = int(saved[-1].name[5:])
     record = {"rank": dist.get_rank(), "batch": share.batch, "offset": share.offset, "steps_in_loader": len(loader),
               "steps": [], "largest_forward": 0}
-    for epoch in range(args.epochs):
+    stop = False
+    for epoch in range(done // len(loader), args.epochs):
         loader.set_epoch(epoch)
         step, keys, before = 0, [], None
+        if epoch == done // len(loader) and done % len(loader):
+            step = done % len(loader)
+            loader = loader.skip_first_batches(step)  # accelerate's recipe; the loaded position agrees
         for xb, yb in loader:
             if before is None:  # a step's first batch (more than one under a ceiling)
                 before = [p.detach().reshape(-1).tolist() for p in model.parameters()]
@@ -136,10 +171,24 @@ def main():
                                             "batch": current.batch, "offset": current.offset,
                                             "grad": [p.grad.reshape(-1).tolist() for p in model.parameters()]})
                     step, keys, before = step + 1, [], None
+                finished = accelerator.sync_gradients
                 optimizer.step()
                 optimizer.zero_grad()
+            if finished:
+                done += 1
+                if args.checkpoint_dir and done % args.save_every == 0:
+                    accelerator.save_state(str(pathlib.Path(args.checkpoint_dir) / f"step-{done}"))
+                    accelerator.wait_for_everyone()  # complete on every rank before it is said
+                    shares.checkpoint_saved(done)
+                if args.stop_after is not None and done >= args.stop_after:
+                    stop = True
+                    break
         accelerator.print(f"epoch {epoch}: {len(loader)} steps, loss {loss.item():.6f}"
                           + (f", {sampler.changes} split changes" if args.rebalance_every else ""))
+        if stop:
+            break
+    record["params"] = [p.detach().reshape(-1).tolist() for p in model.parameters()]
+    record["rates"] = sampler.rates
     if args.record:
         path = pathlib.Path(args.record) / f"rank-{record['rank']}.json"
         path.write_text(json.dumps(record))

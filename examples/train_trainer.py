@@ -20,10 +20,17 @@ tiny Llama on sequences of different lengths, whose loss is a mean over tokens.
 A node's ceiling (max_batch= in a hostfile, --max-batch) is honoured: ShareTrainer trains a share
 above it in micro-batches of at most that many samples, with the same gradient.
 
+Checkpoints and resuming: with --checkpoint-dir the Trainer saves every --save-steps steps there
+(ShareTrainer adds the sampler's learned rates to each checkpoint and prints the checkpoint line
+`hetlaunch run --grow-back` restarts at); --resume continues from the last one, in the middle of
+an epoch and on any topology, exactly where it left.
+
 usage: train_trainer.py [--model mse|lm] [--steps N] [--record DIR] [--rebalance-every K] [--loader-workers N]
+                        [--checkpoint-dir DIR [--save-steps K] [--stop-after S] [--resume]]
   --record DIR        rank 0 writes DIR/final.json: the parameters after the last step and the
                       largest forward of any rank (the tests)
   --loader-workers N  dataloader_num_workers (the workers read 2N steps ahead of training)
+  --stop-after S      end the training after step S (as a job that fails there would end)
 """
 import argparse
 import json
@@ -127,9 +134,18 @@ def main():
     parser.add_argument("--record")
     parser.add_argument("--rebalance-every", type=int, default=0)
     parser.add_argument("--loader-workers", type=int, default=0)
+    parser.add_argument("--checkpoint-dir")
+    parser.add_argument("--save-steps", type=int, default=3)
+    parser.add_argument("--stop-after", type=int)
+    parser.add_argument("--resume", action="store_true")
     args = parser.parse_args()
 
-    from transformers import TrainingArguments
+    from transformers import TrainerCallback, TrainingArguments
+
+    class StopAfter(TrainerCallback):
+        def on_step_end(self, training_args, state, control, **kwargs):
+            if args.stop_after is not None and state.global_step >= args.stop_after:
+                control.should_training_stop = True
 
     # On CPUs, Debian's torch is built with MPI, and accelerate (under the Trainer) would then pick
     # the mpi backend under torchrun: every process a world of one. The gloo group first.
@@ -145,14 +161,17 @@ def main():
     model.register_forward_pre_hook(forward_size, with_kwargs=True)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
-    with tempfile.TemporaryDirectory() as out:
-        training = TrainingArguments(output_dir=out, max_steps=args.steps, use_cpu=not torch.cuda.is_available(),
-                                     max_grad_norm=0.0, logging_steps=1, save_strategy="no", report_to=[], seed=0,
-                                     remove_unused_columns=False, disable_tqdm=True,
-                                     dataloader_num_workers=args.loader_workers)
+    with tempfile.TemporaryDirectory() as scratch:
+        saving = {"save_strategy": "steps", "save_steps": args.save_steps} if args.checkpoint_dir else \
+            {"save_strategy": "no"}
+        training = TrainingArguments(output_dir=args.checkpoint_dir or scratch, max_steps=args.steps,
+                                     use_cpu=not torch.cuda.is_available(), max_grad_norm=0.0, logging_steps=1,
+                                     report_to=[], seed=0, remove_unused_columns=False, disable_tqdm=True,
+                                     dataloader_num_workers=args.loader_workers, **saving)
         trainer = shares.ShareTrainer(model=model, args=training, train_dataset=data, data_collator=collate,
-                                      optimizers=(optimizer, schedule), rebalance_every=args.rebalance_every)
-        trainer.train()
+                                      optimizers=(optimizer, schedule), rebalance_every=args.rebalance_every,
+                                      callbacks=[StopAfter()])
+        trainer.train(resume_from_checkpoint=True if args.resume else None)
     forwards = [None] * dist.get_world_size()
     dist.all_gather_object(forwards, largest[0])
     if args.record and dist.get_rank() == 0:
@@ -160,6 +179,7 @@ def main():
         pathlib.Path(args.record, "final.json").write_text(json.dumps({"params": parameters(model),
                                                                       "changes": sampler.changes if sampler else 0,
                                                                       "weights": sampler.weights if sampler else None,
+                                                                      "rates": sampler.rates if sampler else None,
                                                                       "largest_forward": forwards}))
     dist.barrier()
     dist.destroy_process_group()

@@ -5,7 +5,7 @@ on the accelerator's device, never dealt out again, in micro-batches under the n
 import contextlib
 from collections.abc import Mapping
 
-from ._core import check_rebalance_every, micro_batches
+from ._core import ShareLoaderError, check_rebalance_every, micro_batches
 from ._sampler import ShareBatchSampler
 
 
@@ -152,6 +152,26 @@ def _share_loader_class():
 
         def set_epoch(self, epoch):
             self.base_loader.batch_sampler.set_epoch(epoch)
+
+        def skip_first_batches(self, num_batches=0):
+            """This loader, from step `num_batches` of the sampler's current epoch on (set_epoch
+            first): the resume of a script that counts its own steps. accelerate's
+            skip_first_batches would make a plain DataLoader of it, without the shares' scale,
+            device and micro-batches. A position loaded with the loader's state (accelerate's
+            load_state after register_for_checkpointing) resumes by itself: no skip is needed."""
+            self.base_loader.batch_sampler.skip_to(num_batches)
+            return self
+
+        @property
+        def sampler(self):
+            # accelerate's skip_first_batches reads it first: it would rebuild this loader as a
+            # plain DataLoader, so it gets an error that says what to call instead.
+            raise ShareLoaderError(
+                "accelerate's skip_first_batches would rebuild this share loader as a plain DataLoader, "
+                "losing each batch's share (loss_scale), device and micro-batches: call "
+                "loader.skip_first_batches(num_batches) instead, or nothing after accelerator.load_state() "
+                "of a loader registered with accelerator.register_for_checkpointing(loader), which resumes "
+                "at its saved position")
 
         def watch(self, model):
             """Times each step to the last of `model`'s gradients computed on this rank

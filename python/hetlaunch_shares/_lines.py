@@ -26,7 +26,8 @@ def _global_rank(env: Mapping[str, str]) -> int:
             return dist.get_rank()
     except ImportError:
         pass
-    return names.integer(env, names.RANK)
+    # No process group and no RANK: a process of its own, the rank 0 of a world of one.
+    return names.integer(env, names.RANK) if names.RANK in env else 0
 
 
 def checkpoint_saved(step: int, env: Optional[Mapping[str, str]] = None) -> None:

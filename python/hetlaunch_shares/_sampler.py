@@ -169,6 +169,15 @@ class ShareBatchSampler:
             self._resume = None
         self.epoch = epoch
 
+    def skip_to(self, step: int) -> None:
+        """The first `step` steps of the current epoch are trained: the next iteration yields its
+        steps from `step` on (what a script that counts its own steps says after a restart, as
+        accelerate's skip_first_batches and Trainer's resume do). It replaces a loaded position
+        of this epoch: said twice, a skip is not skipped twice."""
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise ValueError(f"skip_to: step must be a non-negative int, got {step!r}")
+        self._resume = (self.epoch, step)
+
     @property
     def batch_size(self):
         """A share sampler has no one batch size: the ranks' shares differ. Reading it is how a

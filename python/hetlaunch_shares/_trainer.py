@@ -2,6 +2,8 @@
 """HF Trainer with work shares: ShareTrainer (imports transformers)."""
 
 import contextlib
+import json
+import os
 
 import torch
 from torch.utils.data import DataLoader
@@ -9,7 +11,11 @@ from transformers import Trainer
 
 from ._accelerate import _share_loader_class, split_under_ceiling
 from ._core import check_rebalance_every, share_from_env
+from ._lines import checkpoint_saved
 from ._sampler import ShareBatchSampler
+
+# The sampler's state in each of the Trainer's checkpoint folders: its learned rates by host.
+SAMPLER_STATE = "hetlaunch_sampler.json"
 
 
 class ShareTrainer(Trainer):
@@ -33,13 +39,21 @@ class ShareTrainer(Trainer):
     are errors that name them: gradient_accumulation_steps above 1 (the ceiling is how to save
     memory), auto_find_batch_size,
     train_sampling_strategy='group_by_length' (the step's samples are the sampler's), and
-    average_tokens_across_devices=False with a token loss."""
+    average_tokens_across_devices=False with a token loss.
+
+    Checkpoints: each of the Trainer's checkpoint folders also holds the sampler's state
+    (hetlaunch_sampler.json: the rates learned by host), and after each one, complete on every
+    rank, rank 0 prints the checkpoint line (checkpoint_saved) that `hetlaunch run --grow-back`
+    restarts at. `train(resume_from_checkpoint=...)` resumes exactly where the checkpoint left,
+    also in the middle of an epoch and on another topology (fewer nodes, a spare, more nodes),
+    with the learned rates: the Trainer's skip of the epoch's trained steps is the sampler's."""
 
     def __init__(self, *args, share=None, rebalance_every=0, **kwargs):
         super().__init__(*args, **kwargs)
         self.share = share if share is not None else share_from_env()
         self.rebalance_every = check_rebalance_every(rebalance_every)
         self.share_sampler = None  # the training loader's sampler, once made
+        self._resume_dir = None  # the checkpoint train() resumes from
         self.share_loader = None  # the training loader, once made
         self._part_scale = None  # the part of the step's gradient the micro-batch being trained carries
         self._watch_handles = []
@@ -61,6 +75,55 @@ class ShareTrainer(Trainer):
         if a.world_size != self.share.world_size:
             raise ValueError(f"ShareTrainer: the Trainer's world size is {a.world_size} but the work share's is "
                              f"{self.share.world_size} (WORLD_SIZE): start the job with hetlaunch")
+
+    def train(self, resume_from_checkpoint=None, *args, **kwargs):
+        resume = resume_from_checkpoint
+        if resume is True:
+            from transformers.trainer_utils import get_last_checkpoint
+
+            resume = get_last_checkpoint(self.args.output_dir)
+        self._resume_dir = resume if isinstance(resume, (str, os.PathLike)) else None
+        return super().train(resume_from_checkpoint, *args, **kwargs)
+
+    def _save_checkpoint(self, model, trial, *args, **kwargs):
+        super()._save_checkpoint(model, trial, *args, **kwargs)
+        from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+        folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+        if self.share_sampler is not None and self.args.should_save and os.path.isdir(folder):
+            with open(os.path.join(folder, SAMPLER_STATE), "w") as f:
+                json.dump(self.share_sampler.state_dict(), f)
+        self.accelerator.wait_for_everyone()  # complete on every rank before it is said
+        checkpoint_saved(self.state.global_step)
+
+    def _run_epoch(self, model, epoch, *args, **kwargs):
+        # The Trainer skips a resumed epoch's trained steps with accelerate's skip_first_batches,
+        # which would rebuild the share loader as a plain DataLoader: for it, the sampler starts
+        # the epoch at that step instead.
+        import transformers.trainer as trainer_module
+
+        original = trainer_module.skip_first_batches
+
+        def skip(loader, num_batches=0):
+            if loader is not self.share_loader:
+                return original(loader, num_batches)
+            self.share_sampler.set_epoch(epoch)
+            return loader.skip_first_batches(num_batches)
+        trainer_module.skip_first_batches = skip
+        try:
+            return super()._run_epoch(model, epoch, *args, **kwargs)
+        finally:
+            trainer_module.skip_first_batches = original
+
+    def _load_sampler_state(self, sampler):
+        # The learned rates (and weights) of the checkpoint train() resumes from; the position is
+        # the Trainer's own (its global step), so the checkpoint's is not taken.
+        path = os.path.join(self._resume_dir, SAMPLER_STATE) if self._resume_dir else None
+        if not path or not os.path.exists(path):
+            return
+        with open(path) as f:
+            state = json.load(f)
+        sampler.load_state_dict({k: v for k, v in state.items() if k not in ("epoch", "step")})
 
     def get_train_dataloader(self):
         if self.train_dataset is None:
@@ -86,6 +149,7 @@ class ShareTrainer(Trainer):
         for handle in self._watch_handles:  # a loader made again: only the new sampler times the steps
             handle.remove()
         self.share_sampler = sampler
+        self._load_sampler_state(sampler)
         if sampler.rebalance_every:  # asked for, or hetlaunch calibrate's
             # Timed to the last gradient this rank computes: the end of DDP's backward() waits for
             # every rank's. The wrapped model holds the same parameters.

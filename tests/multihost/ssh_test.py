@@ -79,6 +79,12 @@ def remove_leftovers():
                 except ProcessLookupError:
                     pass
             shutil.rmtree(work, ignore_errors=True)
+    # The line writer's file of a node script that was killed (a host lost on purpose) before the
+    # cases below kept it in their own directory.
+    for f in pathlib.Path(tempfile.gettempdir()).glob("hetlaunch-rank-lines.*.py"):
+        pid = f.name.split(".")[1]
+        if pid.isdigit() and not pathlib.Path(f"/proc/{pid}").exists():
+            f.unlink(missing_ok=True)
     netns.remove_stale("hs")
 
 
@@ -661,7 +667,9 @@ def case_restart_lost_host(b, w, work, c):
     """Host 2 is lost mid-job: every process in its namespace (sshd included) is killed once all
     seven workers run. Its ssh ends (255) and, with --exclude-failed, the job finishes on the two
     other hosts."""
-    proc = restart_run(b, work, c, "29714", ["--restarts", "1", "--exclude-failed"], mode="hang")
+    # Host 2's node script is killed: the line writer's file it would remove stays in `work`.
+    proc = restart_run(b, work, c, "29714", ["--restarts", "1", "--exclude-failed", "--env", f"TMPDIR={work}"],
+                       mode="hang")
     first_attempt_running(work, proc)
     problems = [] if len(attempt_records(work, 0)) == 7 else ["the first attempt's workers did not all start"]
     try:
@@ -801,6 +809,8 @@ def case_grow_back_training(b, w, work, c):
         "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", "29723", "--kill-after",
         str(KILL_AFTER), "--restarts", "1", "--exclude-failed", "--grow-back", "--probe-every", "1",
         "--gpu-count-command", "echo 1", "--global-batch", "24", "--env", "GLOO_SOCKET_IFNAME=eth0",
+        # Host 2's node script is killed: the line writer's file it would remove stays in `work`.
+        "--env", f"TMPDIR={work}",
         *events_flag(work), "--", str(example), "--checkpoint-dir", str(ckpt), "--steps", "60", "--every", "5",
         "--pace", "0.1", "--result", str(result)])
     # Host 2 is lost once the first checkpoint is written: every worker has run a step.

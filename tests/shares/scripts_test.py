@@ -70,9 +70,10 @@ class Job:
     def __init__(self, binary, torchrun, marker):
         self.binary, self.torchrun, self.marker = binary, torchrun, marker
 
-    def run(self, work, script, *args, seconds_per_sample=None, flags=()):
+    def run(self, work, script, *args, seconds_per_sample=None, flags=(), hosts=None):
         """Both nodes of the job, each started by `hetlaunch exec`; their statuses and logs. With
-        seconds_per_sample (one a node), each node's Linear forwards sleep that long a sample."""
+        seconds_per_sample (one a node), each node's Linear forwards sleep that long a sample.
+        `hosts`: the two nodes' --hosts instead of FLAGS' (no --weight: the plan's equal split)."""
         port = processes.free_port()
         env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS" and not k.startswith("PET_")}
         env[self.marker.name] = self.marker.value
@@ -80,11 +81,12 @@ class Job:
         if seconds_per_sample:
             env["HETLAUNCH_TEST_SECONDS_PER_SAMPLE"] = ",".join(str(t) for t in seconds_per_sample)
             program.insert(0, str(HERE / "slowed.py"))
+        topology = FLAGS if hosts is None else ["--hosts", hosts, "--global-batch", str(GLOBAL_BATCH)]
         agents = []
         for node in range(2):
             log = open(work / f"agent-{node}.log", "w")
             agents.append(subprocess.Popen(
-                [self.binary, "exec", "--node", str(node), *FLAGS, *flags, "--master-port", port,
+                [self.binary, "exec", "--node", str(node), *topology, *flags, "--master-port", port,
                  *torchrun_flags.torchrun(self.torchrun), "--", *program, *args],
                 stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=work))
         codes = []
@@ -199,6 +201,72 @@ def case_accelerate(job, work, rebalance_every=0, extra=(), flags=(), judge_spli
     print(f"     accelerate + prepare_loader{f' (rebalance_every={rebalance_every})' if rebalance_every else ''} "
           f"{' '.join(list(extra) + list(flags))}: {len(steps)} steps, ranks of {splits} samples; gradients off the whole step's "
           f"by at most {worst:.2g}" + moved)
+    return problems
+
+
+def accelerate_trajectory(module, steps):
+    """One process's parameters before each of the whole steps, and after the last (SGD, lr 0.1)."""
+    import torch
+
+    x, y = module.data()
+    model = module.make_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    out = []
+    for indices in steps:
+        out.append(flat(p.detach().reshape(-1).tolist() for p in model.parameters()))
+        torch.nn.functional.mse_loss(model(x[indices]), y[indices]).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    return out + [flat(p.detach().reshape(-1).tolist() for p in model.parameters())]
+
+
+def case_accelerate_resume(job, work):
+    """The accelerate recipe of the docs with checkpoints: the loader registered for
+    checkpointing, accelerator.save_state every 3 steps on 3 + 1 workers while the sampler learns
+    the rates, and the job ends after step 7 (trained, never saved). It resumes from step 6 with
+    load_state, set_epoch and skip_first_batches on 2 + 1 workers, node 1 on another host: the
+    steps trained after the resume are steps 7 to 10 of the job, each rank's share of each, and the
+    parameters before each and at the end are one process's (to 1e-12): no step lost or trained
+    twice. The resumed sampler starts from the rates learned, by host."""
+    module = example("train_accelerate")
+    ckpt = work / "ckpt"
+    codes, logs = job.run(work, "train_accelerate.py", "--epochs", "2", "--checkpoint-dir", str(ckpt),
+                          "--save-every", "3", "--stop-after", "7", "--rebalance-every", "2",
+                          seconds_per_sample=SECONDS_PER_SAMPLE)
+    if codes != [0, 0]:
+        return [f"the first job's agents exited {codes}:\n{logs[-4000:]}"]
+    problems = [f"no checkpoint line of step {s}" for s in (3, 6) if f'HETLAUNCH_CHECKPOINT {{"step": {s}}}' not in logs]
+    codes, logs = job.run(work, "train_accelerate.py", "--epochs", "2", "--checkpoint-dir", str(ckpt), "--resume",
+                          "--record", str(work), hosts="127.0.0.1:2,127.0.0.3:1")
+    if codes != [0, 0]:
+        return problems + [f"the resumed job's agents exited {codes}:\n{logs[-4000:]}"]
+    x, _ = module.data()
+    key_of = {x[i, 0].item(): i for i in range(module.SAMPLES)}
+    steps = whole_steps(module.SAMPLES, epochs=2)
+    trajectory = accelerate_trajectory(module, steps)
+    per_epoch = module.SAMPLES // GLOBAL_BATCH
+    ranks = [json.loads((work / f"rank-{r}.json").read_text()) for r in range(3)]
+    worst = 0.0
+    for r in ranks:
+        done = [(s["epoch"], s["step"]) for s in r["steps"]]
+        if done != [(k // per_epoch, k % per_epoch) for k in range(6, len(steps))]:
+            problems.append(f"rank {r['rank']} trained steps {done} after the resume, not steps 7 to {len(steps)}")
+            continue
+        for s in r["steps"]:
+            k = s["epoch"] * per_epoch + s["step"]
+            mine = [key_of[v] for v in s["keys"]]
+            if mine != steps[k][s["offset"]:s["offset"] + s["batch"]]:
+                problems.append(f"step {k + 1}: rank {r['rank']} took {mine}")
+            worst = max(worst, max(abs(a - b) for a, b in zip(flat(s["params"]), trajectory[k])))
+        worst = max(worst, max(abs(a - b) for a, b in zip(flat(r["params"]), trajectory[-1])))
+    rates = ranks[0].get("rates") or {}
+    if sorted(rates) != ["127.0.0.1", "127.0.0.2"]:
+        problems.append(f"the resumed sampler's rates {rates} are not the first job's, by host")
+    print(f"     accelerate resumed after step 7 of {len(steps)} from the checkpoint of step 6 on 2 + 1 workers, node 1 "
+          f"on a spare: the parameters before each step and at the end are off one process's by {worst:.2g}; "
+          f"rates loaded {rates}")
+    if worst > 1e-12:
+        problems.append(f"the parameters are off one process's by {worst:.3g}")
     return problems
 
 
@@ -336,6 +404,43 @@ def trainer_case(kind, rebalance_every=0, extra=(), flags=(), judge_weights=True
     return case
 
 
+def case_trainer_resume(job, work):
+    """ShareTrainer checkpoints every 3 steps on 3 + 1 workers while it learns the nodes' rates,
+    and the job ends after step 6, in the middle of the second epoch. It resumes with
+    resume_from_checkpoint on another topology: 2 + 1 workers, node 1 on another host (a spare).
+    Steps 7 and 8 are the rest of that epoch: the parameters equal one process's 8 steps, and the
+    resumed sampler starts from the rates learned, by host."""
+    ckpt = work / "ckpt"
+    codes, logs = job.run(work, "train_trainer.py", "--model", "mse", "--steps", "8", "--checkpoint-dir", str(ckpt),
+                          "--save-steps", "3", "--stop-after", "6", "--rebalance-every", "2",
+                          seconds_per_sample=SECONDS_PER_SAMPLE)
+    if codes != [0, 0]:
+        return [f"the first job's agents exited {codes}:\n{logs[-4000:]}"]
+    problems = []
+    for step in (3, 6):
+        if f'HETLAUNCH_CHECKPOINT {{"step": {step}}}' not in logs:
+            problems.append(f"no checkpoint line of step {step} in the first job's output")
+    state_file = ckpt / "checkpoint-6" / "hetlaunch_sampler.json"
+    saved = json.loads(state_file.read_text()) if state_file.exists() else {}
+    if sorted(saved.get("rates") or {}) != ["127.0.0.1", "127.0.0.2"]:
+        return problems + [f"checkpoint-6 holds no rates of both hosts: {saved}"]
+    codes, logs = job.run(work, "train_trainer.py", "--model", "mse", "--steps", "8", "--checkpoint-dir", str(ckpt),
+                          "--resume", "--record", str(work), hosts="127.0.0.1:2,127.0.0.3:1")
+    if codes != [0, 0]:
+        return problems + [f"the resumed job's agents exited {codes}:\n{logs[-4000:]}"]
+    final = json.loads((work / "final.json").read_text())
+    want, _ = trainer_reference("mse", 8)
+    worst = max(abs(a - b) for a, b in zip(flat(final["params"]), flat(want)))
+    print(f"     ShareTrainer resumed after step 6 of 8 on 2 + 1 workers, node 1 on a spare: the parameters are off "
+          f"one process's by {worst:.2g}; learned rates {saved['rates']}, resumed weights {final['weights']}")
+    if worst > 1e-9:
+        problems.append(f"the parameters are off one process's 8 steps by {worst:.3g}")
+    if final["rates"] != saved["rates"] or not final["weights"]:
+        problems.append(f"the resumed sampler has rates {final['rates']} and weights {final['weights']}, "
+                        f"not the checkpoint's rates {saved['rates']}")
+    return problems
+
+
 def case_trainer_refusals(job, work):
     """Each TrainingArguments value ShareTrainer cannot honour is an error that names it."""
     import hetlaunch_shares as shares
@@ -378,6 +483,7 @@ def case_trainer_refusals(job, work):
 
 
 CASES = {"accelerate": case_accelerate, "accelerate-prepare": case_accelerate_prepare,
+         "accelerate-resume": case_accelerate_resume,
          "accelerate-rebalance": case_accelerate_rebalance,
          "accelerate-rebalance-workers": case_accelerate_rebalance_workers,
          "accelerate-ceiling": case_accelerate_ceiling, "accelerate-ceiling-accumulate": case_accelerate_ceiling_accumulate,
@@ -387,7 +493,7 @@ CASES = {"accelerate": case_accelerate, "accelerate-prepare": case_accelerate_pr
                                                        judge_weights=False),
          "trainer-mse": trainer_case("mse"), "trainer-lm": trainer_case("lm"),
          "trainer-mse-rebalance": trainer_case("mse", rebalance_every=2),
-         "trainer-refusals": case_trainer_refusals}
+         "trainer-resume": case_trainer_resume, "trainer-refusals": case_trainer_refusals}
 
 
 def main():

@@ -383,6 +383,22 @@ for marking in ["hook", "watch", "none"]:
     out[marking] = [state["epoch"], state["step"], rest == [order[i * 8:(i + 1) * 8] for i in range(state["step"], 8)]]
     resumed.set_epoch(1)
     out[marking].append(len(list(resumed)))
+# skip_to(k): the epoch from step k on; it replaces a loaded position of the epoch (never twice)
+s = sampler()
+s.load_state_dict({"epoch": 2, "step": 5})
+s.set_epoch(2)
+s.skip_to(3)
+order = s.order()
+skipped = [list(b) for b in s] == [order[i * 8:(i + 1) * 8] for i in range(3, 8)]
+s.skip_to(6)
+s.set_epoch(4)  # another epoch: from its first step
+out["skip_to"] = [skipped, len(list(s))]
+for bad in (-1, True, 2.0):
+    try:
+        s.skip_to(bad)
+        out["skip_to"].append(f"took {bad!r}")
+    except ValueError:
+        pass
 print(json.dumps(out))
 """
 
@@ -391,11 +407,12 @@ def read_ahead_cases():
     """A DataLoader with workers reads steps ahead of training: the position a checkpoint keeps
     is the next step training has not finished (marked by computed() or watch()), never one the
     loader only read; with nothing that marks steps, the steps handed out count. A sampler that
-    loads the state yields the rest of that epoch from there, then whole epochs."""
+    loads the state yields the rest of that epoch from there, then whole epochs. skip_to(k) starts
+    the current epoch at step k instead of a loaded position (a skip said twice is one skip)."""
     r = subprocess.run([sys.executable, "-c", READ_AHEAD_PROBE, str(HERE.parents[1] / "python")],
                        capture_output=True, text=True, timeout=120)
     got = json.loads(r.stdout) if r.returncode == 0 else r.stderr[-2000:]
-    want = {"hook": [0, 3, True, 8], "watch": [0, 3, True, 8], "none": [0, 8, True, 8]}
+    want = {"hook": [0, 3, True, 8], "watch": [0, 3, True, 8], "none": [0, 8, True, 8], "skip_to": [True, 8]}
     return [] if got == want else [f"got {got}, expected {want}"]
 
 
@@ -525,12 +542,17 @@ def checkpoint_line_cases():
             _lines.checkpoint_saved(7, env={"RANK": rank})
         if out.getvalue() != want:
             failures.append(f"rank {rank} printed {out.getvalue()!r}, expected {want!r}")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        _lines.checkpoint_saved(7, env={})  # a process of its own: rank 0 of a world of one
+    if out.getvalue() != 'HETLAUNCH_CHECKPOINT {"step": 7}\n':
+        failures.append(f"without RANK or a process group it printed {out.getvalue()!r}")
     try:
-        _lines.checkpoint_saved(7, env={})
-        failures.append("checkpoint_saved without RANK and without torch.distributed said nothing")
+        _lines.checkpoint_saved(7, env={"RANK": "x"})
+        failures.append("RANK=x was taken")
     except ValueError as e:
-        if "RANK is not set" not in str(e):
-            failures.append(f"without RANK: {e}")
+        if "not a non-negative integer" not in str(e):
+            failures.append(f"RANK=x: {e}")
     return failures
 
 

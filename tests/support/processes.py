@@ -124,8 +124,17 @@ class scratch:
         shutil.rmtree(self.work, ignore_errors=True)
 
     def leftovers(self):
+        found = self.marker.mine()()
+        named = []
+        for pid in found[:10]:
+            try:
+                named.append(f"{pid} " + pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+                             .decode(errors="replace").strip()[:200])
+            except OSError:
+                named.append(f"{pid} (gone)")
         left = kill_until_gone(self.marker.mine())
-        return [f"{left} processes of the test were left running"] if left else []
+        return [f"{max(left, len(found))} processes of the test were left running: " + "; ".join(named)] \
+            if left or found else []
 
 
 def torchrun_of(argv):

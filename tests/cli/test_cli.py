@@ -804,10 +804,13 @@ def events_cases(suite, binary, ssh, tmp):
                 problems.append(f"no {line!r} in {r.stderr[-1500:]}")
         return problems
 
-    def grow_case(args, expected, check):
-        up.unlink(missing_ok=True)
-        return run(args, grow, 0, expected, check)
-    suite.case("events_grow_back", grow_case,
+    def fresh(marker, program):
+        """run() of `program` with `marker` (the file its stand-in host answers by) not there yet."""
+        def case(args, expected, check):
+            marker.unlink(missing_ok=True)
+            return run(args, program, 0, expected, check)
+        return case
+    suite.case("events_grow_back", fresh(up, grow),
                ["--hosts", "a:1,b:2", "--restarts", "1", "--exclude-failed", "--grow-back", "--probe-every", "1",
                 "--gpu-count-command", answers],
                [("planned", 0), *started(0, (0, "a"), (1, "b")), *exited(0, (1, "b", "failed")),
@@ -831,10 +834,7 @@ def events_cases(suite, binary, ssh, tmp):
             problems.append(f"b did not stand by: {r.stderr[-1500:]}")
         return problems
 
-    def stand_by_case(args, expected, check):
-        answered.unlink(missing_ok=True)
-        return run(args, stand_by, 0, expected, check)
-    suite.case("events_returned_host_stands_by", stand_by_case,
+    suite.case("events_returned_host_stands_by", fresh(answered, stand_by),
                ["--hosts", "a:1,b:2", "--restarts", "2", "--spare", "t:2", "--grow-back", "--probe-every", "1",
                 "--gpu-count-command", probe_b],
                [("planned", 0), *started(0, (0, "a"), (1, "b")), *exited(0, (1, "b", "failed")),

@@ -16,8 +16,14 @@ samples on one node, 11 on the other), each node started by `hetlaunch exec`, DD
                     step's shares tile it and its gradient is the whole step's;
   trainer-mse       ShareTrainer on a model whose loss is a mean over samples: after 6 steps the
                     parameters equal one process's run over every step's whole batch (to 1e-9);
-  trainer-mse-rebalance  the same with ShareTrainer(..., rebalance_every=2), on the same speeds:
-                    the learned weights are the true ones within 25%;
+  trainer-resume    ShareTrainer(..., rebalance_every=2) on the same speeds, saving every 3 steps
+                    and ending after step 6: its parameters are one process's and its learned
+                    weights the true ones within 25%; resumed from the checkpoint on 2 + 1 workers
+                    with node 1 on another host, the last 2 steps end at one process's 8 steps,
+                    from the rates learned;
+  accelerate-resume  accelerate's save_state every 3 steps, ended after step 7, resumed from step 6
+                    with load_state and skip_first_batches on 2 + 1 workers: every step once, the
+                    parameters one process's before each step and at the end;
   trainer-lm        the same for a tiny Llama built from a config, on sequences of different
                     lengths (a token mean); scaling by the share's sample counts instead would not
                     be exact there (measured, and it must differ);
@@ -405,18 +411,30 @@ def trainer_case(kind, rebalance_every=0, extra=(), flags=(), judge_weights=True
 
 
 def case_trainer_resume(job, work):
-    """ShareTrainer checkpoints every 3 steps on 3 + 1 workers while it learns the nodes' rates,
-    and the job ends after step 6, in the middle of the second epoch. It resumes with
-    resume_from_checkpoint on another topology: 2 + 1 workers, node 1 on another host (a spare).
-    Steps 7 and 8 are the rest of that epoch: the parameters equal one process's 8 steps, and the
-    resumed sampler starts from the rates learned, by host."""
+    """ShareTrainer with rebalance_every=2 checkpoints every 3 steps on 3 + 1 workers whose speeds
+    differ, and the job ends after step 6, in the middle of the second epoch: its parameters are
+    one process's 6 steps, and the weights it learned are the true speeds within 25%. It resumes
+    with resume_from_checkpoint on another topology: 2 + 1 workers, node 1 on another host (a
+    spare). Steps 7 and 8 are the rest of that epoch: the parameters equal one process's 8 steps,
+    and the resumed sampler starts from the rates learned, by host."""
     ckpt = work / "ckpt"
     codes, logs = job.run(work, "train_trainer.py", "--model", "mse", "--steps", "8", "--checkpoint-dir", str(ckpt),
-                          "--save-steps", "3", "--stop-after", "6", "--rebalance-every", "2",
+                          "--save-steps", "3", "--stop-after", "6", "--rebalance-every", "2", "--record", str(work),
                           seconds_per_sample=SECONDS_PER_SAMPLE)
     if codes != [0, 0]:
         return [f"the first job's agents exited {codes}:\n{logs[-4000:]}"]
     problems = []
+    first = json.loads((work / "final.json").read_text())
+    want, _ = trainer_reference("mse", 6)
+    worst = max(abs(a - b) for a, b in zip(flat(first["params"]), flat(want)))
+    weights = first["weights"]
+    ratio = float(weights[1]) / float(weights[0]) if weights else None
+    print(f"     ShareTrainer, a sample mean, rebalance_every=2 ({first['changes']} split changes, learned weights "
+          f"{weights}, true ratio {TRUE_RATIO:g}): after 6 steps the parameters are off one process's by {worst:.2g}")
+    if worst > 1e-9:
+        problems.append(f"after 6 steps the parameters are off one process's by {worst:.3g}")
+    if ratio is None or abs(ratio / TRUE_RATIO - 1) > 0.25:
+        problems.append(f"the learned weights {weights} are not the true speeds ({TRUE_RATIO:g}) within 25%")
     for step in (3, 6):
         if f'HETLAUNCH_CHECKPOINT {{"step": {step}}}' not in logs:
             problems.append(f"no checkpoint line of step {step} in the first job's output")
@@ -492,7 +510,7 @@ CASES = {"accelerate": case_accelerate, "accelerate-prepare": case_accelerate_pr
          "trainer-mse-rebalance-workers": trainer_case("mse", rebalance_every=2, extra=("--loader-workers", "2"),
                                                        judge_weights=False),
          "trainer-mse": trainer_case("mse"), "trainer-lm": trainer_case("lm"),
-         "trainer-mse-rebalance": trainer_case("mse", rebalance_every=2),
+         # trainer-resume's first job is the rebalancing Trainer's case: its weights are judged there.
          "trainer-resume": case_trainer_resume, "trainer-refusals": case_trainer_refusals}
 
 

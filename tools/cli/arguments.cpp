@@ -34,7 +34,7 @@ struct flag {
   bool repeatable = false;  // may be given more than once, each adding a value
 };
 
-const flag flags[] = {
+const flag flag_table[] = {
     // input
     {"--hostfile", nullptr, "FILE", input_flags,
      "DeepSpeed/Open MPI/MPICH hostfile (\"host slots=N\", \"host:N\")", input_bit,
@@ -318,7 +318,7 @@ const flag flags[] = {
 };
 
 const flag* find_flag(std::string_view name) {
-  for (const flag& f : flags)
+  for (const flag& f : flag_table)
     if (name == f.name || (f.alias && name == f.alias)) return &f;
   return nullptr;
 }
@@ -344,7 +344,7 @@ std::string flag_line(const flag& f) {
 
 std::vector<flag_view> flag_list() {
   std::vector<flag_view> out;
-  for (const flag& f : flags) out.push_back({f.name, f.alias, f.value, f.help, f.group});
+  for (const flag& f : flag_table) out.push_back({f.name, f.alias, f.value, f.help, f.group});
   return out;
 }
 
@@ -355,7 +355,7 @@ bool command_accepts(const command& c, const char* name) {
 
 std::string table_problem() {
   for (const command& c : commands())
-    for (const flag& f : flags)
+    for (const flag& f : flag_table)
       if (accepts(c, f) && !(c.run.parts & f.part))
         return concat(c.name, " takes ", f.name, ", which its options have no part for");
   return {};
@@ -380,7 +380,7 @@ std::string unknown_option(const std::string& name, const command* cmd) {
                     "env and argv)");
   const flag* nearest = nullptr;
   std::size_t best = 3;
-  for (const flag& f : flags) {
+  for (const flag& f : flag_table) {
     if (cmd && !accepts(*cmd, f)) continue;
     const std::size_t d = hetlaunch::detail::edit_distance(spelled, f.name);
     if (d < best) best = d, nearest = &f;
@@ -541,10 +541,10 @@ std::string main_help() {
     out += concat(left, " ", c.summary, "\n");
   }
   out += "\ninput (default: a built-in example cluster of 8 + 4 + 2 workers):\n";
-  for (const flag& f : flags)
+  for (const flag& f : flag_table)
     if (f.group & input_flags) out += flag_line(f);
   out += "\nlaunch options:\n";
-  for (const flag& f : flags)
+  for (const flag& f : flag_table)
     if (f.group & launch_flags) out += flag_line(f);
   out += "\nRun `hetlaunch COMMAND --help` for a command's own options; `hetlaunch --version`.\n";
   return out;
@@ -572,7 +572,7 @@ std::string usage_line(const command& c) {
   if (c.groups & input_flags)
     words.push_back("[INPUT]");
   else if (c.groups & limit_flags)
-    for (const flag& f : flags)
+    for (const flag& f : flag_table)
       if (f.group & limit_flags) words.push_back(usage_word(f, true));
   if (c.groups & launch_flags) words.push_back("[LAUNCH OPTIONS]");
   for (const char* name : c.flags)
@@ -667,7 +667,7 @@ std::string command_help(const command& c) {
     out += "\nINPUT: --hostfile, --hosts, --slurm, --include/--exclude (see `hetlaunch --help`)\n";
   else if (c.groups & limit_flags) {
     out += "\noptions:\n";
-    for (const flag& f : flags)
+    for (const flag& f : flag_table)
       if (f.group & limit_flags) out += flag_line(f);
   }
   if (c.groups & launch_flags)

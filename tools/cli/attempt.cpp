@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 namespace cli {
 namespace {
@@ -195,6 +196,7 @@ class attempt {
   bool rejoin_pending_ = false;         // a host that rejoins answered: stop at a checkpoint
   bool grow_ = false;                   // stopped at a checkpoint for it
   long long checkpoint_step_ = -1;
+  bool bad_checkpoint_said_ = false;  // a script that writes one bad line writes it each time
   event_loop loop_;
 
   void start_nodes();
@@ -440,10 +442,11 @@ void attempt::stop_probes() {
 }
 
 // Rank 0's checkpoint line: the moment a host that answered again can rejoin without losing a
-// trained step. A line that cannot be read is said, and changes nothing.
+// trained step. A line that cannot be read is said once an attempt, and changes nothing.
 void attempt::on_checkpoint(std::string_view json) {
   const auto step = hetlaunch::parse_checkpoint_line(json);
   if (!step) {
+    if (std::exchange(bad_checkpoint_said_, true)) return;
     progress.clear();
     std::fprintf(stderr, "hetlaunch: rank 0's %sline, column %zu: %s: not a checkpoint\n",
                  std::string(hetlaunch::checkpoint_prefix).c_str(), step.error().column,

@@ -352,14 +352,11 @@ std::vector<probed_host> probes_of(const job& j) {
   std::vector<probed_host> out;
   if (!j.places) return out;
   const hetlaunch::job_places& p = *j.places;
-  std::vector<bool> in_job(p.first.node_count(), false);
-  for (std::size_t place : p.places) in_job[place] = true;
   for (std::string& host : hetlaunch::hosts_that_left(p, j.plan->topology(), j.spares)) {
     if (std::find(j.refused_hosts.begin(), j.refused_hosts.end(), host) != j.refused_hosts.end())
       continue;
-    bool rejoins = false;  // a node of the host is out (else spares hold its places)
-    for (std::size_t i = 0; i < p.first.node_count(); ++i)
-      rejoins = rejoins || (!in_job[i] && p.first.node(i).host == host);
+    // The decision the answer would bring: the host rejoins, or a spare holds its places.
+    const bool rejoins = hetlaunch::decide_grow(p, j.plan->topology(), j.spares, {host}).grows();
     out.push_back({std::move(host), rejoins});
   }
   return out;

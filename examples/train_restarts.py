@@ -12,7 +12,9 @@ gradient is the mean over the same global batch whatever the nodes, so a restart
         examples/train_restarts.py --checkpoint-dir /shared/ckpt --steps 200
 
 The checkpoint directory must be shared by the nodes (rank 0 writes, every rank reads). With
---result FILE rank 0 writes the final parameters as JSON. --fail-at STEP makes the worker of
+--result FILE rank 0 writes the final parameters as JSON; with --positions DIR each rank writes
+the samples of each step it trained (DIR/attempt-A-rank-R.jsonl: step, epoch, sample indices), to
+show that each sample of an epoch is trained once in the final model. --fail-at STEP makes the worker of
 GROUP_RANK --fail-node exit 1 at that step of the first attempt (HETLAUNCH_RESTART_COUNT 0), to
 try a restart.
 """
@@ -48,9 +50,11 @@ def model():
     return torch.nn.Sequential(torch.nn.Linear(FEATURES, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1)).double()
 
 
-def train(share, steps, lr, checkpoint_dir, every, seed, on_step=None, reduce=None, writer=False, pace=0.0):
+def train(share, steps, lr, checkpoint_dir, every, seed, on_step=None, reduce=None, writer=False, pace=0.0,
+          trained=None):
     """Trains from the last checkpoint; returns the parameters as a list. `reduce` wraps the
-    model for DDP (None: one process over the whole batch); `writer` saves the checkpoints. The
+    model for DDP (None: one process over the whole batch); `writer` saves the checkpoints;
+    `trained(step, epoch, indices)` is called after each step's update. The
     sampler keeps the position: its state, saved with the model, resumes at the next step not
     trained, on any topology (a restart on fewer nodes, on a spare, or on a node grown back)."""
     import torch
@@ -77,6 +81,8 @@ def train(share, steps, lr, checkpoint_dir, every, seed, on_step=None, reduce=No
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+            if trained:
+                trained(done, epoch, idx)
             done += 1
             if latest and done % every == 0:
                 if writer:
@@ -105,6 +111,7 @@ def main() -> int:
     p.add_argument("--every", type=int, default=5, help="steps between checkpoints")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--result")
+    p.add_argument("--positions", help="a directory for each rank's trained samples, a file an attempt")
     p.add_argument("--fail-at", type=int)
     p.add_argument("--fail-node", type=int, default=0)
     p.add_argument("--pace", type=float, default=0.0, help="seconds to wait after each step (to watch a restart)")
@@ -124,8 +131,14 @@ def main() -> int:
             os._exit(1)
 
     rank = int(os.environ["RANK"])
+    log = open(pathlib.Path(args.positions) / f"attempt-{attempt}-rank-{rank}.jsonl", "a") if args.positions else None
+
+    def trained(step, epoch, indices):
+        log.write(json.dumps({"step": step, "epoch": epoch, "indices": [int(i) for i in indices]}) + "\n")
+        log.flush()
+
     params = train(share, args.steps, args.lr, args.checkpoint_dir, args.every, args.seed, fail_once, DDP,
-                   writer=rank == 0, pace=args.pace)
+                   writer=rank == 0, pace=args.pace, trained=trained if log else None)
     if rank == 0:
         print(f"attempt {attempt}: {args.steps} steps done on a world of {share.world_size}", flush=True)
         if args.result:

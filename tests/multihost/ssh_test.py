@@ -666,32 +666,81 @@ def case_restart_master_moves(b, w, work, c):
 
 def training_files(work, hosts):
     """examples/train_restarts.py, a hostfile of the first `hosts` hosts, the checkpoint directory
-    every host writes to, and the path of the final parameters."""
+    every host writes to, and the path of the final parameters. The directory `positions` takes
+    each rank's trained samples."""
     example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_restarts.py"
     hf = hostfile(work, [f"{V4[i]} slots={NPROC[i]}" for i in range(hosts)])
-    ckpt = work / "ckpt"
-    ckpt.mkdir()
-    ckpt.chmod(0o777)
-    return example, hf, ckpt, work / "result.json"
+    for name in ("ckpt", "positions"):
+        (work / name).mkdir()
+        (work / name).chmod(0o777)
+    return example, hf, work / "ckpt", work / "result.json"
 
 
-def same_as_one_process(example, result, label, steps=30, tolerance=1e-6):
+def training_args(work, ckpt, result, steps, every=5):
+    """train_restarts.py's arguments: checkpoints in `ckpt`, the final parameters in `result`, each
+    rank's trained samples in work/positions."""
+    return ["--checkpoint-dir", str(ckpt), "--steps", str(steps), "--every", str(every), "--result", str(result),
+            "--positions", str(work / "positions")]
+
+
+def trained_once(positions, batches):
+    """Problems when the samples the final model was trained on differ from one process's: for each
+    step, the last attempt that trained it is the one the final model keeps (a later attempt
+    resumes from a checkpoint before it, or not at all); the samples its ranks trained at that step,
+    together, must be that step's batch, each sample once, in the same epoch."""
+    kept = {}  # step -> (attempt, epoch, indices of every rank)
+    records = 0
+    for f in sorted(positions.glob("attempt-*-rank-*.jsonl")):
+        attempt = int(f.name.split("-")[1])
+        for line in f.read_text().splitlines():
+            r = json.loads(line)
+            records += 1
+            a, epoch, indices = kept.get(r["step"], (-1, None, []))
+            if attempt > a:
+                kept[r["step"]] = (attempt, r["epoch"], list(r["indices"]))
+            elif attempt == a:
+                if epoch != r["epoch"]:
+                    return [f"step {r['step']} of attempt {a}: ranks in epochs {epoch} and {r['epoch']}"]
+                indices.extend(r["indices"])
+    problems = []
+    for step, (epoch, batch) in enumerate(batches):
+        attempt, got_epoch, got = kept.get(step, (None, None, []))
+        if got_epoch != epoch or sorted(got) != sorted(batch):
+            problems.append(f"step {step}: attempt {attempt} trained epoch {got_epoch}'s {sorted(got)}, "
+                            f"one process epoch {epoch}'s {sorted(batch)}")
+    if len(kept) != len(batches):
+        problems.append(f"steps {sorted(set(kept) - set(range(len(batches))))} trained beyond the {len(batches)}")
+    if not problems:
+        print(f"     every sample of the {len(batches)} steps ({batches[-1][0] + 1} epochs) trained once in the "
+              f"final model, as one process trains them ({records} rank records over "
+              f"{len({a for a, _, _ in kept.values()})} attempts)")
+    return problems
+
+
+def same_as_one_process(example, result, label, steps=30, tolerance=1e-6, positions=None):
     """Problems when the parameters train_restarts.py wrote to `result` differ from those of the
-    same steps in one process over each step's whole batch of 24 (float64)."""
+    same steps in one process over each step's whole batch of 24 (float64), or, with `positions`,
+    when the samples of a step in the final model are not that process's (trained_once)."""
     python = pathlib.Path("/usr/bin/torchrun").read_text().splitlines()[0][2:].strip()
     reference = subprocess.run([python, "-c", (
         "import json, sys; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2]);"
-        "import train_restarts as t, hetlaunch_shares as s;"
-        f"print(json.dumps(t.train(s.Share(24, 1, 24, 0), {steps}, 0.05, None, 5, 1)))"),
+        "import train_restarts as t, hetlaunch_shares as s; batches = [];"
+        f"params = t.train(s.Share(24, 1, 24, 0), {steps}, 0.05, None, 5, 1,"
+        " trained=lambda step, epoch, idx: batches.append([epoch, [int(i) for i in idx]]));"
+        "print(json.dumps({'params': params, 'batches': batches}))"),
         str(example.parent), str(example.parents[1] / "python")], capture_output=True, text=True)
     if reference.returncode != 0 or not result.exists():
         return [f"no result to compare: {reference.stderr[-2000:]}"]
-    want, got = json.loads(reference.stdout), json.loads(result.read_text())
+    one = json.loads(reference.stdout)
+    want, got = one["params"], json.loads(result.read_text())
     worst = max(abs(a - b2) for a, b2 in zip(want, got))
     print(f"     {label}: final parameters off the single-process run by {worst:.2g}")
+    problems = []
     if len(want) != len(got) or worst > tolerance:
-        return [f"the final parameters differ from one process's by {worst:.3g}"]
-    return []
+        problems.append(f"the final parameters differ from one process's by {worst:.3g}")
+    if positions is not None:
+        problems += trained_once(positions, one["batches"])
+    return problems
 
 
 def case_restart_training(b, w, work, c):
@@ -703,8 +752,8 @@ def case_restart_training(b, w, work, c):
     code, out, err = finish(hetlaunch_on_host0(b, [
         "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", "29717", "--kill-after",
         str(KILL_AFTER), "--restarts", "1", "--exclude-failed", "--global-batch", "24", "--env", "GLOO_SOCKET_IFNAME=eth0",
-        "--", str(example), "--checkpoint-dir", str(ckpt), "--steps", "30", "--every", "5", "--fail-at", "12",
-        "--fail-node", "1", "--result", str(result)]), timeout=400)
+        "--", str(example), *training_args(work, ckpt, result, 30), "--fail-at", "12", "--fail-node", "1"]),
+        timeout=400)
     problems = [] if code == 0 else [f"run exited {code}, expected 0:\n{err[-3000:]}"]
     # Node 1's exit breaks its peers' collective at once, so the torchrun of any node may report a
     # failed worker first: that node is left out, and either way the smaller job goes on from the
@@ -717,21 +766,24 @@ def case_restart_training(b, w, work, c):
         problems.append(f"the second attempt did not finish on a world of {m.group(3)}:\n{(out + err)[-2000:]}")
     else:
         print(f"     restart training: node {m.group(1)} left out, the second attempt's world size {m.group(3)}")
-    return problems + same_as_one_process(example, result, "restart training") + left_on_hosts(work)
+    return problems + same_as_one_process(example, result, "restart training", positions=work / "positions") + \
+        left_on_hosts(work)
 
 def case_spare_training(b, w, work, c):
     """examples/train_restarts.py on hosts 0 and 1 (4 + 2 workers, a global batch of 24, a
     checkpoint every 5 steps), host 2 standing by: node 1 fails at step 12. Whichever node's
     torchrun reports the failure first, the spare (4 GPUs, room for either node) takes its place;
     the second attempt resumes from step 10 on a world of 6 again, and the final parameters equal
-    one process's training on every step's whole batch."""
+    one process's training on every step's whole batch. With --grow-back the failed node's host,
+    whose sshd still answers, is probed during the second attempt: a spare holds its place, so it
+    stands by as a spare, and the job goes on as it is."""
     example, hf, ckpt, result = training_files(work, 2)
     code, out, err = finish(hetlaunch_on_host0(b, [
         "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", "29721", "--kill-after",
-        str(KILL_AFTER), "--restarts", "1", "--spare", f"{V4[2]}:4", "--global-batch", "24",
-        "--env", "GLOO_SOCKET_IFNAME=eth0", *events_flag(work),
-        "--", str(example), "--checkpoint-dir", str(ckpt), "--steps", "30", "--every", "5", "--fail-at", "12",
-        "--fail-node", "1", "--result", str(result)]), timeout=400)
+        str(KILL_AFTER), "--restarts", "1", "--spare", f"{V4[2]}:4", "--grow-back", "--probe-every", "1",
+        "--gpu-count-command", "echo 4", "--global-batch", "24", "--env", "GLOO_SOCKET_IFNAME=eth0",
+        *events_flag(work), "--", str(example), *training_args(work, ckpt, result, 30), "--fail-at", "12",
+        "--fail-node", "1", "--pace", "0.15"]), timeout=400)
     problems = [] if code == 0 else [f"run exited {code}, expected 0:\n{err[-3000:]}"]
     events, _ = job_events.read(work / "events.jsonl")
     restart = [e for e in events if e["event"] == "restart"]
@@ -741,7 +793,8 @@ def case_spare_training(b, w, work, c):
         ("planned", 0), *started(0, 0, 1), *exited(0, **{f"n{i}": "failed" if i == culprit else "stopped"
                                                           for i in range(2)}),
         ("restart", 1), *[("node_started", 1, i, hosts_after[i], None) for i in range(2)],
-        *[("node_exited", 1, i, hosts_after[i], "succeeded") for i in range(2)], ("job_exited", 1, "succeeded")], code)
+        job_events.returned(1, V4[culprit]), *[("node_exited", 1, i, hosts_after[i], "succeeded") for i in range(2)],
+        ("job_exited", 1, "succeeded")], code)
     want = {"replaced": [{"node": culprit, "host": V4[culprit], "spare": V4[2]}], "excluded": [], "nodes": 2,
             "world_size": 6}
     if not restart or {k: restart[0][k] for k in want} != want:
@@ -751,8 +804,12 @@ def case_spare_training(b, w, work, c):
         problems.append(f"planned world size {events[0].get('world_size')}")
     if "attempt 1: 30 steps done on a world of 6" not in out + err:
         problems.append(f"the second attempt did not finish on a world of 6:\n{(out + err)[-2000:]}")
-    print(f"     spare training: node {culprit} replaced by the spare")
-    return problems + same_as_one_process(example, result, "spare training") + left_on_hosts(work)
+    stands_by = f"hetlaunch: host '{V4[culprit]}' answers again: a spare holds its place, so it stands by as a spare"
+    if stands_by not in err:
+        problems.append(f"no {stands_by!r} in:\n{err[-2000:]}")
+    print(f"     spare training: node {culprit} replaced by the spare; its host answered again and stands by")
+    return problems + same_as_one_process(example, result, "spare training", positions=work / "positions") + \
+        left_on_hosts(work)
 
 
 def case_grow_back_training(b, w, work, c):
@@ -769,8 +826,7 @@ def case_grow_back_training(b, w, work, c):
         "--gpu-count-command", "echo 1", "--global-batch", "24", "--env", "GLOO_SOCKET_IFNAME=eth0",
         # Host 2's node script is killed: the line writer's file it would remove stays in `work`.
         "--env", f"TMPDIR={work}",
-        *events_flag(work), "--", str(example), "--checkpoint-dir", str(ckpt), "--steps", "60", "--every", "5",
-        "--pace", "0.1", "--result", str(result)])
+        *events_flag(work), "--", str(example), *training_args(work, ckpt, result, 60), "--pace", "0.1"])
     # Host 2 is lost once the first checkpoint is written: every worker has run a step.
     deadline = time.monotonic() + 120
     while not (ckpt / "latest.pt").exists() and time.monotonic() < deadline and proc.poll() is None:
@@ -817,8 +873,8 @@ def case_grow_back_training(b, w, work, c):
             print(f"     grow-back: host 2 answered; {stopped - t0:.1f} s later the shrunk job had stopped at a "
                   f"checkpoint, {took:.1f} s later every node of the grown job had started (probe every 1 s, a "
                   f"checkpoint every 5 steps of 0.1 s or more, --kill-after {KILL_AFTER})")
-    return problems + same_as_one_process(example, result, "grow-back training", steps=60, tolerance=1e-9) + \
-        left_on_hosts(work)
+    return problems + same_as_one_process(example, result, "grow-back training", steps=60, tolerance=1e-9,
+                                          positions=work / "positions") + left_on_hosts(work)
 
 
 def case_restart_min_nodes(b, w, work, c):

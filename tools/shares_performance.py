@@ -24,8 +24,10 @@ Needs root (the cgroup), torchrun (Debian: python3-torch), gnuplot for the plot,
 benchmarks built (cmake -DHETLAUNCH_BUILD_BENCHMARKS=ON). The cgroup is removed afterwards, also
 when a run fails or is interrupted, and one a killed earlier run left is removed first.
 --rounds measures instead, in rounds, each self-measuring variant beside an ideal of its own
-minutes, and writes that section alone.
-usage: tools/shares_performance.py HETLAUNCH BENCH_PLAN [--quick] [--rounds]
+minutes, and writes that section alone. --grow-back measures instead the same job's throughput
+before a node fails and after it grows back (`run --restarts 1 --exclude-failed --grow-back`
+through the stand-in ssh, the learned rates kept in the checkpoint), and writes that section.
+usage: tools/shares_performance.py HETLAUNCH BENCH_PLAN [--quick] [--rounds | --grow-back]
 """
 import json
 import os
@@ -288,6 +290,119 @@ def plot(t):
     return True
 
 
+# run reaches its hosts through the same stand-in; while the file DOWN exists, the second host
+# cannot be reached (as ssh says, exit status 255): it has left the job and its probes fail. Every
+# process of the second host is in the cgroup HOST, so that the host can be lost at once.
+FAKE_SSH_DOWN = """#!/bin/sh
+while [ "$1" != "--" ]; do shift; done
+host=$2
+shift 2
+case $host in
+  127.0.0.2) [ -e {down} ] && {{ echo "ssh: connect to host $host: No route to host" >&2; exit 255; }}
+             echo $$ > {host}/cgroup.procs
+             export COMPUTE_QUOTA_TASKS={tasks}; exec taskset -c 1 sh -c "$*";;
+  *) exec taskset -c 0 sh -c "$*";;
+esac
+"""
+
+
+def rate_of(records, first, last):
+    """Samples a second of rank 0's steps `first`..`last` (inclusive) among `records`."""
+    times = {r["step"]: r["time"] for r in records}
+    return (last - first) * GLOBAL_BATCH / (times[last] - times[first])
+
+
+def grow_back_run(binary, cgroup, work, every=4, fail_at=14, steps=44):
+    """One job of the two workers, rebalancing from equal weights (`rebalance_every=2`), under
+    `run --restarts 1 --exclude-failed --grow-back --probe-every 1`: the throttled node's host is
+    lost at step `fail_at` (every process of it killed, and it cannot be reached); the job goes on
+    alone from the last
+    checkpoint; once the shrunk attempt has trained 3 steps, the host answers again, and at the
+    next checkpoint the job grows back. The rates before the failure (steps 6 to `fail_at`, the
+    first windows rebalancing) and after (the grown attempt's steps, its first one untimed)."""
+    for name in ("ckpt", "log", "down"):
+        path = work / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    (work / "ckpt").mkdir()
+    ssh, down, log = work / "ssh", work / "down", work / "log"
+    host = cgroup.with_name(cgroup.name + "-host")
+    host.mkdir(exist_ok=True)
+    ssh.write_text(FAKE_SSH_DOWN.format(down=down, tasks=cgroup / "tasks", host=host))
+    ssh.chmod(0o755)
+    port = str(29930 + os.getpid() % 30)
+    proc = subprocess.Popen(
+        [binary, "run", "--hosts", "127.0.0.1:1,127.0.0.2:1", "--ssh", str(ssh), "--global-batch", str(GLOBAL_BATCH),
+         "--master-addr", "127.0.0.1", "--master-port", port, "--env", "OMP_NUM_THREADS=1", "--restarts", "1",
+         "--exclude-failed", "--grow-back", "--probe-every", "1", "--gpu-count-command", "echo 1", "--kill-after", "3",
+         "--torchrun-arg", "--redirects", "--torchrun-arg", "2", "--torchrun-arg", "--tee", "--torchrun-arg", "2",
+         "--", *SCRIPT, *TRAIN, "--steps", str(steps), "--warmup", "0", "--rebalance-every", "2",
+         "--checkpoint-dir", str(work / "ckpt"), "--every", str(every), "--step-log", str(log)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+    def records():
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    try:
+        deadline = time.monotonic() + 600
+        while proc.poll() is None and time.monotonic() < deadline:
+            r = records()
+            if not down.exists() and any(x["attempt"] == 0 and x["step"] >= fail_at for x in r) and \
+                    not any(x["attempt"] == 1 for x in r):
+                down.touch()  # the host is lost: its processes end, and no one reaches it
+                for _ in range(50):
+                    pids = (host / "cgroup.procs").read_text().split()
+                    if not pids:
+                        break
+                    for pid in pids:
+                        try:
+                            os.kill(int(pid), signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
+                    time.sleep(0.02)
+            if down.exists() and sum(x["attempt"] == 1 for x in r) >= 3:
+                down.unlink()  # the host is back
+            time.sleep(0.05)
+        out, _ = proc.communicate(timeout=max(1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+    if proc.returncode != 0 or "grow-back at the checkpoint" not in out:
+        raise RuntimeError(f"the grow-back job failed ({proc.returncode}):\n{out[-4000:]}")
+    r = records()
+    before = [x for x in r if x["attempt"] == 0]
+    after = [x for x in r if x["attempt"] == 2]
+    return dict(before=rate_of(before, 6, fail_at), after=rate_of(after, after[1]["step"], after[-1]["step"]),
+                grown_at=after[0]["step"] - 1, weights_before=before[-1]["weights"], weights_after=after[0]["weights"])
+
+
+def grow_back_section(runs):
+    ratios = [x["after"] / x["before"] for x in runs]
+    median = statistics.median(ratios)
+    lines = [
+        "<!-- grow-back-begin: written by tools/shares_performance.py --grow-back -->",
+        "Throughput after growing back (`tools/shares_performance.py --grow-back`): the shares benchmark's two "
+        "workers (one throttled to a third of its core), rebalancing from equal weights every 2 steps, a checkpoint "
+        "every 4 steps, under `run --restarts 1 --exclude-failed --grow-back --probe-every 1` through a stand-in ssh. "
+        "The throttled node's host is lost at step 14 (its processes killed, and it cannot be reached); the job goes "
+        "on alone from step 12; once that attempt has trained 3 steps, the host answers, and at the next checkpoint "
+        "the job grows back with the rates the checkpoint kept by host. Rank 0's samples a second, steps 6 to 14 "
+        "before, the grown attempt's steps after its first:",
+        "",
+        "| run | before the failure | after growing back | ratio | grew back at step | weights before | weights "
+        "at the grown attempt's first step |",
+        "| ---: | ---: | ---: | ---: | ---: | --- | --- |",
+    ]
+    for k, x in enumerate(runs, 1):
+        w = ["/".join(f"{float(v):.2f}" for v in x[key]) if x[key] else "plan" for key in ("weights_before", "weights_after")]
+        lines.append(f"| {k} | {x['before']:.0f} | {x['after']:.0f} | {ratios[k - 1]:.2f} | {x['grown_at']} | "
+                     f"{w[0]} | {w[1]} |")
+    lines += ["", f"Goal: after at least 0.95 of before, median of {len(runs)}: **{median:.2f}**, "
+              f"{'met' if median >= 0.95 else 'not met'}.", "<!-- grow-back-end -->"]
+    return "\n".join(lines) + "\n"
+
+
 def rounds(binary, cgroup, work, count=3):
     """Each variant beside its own ideal, in rounds: in each, the two workers alone (the round's
     ideal and its static weights), then the static weights, rebalancing from equal weights,
@@ -347,6 +462,16 @@ def main():
         os.execv(python, [python, __file__, *sys.argv[1:]])
     remove_cgroups()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if "--grow-back" in sys.argv:
+        try:
+            cgroup = make_cgroup()
+            with tempfile.TemporaryDirectory() as tmp:
+                section = grow_back_section([grow_back_run(binary, cgroup, pathlib.Path(tmp)) for _ in range(REPEAT)])
+        finally:
+            remove_cgroups()
+        performance_doc.write_section("grow-back", section, before="<!-- binding-begin")
+        print(section)
+        return 0
     if "--rounds" in sys.argv:
         try:
             cgroup = make_cgroup()

@@ -13,7 +13,7 @@ gradient is the mean over the same global batch whatever the nodes, so a restart
 
 The checkpoint directory must be shared by the nodes (rank 0 writes, every rank reads). With
 --result FILE rank 0 writes the final parameters as JSON; with --positions DIR each rank writes
-the samples of each step it trained (DIR/attempt-A-rank-R.jsonl: step, epoch, sample indices), to
+the samples of each step it trained (DIR/attempt-A-rank-R.jsonl: step, epoch, sample indices, the time of its update), to
 show that each sample of an epoch is trained once in the final model. --fail-at STEP makes the worker of
 GROUP_RANK --fail-node exit 1 at that step of the first attempt (HETLAUNCH_RESTART_COUNT 0), to
 try a restart.
@@ -134,7 +134,8 @@ def main() -> int:
     log = open(pathlib.Path(args.positions) / f"attempt-{attempt}-rank-{rank}.jsonl", "a") if args.positions else None
 
     def trained(step, epoch, indices):
-        log.write(json.dumps({"step": step, "epoch": epoch, "indices": [int(i) for i in indices]}) + "\n")
+        log.write(json.dumps({"step": step, "epoch": epoch, "indices": [int(i) for i in indices],
+                              "time": time.time()}) + "\n")
         log.flush()
 
     params = train(share, args.steps, args.lr, args.checkpoint_dir, args.every, args.seed, fail_once, DDP,

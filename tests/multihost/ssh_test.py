@@ -15,11 +15,16 @@ that fails once, no restart left, a restart without the failed host and its new 
 mid-job that comes back (--grow-back), with the parameters of one process. After every case no
 process of the job may be left on any host.
 
-Everything the test makes (namespaces, sshd daemons, /etc/netns files, the work directory) is
-removed at the end, also when a case fails or the test is interrupted; leftovers of a killed
-earlier run are removed first. Needs root, iproute2, util-linux, openssh-server and torchrun.
+With --chroot SUITE (sid: torch 2.14) every node's torchrun and workers run in that Debian
+chroot of tests/chroot/suites_test.py (built there when the cache lacks it), the source tree and
+the work directory mounted at their own paths in it; ssh, sshd and hetlaunch stay the machine's.
 
-usage: ssh_test.py HETLAUNCH WORKER_PY [CASE...]
+Everything the test makes (namespaces, sshd daemons, /etc/netns files, the work directory, the
+chroot's mounts) is removed at the end, also when a case fails or the test is interrupted;
+leftovers of a killed earlier run are removed first. Needs root, iproute2, util-linux,
+openssh-server and torchrun (and mmdebstrap for a chroot not built yet).
+
+usage: ssh_test.py HETLAUNCH WORKER_PY [--chroot SUITE] [CASE...]
 """
 import json
 import os
@@ -27,6 +32,7 @@ import pathlib
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -812,13 +818,37 @@ def case_spare_training(b, w, work, c):
         left_on_hosts(work)
 
 
+def grow_back_times(answered, saved, events, positions):
+    """How long the host that answered at `answered` (wall clock) took to be back in the job: to
+    rank 0's checkpoint line (`saved`), to the shrunk attempt's every node stopped, to every node of
+    the grown attempt started, and to the grown attempt's first trained step (the workers' logs);
+    beside the goal and the job's own cold start, the probe interval (1 s) + the checkpoint interval (5 of the shrunk attempt's
+    steps, median) + 10 s."""
+    records = {}
+    for f in positions.glob("attempt-*-rank-0.jsonl"):
+        records[int(f.name.split("-")[1])] = [json.loads(line) for line in f.read_text().splitlines()]
+    steps = [b2["time"] - a["time"] for a, b2 in zip(records.get(1, []), records.get(1, [])[1:])]
+    interval = 5 * statistics.median(steps) if steps else float("nan")
+    stopped = max(job_events.seconds(e) for e in events if e["event"] == "node_exited" and e["attempt"] == 1)
+    started_all = max(job_events.seconds(e) for e in events if e["event"] == "node_started" and e["attempt"] == 2)
+    first_step = min(r["time"] for r in records.get(2, [{"time": float("nan")}]))
+    # The reference: the same job's cold start, from its plan to its first trained step.
+    cold = min(r["time"] for r in records.get(0, [{"time": float("nan")}])) - job_events.seconds(events[0])
+    return (f"grow-back: host 2 answered; {saved - answered:.1f} s later rank 0's checkpoint line, "
+            f"{stopped - answered:.1f} s later the shrunk attempt stopped, {started_all - answered:.1f} s later every node "
+            f"of the grown attempt started, {first_step - answered:.1f} s later its first step was trained (goal: "
+            f"1 s probe + {interval:.1f} s checkpoint interval + 10 s = {11 + interval:.1f} s; --kill-after {KILL_AFTER}); "
+            f"the job's cold start, plan to first step: {cold:.1f} s")
+
+
 def case_grow_back_training(b, w, work, c):
     """examples/train_restarts.py on three hosts (4 + 2 + 1 workers, a global batch of 24, a
     checkpoint every 5 steps, 60 steps): host 2 is lost mid-run (every process of its namespace
     killed, sshd included): its ssh ends (255), and with --exclude-failed the job goes on from the
-    last checkpoint on hosts 0 and 1. Host 2's sshd starts again; with --grow-back its probe answers, and at rank 0's
-    next checkpoint line the job starts again on all three hosts, host 2 at its place. The final
-    parameters equal one process's training over the same 60 steps, to 1e-9."""
+    last checkpoint on hosts 0 and 1. Host 2's sshd starts again once they train; with --grow-back
+    its probe answers, and at rank 0's next checkpoint line the job starts again on all three hosts,
+    host 2 at its place. The final parameters equal one process's training over the same 60 steps,
+    to 1e-9, and each step's samples are that process's, each trained once."""
     example, hf, ckpt, result = training_files(work, 3)
     proc = hetlaunch_on_host0(b, [
         "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", "29723", "--kill-after",
@@ -827,7 +857,11 @@ def case_grow_back_training(b, w, work, c):
         # Host 2's node script is killed: the line writer's file it would remove stays in `work`.
         "--env", f"TMPDIR={work}",
         *events_flag(work), "--", str(example), *training_args(work, ckpt, result, 60), "--pace", "0.1"])
-    # Host 2 is lost once the first checkpoint is written: every worker has run a step.
+    # Host 2 is lost once the first checkpoint is written: every worker has run a step. It comes
+    # back once the shrunk attempt trains (its rank 0 logged a step), as a host comes back minutes
+    # or hours later: the wait to the next checkpoint is then the checkpoint interval, not the
+    # shrunk attempt's start.
+    positions = work / "positions"
     deadline = time.monotonic() + 120
     while not (ckpt / "latest.pt").exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
@@ -837,10 +871,15 @@ def case_grow_back_training(b, w, work, c):
                 os.kill(int(pid), signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        deadline = time.monotonic() + 120
+        while not (positions / "attempt-1-rank-0.jsonl").exists() and time.monotonic() < deadline and \
+                proc.poll() is None:
+            time.sleep(0.05)
     finally:
         c.stop_sshd(2)
         c.start_sshd(2)  # the host is back: its probe answers from now on
-    code, out, err = finish(proc, timeout=400)
+    clock = time.time() - time.monotonic()
+    code, out, err, saved, _ = finish_timed(proc, "hetlaunch: rank 0 saved the checkpoint of step", timeout=400)
     problems = [] if code == 0 else [f"run exited {code}, expected 0:\n{err[-3000:]}"]
     events, _ = job_events.read(work / "events.jsonl")
     restarts = [{k: e[k] for k in ("reason", "failed_host", "excluded", "readmitted", "nodes", "world_size")}
@@ -864,15 +903,8 @@ def case_grow_back_training(b, w, work, c):
         problems.append(f"no '{shrunk}' in:\n{err[-2000:]}")
     if "attempt 2: 60 steps done on a world of 7" not in out + err:
         problems.append(f"the third attempt did not finish on a world of 7:\n{(out + err)[-2000:]}")
-    if returned and len(events) > 1:
-        grown = [e for e in events if e["event"] == "node_started" and e["attempt"] == 2]
-        if len(grown) == 3:
-            t0 = job_events.seconds(returned[0])
-            stopped = max(job_events.seconds(e) for e in events if e["event"] == "node_exited" and e["attempt"] == 1)
-            took = max(job_events.seconds(e) for e in grown) - t0
-            print(f"     grow-back: host 2 answered; {stopped - t0:.1f} s later the shrunk job had stopped at a "
-                  f"checkpoint, {took:.1f} s later every node of the grown job had started (probe every 1 s, a "
-                  f"checkpoint every 5 steps of 0.1 s or more, --kill-after {KILL_AFTER})")
+    if returned and saved is not None:
+        print("     " + grow_back_times(job_events.seconds(returned[0]), clock + saved, events, positions))
     return problems + same_as_one_process(example, result, "grow-back training", steps=60, tolerance=1e-9,
                                           positions=work / "positions") + left_on_hosts(work)
 
@@ -1052,9 +1084,37 @@ CASES = {
 }
 
 
+def chroot_torchrun(suite, work_root):
+    """The chroot of `suite` mounted (proc, /dev, sysfs, the source tree and `work_root` at their
+    own paths) and a torchrun of `work_root` that runs the chroot's, in the directory it was
+    started in: (the mount, which releases it on exit, and the torchrun flags)."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "chroot"))
+    import suites_test
+
+    root, how = suites_test.build(suite, suites_test.SUITES[suite]["extra"])
+    if root is None:
+        raise RuntimeError(f"no {suite} chroot: {how}")
+    m = suites_test.mounted(root, [str(pathlib.Path(__file__).resolve().parents[2]), str(work_root)])
+    wrapper = work_root / f"torchrun-{suite}"
+    # chroot starts in its /; the node's directory is the same path inside. Debian's torch 2.x has
+    # no libuv, which its TCPStore takes by default: tests/chroot/sitecustomize.py with USE_LIBUV=0
+    # turns that default off (docs/compatibility.md).
+    site = pathlib.Path(suites_test.__file__).resolve().parent
+    wrapper.write_text(f"#!/bin/sh\nexec {shutil.which('chroot') or '/usr/sbin/chroot'} {root} /bin/sh -c 'cd \"$0\" "
+                       f"2>/dev/null; export USE_LIBUV=0 PYTHONPATH={site}; exec /usr/bin/torchrun \"$@\"' "
+                       "\"$PWD\" \"$@\"\n")
+    wrapper.chmod(0o755)
+    print(f"ssh: torchrun in the {suite} chroot ({how})")
+    return m, torchrun_flags.torchrun(wrapper)
+
+
 def main():
     binary, worker = sys.argv[1], sys.argv[2]
-    chosen = pick(CASES, sys.argv[3:])
+    rest = sys.argv[3:]
+    suite = None
+    if rest[:1] == ["--chroot"]:
+        suite, rest = rest[1], rest[2:]
+    chosen = pick(CASES, rest)
     if os.geteuid() != 0:
         print("ssh_test: needs root (network namespaces)")
         return 1
@@ -1062,9 +1122,12 @@ def main():
     work_root = pathlib.Path(tempfile.gettempdir()) / f"{WORK_STEM}{os.getpid()}"
     work_root.mkdir(mode=0o755)
     c = cluster(work_root)
+    mount = None
 
     def teardown():
         c.remove()
+        if mount:
+            mount.__exit__(None, None, None)
         shutil.rmtree(work_root, ignore_errors=True)
 
     def leftovers():
@@ -1072,7 +1135,14 @@ def main():
         return ([f"namespaces left behind: {left}"] if PREFIX in left else []) + \
             [f"process left behind: {pid} {cmd}" for pid, cmd in job_processes(str(work_root))]
 
-    with Suite("ssh", teardown, leftovers) as run:
+    global TORCHRUN
+    with Suite("ssh" if suite is None else f"ssh in {suite}", teardown, leftovers) as run:
+        if suite:
+            # Mounted before sshd starts: each host's sshd, in its own mount namespace, sees them.
+            mount, TORCHRUN = chroot_torchrun(suite, work_root)
+            mount.__enter__()
+            torch = mount.run(["python3", "-c", "import torch; print(torch.__version__)"])
+            print(f"ssh: the nodes' torch {torch.stdout.strip() or torch.stderr[-500:]}", flush=True)
         c.create()
         for name in chosen:
             work = work_root / name

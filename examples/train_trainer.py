@@ -27,8 +27,9 @@ an epoch and on any topology, exactly where it left.
 
 usage: train_trainer.py [--model mse|lm] [--steps N] [--record DIR] [--rebalance-every K] [--loader-workers N]
                         [--checkpoint-dir DIR [--save-steps K] [--stop-after S] [--resume]]
-  --record DIR        rank 0 writes DIR/final.json: the parameters after the last step and the
-                      largest forward of any rank (the tests)
+  --record DIR        rank 0 writes DIR/final.json: the parameters after the last step, the
+                      largest forward of any rank, and (--model mse) each step's samples on each
+                      rank (the tests)
   --loader-workers N  dataloader_num_workers (the workers read 2N steps ahead of training)
   --stop-after S      end the training after step S (as a job that fails there would end)
 """
@@ -153,11 +154,15 @@ def main():
         dist.init_process_group("gloo")
     model, data, collate = build(args.model)
     largest = [0]
+    trained = []  # (step, the first feature of each sample): a sample's first feature names it
+    trainer = None
 
     def forward_size(module, inputs, kwargs):
         batch = next((v for v in list(inputs) + list(kwargs.values()) if isinstance(v, torch.Tensor)), None)
         if batch is not None and module.training:
             largest[0] = max(largest[0], batch.shape[0])
+            if args.model == "mse" and trainer is not None:
+                trained.append((trainer.state.global_step, batch[:, 0].tolist()))
     model.register_forward_pre_hook(forward_size, with_kwargs=True)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
@@ -174,13 +179,16 @@ def main():
         trainer.train(resume_from_checkpoint=True if args.resume else None)
     forwards = [None] * dist.get_world_size()
     dist.all_gather_object(forwards, largest[0])
+    steps = [None] * dist.get_world_size()
+    dist.all_gather_object(steps, trained)
     if args.record and dist.get_rank() == 0:
         sampler = trainer.share_sampler
         pathlib.Path(args.record, "final.json").write_text(json.dumps({"params": parameters(model),
                                                                       "changes": sampler.changes if sampler else 0,
                                                                       "weights": sampler.weights if sampler else None,
                                                                       "rates": sampler.rates if sampler else None,
-                                                                      "largest_forward": forwards}))
+                                                                      "largest_forward": forwards,
+                                                                      "steps": steps}))
     dist.barrier()
     dist.destroy_process_group()
 

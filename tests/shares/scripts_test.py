@@ -126,6 +126,18 @@ def flat(values):
     return [v for part in values for v in part]
 
 
+def samples_once(kept, steps, key_of):
+    """Problems unless, for every step k of the final model, the samples its ranks trained
+    (kept[k]: their first features, from every rank, in any order) are one process's batch
+    steps[k], each once."""
+    problems = []
+    for k, want in enumerate(steps):
+        got = sorted(key_of.get(v, -1) for v in kept.get(k, []))
+        if got != sorted(want):
+            problems.append(f"step {k + 1}: the ranks trained samples {got}, one process {sorted(want)}")
+    return problems
+
+
 def accelerate_gradient(module, params, indices):
     """The gradient of the whole step's mean loss at `params`, in one process."""
     import torch
@@ -235,9 +247,10 @@ def case_accelerate_resume(job, work):
     parameters before each and at the end are one process's (to 1e-12): no step lost or trained
     twice. The resumed sampler starts from the rates learned, by host."""
     module = example("train_accelerate")
-    ckpt = work / "ckpt"
+    ckpt, first = work / "ckpt", work / "first"
+    first.mkdir()
     codes, logs = job.run(work, "train_accelerate.py", "--epochs", "2", "--checkpoint-dir", str(ckpt),
-                          "--save-every", "3", "--stop-after", "7", "--rebalance-every", "2",
+                          "--save-every", "3", "--stop-after", "7", "--rebalance-every", "2", "--record", str(first),
                           seconds_per_sample=SECONDS_PER_SAMPLE)
     if codes != [0, 0]:
         return [f"the first job's agents exited {codes}:\n{logs[-4000:]}"]
@@ -265,12 +278,20 @@ def case_accelerate_resume(job, work):
                 problems.append(f"step {k + 1}: rank {r['rank']} took {mine}")
             worst = max(worst, max(abs(a - b) for a, b in zip(flat(s["params"]), trajectory[k])))
         worst = max(worst, max(abs(a - b) for a, b in zip(flat(r["params"]), trajectory[-1])))
+    # The final model: the first job's steps 1 to 6 (the checkpoint of step 6), then the resumed job's.
+    kept = {}
+    for r, ran_from, ran_to in [*[(x, 0, 6) for x in records(first)], *[(x, 6, len(steps)) for x in ranks]]:
+        for s in r["steps"]:
+            k = s["epoch"] * per_epoch + s["step"]
+            if ran_from <= k < ran_to:
+                kept.setdefault(k, []).extend(s["keys"])
+    problems += samples_once(kept, steps, key_of)
     rates = ranks[0].get("rates") or {}
     if sorted(rates) != ["127.0.0.1", "127.0.0.2"]:
         problems.append(f"the resumed sampler's rates {rates} are not the first job's, by host")
     print(f"     accelerate resumed after step 7 of {len(steps)} from the checkpoint of step 6 on 2 + 1 workers, node 1 "
           f"on a spare: the parameters before each step and at the end are off one process's by {worst:.2g}; "
-          f"rates loaded {rates}")
+          f"rates loaded {rates}; each step's samples one process's, each trained once")
     if worst > 1e-12:
         problems.append(f"the parameters are off one process's by {worst:.3g}")
     return problems
@@ -416,7 +437,8 @@ def case_trainer_resume(job, work):
     one process's 6 steps, and the weights it learned are the true speeds within 25%. It resumes
     with resume_from_checkpoint on another topology: 2 + 1 workers, node 1 on another host (a
     spare). Steps 7 and 8 are the rest of that epoch: the parameters equal one process's 8 steps,
-    and the resumed sampler starts from the rates learned, by host."""
+    each step's samples (the ranks' records of both jobs) are one process's, each once, and the
+    resumed sampler starts from the rates learned, by host."""
     ckpt = work / "ckpt"
     codes, logs = job.run(work, "train_trainer.py", "--model", "mse", "--steps", "8", "--checkpoint-dir", str(ckpt),
                           "--save-steps", "3", "--stop-after", "6", "--rebalance-every", "2", "--record", str(work),
@@ -456,7 +478,18 @@ def case_trainer_resume(job, work):
     if final["rates"] != saved["rates"] or not final["weights"]:
         problems.append(f"the resumed sampler has rates {final['rates']} and weights {final['weights']}, "
                         f"not the checkpoint's rates {saved['rates']}")
-    return problems
+    # The final model: the first job's steps 1 to 6 (checkpoint-6), then the resumed job's 7 and 8.
+    data = example("train_trainer").regression_data()
+    key_of = {data[i]["x"][0].item(): i for i in range(len(data))}
+    kept = {}
+    for ranks, ran_from, ran_to in [(first["steps"], 0, 6), (final["steps"], 6, 8)]:
+        for step, keys in [t for rank in ranks for t in rank]:
+            if ran_from <= step < ran_to:
+                kept.setdefault(step, []).extend(keys)
+    once = samples_once(kept, whole_steps(len(data), seed=0, drop_last=False, epochs=8)[:8], key_of)
+    if not once:
+        print("     each of the 8 steps' samples one process's, each trained once")
+    return problems + once
 
 
 def case_trainer_refusals(job, work):

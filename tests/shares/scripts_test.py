@@ -77,9 +77,9 @@ class Job:
         self.binary, self.torchrun, self.marker = binary, torchrun, marker
 
     def run(self, work, script, *args, seconds_per_sample=None, flags=(), hosts=None):
-        """Both nodes of the job, each started by `hetlaunch exec`; their statuses and logs. With
+        """Every node of the job, each started by `hetlaunch exec`; their statuses and logs. With
         seconds_per_sample (one a node), each node's Linear forwards sleep that long a sample.
-        `hosts`: the two nodes' --hosts instead of FLAGS' (no --weight: the plan's equal split)."""
+        `hosts`: the nodes' --hosts instead of FLAGS' two (no --weight: the plan's equal split)."""
         port = processes.free_port()
         env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS" and not k.startswith("PET_")}
         env[self.marker.name] = self.marker.value
@@ -89,7 +89,8 @@ class Job:
             program.insert(0, str(HERE / "slowed.py"))
         topology = FLAGS if hosts is None else ["--hosts", hosts, "--global-batch", str(GLOBAL_BATCH)]
         agents = []
-        for node in range(2):
+        nodes = len(topology[1].split(","))
+        for node in range(nodes):
             log = open(work / f"agent-{node}.log", "w")
             agents.append(subprocess.Popen(
                 [self.binary, "exec", "--node", str(node), *topology, *flags, "--master-port", port,
@@ -102,7 +103,7 @@ class Job:
             except subprocess.TimeoutExpired:
                 os.killpg(a.pid, signal.SIGKILL)
                 codes.append("timeout")
-        return codes, "".join((work / f"agent-{n}.log").read_text(errors="replace") for n in range(2))
+        return codes, "".join((work / f"agent-{n}.log").read_text(errors="replace") for n in range(nodes))
 
 
 def whole_steps(dataset_size, seed=0, drop_last=True, epochs=1):
@@ -240,19 +241,21 @@ def accelerate_trajectory(module, steps):
 
 def case_accelerate_resume(job, work):
     """The accelerate recipe of the docs with checkpoints: the loader registered for
-    checkpointing, accelerator.save_state every 3 steps on 3 + 1 workers while the sampler learns
-    the rates, and the job ends after step 7 (trained, never saved). It resumes from step 6 with
-    load_state, set_epoch and skip_first_batches on 2 + 1 workers, node 1 on another host: the
-    steps trained after the resume are steps 7 to 10 of the job, each rank's share of each, and the
-    parameters before each and at the end are one process's (to 1e-12): no step lost or trained
-    twice. The resumed sampler starts from the rates learned, by host."""
+    checkpointing, accelerator.save_state every 3 steps on three nodes (2 + 1 + 1 workers of
+    different speeds) while the sampler learns the rates, and the job ends after step 7 (trained,
+    never saved). It resumes from step 6 with load_state, set_epoch and skip_first_batches on two
+    nodes (2 + 1 workers), node 1 on a host the first job did not have (a spare): the steps trained
+    after the resume are steps 7 to 10 of the job, each rank's share of each, and the parameters
+    before each and at the end are one process's (to 1e-12); each step's samples, the first job's up
+    to the checkpoint and the resumed job's after, are one process's, each once. The resumed sampler
+    starts from the rates learned, by host."""
     module = example("train_accelerate")
     ckpt, first = work / "ckpt", work / "first"
     first.mkdir()
     codes, logs = job.run(work, "train_accelerate.py", "--epochs", "2", "--checkpoint-dir", str(ckpt),
                           "--save-every", "3", "--stop-after", "7", "--rebalance-every", "2", "--record", str(first),
-                          seconds_per_sample=SECONDS_PER_SAMPLE)
-    if codes != [0, 0]:
+                          seconds_per_sample=(0.008, 0.002, 0.004), hosts="127.0.0.1:2,127.0.0.2:1,127.0.0.4:1")
+    if codes != [0, 0, 0]:
         return [f"the first job's agents exited {codes}:\n{logs[-4000:]}"]
     problems = [f"no checkpoint line of step {s}" for s in (3, 6) if f'HETLAUNCH_CHECKPOINT {{"step": {s}}}' not in logs]
     codes, logs = job.run(work, "train_accelerate.py", "--epochs", "2", "--checkpoint-dir", str(ckpt), "--resume",
@@ -287,10 +290,10 @@ def case_accelerate_resume(job, work):
                 kept.setdefault(k, []).extend(s["keys"])
     problems += samples_once(kept, steps, key_of)
     rates = ranks[0].get("rates") or {}
-    if sorted(rates) != ["127.0.0.1", "127.0.0.2"]:
+    if sorted(rates) != ["127.0.0.1", "127.0.0.2", "127.0.0.4"]:
         problems.append(f"the resumed sampler's rates {rates} are not the first job's, by host")
-    print(f"     accelerate resumed after step 7 of {len(steps)} from the checkpoint of step 6 on 2 + 1 workers, node 1 "
-          f"on a spare: the parameters before each step and at the end are off one process's by {worst:.2g}; "
+    print(f"     accelerate checkpointed on 2 + 1 + 1 workers, resumed after step 7 of {len(steps)} from the checkpoint "
+          f"of step 6 on 2 + 1 workers, node 1 on a spare: the parameters before each step and at the end are off one process's by {worst:.2g}; "
           f"rates loaded {rates}; each step's samples one process's, each trained once")
     if worst > 1e-12:
         problems.append(f"the parameters are off one process's by {worst:.3g}")

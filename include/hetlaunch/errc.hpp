@@ -90,6 +90,7 @@ enum class errc : int {
   bad_measurement = 60,      // a HETLAUNCH_MEASURED line or a rate that cannot be a node's speed
   host_mismatch = 61,        // a worker's HETLAUNCH_NODE_HOST is not its node's host in the plan
   bad_checkpoint = 62,       // a HETLAUNCH_CHECKPOINT line that is not {"step": S}
+  bad_progress = 63,         // a HETLAUNCH_PROGRESS line that is not a rank's progress report
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -215,6 +216,8 @@ constexpr std::string_view to_string(errc code) noexcept {
       return "host_mismatch";
     case errc::bad_checkpoint:
       return "bad_checkpoint";
+    case errc::bad_progress:
+      return "bad_progress";
     case errc::global_batch_too_small:
       return "global_batch_too_small";
     case errc::bad_global_batch:

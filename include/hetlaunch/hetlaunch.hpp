@@ -25,6 +25,7 @@
 #include "restart.hpp"
 #include "grow_back.hpp"
 #include "checkpoint_line.hpp"
+#include "rank_health.hpp"
 #include "calibration.hpp"
 #include "numa_binding.hpp"
 #include "cpu_topology.hpp"

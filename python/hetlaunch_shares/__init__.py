@@ -33,7 +33,9 @@ share it was cut with.
 HF Trainer: `shares.ShareTrainer` in place of `transformers.Trainer` (imports transformers).
 
 After each checkpoint that is complete on every rank, `shares.checkpoint_saved(step)`: rank 0
-prints the line `hetlaunch run --grow-back` restarts at.
+prints the line `hetlaunch run --grow-back` restarts at. Wrap the save in `with
+shares.checkpointing():` so that `hetlaunch run --hang-timeout` judges it by --checkpoint-timeout;
+a script without ShareBatchSampler calls `shares.heartbeat(step)` at each step's start.
 
 The core depends on the standard library and torch; accelerate and transformers are imported only
 by the parts that use them. Install with `pip install --no-build-isolation ./python`, or put the
@@ -45,10 +47,11 @@ from ._core import (RESHARD_REFUSED, Share, ShareLoaderError, micro_batches, ran
 from ._sampler import NOTHING_TIMED, ShareBatchSampler, weighted_allreduce_hook
 from ._accelerate import prepare_loader
 from ._lines import checkpoint_saved
+from ._progress import checkpointing, heartbeat
 
 __all__ = ["Share", "rank_batch", "share_from_env", "ShareBatchSampler", "ShareLoaderError",
            "weighted_allreduce_hook", "prepare_loader", "ShareTrainer", "micro_batches", "split_batch",
-           "weights_from_rates", "checkpoint_saved"]
+           "weights_from_rates", "checkpoint_saved", "checkpointing", "heartbeat"]
 
 
 def __getattr__(name):

@@ -14,6 +14,8 @@ NODE_HOST = "HETLAUNCH_NODE_HOST"
 MAX_BATCH = "HETLAUNCH_MAX_BATCH"
 RESTART_COUNT = "HETLAUNCH_RESTART_COUNT"
 CALIBRATE_STEPS = "HETLAUNCH_CALIBRATE_STEPS"
+# Set by `hetlaunch run` when it judges slow and hung ranks: how often each rank reports.
+PROGRESS_SECONDS = "HETLAUNCH_PROGRESS_SECONDS"
 # torchrun's
 RANK = "RANK"
 WORLD_SIZE = "WORLD_SIZE"
@@ -25,6 +27,8 @@ LOCAL_WORLD_SIZE = "LOCAL_WORLD_SIZE"
 # checkpoint_line.hpp's checkpoint_prefix): the word, a space, then one JSON object.
 MEASURED_LINE = "HETLAUNCH_MEASURED "
 CHECKPOINT_LINE = "HETLAUNCH_CHECKPOINT "
+# Every rank's progress line (rank_health.hpp's progress_prefix), from a thread of its own.
+PROGRESS_LINE = "HETLAUNCH_PROGRESS "
 
 HETLAUNCH = (GLOBAL_BATCH, NODE_BATCH, NODE_BATCH_OFFSET, NODE_HOST, MAX_BATCH, RESTART_COUNT, CALIBRATE_STEPS)
 

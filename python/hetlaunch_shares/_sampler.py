@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Iterator, List, NamedTuple
 
 from . import _names as names
+from . import _progress
 from ._core import RESHARD_REFUSED, Share, ShareLoaderError, check_rebalance_every, rank_batch, rates_on_topology, \
     split_batch, weights_from_rates
 from ._steps import READ_AHEAD_LIMIT, StepLedger
@@ -152,6 +153,11 @@ class ShareBatchSampler:
         self.watching = 0  # parameters whose gradients time the steps (watch())
         self._calibration = None  # calibrating: each rank's seconds and samples after the first window
         self._printed = False
+        # Progress for a launcher that judges slow and hung ranks (HETLAUNCH_PROGRESS_SECONDS), if asked.
+        self._progress = _progress.reporter()
+        if self._progress is not None:
+            self._progress.window_steps = rebalance_every or _progress.WINDOW_STEPS
+        self._trained_steps = 0  # the steps of the job trained before the next (from a loaded position)
 
     # ---- order and position ----
 
@@ -254,6 +260,10 @@ class ShareBatchSampler:
             self._window[0] += result.seconds
             self._window[1] += result.handed.share.batch
             self._ever_timed = True
+        self._trained_steps += 1
+        if self._progress is not None:
+            self._progress.trained(result.handed.share.batch, result.seconds)
+            self._progress.computed()
 
     def gradient_ready(self, last: bool = False) -> None:
         """A gradient bucket of the current step is ready (the comm hook calls this); `last`: the
@@ -291,6 +301,14 @@ class ShareBatchSampler:
         if not handles:
             raise ValueError(f"{type(module).__name__} has no parameter that needs a gradient: nothing to time")
         self.watching += len(handles)
+        if self._progress is not None:
+            import torch
+
+            def forward_starts(m, inputs):
+                # A training step's computation begins (an evaluation's forwards are no step).
+                if m.training and torch.is_grad_enabled():
+                    self._progress.started(self._trained_steps)
+            handles.append(module.register_forward_pre_hook(forward_starts))
         return handles
 
     # ---- rebalancing ----
@@ -419,6 +437,7 @@ class ShareBatchSampler:
                 raise ValueError(f"the checkpoint's position (epoch {epoch}, step {step}) is negative")
             self._resume = (epoch, step)
             self.epoch = epoch
+            self._trained_steps = epoch * len(self) + step
         if not weights and not rates:
             return
         if self._layout is None:

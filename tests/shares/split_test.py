@@ -510,11 +510,12 @@ def names_cases():
     # The words of rank 0's lines are the ones run reads.
     include = HERE.parents[1] / "include" / "hetlaunch"
     for python_word, header, constant in ((_names.MEASURED_LINE, "calibration.hpp", "measured_prefix"),
-                                          (_names.CHECKPOINT_LINE, "checkpoint_line.hpp", "checkpoint_prefix")):
+                                          (_names.CHECKPOINT_LINE, "checkpoint_line.hpp", "checkpoint_prefix"),
+                                          (_names.PROGRESS_LINE, "rank_health.hpp", "progress_prefix")):
         found = re.search(rf'inline constexpr std::string_view {constant} = "([^"]*)";', (include / header).read_text())
         if not found or found.group(1) != python_word:
             failures.append(f"{header}'s {constant} is {found and found.group(1)!r}, Python's {python_word!r}")
-    spelled_lines = sorted(set(re.findall(r'"(HETLAUNCH_(?:MEASURED|CHECKPOINT) )', source)))
+    spelled_lines = sorted(set(re.findall(r'"(HETLAUNCH_(?:MEASURED|CHECKPOINT|PROGRESS) )', source)))
     if spelled_lines:
         failures.append(f"line words spelled outside _names.py: {spelled_lines}")
     return failures
@@ -553,6 +554,83 @@ def checkpoint_line_cases():
     except ValueError as e:
         if "not a non-negative integer" not in str(e):
             failures.append(f"RANK=x: {e}")
+    return failures
+
+
+def progress_cases():
+    """A rank's progress reporter: its line says the step, the phase and how long it has lasted,
+    and the last window's samples a second; the loop's marks change only fields; nothing at all
+    without HETLAUNCH_PROGRESS_SECONDS."""
+    import io
+    import time
+    from hetlaunch_shares import _names, _progress
+
+    failures = []
+    now = [100.0]
+    out = io.StringIO()
+    p = _progress.Progress(1.0, 3, out=out, clock=lambda: now[0], window_steps=2)
+
+    def said():
+        return json.loads(p.line()[len(_names.PROGRESS_LINE):])
+    if not p.line().startswith("HETLAUNCH_PROGRESS {"):
+        failures.append(f"the line {p.line()!r}")
+    p.started(5)
+    now[0] = 101.5
+    want = {"rank": 3, "step": 5, "phase": "computing", "phase_seconds": 1.5, "window": 0, "samples_per_second": 0.0}
+    if said() != want:
+        failures.append(f"computing: {said()}, expected {want}")
+    p.trained(10, 0.5)
+    p.computed()
+    p.trained(30, None)  # untimed: no part of a window
+    p.trained(30, 1.5)
+    now[0] = 103.0
+    got = said()
+    if (got["phase"], got["phase_seconds"], got["window"], got["samples_per_second"]) != ("computed", 1.5, 1, 20.0):
+        failures.append(f"after a window of 40 samples in 2 s: {got}")
+    with p.checkpointing():
+        now[0] = 110.0
+        if said()["phase"] != "checkpointing" or said()["phase_seconds"] != 7.0:
+            failures.append(f"inside checkpointing(): {said()}")
+    if said()["phase"] != "computed":
+        failures.append(f"after checkpointing(): {said()}")
+    p.heartbeat(6)
+    now[0] = 111.0
+    p.heartbeat(7, samples=24)
+    now[0] = 113.0
+    p.heartbeat(8, samples=24)
+    if said()["step"] != 8 or said()["window"] != 2 or said()["samples_per_second"] != 16.0:
+        failures.append(f"heartbeats of 24 samples in 1 s and 2 s: {said()}")
+    p._say()
+    if out.getvalue().count("\n") != 1 or not out.getvalue().startswith("HETLAUNCH_PROGRESS "):
+        failures.append(f"one line a report: {out.getvalue()!r}")
+    # The thread: a line at once and one an interval, until stopped.
+    out2 = io.StringIO()
+    t = _progress.Progress(0.05, 0, out=out2).start()
+    time.sleep(0.3)
+    t.stop()
+    lines = out2.getvalue().splitlines()
+    if not 3 <= len(lines) <= 8 or any(not x.startswith("HETLAUNCH_PROGRESS {") for x in lines):
+        failures.append(f"in 0.3 s at an interval of 0.05 s: {lines}")
+    # The launcher's variable.
+    if _progress.interval_from({}) is not None or _progress.interval_from({_names.PROGRESS_SECONDS: "0.5"}) != 0.5:
+        failures.append("HETLAUNCH_PROGRESS_SECONDS is not read as seconds")
+    for bad in ("0", "-1", "x", "nan", "inf", "3601", ""):
+        try:
+            _progress.interval_from({_names.PROGRESS_SECONDS: bad})
+            failures.append(f"HETLAUNCH_PROGRESS_SECONDS={bad!r} was taken")
+        except ValueError as e:
+            if "must be a number of seconds" not in str(e):
+                failures.append(f"{bad!r}: {e}")
+    if _progress.reporter({}) is not None:
+        failures.append("a reporter without HETLAUNCH_PROGRESS_SECONDS")
+    for bad in (-1, 1.5, True, "2"):
+        try:
+            _progress.heartbeat(bad)
+            failures.append(f"heartbeat({bad!r}) was taken")
+        except ValueError:
+            pass
+    with _progress.checkpointing():  # without the variable: nothing
+        pass
     return failures
 
 
@@ -606,6 +684,8 @@ def main():
         run.case("a loader that reads ahead: the position is what training finished", read_ahead_cases)
         run.case("variable names: once in Python, equal to worker_variables.hpp's", names_cases)
         run.case("checkpoint_saved: rank 0 prints the checkpoint line, for a step only", checkpoint_line_cases)
+        run.case("progress: each rank's line of its step, phase and rate, nothing without the launcher's variable",
+                 progress_cases)
         run.case("install: pip install --no-build-isolation ./python, offline", install_cases)
     return run.status
 

@@ -51,10 +51,11 @@ def model():
 
 
 def train(share, steps, lr, checkpoint_dir, every, seed, on_step=None, reduce=None, writer=False, pace=0.0,
-          trained=None):
+          trained=None, save_pause=0.0):
     """Trains from the last checkpoint; returns the parameters as a list. `reduce` wraps the
     model for DDP (None: one process over the whole batch); `writer` saves the checkpoints;
-    `trained(step, epoch, indices)` is called after each step's update. The
+    `trained(step, epoch, indices)` is called after each step's update; `save_pause` seconds are
+    added to the writer's first checkpoint (a slow save, to try --checkpoint-timeout). The
     sampler keeps the position: its state, saved with the model, resumes at the next step not
     trained, on any topology (a restart on fewer nodes, on a spare, or on a node grown back)."""
     import torch
@@ -69,6 +70,10 @@ def train(share, steps, lr, checkpoint_dir, every, seed, on_step=None, reduce=No
         sampler.load_state_dict(state["sampler"])
         done = state["step"]
     wrapped = reduce(net) if reduce else net
+    if reduce:
+        # Times each step to this rank's last gradient, and tells `run --hang-timeout` when a step
+        # starts and when this rank's part of it is done.
+        sampler.watch(wrapped)
     opt = torch.optim.SGD(wrapped.parameters(), lr=lr)
     x, y = data()
     epoch = sampler.epoch
@@ -85,14 +90,18 @@ def train(share, steps, lr, checkpoint_dir, every, seed, on_step=None, reduce=No
                 trained(done, epoch, idx)
             done += 1
             if latest and done % every == 0:
-                if writer:
-                    tmp = latest.with_suffix(".tmp")
-                    torch.save({"model": net.state_dict(), "sampler": sampler.state_dict(), "step": done}, tmp)
-                    os.replace(tmp, latest)
-                if reduce:
-                    import torch.distributed as dist
+                # Judged by `run --checkpoint-timeout`, not --hang-timeout, while it saves.
+                with shares.checkpointing():
+                    if writer:
+                        tmp = latest.with_suffix(".tmp")
+                        torch.save({"model": net.state_dict(), "sampler": sampler.state_dict(), "step": done}, tmp)
+                        os.replace(tmp, latest)
+                        if save_pause and done == every:
+                            time.sleep(save_pause)
+                    if reduce:
+                        import torch.distributed as dist
 
-                    dist.barrier()  # the checkpoint is complete before any rank goes on
+                        dist.barrier()  # the checkpoint is complete before any rank goes on
                 # `hetlaunch run --grow-back` may restart the job here to let a host back in.
                 shares.checkpoint_saved(done)
             if pace:
@@ -115,6 +124,8 @@ def main() -> int:
     p.add_argument("--fail-at", type=int)
     p.add_argument("--fail-node", type=int, default=0)
     p.add_argument("--pace", type=float, default=0.0, help="seconds to wait after each step (to watch a restart)")
+    p.add_argument("--save-pause", type=float, default=0.0,
+                   help="seconds rank 0 adds to the first checkpoint of the first attempt (a slow save)")
     args = p.parse_args()
 
     import torch.distributed as dist
@@ -139,7 +150,8 @@ def main() -> int:
         log.flush()
 
     params = train(share, args.steps, args.lr, args.checkpoint_dir, args.every, args.seed, fail_once, DDP,
-                   writer=rank == 0, pace=args.pace, trained=trained if log else None)
+                   writer=rank == 0, pace=args.pace, trained=trained if log else None,
+                   save_pause=args.save_pause if attempt == "0" else 0.0)
     if rank == 0:
         print(f"attempt {attempt}: {args.steps} steps done on a world of {share.world_size}", flush=True)
         if args.result:

@@ -292,6 +292,10 @@ std::string core_message(const Diagnostic& d) {
         return concat(detail::quoted(text),
                       " is the node's memory ceiling, set from the plan (max_batch= in a hostfile, "
                       "--max-batch); it cannot be given as a variable");
+      if (text == variables::progress_seconds)
+        return concat(detail::quoted(text),
+                      " is set only by `hetlaunch run --hang-timeout`, which reads the ranks' "
+                      "progress lines; it cannot be given as a variable");
       if (text == variables::calibrate_steps)
         return concat(detail::quoted(text),
                       " is set only by `hetlaunch calibrate` (--calibrate-steps): a job given it "

@@ -80,6 +80,10 @@ struct launch_options {
   /// reports the ranks' rates and stops (`hetlaunch calibrate`). 0: never set, and an inherited
   /// one is removed.
   int calibrate_steps = 0;
+  /// M above 0: every worker gets HETLAUNCH_PROGRESS_SECONDS (M / 1000 seconds), and each rank
+  /// reports its progress that often (hetlaunch_shares; rank_health.hpp judges it): `hetlaunch
+  /// run --hang-timeout` sets it. 0: never set, and an inherited one is removed.
+  int progress_milliseconds = 0;
   /// Each worker runs on the CPUs this mode gives its GPU (torchrun's --numa-binding modes, on
   /// every torch): torchrun starts it with --no-python through `bind_program bind --numa-binding
   /// MODE -- python -u SCRIPT ...`, which sets its CPUs and executes the real command.

@@ -60,6 +60,17 @@ inline void append_batch_env(environment& env, const launch_options& o, const no
   if (max_batch > 0) env.emplace_back(variables::max_batch, std::to_string(max_batch));
   if (o.calibrate_steps > 0)
     env.emplace_back(variables::calibrate_steps, std::to_string(o.calibrate_steps));
+  if (o.progress_milliseconds > 0) {
+    // Seconds with at most three decimals, no trailing zeros: 250 -> "0.25", 1000 -> "1".
+    std::string text = std::to_string(o.progress_milliseconds / 1000);
+    int fraction = o.progress_milliseconds % 1000;
+    if (fraction) {
+      std::string digits = std::to_string(1000 + fraction).substr(1);
+      while (digits.back() == '0') digits.pop_back();
+      text += "." + digits;
+    }
+    env.emplace_back(variables::progress_seconds, std::move(text));
+  }
 }
 // Node i's ceiling: a fixed topology has none.
 inline int node_max_batch(const cluster& c, std::size_t i) { return c.max_batch(i); }

@@ -30,6 +30,9 @@ inline constexpr std::string_view restart_count = "HETLAUNCH_RESTART_COUNT";
 /// N, the steps a worker's sampler measures before rank 0 reports its rates (`hetlaunch
 /// calibrate`'s HETLAUNCH_MEASURED line) and the sampler stops.
 inline constexpr std::string_view calibrate_steps = "HETLAUNCH_CALIBRATE_STEPS";
+/// How often each rank reports its progress (seconds), set only by a launcher that judges slow
+/// and hung ranks (`hetlaunch run --hang-timeout`).
+inline constexpr std::string_view progress_seconds = "HETLAUNCH_PROGRESS_SECONDS";
 /// The job's tasks a node (SLURM_TASKS_PER_NODE's form), kept by a batch script for its steps.
 inline constexpr std::string_view tasks_per_node = "HETLAUNCH_TASKS_PER_NODE";
 /// A JobSet pod's node index within its group.
@@ -44,11 +47,13 @@ inline constexpr std::string_view worker_identical = "TORCH_ELASTIC_WORKER_IDENT
 inline constexpr std::array<std::string_view, 4> share = {global_batch, node_batch,
                                                           node_batch_offset, node_host};
 /// The variables the launch owns: the work share's, the node's ceiling, the restart count a
-/// launcher with restarts sets for each attempt, and the calibration steps only `hetlaunch
-/// calibrate` sets (inherited, it would end a real job after N steps as a success).
-inline constexpr std::array<std::string_view, 7> owned = {
+/// launcher with restarts sets for each attempt, the calibration steps only `hetlaunch
+/// calibrate` sets (inherited, it would end a real job after N steps as a success), and the
+/// progress interval only a launcher that reads the ranks' progress sets (inherited, every rank
+/// would print lines nobody reads).
+inline constexpr std::array<std::string_view, 8> owned = {
     global_batch, node_batch,    node_batch_offset, node_host,
-    max_batch,    restart_count, calibrate_steps};
+    max_batch,    restart_count, calibrate_steps,   progress_seconds};
 
 }  // namespace variables
 

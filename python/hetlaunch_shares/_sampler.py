@@ -248,6 +248,10 @@ class ShareBatchSampler:
             if self._loader_steps is not None:
                 self._loader_steps.append(self.steps.pending[-1])
             start = step * b + share.offset
+            if self._progress is not None and not self.watching:
+                # Unwatched, a step is said to start when its indices are taken (a loader that reads
+                # ahead takes them early; watch() marks the real start and end).
+                self._progress.started(self.steps_done - 1)
             yield indices[start:start + share.batch]
 
     # ---- marking steps trained, and timing them ----

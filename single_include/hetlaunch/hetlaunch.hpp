@@ -976,6 +976,9 @@ inline constexpr std::string_view restart_count = "HETLAUNCH_RESTART_COUNT";
 /// N, the steps a worker's sampler measures before rank 0 reports its rates (`hetlaunch
 /// calibrate`'s HETLAUNCH_MEASURED line) and the sampler stops.
 inline constexpr std::string_view calibrate_steps = "HETLAUNCH_CALIBRATE_STEPS";
+/// How often each rank reports its progress (seconds), set only by a launcher that judges slow
+/// and hung ranks (`hetlaunch run --hang-timeout`).
+inline constexpr std::string_view progress_seconds = "HETLAUNCH_PROGRESS_SECONDS";
 /// The job's tasks a node (SLURM_TASKS_PER_NODE's form), kept by a batch script for its steps.
 inline constexpr std::string_view tasks_per_node = "HETLAUNCH_TASKS_PER_NODE";
 /// A JobSet pod's node index within its group.
@@ -990,11 +993,13 @@ inline constexpr std::string_view worker_identical = "TORCH_ELASTIC_WORKER_IDENT
 inline constexpr std::array<std::string_view, 4> share = {global_batch, node_batch,
                                                           node_batch_offset, node_host};
 /// The variables the launch owns: the work share's, the node's ceiling, the restart count a
-/// launcher with restarts sets for each attempt, and the calibration steps only `hetlaunch
-/// calibrate` sets (inherited, it would end a real job after N steps as a success).
-inline constexpr std::array<std::string_view, 7> owned = {
+/// launcher with restarts sets for each attempt, the calibration steps only `hetlaunch
+/// calibrate` sets (inherited, it would end a real job after N steps as a success), and the
+/// progress interval only a launcher that reads the ranks' progress sets (inherited, every rank
+/// would print lines nobody reads).
+inline constexpr std::array<std::string_view, 8> owned = {
     global_batch, node_batch,    node_batch_offset, node_host,
-    max_batch,    restart_count, calibrate_steps};
+    max_batch,    restart_count, calibrate_steps,   progress_seconds};
 
 }  // namespace variables
 
@@ -1618,6 +1623,10 @@ std::string core_message(const Diagnostic& d) {
         return concat(detail::quoted(text),
                       " is the node's memory ceiling, set from the plan (max_batch= in a hostfile, "
                       "--max-batch); it cannot be given as a variable");
+      if (text == variables::progress_seconds)
+        return concat(detail::quoted(text),
+                      " is set only by `hetlaunch run --hang-timeout`, which reads the ranks' "
+                      "progress lines; it cannot be given as a variable");
       if (text == variables::calibrate_steps)
         return concat(detail::quoted(text),
                       " is set only by `hetlaunch calibrate` (--calibrate-steps): a job given it "
@@ -3327,6 +3336,10 @@ struct launch_options {
   /// reports the ranks' rates and stops (`hetlaunch calibrate`). 0: never set, and an inherited
   /// one is removed.
   int calibrate_steps = 0;
+  /// M above 0: every worker gets HETLAUNCH_PROGRESS_SECONDS (M / 1000 seconds), and each rank
+  /// reports its progress that often (hetlaunch_shares; rank_health.hpp judges it): `hetlaunch
+  /// run --hang-timeout` sets it. 0: never set, and an inherited one is removed.
+  int progress_milliseconds = 0;
   /// Each worker runs on the CPUs this mode gives its GPU (torchrun's --numa-binding modes, on
   /// every torch): torchrun starts it with --no-python through `bind_program bind --numa-binding
   /// MODE -- python -u SCRIPT ...`, which sets its CPUs and executes the real command.
@@ -3582,6 +3595,17 @@ inline void append_batch_env(environment& env, const launch_options& o, const no
   if (max_batch > 0) env.emplace_back(variables::max_batch, std::to_string(max_batch));
   if (o.calibrate_steps > 0)
     env.emplace_back(variables::calibrate_steps, std::to_string(o.calibrate_steps));
+  if (o.progress_milliseconds > 0) {
+    // Seconds with at most three decimals, no trailing zeros: 250 -> "0.25", 1000 -> "1".
+    std::string text = std::to_string(o.progress_milliseconds / 1000);
+    int fraction = o.progress_milliseconds % 1000;
+    if (fraction) {
+      std::string digits = std::to_string(1000 + fraction).substr(1);
+      while (digits.back() == '0') digits.pop_back();
+      text += "." + digits;
+    }
+    env.emplace_back(variables::progress_seconds, std::move(text));
+  }
 }
 // Node i's ceiling: a fixed topology has none.
 inline int node_max_batch(const cluster& c, std::size_t i) { return c.max_batch(i); }

@@ -12,7 +12,8 @@ SIGTERM; an invalid hostfile (no connection at all, by sshd's logs); hostile scr
 that must arrive byte for byte; discovery, and a host without nvidia-smi; gang restarts (a worker
 that fails once, no restart left, a restart without the failed host and its new work shares,
 --min-nodes, SIGINT, refused flags); training that survives a failure, a spare, and a host lost
-mid-job that comes back (--grow-back), with the parameters of one process. After every case no
+mid-job that comes back (--grow-back), and a worker stopped mid-job (--hang-timeout), with the
+parameters of one process and each step's samples trained once. After every case no
 process of the job may be left on any host.
 
 With --chroot SUITE (sid: torch 2.14) every node's torchrun and workers run in that Debian
@@ -909,6 +910,66 @@ def case_grow_back_training(b, w, work, c):
                                           positions=work / "positions") + left_on_hosts(work)
 
 
+def worker_of(host):
+    """The pid of a training worker on host `host` (a process of its namespace with RANK in its
+    environment: torchrun itself has none), or None."""
+    for pid in subprocess.run(["ip", "netns", "pids", HOSTS[host]], capture_output=True, text=True).stdout.split():
+        try:
+            env = pathlib.Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            cmdline = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"train_restarts.py" in cmdline and any(v.startswith(b"RANK=") for v in env):
+            return int(pid)
+    return None
+
+
+def case_hung_training(b, w, work, c):
+    """examples/train_restarts.py on three hosts (4 + 2 + 1 workers) with --hang-timeout 10 (the
+    first step of seven workers starting on two cores takes seconds, more on torch 2.14). The
+    first checkpoint takes 12 s more (inside checkpointing(), within --checkpoint-timeout): no
+    rank is hung then. After the second, host 2's worker (rank 6) is stopped with SIGSTOP. It goes
+    silent, while the ranks waiting for it in the all-reduce go on saying they wait: rank_hung
+    names rank 6 on node 2 and no other rank. With --restarts 1 --exclude-failed the job goes on
+    from the checkpoint on hosts 0 and 1, each step's samples trained once and the final
+    parameters one process's; the stopped worker is killed with the rest of its node."""
+    example, hf, ckpt, result = training_files(work, 3)
+    proc = hetlaunch_on_host0(b, [
+        "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", "29725", "--kill-after",
+        str(KILL_AFTER), "--restarts", "1", "--exclude-failed", "--hang-timeout", "10", "--global-batch", "24",
+        "--env", "GLOO_SOCKET_IFNAME=eth0", *events_flag(work), "--", str(example),
+        *training_args(work, ckpt, result, 40), "--pace", "0.1", "--save-pause", "12"])
+    log = work / "positions" / "attempt-0-rank-0.jsonl"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and proc.poll() is None and \
+            (not log.exists() or len(log.read_text().splitlines()) < 11):
+        time.sleep(0.05)
+    pid = worker_of(2)
+    if pid is None:
+        proc.kill()
+        finish(proc)
+        return ["no worker on host 2 to stop"] + left_on_hosts(work)
+    os.kill(pid, signal.SIGSTOP)
+    stopped = time.monotonic()
+    code, out, err, seen, _ = finish_timed(proc, "hung in step", timeout=400)
+    problems = [] if code == 0 else [f"run exited {code}, expected 0:\n{err[-3000:]}"]
+    events, _ = job_events.read(work / "events.jsonl")
+    hung = [(e["attempt"], e["node"], e["host"], e["rank"]) for e in events if e["event"] == "rank_hung"]
+    if hung != [(0, 2, V4[2], 6)]:
+        problems.append(f"rank_hung events {hung}, expected rank 6 of node 2 alone")
+    restarts = [(e["reason"], e["failed_host"], e["excluded"]) for e in events if e["event"] == "restart"]
+    if restarts != [("failure", V4[2], [V4[2]])]:
+        problems.append(f"restart events {restarts}")
+    if "attempt 1: 40 steps done on a world of 6" not in out + err:
+        problems.append(f"the second attempt did not finish on a world of 6:\n{(out + err)[-2000:]}")
+    if seen is not None:
+        print(f"     hung training: rank 6 stopped; run said it hung {seen - stopped:.1f} s later (--hang-timeout 10)")
+        if not 9 <= seen - stopped <= 40:  # silent from its last report, up to a second before the stop
+            problems.append(f"the hang was seen {seen - stopped:.1f} s after the stop")
+    return problems + same_as_one_process(example, result, "hung training", steps=40, tolerance=1e-9,
+                                          positions=work / "positions") + left_on_hosts(work)
+
+
 def case_restart_min_nodes(b, w, work, c):
     """--min-nodes 3 keeps the job from shrinking: node 2 fails, and run fails instead."""
     code, out, err = finish(restart_run(b, work, c, "29715", ["--restarts", "1", "--exclude-failed",
@@ -1078,6 +1139,7 @@ CASES = {
     "spare": case_spare,
     "spare_training": case_spare_training,
     "grow_back_training": case_grow_back_training,
+    "hung_training": case_hung_training,
     "node_exited_in_time": case_node_exited_in_time,
     "restart_interrupt": case_restart_interrupt,
     "restart_refused": case_restart_refused,

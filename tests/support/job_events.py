@@ -62,10 +62,15 @@ def returned(attempt, host):
     return ("node_returned", attempt, NO_NODE, host, None)
 
 
+def hung(attempt, node, host, rank, step):
+    """The row of a rank_hung event: `rank` of `node` stopped in `step` during `attempt`."""
+    return ("rank_hung", attempt, node, host, rank, step)
+
+
 def shape(events):
     """The sequence as comparable rows: (event, attempt, node, host, reason) for node events and
     node_returned (whose time, like theirs, is the network's), (event, attempt, reason) for
-    job_exited, (event, attempt) for the rest; see sorted_runs."""
+    job_exited, hung() for rank_hung, (event, attempt) for the rest; see sorted_runs."""
     rows = []
     for e in events:
         kind = e["event"]
@@ -75,6 +80,8 @@ def shape(events):
             rows.append(returned(e["attempt"], e["host"]))
         elif kind == "job_exited":
             rows.append((kind, e["attempt"], e["reason"]))
+        elif kind == "rank_hung":
+            rows.append(hung(e["attempt"], e["node"], e["host"], e["rank"], e["step"]))
         else:
             rows.append((kind, e["attempt"]))
     return sorted_runs(rows)

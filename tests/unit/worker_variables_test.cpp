@@ -13,6 +13,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 TEST_SUITE("worker_variables") {
@@ -63,23 +64,25 @@ TEST_SUITE("worker_variables") {
     const std::string& script = remote[2];
     const std::size_t unset = script.find(
         "unset HETLAUNCH_GLOBAL_BATCH HETLAUNCH_NODE_BATCH HETLAUNCH_NODE_BATCH_OFFSET "
-        "HETLAUNCH_NODE_HOST HETLAUNCH_MAX_BATCH HETLAUNCH_RESTART_COUNT HETLAUNCH_CALIBRATE_STEPS\n");
+        "HETLAUNCH_NODE_HOST HETLAUNCH_MAX_BATCH HETLAUNCH_RESTART_COUNT HETLAUNCH_CALIBRATE_STEPS "
+        "HETLAUNCH_PROGRESS_SECONDS\n");
     REQUIRE(unset != std::string::npos);
     CHECK(unset < script.find("export \"$1\""));
   }
 
   TEST_CASE("one rule for what a node sets and removes, for every plan") {
-    // For every combination of a global batch, a ceiling, a calibration, an attempt, caller
-    // variables and nodes that differ: every owned variable is either set (from the plan, once)
-    // or removed, never both; TORCH_ELASTIC_WORKER_IDENTICAL is removed exactly when the counts
-    // differ; the caller's variables come after the plan's and before the attempt.
-    for (int mask = 0; mask < 32; ++mask) {
+    // For every combination of a global batch, a ceiling, a calibration, an attempt, progress
+    // reports, caller variables and nodes that differ: every owned variable is either set (from
+    // the plan, once) or removed, never both; TORCH_ELASTIC_WORKER_IDENTICAL is removed exactly
+    // when the counts differ; the caller's variables come after the plan's and before the attempt.
+    for (int mask = 0; mask < 64; ++mask) {
       const bool shares = mask & 1, ceiling = mask & 2, calibrating = mask & 4, attempt = mask & 8,
-                 differ = mask & 16;
+                 differ = mask & 16, reporting = mask & 32;
       hetlaunch::launch_options o;
       o.script = "t.py";
       o.global_batch = shares ? 12 : 0;
       o.calibrate_steps = calibrating ? 20 : 0;
+      o.progress_milliseconds = reporting ? 250 : 0;
       hetlaunch::cluster c{{"a", 2}, {"b", differ ? 1 : 2}};
       if (ceiling) c.set_max_batch(1, 3);
       const auto plan = *hetlaunch::make_plan(c, o);
@@ -94,6 +97,7 @@ TEST_SUITE("worker_variables") {
         const bool planned = (hetlaunch::is_share_variable(name) && shares) ||
                              (name == hetlaunch::variables::max_batch && ceiling) ||
                              (name == hetlaunch::variables::calibrate_steps && calibrating) ||
+                             (name == hetlaunch::variables::progress_seconds && reporting) ||
                              (name == hetlaunch::variables::restart_count && attempt);
         CAPTURE(name);
         CHECK(set == (planned ? 1 : 0));
@@ -107,6 +111,25 @@ TEST_SUITE("worker_variables") {
       REQUIRE(user_at != vars.set.end());
       if (attempt) CHECK(vars.set.back().first == hetlaunch::variables::restart_count);
       if (!attempt) CHECK(user_at == vars.set.end() - 1);
+    }
+  }
+
+  TEST_CASE("the progress interval is given in seconds, three decimals at most") {
+    for (const auto& [ms, text] : std::vector<std::pair<int, std::string>>{{250, "0.25"},
+                                                                           {1000, "1"},
+                                                                           {1, "0.001"},
+                                                                           {1500, "1.5"},
+                                                                           {120, "0.12"},
+                                                                           {60000, "60"}}) {
+      hetlaunch::launch_options o;
+      o.script = "t.py";
+      o.progress_milliseconds = ms;
+      const auto plan = *hetlaunch::make_plan(hetlaunch::cluster{{"a", 1}}, o);
+      const auto vars = plan.try_node_variables(0, {}).value();
+      CAPTURE(ms);
+      CHECK(std::count(vars.set.begin(), vars.set.end(),
+                       std::pair<std::string, std::string>{"HETLAUNCH_PROGRESS_SECONDS", text}) ==
+            1);
     }
   }
 

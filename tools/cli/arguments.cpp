@@ -303,6 +303,20 @@ const flag flag_table[] = {
      [](const parts& p, const std::string& v) {
        p.restart->probe_every = to_int("--probe-every", v, 1, 86400);
      }},
+    {"--hang-timeout", nullptr, "SECONDS", 0,
+     "a rank with no progress for this long is hung (rank_hung): the job stops, or restarts "
+     "without its node as after a failure; needs hetlaunch_shares in the script (default: 0, off)",
+     restart_bit,
+     [](const parts& p,
+        const std::string&
+            v) { p.restart->hang_timeout = to_int("--hang-timeout", v, 0, 604800); }},
+    {"--checkpoint-timeout", nullptr, "SECONDS", 0,
+     "with --hang-timeout, the limit while a rank is inside hetlaunch_shares.checkpointing() "
+     "(default: 1800)",
+     restart_bit,
+     [](const parts& p,
+        const std::string&
+            v) { p.restart->checkpoint_timeout = to_int("--checkpoint-timeout", v, 1, 604800); }},
     {"--local", nullptr, nullptr, 0,
      "run every node's command on this machine, with no ssh: host names are labels, "
      "--master-addr defaults to 127.0.0.1 (try a job on one machine)",
@@ -620,6 +634,8 @@ void check_restart_flags(const restart_args& r) {
     throw usage_error{
         "--grow-back needs --restarts N above 0 (a host leaves the job at a restart)"};
   if (r.probe_every && !r.grow_back) throw usage_error{"--probe-every needs --grow-back"};
+  if (r.checkpoint_timeout && r.hang_timeout == 0)
+    throw usage_error{"--checkpoint-timeout needs --hang-timeout SECONDS above 0"};
 }
 
 hetlaunch::restart_options restart_options_of(const restart_args& r) {
@@ -638,9 +654,9 @@ std::string description_of(const command& c) {
     const auto& owned = hetlaunch::variables::owned;
     for (std::size_t k = 0; k < owned.size(); ++k)
       names += concat(k == 0 ? "" : k + 1 == owned.size() ? " or " : ", ", owned[k]);
-    const std::string text =
-        concat("--env and --env-file may not set ", names,
-               ": the launch sets them (the plan, --restarts, calibrate) or removes them.");
+    const std::string text = concat(
+        "--env and --env-file may not set ", names,
+        ": the launch sets them (the plan, --restarts, calibrate, --hang-timeout) or removes them.");
     // Wrapped at the width of the descriptions written by hand.
     std::size_t line_start = out.size();
     for (std::size_t at = 0; at < text.size();) {

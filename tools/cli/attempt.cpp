@@ -14,6 +14,7 @@
 
 #include <hetlaunch/calibration.hpp>
 #include <hetlaunch/checkpoint_line.hpp>
+#include <hetlaunch/rank_health.hpp>
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -21,6 +22,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <utility>
 
 namespace cli {
@@ -70,6 +72,31 @@ std::optional<std::string_view> rank0_says(std::string_view line, std::size_t no
   return line.substr(word.size());
 }
 
+// The JSON of a rank's progress line, of any rank: after "[rank R] " (run's rank prefix), after
+// torchrun's "[defaultK]:" (--tee), or unprefixed. The word inside a log message is not one.
+std::optional<std::string_view> progress_says(std::string_view line) {
+  const auto skip_prefix = [&line](std::string_view open, char close) {
+    if (line.substr(0, open.size()) != open) return;
+    std::size_t k = open.size();
+    while (k < line.size() && line[k] >= '0' && line[k] <= '9') ++k;
+    if (k == open.size() || k >= line.size() || line[k] != close) return;
+    line.remove_prefix(k + 1);
+    if (close == ']' && !line.empty() && line.front() == ' ') line.remove_prefix(1);
+  };
+  skip_prefix("[rank ", ']');
+  skip_prefix("[default", ']');
+  if (!line.empty() && line.front() == ':') line.remove_prefix(1);
+  if (line.substr(0, hetlaunch::progress_prefix.size()) != hetlaunch::progress_prefix)
+    return std::nullopt;
+  return line.substr(hetlaunch::progress_prefix.size());
+}
+
+// A rank's last progress, and its node.
+struct rank_seen {
+  std::size_t node = 0;
+  hetlaunch::rank_progress progress;
+};
+
 // How a node ended, classified once: node_exited's reason, and the line run prints about it
 // (empty for a node that succeeded).
 struct node_end {
@@ -116,6 +143,7 @@ struct attempt_facts {
   int first_status = 0;              // its ssh's status as a shell gives it
   bool by_worker = false;            // that failure was a worker's, seen in torchrun's log
   bool every_node_started = true;    // every node's ssh was started
+  bool hung = false;                 // the first failure was a hung rank's node, stopped by run
 };
 
 // The job's end if this attempt is its last, classified once: the reason and the exit status.
@@ -123,6 +151,7 @@ job_end classify(const attempt_facts& f) {
   if (f.stop_signal) return {job_ending::interrupted, 128 + f.stop_signal};
   // No node was to blame: this machine could not start one.
   if (f.local_failure) return {job_ending::ended_before_start, exit_cannot_run};
+  if (f.hung) return {job_ending::hung, exit_failed};
   if (f.first && f.by_worker) return {job_ending::worker_failed, 1};  // torchrun's own status
   if (f.first) {
     // A node that ended with status 0 before it started still failed.
@@ -197,6 +226,9 @@ class attempt {
   bool grow_ = false;                   // stopped at a checkpoint for it
   long long checkpoint_step_ = -1;
   bool bad_checkpoint_said_ = false;  // a script that writes one bad line writes it each time
+  bool bad_progress_said_ = false;
+  std::map<long long, rank_seen> ranks_;  // every rank that reported, by global rank
+  std::string hung_;                      // what run said of the hung rank it stopped the job for
   event_loop loop_;
 
   void start_nodes();
@@ -213,6 +245,8 @@ class attempt {
   void take_answer(std::size_t k);
   void stop_probes();
   void on_checkpoint(std::string_view json);
+  void on_progress(std::size_t i, std::string_view json);
+  void judge_hangs();
   void say_ends() const;
   attempt_result outcome() const;
 };
@@ -276,10 +310,12 @@ line_sink attempt::sink_of(std::size_t i, bool out) {
   }
   const bool measuring = o_.calibrate.measuring && i == 0;
   const bool watching_checkpoints = !probes_.empty();
+  const bool watching_progress = o_.restart.hang_timeout > 0;
   // Rank 0's measured line grows with the node count (about 80 bytes a node): it is read whole
   // up to 16 MiB, some 200,000 nodes.
   if (measuring) sink.whole_line = std::size_t{16} << 20;
-  sink.watch = [&p, i, measuring, watching_checkpoints, this](std::string_view line) {
+  sink.watch = [&p, i, measuring, watching_checkpoints, watching_progress,
+                this](std::string_view line) {
     if (!p.started && line == hetlaunch::node_started_line) {
       p.started = true;  // the node script's own line: not shown
       return true;
@@ -293,6 +329,11 @@ line_sink attempt::sink_of(std::size_t i, bool out) {
       if (const auto said = rank0_says(line, i, hetlaunch::measured_prefix)) measured_ = *said;
     if (watching_checkpoints)
       if (const auto said = rank0_says(line, i, hetlaunch::checkpoint_prefix)) on_checkpoint(*said);
+    if (watching_progress)
+      if (const auto said = progress_says(line)) {
+        on_progress(i, *said);
+        return true;  // read by run, not shown: a line a rank a second
+      }
     return false;
   };
   return sink;
@@ -340,8 +381,9 @@ void attempt::on_end(std::size_t i) {
   // A node whose ssh ended before its script said it started never ran torchrun, whatever ssh's
   // status: a banner and exit 0 (ForceCommand, a login shell that exits) is a failure.
   const bool fails_first = (c.status != 0 || !progress_of_[i].started) && !stopping_;
-  const node_end end =
+  node_end end =
       end_of(c, progress_of_[i], stopping_, fails_first || first_failure_ == i, failed_by_worker_);
+  if (!hung_.empty() && first_failure_ == i) end.text = concat(hung_, "; ", end.text);
   events_.node_exited(i, plan_.topology().node(i).host, exit_code(c.status), end.ending);
   ends_[i] = end.text;
   if (!fails_first) return;
@@ -367,6 +409,7 @@ void attempt::on_tick() {
   else
     progress.clear();
   probe();
+  judge_hangs();
   events_.pump();  // a slow events reader gets what it has room for, never holding the job
   if (stopping_ && now() > deadline_) {
     kill_all();
@@ -464,6 +507,65 @@ void attempt::on_checkpoint(std::string_view json) {
   stop();
 }
 
+// A rank's progress line: when it came, and since when the rank is in its phase (its own age of
+// the phase, so that the hosts' clocks never meet). A line that cannot be read is said once.
+void attempt::on_progress(std::size_t i, std::string_view json) {
+  const auto report = hetlaunch::parse_progress_line(json);
+  if (!report) {
+    if (std::exchange(bad_progress_said_, true)) return;
+    progress.clear();
+    std::fprintf(stderr, "hetlaunch: node %zu: a %sline, column %zu: %s: not a rank's progress\n",
+                 i, std::string(hetlaunch::progress_prefix).c_str(), report.error().column,
+                 report.error().message.c_str());
+    return;
+  }
+  const double t = now();
+  rank_seen& r = ranks_[report->rank];
+  r.node = i;
+  r.progress.step = report->step;
+  r.progress.phase = report->phase;
+  r.progress.phase_started = t - report->phase_seconds;
+  r.progress.last_report = t;
+}
+
+// --hang-timeout: a rank gone silent, or stuck in its step, past its limit stops the job (or
+// restarts it, its node counted as failed). The ranks that wait for it are not named.
+void attempt::judge_hangs() {
+  if (o_.restart.hang_timeout <= 0 || stopping_ || ranks_.empty()) return;
+  const hetlaunch::hang_limits limits{
+      static_cast<double>(o_.restart.hang_timeout),
+      static_cast<double>(o_.restart.checkpoint_timeout.value_or(1800))};
+  std::vector<hetlaunch::rank_progress> seen;
+  std::vector<long long> rank_of;
+  for (const auto& [rank, r] : ranks_) {
+    seen.push_back(r.progress);
+    rank_of.push_back(rank);
+  }
+  const double t = now();
+  const std::vector<std::size_t> hung = hetlaunch::hung_ranks(seen, t, limits);
+  if (hung.empty()) return;
+  const long long rank = rank_of[hung.front()];
+  const rank_seen& r = ranks_[rank];
+  const bool silent = hetlaunch::judge_hang(r.progress, t, limits) == hetlaunch::rank_stall::silent;
+  const double seconds = t - (silent ? r.progress.last_report : r.progress.phase_started);
+  const std::string host(plan_.topology().node(r.node).host);
+  events_.write("rank_hung",
+                concat("\"node\": ", r.node, ", \"host\": ", json_string(host),
+                       ", \"rank\": ", rank, ", \"step\": ", r.progress.step, ", \"seconds\": ",
+                       hetlaunch::detail::number_text(std::floor(seconds * 10) / 10)));
+  hung_ = concat("rank ", rank, " hung in step ", r.progress.step, " (",
+                 silent                                                     ? "no progress line"
+                 : r.progress.phase == hetlaunch::rank_phase::checkpointing ? "checkpointing"
+                                                                            : "computing the step",
+                 " for ", hetlaunch::detail::number_text(std::floor(seconds * 10) / 10), " s)");
+  progress.clear();
+  std::fprintf(stderr, "hetlaunch: node %zu (%s): %s: stopping every node\n", r.node,
+               quoted(host).c_str(), hung_.c_str());
+  first_failure_ = r.node;
+  first_failure_ending_ = node_ending::failed;
+  stop();
+}
+
 // One line for each node that did not end well.
 void attempt::say_ends() const {
   for (std::size_t i = 0; i < n_; ++i) {
@@ -484,6 +586,7 @@ attempt_result attempt::outcome() const {
     facts.first_status = exit_code(nodes_[*first_failure_].status);
   }
   facts.by_worker = failed_by_worker_;
+  facts.hung = !hung_.empty();
   facts.every_node_started = next_ == n_;
   attempt_result r;
   r.end = classify(facts);

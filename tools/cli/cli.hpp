@@ -132,10 +132,12 @@ struct remote_part {
 struct restart_args {
   std::optional<int> restarts;  // --restarts N
   bool exclude_failed = false;
-  std::optional<int> min_nodes;     // --min-nodes M
-  std::vector<std::string> spares;  // --spare HOSTS, in order
-  bool grow_back = false;           // --grow-back: hosts that left rejoin at a checkpoint
-  std::optional<int> probe_every;   // --probe-every SECONDS (default 30)
+  std::optional<int> min_nodes;           // --min-nodes M
+  std::vector<std::string> spares;        // --spare HOSTS, in order
+  bool grow_back = false;                 // --grow-back: hosts that left rejoin at a checkpoint
+  std::optional<int> probe_every;         // --probe-every SECONDS (default 30)
+  int hang_timeout = 0;                   // --hang-timeout SECONDS: 0, ranks are never hung
+  std::optional<int> checkpoint_timeout;  // --checkpoint-timeout SECONDS (default 1800)
 };
 struct restart_part {
   restart_args restart;
@@ -408,6 +410,7 @@ enum class job_ending {
   invalid_input,
   calibration_failed,
   output_failed,
+  hung,
 };
 // The reason's word in events, one table for each.
 const char* reason_of(node_ending ending);

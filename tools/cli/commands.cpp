@@ -210,6 +210,9 @@ static std::string unset_reason(std::string_view name, const hetlaunch::launch_p
            "steps as if it had succeeded";
   if (name == hetlaunch::variables::restart_count)
     return "it is the attempt number of another launch's restarts";
+  if (name == hetlaunch::variables::progress_seconds)
+    return "only `hetlaunch run --hang-timeout` sets it; inherited, every rank would print progress "
+           "lines nobody reads";
   return "the launch sets it, and this plan has no value for it";
 }
 
@@ -320,6 +323,11 @@ void add_run_command(std::vector<command>& table) {
            "--spare host of at least a failed node's nproc takes its place: same node index, ranks and\n"
            "share. With --grow-back, a host that left and answers again rejoins at its own place when\n"
            "rank 0 next prints a HETLAUNCH_CHECKPOINT line (hetlaunch_shares.checkpoint_saved).\n"
+           "With --hang-timeout S every rank reports its progress (hetlaunch_shares, a line a second that\n"
+           "run reads and does not show); a rank silent, or in one step, for more than S seconds is hung\n"
+           "(--checkpoint-timeout inside hetlaunch_shares.checkpointing()): event rank_hung, and the job\n"
+           "stops with reason hung (status 1) or restarts without its node as after a failure. The ranks\n"
+           "waiting for it in a collective are not named.\n"
            "--local runs every node's command on this machine instead, with no ssh (docs/multi-host.md).\n"
            "Under torchrun each worker's lines come whole, begun with \"[rank R] \" (--no-rank-prefix: as\n"
            "torchrun passes them).\n",
@@ -341,6 +349,8 @@ void add_run_command(std::vector<command>& table) {
             "--spare",
             "--grow-back",
             "--probe-every",
+            "--hang-timeout",
+            "--checkpoint-timeout",
             "--events",
             "--local",
             "--no-rank-prefix"},

@@ -56,6 +56,8 @@ const char* reason_of(job_ending ending) {
       return "calibration_failed";
     case job_ending::output_failed:
       return "output_failed";
+    case job_ending::hung:
+      return "hung";
   }
   return "worker_failed";
 }

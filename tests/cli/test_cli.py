@@ -902,6 +902,29 @@ def events_cases(suite, binary, ssh, tmp):
                [("planned", 0), *started(0, (0, "a"), (1, "b")),
                 *exited(0, (0, "a", "succeeded"), (1, "b", "succeeded")), ("job_exited", 0, "succeeded")])
 
+    # --slow-factor: each rank is judged against its own earlier windows. a's rank 0 runs at 300
+    # samples/s throughout and b's rank 1 at 100 (another share: never slow for that); then b's
+    # rate drops to 30 for two windows (below 100 / 2), and recovers. One rank_slow, for rank 1,
+    # with its own expected rate; the job is not stopped (report).
+    def windows(rank, rates):
+        return "; ".join(f"echo 'HETLAUNCH_PROGRESS {{\"rank\": {rank}, \"step\": {10 * k}, \"phase\": "
+                         f"\"computing\", \"phase_seconds\": 0, \"window\": {k}, \"samples_per_second\": {r}}}'"
+                         for k, r in enumerate(rates, 1))
+    every_second = '[ "$HETLAUNCH_PROGRESS_SECONDS" = 1 ] || { echo "no progress interval" >&2; exit 9; }; '
+    slowed = (every_second + f'case $HOST in a) {windows(0, [300] * 12)};; '
+              f'b) {windows(1, [100, 104, 98, 101, 99, 102, 30, 28, 29, 100, 101, 97])};; esac; echo ran')
+
+    def slow_named(events, r):
+        got = [(e["samples_per_second"], e["expected"], e["step"]) for e in events if e["event"] == "rank_slow"]
+        problems = [] if got == [(28, 100, 80)] else [f"rank_slow events {got}"]
+        line = "hetlaunch: node 1 ('b'): rank 1 is slow: 28 samples/s, below its own earlier rate 100 / 2 two windows"
+        if line not in r.stderr:
+            problems.append(f"no {line!r} in {r.stderr[-1500:]}")
+        return problems
+    suite.case("events_slow_rank_against_its_own_rate", run, ["--hosts", "a:1,b:1", "--slow-factor", "2"], slowed, 0,
+               [("planned", 0), *started(0, (0, "a"), (1, "b")), job_events.slow(0, 1, "b", 1),
+                *exited(0, (0, "a", "succeeded"), (1, "b", "succeeded")), ("job_exited", 0, "succeeded")], slow_named)
+
     def invalid(args, status, script="t.py"):
         log.unlink(missing_ok=True)
         own_ssh = [] if "--ssh" in args else ["--ssh", str(ssh)]
@@ -920,6 +943,9 @@ def events_cases(suite, binary, ssh, tmp):
             ("grow_back_without_restarts", ["--hosts", "a:1", "--grow-back"], 2),
             ("probe_every_without_grow_back", ["--hosts", "a:1", "--restarts", "1", "--probe-every", "5"], 2),
             ("probe_every_zero", ["--hosts", "a:1", "--restarts", "1", "--grow-back", "--probe-every", "0"], 2),
+            ("slow_factor_one", ["--hosts", "a:1", "--slow-factor", "1"], 2),
+            ("slow_factor_not_a_number", ["--hosts", "a:1", "--slow-factor", "2x"], 2),
+            ("checkpoint_timeout_without_hang_timeout", ["--hosts", "a:1", "--checkpoint-timeout", "60"], 2),
             ("spare_is_a_node", ["--hosts", "a:1", "--restarts", "1", "--spare", "a:1"], 1),
             ("spare_twice", ["--hosts", "a:1", "--restarts", "1", "--spare", "s:1", "--spare", "s:2"], 1),
             # Host names are case-insensitive: spare "A" is node 0's host "a", and "S" is "s" again.

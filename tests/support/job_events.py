@@ -67,6 +67,11 @@ def hung(attempt, node, host, rank, step):
     return ("rank_hung", attempt, node, host, rank, step)
 
 
+def slow(attempt, node, host, rank):
+    """The row of a rank_slow event: `rank` of `node` slow against its own earlier windows."""
+    return ("rank_slow", attempt, node, host, rank)
+
+
 def shape(events):
     """The sequence as comparable rows: (event, attempt, node, host, reason) for node events and
     node_returned (whose time, like theirs, is the network's), (event, attempt, reason) for
@@ -82,6 +87,8 @@ def shape(events):
             rows.append((kind, e["attempt"], e["reason"]))
         elif kind == "rank_hung":
             rows.append(hung(e["attempt"], e["node"], e["host"], e["rank"], e["step"]))
+        elif kind == "rank_slow":
+            rows.append(slow(e["attempt"], e["node"], e["host"], e["rank"]))
         else:
             rows.append((kind, e["attempt"]))
     return sorted_runs(rows)

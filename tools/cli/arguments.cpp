@@ -4,6 +4,7 @@
 #include "cli.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <string_view>
 
@@ -21,6 +22,20 @@ long long to_integer(std::string_view flag, const std::string& text, long long l
 }
 int to_int(std::string_view flag, const std::string& text, long long low, long long high) {
   return static_cast<int>(to_integer(flag, text, low, high));
+}
+// A plain decimal ("2", "1.5"), more than `above` and at most `high`.
+double to_factor(std::string_view flag, const std::string& text, double above, double high) {
+  const bool digits_only = !text.empty() && text.size() <= 20 &&
+                           std::all_of(text.begin(), text.end(),
+                                       [](char c) { return (c >= '0' && c <= '9') || c == '.'; }) &&
+                           std::count(text.begin(), text.end(), '.') <= 1 && text.front() != '.' &&
+                           text.back() != '.';
+  const double v = digits_only ? std::strtod(text.c_str(), nullptr) : 0;
+  if (!digits_only || !(v > above && v <= high))
+    throw usage_error{concat(flag, " needs a number above ", hetlaunch::detail::number_text(above),
+                             " and at most ", hetlaunch::detail::number_text(high), ", got ",
+                             quoted(text))};
+  return v;
 }
 
 struct flag {
@@ -317,6 +332,13 @@ const flag flag_table[] = {
      [](const parts& p,
         const std::string&
             v) { p.restart->checkpoint_timeout = to_int("--checkpoint-timeout", v, 1, 604800); }},
+    {"--slow-factor", nullptr, "F", 0,
+     "a rank whose samples per second stay below its own earlier rate / F for two windows is "
+     "slow (rank_slow, reported once an episode); judged against itself, never against ranks of "
+     "another share; needs hetlaunch_shares in the script (default: 2, with --hang-timeout)",
+     restart_bit,
+     [](const parts& p,
+        const std::string& v) { p.restart->slow_factor = to_factor("--slow-factor", v, 1, 100); }},
     {"--local", nullptr, nullptr, 0,
      "run every node's command on this machine, with no ssh: host names are labels, "
      "--master-addr defaults to 127.0.0.1 (try a job on one machine)",

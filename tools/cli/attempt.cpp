@@ -91,10 +91,13 @@ std::optional<std::string_view> progress_says(std::string_view line) {
   return line.substr(hetlaunch::progress_prefix.size());
 }
 
-// A rank's last progress, and its node.
+// A rank's last progress, its node, and its windows judged against its own.
 struct rank_seen {
+  explicit rank_seen(double slow_factor) : slow(slow_factor) {}
   std::size_t node = 0;
   hetlaunch::rank_progress progress;
+  long long window = 0;  // the last window judged
+  hetlaunch::slow_watch slow;
 };
 
 // How a node ended, classified once: node_exited's reason, and the line run prints about it
@@ -246,6 +249,7 @@ class attempt {
   void stop_probes();
   void on_checkpoint(std::string_view json);
   void on_progress(std::size_t i, std::string_view json);
+  void judge_slow(long long rank, const rank_seen& r, const hetlaunch::slow_judgement& j);
   void judge_hangs();
   void say_ends() const;
   attempt_result outcome() const;
@@ -310,7 +314,7 @@ line_sink attempt::sink_of(std::size_t i, bool out) {
   }
   const bool measuring = o_.calibrate.measuring && i == 0;
   const bool watching_checkpoints = !probes_.empty();
-  const bool watching_progress = o_.restart.hang_timeout > 0;
+  const bool watching_progress = o_.restart.reporting();
   // Rank 0's measured line grows with the node count (about 80 bytes a node): it is read whole
   // up to 16 MiB, some 200,000 nodes.
   if (measuring) sink.whole_line = std::size_t{16} << 20;
@@ -520,12 +524,36 @@ void attempt::on_progress(std::size_t i, std::string_view json) {
     return;
   }
   const double t = now();
-  rank_seen& r = ranks_[report->rank];
+  rank_seen& r = ranks_.try_emplace(report->rank, o_.restart.slow_factor.value_or(2)).first->second;
   r.node = i;
   r.progress.step = report->step;
   r.progress.phase = report->phase;
   r.progress.phase_started = t - report->phase_seconds;
   r.progress.last_report = t;
+  if (report->window > r.window) {
+    r.window = report->window;
+    judge_slow(report->rank, r, r.slow.add_window(report->samples_per_second));
+  }
+}
+
+// A rank slow against its own earlier windows: said once an episode, as rank_slow.
+void attempt::judge_slow(long long rank, const rank_seen& r, const hetlaunch::slow_judgement& j) {
+  if (!j.episode_starts) return;
+  const std::string host(plan_.topology().node(r.node).host);
+  const auto rate = [](double v) {
+    return hetlaunch::detail::number_text(std::round(v * 10) / 10);
+  };
+  events_.write("rank_slow",
+                concat("\"node\": ", r.node, ", \"host\": ", json_string(host), ", \"rank\": ",
+                       rank, ", \"samples_per_second\": ", rate(j.samples_per_second),
+                       ", \"expected\": ", rate(j.expected), ", \"step\": ", r.progress.step));
+  progress.clear();
+  std::fprintf(stderr,
+               "hetlaunch: node %zu (%s): rank %lld is slow: %s samples/s, below its own earlier "
+               "rate %s / %s two windows in a row\n",
+               r.node, quoted(host).c_str(), rank, rate(j.samples_per_second).c_str(),
+               rate(j.expected).c_str(),
+               hetlaunch::detail::number_text(o_.restart.slow_factor.value_or(2)).c_str());
 }
 
 // --hang-timeout: a rank gone silent, or stuck in its step, past its limit stops the job (or
@@ -545,7 +573,7 @@ void attempt::judge_hangs() {
   const std::vector<std::size_t> hung = hetlaunch::hung_ranks(seen, t, limits);
   if (hung.empty()) return;
   const long long rank = rank_of[hung.front()];
-  const rank_seen& r = ranks_[rank];
+  const rank_seen& r = ranks_.at(rank);
   const bool silent = hetlaunch::judge_hang(r.progress, t, limits) == hetlaunch::rank_stall::silent;
   const double seconds = t - (silent ? r.progress.last_report : r.progress.phase_started);
   const std::string host(plan_.topology().node(r.node).host);

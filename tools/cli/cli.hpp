@@ -138,6 +138,9 @@ struct restart_args {
   std::optional<int> probe_every;         // --probe-every SECONDS (default 30)
   int hang_timeout = 0;                   // --hang-timeout SECONDS: 0, ranks are never hung
   std::optional<int> checkpoint_timeout;  // --checkpoint-timeout SECONDS (default 1800)
+  std::optional<double> slow_factor;      // --slow-factor F (default 2 while ranks report)
+  // Whether the ranks report their progress (HETLAUNCH_PROGRESS_SECONDS): a flag that reads it.
+  bool reporting() const { return hang_timeout > 0 || slow_factor.has_value(); }
 };
 struct restart_part {
   restart_args restart;

@@ -327,7 +327,10 @@ void add_run_command(std::vector<command>& table) {
            "run reads and does not show); a rank silent, or in one step, for more than S seconds is hung\n"
            "(--checkpoint-timeout inside hetlaunch_shares.checkpointing()): event rank_hung, and the job\n"
            "stops with reason hung (status 1) or restarts without its node as after a failure. The ranks\n"
-           "waiting for it in a collective are not named.\n"
+           "waiting for it in a collective are not named. --slow-factor F (2 by default while the ranks\n"
+           "report) says, once an episode, a rank whose samples per second stay below its own earlier\n"
+           "rate / F two windows in a row (rank_slow): judged against itself, never against ranks of\n"
+           "another share, so a slower GPU type is not slow.\n"
            "--local runs every node's command on this machine instead, with no ssh (docs/multi-host.md).\n"
            "Under torchrun each worker's lines come whole, begun with \"[rank R] \" (--no-rank-prefix: as\n"
            "torchrun passes them).\n",
@@ -351,6 +354,7 @@ void add_run_command(std::vector<command>& table) {
             "--probe-every",
             "--hang-timeout",
             "--checkpoint-timeout",
+            "--slow-factor",
             "--events",
             "--local",
             "--no-rank-prefix"},

@@ -167,9 +167,10 @@ std::optional<job_end> plan_job(job& j) {
   if (const auto early = interrupted_before("any node")) return *early;
   if (!in) return invalid_input(fail(in.error()));
   hetlaunch::launch_options first_launch = o.launch;
-  // --hang-timeout: each rank reports four times a timeout, at least once a second.
-  if (o.restart.hang_timeout > 0)
-    first_launch.progress_milliseconds = std::min(1000, o.restart.hang_timeout * 250);
+  // The ranks report four times a --hang-timeout, at least once a second.
+  if (o.restart.reporting())
+    first_launch.progress_milliseconds =
+        o.restart.hang_timeout > 0 ? std::min(1000, o.restart.hang_timeout * 250) : 1000;
   // --local: every node is this machine, whatever its label.
   if (o.remote.local && first_launch.master_addr.empty()) first_launch.master_addr = "127.0.0.1";
   j.plan = plan_of(*in, o.command, first_launch);

@@ -724,7 +724,7 @@ def trained_once(positions, batches):
     return problems
 
 
-def same_as_one_process(example, result, label, steps=30, tolerance=1e-6, positions=None):
+def same_as_one_process(example, result, label, steps=30, tolerance=1e-9, positions=None):
     """Problems when the parameters train_restarts.py wrote to `result` differ from those of the
     same steps in one process over each step's whole batch of 24 (float64), or, with `positions`,
     when the samples of a step in the final model are not that process's (trained_once)."""
@@ -906,7 +906,7 @@ def case_grow_back_training(b, w, work, c):
         problems.append(f"the third attempt did not finish on a world of 7:\n{(out + err)[-2000:]}")
     if returned and saved is not None:
         print("     " + grow_back_times(job_events.seconds(returned[0]), clock + saved, events, positions))
-    return problems + same_as_one_process(example, result, "grow-back training", steps=60, tolerance=1e-9,
+    return problems + same_as_one_process(example, result, "grow-back training", steps=60,
                                           positions=work / "positions") + left_on_hosts(work)
 
 
@@ -966,7 +966,7 @@ def case_hung_training(b, w, work, c):
         print(f"     hung training: rank 6 stopped; run said it hung {seen - stopped:.1f} s later (--hang-timeout 10)")
         if not 9 <= seen - stopped <= 40:  # silent from its last report, up to a second before the stop
             problems.append(f"the hang was seen {seen - stopped:.1f} s after the stop")
-    return problems + same_as_one_process(example, result, "hung training", steps=40, tolerance=1e-9,
+    return problems + same_as_one_process(example, result, "hung training", steps=40,
                                           positions=work / "positions") + left_on_hosts(work)
 
 

@@ -125,7 +125,8 @@ def compare(events, expected):
 def sorted_runs(rows):
     """`rows` with each run of node events (between two job events) sorted: by node, a node's
     start before its end."""
-    rank = {"node_started": 0, "node_exited": 1, "node_returned": 2}
+    # node_returned and rank_slow come when a host's answer or a rank's line does: the network's time.
+    rank = {"node_started": 0, "node_exited": 1, "node_returned": 2, "rank_slow": 3}
     out, k = [], 0
     while k < len(rows):
         j = k + 1

@@ -93,8 +93,15 @@ class Progress:
         try:
             yield
         finally:
-            # After a checkpoint the rank goes on where it was (the next step marks its start).
+            # After a checkpoint the rank goes on where it was (the next step marks its start),
+            # and says so at once: a rank that stops before its next line would otherwise be
+            # judged by the checkpoint's limit.
             self._enter(before if before != "checkpointing" else "computed")
+            if self._thread is not None:
+                try:
+                    self._say()
+                except (OSError, ValueError):
+                    pass
 
     # ---- the line and the thread ----
 

@@ -832,9 +832,9 @@ def grow_back_times(answered, saved, events, positions):
     interval = 5 * statistics.median(steps) if steps else float("nan")
     stopped = max(job_events.seconds(e) for e in events if e["event"] == "node_exited" and e["attempt"] == 1)
     started_all = max(job_events.seconds(e) for e in events if e["event"] == "node_started" and e["attempt"] == 2)
-    first_step = min(r["time"] for r in records.get(2, [{"time": float("nan")}]))
+    first_step = min((r["time"] for r in records.get(2, [])), default=float("nan"))
     # The reference: the same job's cold start, from its plan to its first trained step.
-    cold = min(r["time"] for r in records.get(0, [{"time": float("nan")}])) - job_events.seconds(events[0])
+    cold = min((r["time"] for r in records.get(0, [])), default=float("nan")) - job_events.seconds(events[0])
     return (f"grow-back: host 2 answered; {saved - answered:.1f} s later rank 0's checkpoint line, "
             f"{stopped - answered:.1f} s later the shrunk attempt stopped, {started_all - answered:.1f} s later every node "
             f"of the grown attempt started, {first_step - answered:.1f} s later its first step was trained (goal: "
@@ -844,11 +844,11 @@ def grow_back_times(answered, saved, events, positions):
 
 def case_grow_back_training(b, w, work, c):
     """examples/train_restarts.py on three hosts (4 + 2 + 1 workers, a global batch of 24, a
-    checkpoint every 5 steps, 60 steps): host 2 is lost mid-run (every process of its namespace
+    checkpoint every 5 steps, 90 steps): host 2 is lost mid-run (every process of its namespace
     killed, sshd included): its ssh ends (255), and with --exclude-failed the job goes on from the
     last checkpoint on hosts 0 and 1. Host 2's sshd starts again once they train; with --grow-back
     its probe answers, and at rank 0's next checkpoint line the job starts again on all three hosts,
-    host 2 at its place. The final parameters equal one process's training over the same 60 steps,
+    host 2 at its place. The final parameters equal one process's training over the same 90 steps,
     to 1e-9, and each step's samples are that process's, each trained once."""
     example, hf, ckpt, result = training_files(work, 3)
     proc = hetlaunch_on_host0(b, [
@@ -857,7 +857,7 @@ def case_grow_back_training(b, w, work, c):
         "--gpu-count-command", "echo 1", "--global-batch", "24", "--env", "GLOO_SOCKET_IFNAME=eth0",
         # Host 2's node script is killed: the line writer's file it would remove stays in `work`.
         "--env", f"TMPDIR={work}",
-        *events_flag(work), "--", str(example), *training_args(work, ckpt, result, 60), "--pace", "0.1"])
+        *events_flag(work), "--", str(example), *training_args(work, ckpt, result, 90), "--pace", "0.1"])
     # Host 2 is lost once the first checkpoint is written: every worker has run a step. It comes
     # back once the shrunk attempt trains (its rank 0 logged a step), as a host comes back minutes
     # or hours later: the wait to the next checkpoint is then the checkpoint interval, not the
@@ -902,17 +902,18 @@ def case_grow_back_training(b, w, work, c):
     shrunk = f"restart 1 of 1: attempt 2 starts on 2 nodes (without node 2 ('{V4[2]}')), world size 6"
     if shrunk not in err:
         problems.append(f"no '{shrunk}' in:\n{err[-2000:]}")
-    if "attempt 2: 60 steps done on a world of 7" not in out + err:
+    if "attempt 2: 90 steps done on a world of 7" not in out + err:
         problems.append(f"the third attempt did not finish on a world of 7:\n{(out + err)[-2000:]}")
     if returned and saved is not None:
         print("     " + grow_back_times(job_events.seconds(returned[0]), clock + saved, events, positions))
-    return problems + same_as_one_process(example, result, "grow-back training", steps=60,
+    return problems + same_as_one_process(example, result, "grow-back training", steps=90,
                                           positions=work / "positions") + left_on_hosts(work)
 
 
-def worker_of(host):
-    """The pid of a training worker on host `host` (a process of its namespace with RANK in its
-    environment: torchrun itself has none), or None."""
+def workers_of(host):
+    """The pids of a rank's processes on host `host`: those of its namespace with RANK in their
+    environment (torchrun itself has none), the worker and its line writer."""
+    found = []
     for pid in subprocess.run(["ip", "netns", "pids", HOSTS[host]], capture_output=True, text=True).stdout.split():
         try:
             env = pathlib.Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
@@ -920,8 +921,8 @@ def worker_of(host):
         except OSError:
             continue
         if b"train_restarts.py" in cmdline and any(v.startswith(b"RANK=") for v in env):
-            return int(pid)
-    return None
+            found.append(int(pid))
+    return found
 
 
 def case_hung_training(b, w, work, c):
@@ -942,14 +943,15 @@ def case_hung_training(b, w, work, c):
     log = work / "positions" / "attempt-0-rank-0.jsonl"
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and proc.poll() is None and \
-            (not log.exists() or len(log.read_text().splitlines()) < 11):
+            (not log.exists() or len(log.read_text().splitlines()) < 12):
         time.sleep(0.05)
-    pid = worker_of(2)
-    if pid is None:
+    pids = workers_of(2)
+    if not pids:
         proc.kill()
         finish(proc)
         return ["no worker on host 2 to stop"] + left_on_hosts(work)
-    os.kill(pid, signal.SIGSTOP)
+    for pid in pids:  # the worker and the process that writes its lines: the rank stops whole
+        os.kill(pid, signal.SIGSTOP)
     stopped = time.monotonic()
     code, out, err, seen, _ = finish_timed(proc, "hung in step", timeout=400)
     problems = [] if code == 0 else [f"run exited {code}, expected 0:\n{err[-3000:]}"]

@@ -603,6 +603,16 @@ def progress_cases():
     p._say()
     if out.getvalue().count("\n") != 1 or not out.getvalue().startswith("HETLAUNCH_PROGRESS "):
         failures.append(f"one line a report: {out.getvalue()!r}")
+    # Leaving checkpointing() is said at once by a started reporter, not at its next interval.
+    out3 = io.StringIO()
+    r = _progress.Progress(3600, 2, out=out3).start()
+    r.computed()
+    with r.checkpointing():
+        pass
+    r.stop()
+    phases = [json.loads(x[len(_names.PROGRESS_LINE):])["phase"] for x in out3.getvalue().splitlines()]
+    if phases != ["computing", "computed"]:
+        failures.append(f"leaving checkpointing(): lines of phases {phases}, expected computing then computed")
     # The thread: a line at once and one an interval, until stopped.
     out2 = io.StringIO()
     t = _progress.Progress(0.05, 0, out=out2).start()

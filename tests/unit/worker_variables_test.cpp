@@ -115,21 +115,17 @@ TEST_SUITE("worker_variables") {
   }
 
   TEST_CASE("the progress interval is given in seconds, three decimals at most") {
-    for (const auto& [ms, text] : std::vector<std::pair<int, std::string>>{{250, "0.25"},
-                                                                           {1000, "1"},
-                                                                           {1, "0.001"},
-                                                                           {1500, "1.5"},
-                                                                           {120, "0.12"},
-                                                                           {60000, "60"}}) {
+    const std::vector<std::pair<int, std::string>> cases = {
+        {250, "0.25"}, {1000, "1"}, {1, "0.001"}, {1500, "1.5"}, {120, "0.12"}, {60000, "60"}};
+    for (const auto& c : cases) {
       hetlaunch::launch_options o;
       o.script = "t.py";
-      o.progress_milliseconds = ms;
+      o.progress_milliseconds = c.first;
       const auto plan = *hetlaunch::make_plan(hetlaunch::cluster{{"a", 1}}, o);
       const auto vars = plan.try_node_variables(0, {}).value();
-      CAPTURE(ms);
-      CHECK(std::count(vars.set.begin(), vars.set.end(),
-                       std::pair<std::string, std::string>{"HETLAUNCH_PROGRESS_SECONDS", text}) ==
-            1);
+      CAPTURE(c.first);
+      const std::pair<std::string, std::string> wanted{"HETLAUNCH_PROGRESS_SECONDS", c.second};
+      CHECK(std::count(vars.set.begin(), vars.set.end(), wanted) == 1);
     }
   }
 

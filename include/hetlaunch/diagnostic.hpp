@@ -296,6 +296,11 @@ std::string core_message(const Diagnostic& d) {
         return concat(detail::quoted(text),
                       " is set only by `hetlaunch run --hang-timeout`, which reads the ranks' "
                       "progress lines; it cannot be given as a variable");
+      if (text == variables::on_slow)
+        return concat(
+            detail::quoted(text),
+            " is set only by `hetlaunch run --on-slow rebalance`, which judges the ranks' "
+            "progress; it cannot be given as a variable");
       if (text == variables::calibrate_steps)
         return concat(detail::quoted(text),
                       " is set only by `hetlaunch calibrate` (--calibrate-steps): a job given it "

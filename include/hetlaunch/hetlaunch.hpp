@@ -26,6 +26,7 @@
 #include "grow_back.hpp"
 #include "checkpoint_line.hpp"
 #include "rank_health.hpp"
+#include "metrics.hpp"
 #include "calibration.hpp"
 #include "numa_binding.hpp"
 #include "cpu_topology.hpp"

@@ -84,6 +84,10 @@ struct launch_options {
   /// reports its progress that often (hetlaunch_shares; rank_health.hpp judges it): `hetlaunch
   /// run --hang-timeout` sets it. 0: never set, and an inherited one is removed.
   int progress_milliseconds = 0;
+  /// true: every worker gets HETLAUNCH_ON_SLOW=rebalance, and a sampler that does not rebalance
+  /// by itself rebalances every window (`hetlaunch run --on-slow rebalance`). false: never set,
+  /// and an inherited one is removed.
+  bool rebalance_slow_ranks = false;
   /// Each worker runs on the CPUs this mode gives its GPU (torchrun's --numa-binding modes, on
   /// every torch): torchrun starts it with --no-python through `bind_program bind --numa-binding
   /// MODE -- python -u SCRIPT ...`, which sets its CPUs and executes the real command.

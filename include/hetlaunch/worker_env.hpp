@@ -71,6 +71,7 @@ inline void append_batch_env(environment& env, const launch_options& o, const no
     }
     env.emplace_back(variables::progress_seconds, std::move(text));
   }
+  if (o.rebalance_slow_ranks) env.emplace_back(variables::on_slow, "rebalance");
 }
 // Node i's ceiling: a fixed topology has none.
 inline int node_max_batch(const cluster& c, std::size_t i) { return c.max_batch(i); }

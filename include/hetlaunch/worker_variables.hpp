@@ -33,6 +33,10 @@ inline constexpr std::string_view calibrate_steps = "HETLAUNCH_CALIBRATE_STEPS";
 /// How often each rank reports its progress (seconds), set only by a launcher that judges slow
 /// and hung ranks (`hetlaunch run --hang-timeout`).
 inline constexpr std::string_view progress_seconds = "HETLAUNCH_PROGRESS_SECONDS";
+/// "rebalance": what a launcher does about a slow rank (`hetlaunch run --on-slow rebalance`); a
+/// sampler that does not rebalance by itself then rebalances every window, so that work moves off
+/// a rank that slowed down at the next window.
+inline constexpr std::string_view on_slow = "HETLAUNCH_ON_SLOW";
 /// The job's tasks a node (SLURM_TASKS_PER_NODE's form), kept by a batch script for its steps.
 inline constexpr std::string_view tasks_per_node = "HETLAUNCH_TASKS_PER_NODE";
 /// A JobSet pod's node index within its group.
@@ -50,10 +54,11 @@ inline constexpr std::array<std::string_view, 4> share = {global_batch, node_bat
 /// launcher with restarts sets for each attempt, the calibration steps only `hetlaunch
 /// calibrate` sets (inherited, it would end a real job after N steps as a success), and the
 /// progress interval only a launcher that reads the ranks' progress sets (inherited, every rank
-/// would print lines nobody reads).
-inline constexpr std::array<std::string_view, 8> owned = {
-    global_batch, node_batch,    node_batch_offset, node_host,
-    max_batch,    restart_count, calibrate_steps,   progress_seconds};
+/// would print lines nobody reads), and what the launcher does about a slow rank (inherited, a
+/// job would rebalance that never asked to).
+inline constexpr std::array<std::string_view, 9> owned = {
+    global_batch,  node_batch,      node_batch_offset, node_host, max_batch,
+    restart_count, calibrate_steps, progress_seconds,  on_slow};
 
 }  // namespace variables
 

@@ -16,6 +16,9 @@ RESTART_COUNT = "HETLAUNCH_RESTART_COUNT"
 CALIBRATE_STEPS = "HETLAUNCH_CALIBRATE_STEPS"
 # Set by `hetlaunch run` when it judges slow and hung ranks: how often each rank reports.
 PROGRESS_SECONDS = "HETLAUNCH_PROGRESS_SECONDS"
+# Set to "rebalance" by `hetlaunch run --on-slow rebalance`: a sampler that does not rebalance by
+# itself rebalances every window.
+ON_SLOW = "HETLAUNCH_ON_SLOW"
 # torchrun's
 RANK = "RANK"
 WORLD_SIZE = "WORLD_SIZE"
@@ -31,7 +34,7 @@ CHECKPOINT_LINE = "HETLAUNCH_CHECKPOINT "
 PROGRESS_LINE = "HETLAUNCH_PROGRESS "
 
 HETLAUNCH = (GLOBAL_BATCH, NODE_BATCH, NODE_BATCH_OFFSET, NODE_HOST, MAX_BATCH, RESTART_COUNT, CALIBRATE_STEPS,
-             PROGRESS_SECONDS)
+             PROGRESS_SECONDS, ON_SLOW)
 
 _DIGITS = re.compile(r"[0-9]{1,18}")
 

@@ -153,6 +153,17 @@ def interval_from(env) -> Optional[float]:
     return seconds
 
 
+def on_slow_rebalances(env) -> bool:
+    """Whether the launcher asks that work move off a slow rank (HETLAUNCH_ON_SLOW=rebalance, `hetlaunch
+    run --on-slow rebalance`); another value is refused, naming it."""
+    value = env.get(names.ON_SLOW)
+    if value is None:
+        return False
+    if value != "rebalance":
+        raise ValueError(f"{names.ON_SLOW}={value!r}: the one value a launcher sets is 'rebalance'")
+    return True
+
+
 def reporter(env=None) -> Optional[Progress]:
     """The rank's reporter, started at the first call when the launcher asks for progress; None
     otherwise."""

@@ -135,6 +135,11 @@ class ShareBatchSampler:
         self.calibrate_steps = names.optional_integer(os.environ, names.CALIBRATE_STEPS, 1)
         if self.calibrate_steps and not rebalance_every:
             rebalance_every = max(2, self.calibrate_steps // 4)
+        # `hetlaunch run --on-slow rebalance`: work moves off a rank that slowed down at the next
+        # window, also in a script that never asked the sampler to rebalance.
+        self._rebalance_imposed = not rebalance_every and _progress.on_slow_rebalances(os.environ)
+        if self._rebalance_imposed:
+            rebalance_every = _progress.WINDOW_STEPS
         self.rebalance_every = rebalance_every
         self.weights = None  # each node's weight (decimal strings) once measured; None: the plan's
         self.changes = 0  # how many times the split changed
@@ -344,6 +349,8 @@ class ShareBatchSampler:
             if any(w.ever_timed for w in gathered):
                 return  # only untimed steps this window (a read-ahead loader's end of an epoch)
             if self.steps_done > self.rebalance_every + READ_AHEAD_LIMIT or any(w.ever_trained for w in gathered):
+                if self._rebalance_imposed:
+                    return self._stop_imposed_rebalancing()
                 raise RuntimeError(NOTHING_TIMED)
             return  # nothing trained yet: the loader reads ahead of the first steps
         untimed = [k for k, w in enumerate(gathered) if w.trained and not w.seconds > 0]
@@ -386,6 +393,17 @@ class ShareBatchSampler:
             self.weights = weights
             self.changes += 1
             self._apply(proposed)
+
+    def _stop_imposed_rebalancing(self) -> None:
+        """--on-slow rebalance in a script whose steps nobody times: said once (rank 0), and the
+        split stays the plan's. Every rank saw the same gathered windows, so all stop alike."""
+        import torch.distributed as dist
+
+        self.rebalance_every = 0
+        self._rebalance_imposed = False
+        if dist.get_rank(self._cut.group) == 0:
+            print("hetlaunch_shares: --on-slow rebalance cannot move work: " + NOTHING_TIMED.split(': ', 1)[1]
+                  + "; the split stays as planned", file=sys.stderr, flush=True)
 
     def _hosts(self) -> List[str]:
         """Each node's host, from the layout ("" where HETLAUNCH_NODE_HOST was not set)."""

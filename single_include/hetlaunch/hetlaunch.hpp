@@ -979,6 +979,10 @@ inline constexpr std::string_view calibrate_steps = "HETLAUNCH_CALIBRATE_STEPS";
 /// How often each rank reports its progress (seconds), set only by a launcher that judges slow
 /// and hung ranks (`hetlaunch run --hang-timeout`).
 inline constexpr std::string_view progress_seconds = "HETLAUNCH_PROGRESS_SECONDS";
+/// "rebalance": what a launcher does about a slow rank (`hetlaunch run --on-slow rebalance`); a
+/// sampler that does not rebalance by itself then rebalances every window, so that work moves off
+/// a rank that slowed down at the next window.
+inline constexpr std::string_view on_slow = "HETLAUNCH_ON_SLOW";
 /// The job's tasks a node (SLURM_TASKS_PER_NODE's form), kept by a batch script for its steps.
 inline constexpr std::string_view tasks_per_node = "HETLAUNCH_TASKS_PER_NODE";
 /// A JobSet pod's node index within its group.
@@ -996,10 +1000,11 @@ inline constexpr std::array<std::string_view, 4> share = {global_batch, node_bat
 /// launcher with restarts sets for each attempt, the calibration steps only `hetlaunch
 /// calibrate` sets (inherited, it would end a real job after N steps as a success), and the
 /// progress interval only a launcher that reads the ranks' progress sets (inherited, every rank
-/// would print lines nobody reads).
-inline constexpr std::array<std::string_view, 8> owned = {
-    global_batch, node_batch,    node_batch_offset, node_host,
-    max_batch,    restart_count, calibrate_steps,   progress_seconds};
+/// would print lines nobody reads), and what the launcher does about a slow rank (inherited, a
+/// job would rebalance that never asked to).
+inline constexpr std::array<std::string_view, 9> owned = {
+    global_batch,  node_batch,      node_batch_offset, node_host, max_batch,
+    restart_count, calibrate_steps, progress_seconds,  on_slow};
 
 }  // namespace variables
 
@@ -1627,6 +1632,11 @@ std::string core_message(const Diagnostic& d) {
         return concat(detail::quoted(text),
                       " is set only by `hetlaunch run --hang-timeout`, which reads the ranks' "
                       "progress lines; it cannot be given as a variable");
+      if (text == variables::on_slow)
+        return concat(
+            detail::quoted(text),
+            " is set only by `hetlaunch run --on-slow rebalance`, which judges the ranks' "
+            "progress; it cannot be given as a variable");
       if (text == variables::calibrate_steps)
         return concat(detail::quoted(text),
                       " is set only by `hetlaunch calibrate` (--calibrate-steps): a job given it "
@@ -3340,6 +3350,10 @@ struct launch_options {
   /// reports its progress that often (hetlaunch_shares; rank_health.hpp judges it): `hetlaunch
   /// run --hang-timeout` sets it. 0: never set, and an inherited one is removed.
   int progress_milliseconds = 0;
+  /// true: every worker gets HETLAUNCH_ON_SLOW=rebalance, and a sampler that does not rebalance
+  /// by itself rebalances every window (`hetlaunch run --on-slow rebalance`). false: never set,
+  /// and an inherited one is removed.
+  bool rebalance_slow_ranks = false;
   /// Each worker runs on the CPUs this mode gives its GPU (torchrun's --numa-binding modes, on
   /// every torch): torchrun starts it with --no-python through `bind_program bind --numa-binding
   /// MODE -- python -u SCRIPT ...`, which sets its CPUs and executes the real command.
@@ -3606,6 +3620,7 @@ inline void append_batch_env(environment& env, const launch_options& o, const no
     }
     env.emplace_back(variables::progress_seconds, std::move(text));
   }
+  if (o.rebalance_slow_ranks) env.emplace_back(variables::on_slow, "rebalance");
 }
 // Node i's ceiling: a fixed topology has none.
 inline int node_max_batch(const cluster& c, std::size_t i) { return c.max_batch(i); }
@@ -5755,6 +5770,137 @@ struct progress_report {
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_RANK_HEALTH_HPP
+// ---- hetlaunch/metrics.hpp
+// hetlaunch: a running job as a Prometheus text exposition (format 0.0.4), the file that
+// node_exporter's textfile collector reads: the job's attempt, world size and restarts, whether
+// each node runs, and each rank's step and rates against its own expected rate. A monitor alerts
+// on a slow or hung rank from these alone, without reading the job's events.
+#ifndef HETLAUNCH_METRICS_HPP
+#define HETLAUNCH_METRICS_HPP
+
+
+
+namespace hetlaunch {
+
+/// A node of the job as the metrics show it.
+struct node_metrics {
+  std::size_t node = 0;
+  std::string host;
+  bool up = false;  ///< its launcher runs (started, not yet ended)
+};
+
+/// A rank that reported its progress.
+struct rank_metrics {
+  long long rank = 0;
+  std::size_t node = 0;
+  std::string host;
+  long long step = 0;
+  double samples_per_second = 0;  ///< its last window's rate; 0: no window yet (not shown)
+  double expected = 0;            ///< its own expected rate; 0: too few windows yet (not shown)
+  double seconds_since_progress = 0;
+};
+
+/// Everything one exposition shows.
+struct job_metrics {
+  long long attempt = 0;  ///< 0 for the first attempt, as the events count them
+  long long world_size = 0;
+  long long restarts = 0;  ///< restarts of every kind so far (a failure's, a grow-back's, ...)
+  std::vector<node_metrics> nodes;
+  std::vector<rank_metrics> ranks;
+};
+
+namespace detail {
+// A label value as the text format quotes it: backslash, double quote and line feed escaped.
+inline void append_label_value(std::string& out, std::string_view v) {
+  out += '"';
+  for (const char ch : v) {
+    if (ch == '\\' || ch == '"') out += '\\';
+    if (ch == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += ch;
+  }
+  out += '"';
+}
+
+// A sample value as the text format writes it: NaN, +Inf and -Inf by name.
+inline std::string metric_value(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  return number_text(v);
+}
+
+inline void append_family(std::string& out, std::string_view name, std::string_view type,
+                          std::string_view help) {
+  out += concat("# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+}
+
+inline void append_rank_sample(std::string& out, std::string_view name, const rank_metrics& r,
+                               std::string_view value) {
+  out += concat(name, "{rank=\"", r.rank, "\",node=\"", r.node, "\",host=");
+  append_label_value(out, r.host);
+  out += concat("} ", value, "\n");
+}
+}  // namespace detail
+
+/// The exposition of `m`: each family once, with HELP and TYPE, its samples together, no
+/// timestamps (the textfile collector refuses them), and labels quoted as the format says. A
+/// rank's rate appears once it has a window, its expected rate once it has one, so that an alert
+/// comparing the two never fires on a rank still starting. O(nodes + ranks).
+[[nodiscard]] inline std::string metrics_exposition(const job_metrics& m) {
+  std::string out;
+  out.reserve(512 + 96 * m.nodes.size() + 480 * m.ranks.size());
+  detail::append_family(out, "hetlaunch_job_attempt", "gauge",
+                        "The job's attempt, 0 for the first (hetlaunch run's events count alike).");
+  out += detail::concat("hetlaunch_job_attempt ", m.attempt, "\n");
+  detail::append_family(out, "hetlaunch_job_world_size", "gauge",
+                        "Worker processes of the attempt running.");
+  out += detail::concat("hetlaunch_job_world_size ", m.world_size, "\n");
+  detail::append_family(out, "hetlaunch_restarts_total", "counter",
+                        "Restarts of the job so far, of any reason.");
+  out += detail::concat("hetlaunch_restarts_total ", m.restarts, "\n");
+  detail::append_family(out, "hetlaunch_node_up", "gauge",
+                        "1 while the node's launcher runs, else 0.");
+  for (const node_metrics& n : m.nodes) {
+    out += detail::concat("hetlaunch_node_up{node=\"", n.node, "\",host=");
+    detail::append_label_value(out, n.host);
+    out += n.up ? "} 1\n" : "} 0\n";
+  }
+  struct rank_family {
+    std::string_view name, help;
+    double rank_metrics::*field;
+    bool zero_is_unknown;
+  };
+  static constexpr rank_family families[] = {
+      {"hetlaunch_rank_step", "The step the rank last reported.", nullptr, false},
+      {"hetlaunch_rank_samples_per_second",
+       "The rank's samples per second of computation over its last window.",
+       &rank_metrics::samples_per_second, true},
+      {"hetlaunch_rank_expected_samples_per_second",
+       "The rank's own expected rate: the median of its earlier healthy windows.",
+       &rank_metrics::expected, true},
+      {"hetlaunch_rank_seconds_since_progress", "Seconds since the rank's last progress report.",
+       &rank_metrics::seconds_since_progress, false},
+  };
+  for (const rank_family& f : families) {
+    detail::append_family(out, f.name, "gauge", f.help);
+    for (const rank_metrics& r : m.ranks) {
+      if (!f.field) {  // a step is a whole number, written whole
+        detail::append_rank_sample(out, f.name, r, detail::concat(r.step));
+        continue;
+      }
+      const double value = r.*f.field;
+      if (f.zero_is_unknown && !(value > 0)) continue;
+      detail::append_rank_sample(out, f.name, r, detail::metric_value(value));
+    }
+  }
+  return out;
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_METRICS_HPP
 // ---- hetlaunch/cpu_topology.hpp
 // hetlaunch: a machine's CPUs, NUMA nodes, cores, caches and GPUs' PCI devices as Linux's sysfs
 // describes them, read through a function the caller gives (the library opens no file).

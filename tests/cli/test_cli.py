@@ -925,6 +925,97 @@ def events_cases(suite, binary, ssh, tmp):
                [("planned", 0), *started(0, (0, "a"), (1, "b")), job_events.slow(0, 1, "b", 1),
                 *exited(0, (0, "a", "succeeded"), (1, "b", "succeeded")), ("job_exited", 0, "succeeded")], slow_named)
 
+    # --on-slow exclude: rank 1 (b) is slow; at rank 0's next checkpoint line the job stops and
+    # restarts without b (a restart counted against --restarts, reason slow), even without
+    # --exclude-failed. a says a checkpoint every half second, so that one comes after the judgement
+    # however late b's lines arrive.
+    checkpoints = "; ".join(f"sleep 0.5; echo 'HETLAUNCH_CHECKPOINT {{\"step\": {10 * k}}}'" for k in range(1, 30))
+    excluded = (every_second + 'case "$HETLAUNCH_RESTART_COUNT.$HOST" in 1.*) echo ran;; '
+                f'*.a) {windows(0, [300] * 8)}; {checkpoints}; exec sleep 30;; '
+                f'*.b) {windows(1, [100, 104, 98, 101, 99, 102, 30, 28])}; exec sleep 30;; *) exec sleep 30;; esac')
+
+    def left_out(events, r):
+        restart = [e for e in events if e["event"] == "restart"]
+        got = [(e["reason"], e["failed_node"], e["failed_host"], e["excluded"], e["nodes"]) for e in restart]
+        problems = [] if got == [("slow", 1, "b", ["b"], 2)] else [f"restart events {got}"]
+        for line in ["rank 1 is slow: 28 samples/s, below its own earlier rate 100 / 2 two windows in a row: its "
+                     "node leaves the job at rank 0's next checkpoint line",
+                     "to start again without node 1 ('b')", "restart 1 of 1: attempt 2 starts on 2 nodes (without "
+                     "node 1 ('b'))"]:
+            if line not in r.stderr:
+                problems.append(f"no {line!r} in {r.stderr[-2000:]}")
+        return problems
+    suite.case("events_slow_rank_excluded_at_the_checkpoint", run,
+               ["--hosts", "a:1,b:1,c:1", "--slow-factor", "2", "--on-slow", "exclude", "--restarts", "1"], excluded, 0,
+               [("planned", 0), *started(0, (0, "a"), (1, "b"), (2, "c")), job_events.slow(0, 1, "b", 1),
+                *exited(0, (0, "a", "stopped"), (1, "b", "stopped"), (2, "c", "stopped")), ("restart", 1),
+                *started(1, (0, "a"), (1, "c")), *exited(1, (0, "a", "succeeded"), (1, "c", "succeeded")),
+                ("job_exited", 1, "succeeded")], left_out)
+    # With no restart left the slow node stays, and the job is not stopped: said, not done.
+    stays = (every_second + f'case $HOST in a) {windows(0, [300] * 8)}; sleep 1; echo "HETLAUNCH_CHECKPOINT '
+             f'{{\"step\": 90}}"; sleep 0.5; echo ran;; b) {windows(1, [100, 104, 98, 101, 99, 102, 30, 28])}; '
+             'sleep 1.5; echo ran;; esac')
+
+    def stays_said(events, r):
+        line = "two windows in a row: it stays in the job (no restart left"
+        return [] if line in r.stderr else [f"no {line!r} in {r.stderr[-1500:]}"]
+    suite.case("events_slow_rank_stays_without_a_restart_left", run,
+               ["--hosts", "a:1,b:1", "--on-slow", "exclude", "--restarts", "1", "--min-nodes", "2",
+                "--exclude-failed"], stays, 0,
+               [("planned", 0), *started(0, (0, "a"), (1, "b")), job_events.slow(0, 1, "b", 1),
+                *exited(0, (0, "a", "succeeded"), (1, "b", "succeeded")), ("job_exited", 0, "succeeded")], stays_said)
+    # --on-slow rebalance: every worker is told (HETLAUNCH_ON_SLOW=rebalance), and the ranks report.
+    rebalance = ('[ "$HETLAUNCH_ON_SLOW" = rebalance ] && [ "$HETLAUNCH_PROGRESS_SECONDS" = 1 ] || '
+                 '{ echo "not told to rebalance" >&2; exit 9; }; echo ran')
+    suite.case("events_on_slow_rebalance_tells_every_worker", run,
+               ["--hosts", "a:1,b:2", "--on-slow", "rebalance"], rebalance, 0,
+               [("planned", 0), *started(0, (0, "a"), (1, "b")), *exited(0, (0, "a", "succeeded"), (1, "b", "succeeded")),
+                ("job_exited", 0, "succeeded")])
+
+    # --metrics FILE: while the job runs, node a copies the file run keeps (this machine's: the
+    # stand-in ssh runs here); it shows both nodes up, each rank's step, rate and own expected
+    # rate. Once the job has ended, the file shows no node up.
+    metrics = pathlib.Path(tmp) / "job.prom"
+    seen = pathlib.Path(tmp) / "seen.prom"
+    watched = (every_second + f'case $HOST in a) {windows(0, [300] * 8)}; sleep 2; cp {metrics} {seen}; echo ran;; '
+               f'b) {windows(1, [100, 104, 98, 101, 99, 102, 30, 28])}; sleep 2.5; echo ran;; esac')
+
+    def metrics_shown(events, r):
+        problems = []
+        values = {}
+        for text, when in ((seen, "running"), (metrics, "ended")):
+            if not text.exists():
+                problems.append(f"no metrics file {text}: {r.stderr[-1000:]}")
+                continue
+            for line in text.read_text().splitlines():
+                if not line.startswith("#"):
+                    name, value = line.rsplit(" ", 1)
+                    values[(when, name)] = value
+        want = {("running", "hetlaunch_job_attempt"): "0", ("running", "hetlaunch_job_world_size"): "2",
+                ("running", "hetlaunch_restarts_total"): "0",
+                ("running", 'hetlaunch_node_up{node="0",host="a"}'): "1",
+                ("running", 'hetlaunch_node_up{node="1",host="b"}'): "1",
+                ("running", 'hetlaunch_rank_step{rank="1",node="1",host="b"}'): "80",
+                ("running", 'hetlaunch_rank_samples_per_second{rank="1",node="1",host="b"}'): "28",
+                ("running", 'hetlaunch_rank_expected_samples_per_second{rank="1",node="1",host="b"}'): "100.5",
+                ("running", 'hetlaunch_rank_expected_samples_per_second{rank="0",node="0",host="a"}'): "300",
+                ("ended", 'hetlaunch_node_up{node="0",host="a"}'): "0",
+                ("ended", 'hetlaunch_node_up{node="1",host="b"}'): "0"}
+        for key, value in want.items():
+            if values.get(key) != value:
+                problems.append(f"{key}: {values.get(key)!r}, expected {value!r}")
+        age = values.get(("running", 'hetlaunch_rank_seconds_since_progress{rank="1",node="1",host="b"}'))
+        if age is None or not 1.0 <= float(age) < 10:
+            problems.append(f"rank 1's seconds since progress, 2 s after its last line: {age}")
+        leftovers = [p.name for p in metrics.parent.iterdir() if p.name.endswith(".tmp")]
+        if leftovers:
+            problems.append(f"files left beside the metrics: {leftovers}")
+        return problems
+    suite.case("events_metrics_file_while_running_and_after", run,
+               ["--hosts", "a:1,b:1", "--metrics", str(metrics)], watched, 0,
+               [("planned", 0), *started(0, (0, "a"), (1, "b")), job_events.slow(0, 1, "b", 1),
+                *exited(0, (0, "a", "succeeded"), (1, "b", "succeeded")), ("job_exited", 0, "succeeded")], metrics_shown)
+
     def invalid(args, status, script="t.py"):
         log.unlink(missing_ok=True)
         own_ssh = [] if "--ssh" in args else ["--ssh", str(ssh)]
@@ -946,6 +1037,10 @@ def events_cases(suite, binary, ssh, tmp):
             ("slow_factor_one", ["--hosts", "a:1", "--slow-factor", "1"], 2),
             ("slow_factor_not_a_number", ["--hosts", "a:1", "--slow-factor", "2x"], 2),
             ("checkpoint_timeout_without_hang_timeout", ["--hosts", "a:1", "--checkpoint-timeout", "60"], 2),
+            ("on_slow_unknown", ["--hosts", "a:1", "--on-slow", "restart"], 2),
+            ("on_slow_exclude_without_restarts", ["--hosts", "a:1", "--on-slow", "exclude"], 2),
+            ("metrics_empty", ["--hosts", "a:1", "--metrics", ""], 2),
+            ("metrics_in_no_directory", ["--hosts", "a:1", "--metrics", "/nonexistent-dir/job.prom"], 1),
             ("spare_is_a_node", ["--hosts", "a:1", "--restarts", "1", "--spare", "a:1"], 1),
             ("spare_twice", ["--hosts", "a:1", "--restarts", "1", "--spare", "s:1", "--spare", "s:2"], 1),
             # Host names are case-insensitive: spare "A" is node 0's host "a", and "S" is "s" again.

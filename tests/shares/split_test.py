@@ -345,6 +345,65 @@ def timing_cases():
     return [] if lines == want else [f"got {lines} ({r.stderr[-2000:]}), expected {want}"]
 
 
+ON_SLOW_PROBE = r"""
+import sys, tempfile, torch, torch.distributed as dist
+sys.path.insert(0, sys.argv[1])
+import hetlaunch_shares as shares
+dist.init_process_group("gloo", store=dist.FileStore(tempfile.mktemp(), 1), rank=0, world_size=1)
+model = torch.nn.Linear(3, 1)
+x = torch.randn(64, 3)
+
+def train(sampler, steps):
+    k = 0
+    while k < steps:
+        for idx in sampler:
+            if k == steps:
+                break
+            model(x[idx]).sum().backward()
+            k += 1
+        sampler.set_epoch(sampler.epoch + 1)
+
+untimed = shares.ShareBatchSampler(64, shares.Share(8, 1, 8, 0))
+print("untimed every:", untimed.rebalance_every)
+train(untimed, 300)
+print("untimed after:", untimed.rebalance_every)
+watched = shares.ShareBatchSampler(64, shares.Share(8, 1, 8, 0))
+watched.watch(model)
+train(watched, 10)
+print("watched measured:", watched.measured is not None and watched.measured["step"] == 10)
+own = shares.ShareBatchSampler(64, shares.Share(8, 1, 8, 0), rebalance_every=4)
+print("own every:", own.rebalance_every)
+"""
+
+
+def on_slow_cases():
+    """HETLAUNCH_ON_SLOW=rebalance (run --on-slow rebalance): a sampler that does not rebalance by
+    itself rebalances every window of 10 steps; one whose steps nobody times says so once and
+    keeps the plan's split, never failing the job; a sampler's own rebalance_every stays. Any
+    other value is refused, naming it."""
+    from hetlaunch_shares import _names, _progress
+
+    env = {**os.environ, "GROUP_RANK": "0", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1", _names.ON_SLOW: "rebalance"}
+    r = subprocess.run([sys.executable, "-c", ON_SLOW_PROBE, str(HERE.parents[1] / "python")], capture_output=True,
+                       text=True, timeout=120, env=env)
+    want = ["untimed every: 10", "untimed after: 0", "watched measured: True", "own every: 4"]
+    failures = [] if r.stdout.splitlines() == want else [f"got {r.stdout.splitlines()} ({r.stderr[-2000:]}), " \
+                                                         f"expected {want}"]
+    said = [line for line in r.stderr.splitlines() if "--on-slow rebalance cannot move work" in line]
+    if len(said) != 1 or "watch(model)" not in said[0]:
+        failures.append(f"the untimed sampler said {said}, expected one line that says how to time")
+    if _progress.on_slow_rebalances({}) or not _progress.on_slow_rebalances({_names.ON_SLOW: "rebalance"}):
+        failures.append("HETLAUNCH_ON_SLOW is not read")
+    for bad in ("", "report", "exclude", "Rebalance"):
+        try:
+            _progress.on_slow_rebalances({_names.ON_SLOW: bad})
+            failures.append(f"HETLAUNCH_ON_SLOW={bad!r} was taken")
+        except ValueError as e:
+            if _names.ON_SLOW not in str(e):
+                failures.append(f"{bad!r}: {e}")
+    return failures
+
+
 READ_AHEAD_PROBE = r"""
 import json, sys, tempfile, torch, torch.distributed as dist
 from torch.utils.data import DataLoader
@@ -689,6 +748,7 @@ def main():
         run.case("a checkpoint's rates by host, on every topology of 5 hosts", rates_cases)
         run.case("Share: refuses a share no rank can have", hand_made_share_cases)
         run.case("rebalancing: a step must be timed, and watch() times it", timing_cases)
+        run.case("--on-slow rebalance: a sampler rebalances every window, untimed it says so once", on_slow_cases)
         run.case("steps in flight keep their share; only the first marker counts", ledger_cases)
         run.case("calibration whose last step ends an epoch still prints its line", calibrate_epoch_end_cases)
         run.case("a loader that reads ahead: the position is what training finished", read_ahead_cases)

@@ -65,24 +65,26 @@ TEST_SUITE("worker_variables") {
     const std::size_t unset = script.find(
         "unset HETLAUNCH_GLOBAL_BATCH HETLAUNCH_NODE_BATCH HETLAUNCH_NODE_BATCH_OFFSET "
         "HETLAUNCH_NODE_HOST HETLAUNCH_MAX_BATCH HETLAUNCH_RESTART_COUNT HETLAUNCH_CALIBRATE_STEPS "
-        "HETLAUNCH_PROGRESS_SECONDS\n");
+        "HETLAUNCH_PROGRESS_SECONDS HETLAUNCH_ON_SLOW\n");
     REQUIRE(unset != std::string::npos);
     CHECK(unset < script.find("export \"$1\""));
   }
 
   TEST_CASE("one rule for what a node sets and removes, for every plan") {
     // For every combination of a global batch, a ceiling, a calibration, an attempt, progress
-    // reports, caller variables and nodes that differ: every owned variable is either set (from
-    // the plan, once) or removed, never both; TORCH_ELASTIC_WORKER_IDENTICAL is removed exactly
-    // when the counts differ; the caller's variables come after the plan's and before the attempt.
-    for (int mask = 0; mask < 64; ++mask) {
+    // reports, a rebalance on slow ranks, caller variables and nodes that differ: every owned
+    // variable is either set (from the plan, once) or removed, never both;
+    // TORCH_ELASTIC_WORKER_IDENTICAL is removed exactly when the counts differ; the caller's
+    // variables come after the plan's and before the attempt.
+    for (int mask = 0; mask < 128; ++mask) {
       const bool shares = mask & 1, ceiling = mask & 2, calibrating = mask & 4, attempt = mask & 8,
-                 differ = mask & 16, reporting = mask & 32;
+                 differ = mask & 16, reporting = mask & 32, rebalancing = mask & 64;
       hetlaunch::launch_options o;
       o.script = "t.py";
       o.global_batch = shares ? 12 : 0;
       o.calibrate_steps = calibrating ? 20 : 0;
       o.progress_milliseconds = reporting ? 250 : 0;
+      o.rebalance_slow_ranks = rebalancing;
       hetlaunch::cluster c{{"a", 2}, {"b", differ ? 1 : 2}};
       if (ceiling) c.set_max_batch(1, 3);
       const auto plan = *hetlaunch::make_plan(c, o);
@@ -98,6 +100,7 @@ TEST_SUITE("worker_variables") {
                              (name == hetlaunch::variables::max_batch && ceiling) ||
                              (name == hetlaunch::variables::calibrate_steps && calibrating) ||
                              (name == hetlaunch::variables::progress_seconds && reporting) ||
+                             (name == hetlaunch::variables::on_slow && rebalancing) ||
                              (name == hetlaunch::variables::restart_count && attempt);
         CAPTURE(name);
         CHECK(set == (planned ? 1 : 0));

@@ -339,6 +339,30 @@ const flag flag_table[] = {
      restart_bit,
      [](const parts& p,
         const std::string& v) { p.restart->slow_factor = to_factor("--slow-factor", v, 1, 100); }},
+    {"--on-slow", nullptr, "report|rebalance|exclude", 0,
+     "what a slow rank brings (default: report, rank_slow alone): rebalance, the samplers "
+     "rebalance every window so work moves off it; exclude, the job restarts without its node at "
+     "rank 0's next HETLAUNCH_CHECKPOINT line (needs --restarts)",
+     restart_bit,
+     [](const parts& p, const std::string& v) {
+       if (v == "report")
+         p.restart->on_slow = slow_action::report;
+       else if (v == "rebalance")
+         p.restart->on_slow = slow_action::rebalance;
+       else if (v == "exclude")
+         p.restart->on_slow = slow_action::exclude;
+       else
+         throw usage_error{"--on-slow must be report, rebalance or exclude, got " + quoted(v)};
+     }},
+    {"--metrics", nullptr, "FILE", 0,
+     "keep FILE a Prometheus text exposition of the job and each rank (node_exporter's textfile "
+     "collector reads NAME.prom files in its directory), replaced whole each second and at each "
+     "event",
+     restart_bit,
+     [](const parts& p, const std::string& v) {
+       if (v.empty()) throw usage_error{"--metrics needs a file name, got ''"};
+       p.restart->metrics = v;
+     }},
     {"--local", nullptr, nullptr, 0,
      "run every node's command on this machine, with no ssh: host names are labels, "
      "--master-addr defaults to 127.0.0.1 (try a job on one machine)",
@@ -658,6 +682,10 @@ void check_restart_flags(const restart_args& r) {
   if (r.probe_every && !r.grow_back) throw usage_error{"--probe-every needs --grow-back"};
   if (r.checkpoint_timeout && r.hang_timeout == 0)
     throw usage_error{"--checkpoint-timeout needs --hang-timeout SECONDS above 0"};
+  if (r.excludes_slow() && !restarting)
+    throw usage_error{
+        "--on-slow exclude needs --restarts N above 0 (the job restarts without the slow rank's "
+        "node)"};
 }
 
 hetlaunch::restart_options restart_options_of(const restart_args& r) {
@@ -678,7 +706,8 @@ std::string description_of(const command& c) {
       names += concat(k == 0 ? "" : k + 1 == owned.size() ? " or " : ", ", owned[k]);
     const std::string text = concat(
         "--env and --env-file may not set ", names,
-        ": the launch sets them (the plan, --restarts, calibrate, --hang-timeout) or removes them.");
+        ": the launch sets them (the plan, --restarts, calibrate, --hang-timeout, --on-slow) or "
+        "removes them.");
     // Wrapped at the width of the descriptions written by hand.
     std::size_t line_start = out.size();
     for (std::size_t at = 0; at < text.size();) {

@@ -97,6 +97,7 @@ struct rank_seen {
   std::size_t node = 0;
   hetlaunch::rank_progress progress;
   long long window = 0;  // the last window judged
+  double rate = 0;       // that window's samples per second
   hetlaunch::slow_watch slow;
 };
 
@@ -147,6 +148,7 @@ struct attempt_facts {
   bool by_worker = false;            // that failure was a worker's, seen in torchrun's log
   bool every_node_started = true;    // every node's ssh was started
   bool hung = false;                 // the first failure was a hung rank's node, stopped by run
+  bool slow_excluded = false;        // stopped at a checkpoint to leave a slow rank's node out
 };
 
 // The job's end if this attempt is its last, classified once: the reason and the exit status.
@@ -155,6 +157,8 @@ job_end classify(const attempt_facts& f) {
   // No node was to blame: this machine could not start one.
   if (f.local_failure) return {job_ending::ended_before_start, exit_cannot_run};
   if (f.hung) return {job_ending::hung, exit_failed};
+  // Stopped to leave a slow node out: an end only when the restart cannot follow (said there).
+  if (f.slow_excluded && !f.first) return {job_ending::worker_failed, exit_failed};
   if (f.first && f.by_worker) return {job_ending::worker_failed, 1};  // torchrun's own status
   if (f.first) {
     // A node that ended with status 0 before it started still failed.
@@ -177,13 +181,15 @@ job_end classify(const attempt_facts& f) {
 class attempt {
  public:
   attempt(const job_options& o, const hetlaunch::launch_plan& plan,
-          const hetlaunch::ssh_options& ssh, event_log& events,
-          const std::vector<probed_host>& probes)
+          const hetlaunch::ssh_options& ssh, event_log& events, metrics_file& metrics,
+          const std::vector<probed_host>& probes, const slow_exclusion& may_exclude)
       : o_(o),
         plan_(plan),
         ssh_(ssh),
         events_(events),
+        metrics_(metrics),
         probes_(probes),
+        may_exclude_(may_exclude),
         n_(plan.topology().node_count()),
         nodes_(n_ + probes.size()),  // the nodes, then one question a probed host
         progress_of_(n_),
@@ -204,7 +210,9 @@ class attempt {
   const hetlaunch::launch_plan& plan_;
   const hetlaunch::ssh_options& ssh_;
   event_log& events_;
+  metrics_file& metrics_;
   const std::vector<probed_host>& probes_;
+  const slow_exclusion& may_exclude_;
   const std::size_t n_;
   std::vector<child> nodes_;
   std::vector<node_progress> progress_of_;
@@ -232,6 +240,11 @@ class attempt {
   bool bad_progress_said_ = false;
   std::map<long long, rank_seen> ranks_;  // every rank that reported, by global rank
   std::string hung_;                      // what run said of the hung rank it stopped the job for
+  std::optional<std::size_t> slow_node_;  // --on-slow exclude: the node to leave out
+  std::string slow_;                      // what run said of its slow rank
+  bool slow_excluded_ = false;            // stopped at a checkpoint to leave it out
+  bool metrics_due_ = true;               // something the metrics show changed
+  double metrics_written_ = 0;
   event_loop loop_;
 
   void start_nodes();
@@ -250,7 +263,9 @@ class attempt {
   void on_checkpoint(std::string_view json);
   void on_progress(std::size_t i, std::string_view json);
   void judge_slow(long long rank, const rank_seen& r, const hetlaunch::slow_judgement& j);
+  std::string what_follows_slow(std::size_t node) const;
   void judge_hangs();
+  void write_metrics(bool force);
   void say_ends() const;
   attempt_result outcome() const;
 };
@@ -313,7 +328,7 @@ line_sink attempt::sink_of(std::size_t i, bool out) {
     return sink;
   }
   const bool measuring = o_.calibrate.measuring && i == 0;
-  const bool watching_checkpoints = !probes_.empty();
+  const bool watching_checkpoints = !probes_.empty() || o_.restart.excludes_slow();
   const bool watching_progress = o_.restart.reporting();
   // Rank 0's measured line grows with the node count (about 80 bytes a node): it is read whole
   // up to 16 MiB, some 200,000 nodes.
@@ -349,6 +364,7 @@ void attempt::read_node(std::size_t i, bool out) {
   drain(out ? c.out : c.err, out ? c.out_line : c.err_line, sink_of(i, out));
   if (was_started || !progress_of_[i].started) return;
   --connecting_, ++started_;
+  metrics_due_ = true;
   started_while_stopping();
   events_.write("node_started", concat("\"node\": ", i,
                                        ", \"host\": ", json_string(plan_.topology().node(i).host)));
@@ -389,6 +405,7 @@ void attempt::on_end(std::size_t i) {
       end_of(c, progress_of_[i], stopping_, fails_first || first_failure_ == i, failed_by_worker_);
   if (!hung_.empty() && first_failure_ == i) end.text = concat(hung_, "; ", end.text);
   events_.node_exited(i, plan_.topology().node(i).host, exit_code(c.status), end.ending);
+  metrics_due_ = true;
   ends_[i] = end.text;
   if (!fails_first) return;
   first_failure_ = i;
@@ -414,6 +431,7 @@ void attempt::on_tick() {
     progress.clear();
   probe();
   judge_hangs();
+  write_metrics(false);
   events_.pump();  // a slow events reader gets what it has room for, never holding the job
   if (stopping_ && now() > deadline_) {
     kill_all();
@@ -437,6 +455,7 @@ attempt_result attempt::run() {
   }
   probe();  // the answers that came while the nodes stopped
   stop_probes();
+  write_metrics(true);
   for (child& c : nodes_) {
     close_fd(c.out);
     close_fd(c.err);
@@ -501,6 +520,16 @@ void attempt::on_checkpoint(std::string_view json) {
     return;
   }
   checkpoint_step_ = *step;
+  if (slow_node_ && !stopping_) {
+    slow_excluded_ = true;
+    progress.clear();
+    std::fprintf(stderr,
+                 "hetlaunch: rank 0 saved the checkpoint of step %lld: stopping every node, to "
+                 "start again without node %zu (%s)\n",
+                 *step, *slow_node_, quoted(plan_.topology().node(*slow_node_).host).c_str());
+    stop();
+    return;
+  }
   if (!rejoin_pending_ || stopping_) return;
   grow_ = true;
   progress.clear();
@@ -532,6 +561,8 @@ void attempt::on_progress(std::size_t i, std::string_view json) {
   r.progress.last_report = t;
   if (report->window > r.window) {
     r.window = report->window;
+    r.rate = report->samples_per_second;
+    metrics_due_ = true;
     judge_slow(report->rank, r, r.slow.add_window(report->samples_per_second));
   }
 }
@@ -547,13 +578,51 @@ void attempt::judge_slow(long long rank, const rank_seen& r, const hetlaunch::sl
                 concat("\"node\": ", r.node, ", \"host\": ", json_string(host), ", \"rank\": ",
                        rank, ", \"samples_per_second\": ", rate(j.samples_per_second),
                        ", \"expected\": ", rate(j.expected), ", \"step\": ", r.progress.step));
+  slow_ = concat("rank ", rank, " is slow: ", rate(j.samples_per_second),
+                 " samples/s, below its own earlier rate ", rate(j.expected), " / ",
+                 hetlaunch::detail::number_text(o_.restart.slow_factor.value_or(2)),
+                 " two windows in a row");
   progress.clear();
-  std::fprintf(stderr,
-               "hetlaunch: node %zu (%s): rank %lld is slow: %s samples/s, below its own earlier "
-               "rate %s / %s two windows in a row\n",
-               r.node, quoted(host).c_str(), rank, rate(j.samples_per_second).c_str(),
-               rate(j.expected).c_str(),
-               hetlaunch::detail::number_text(o_.restart.slow_factor.value_or(2)).c_str());
+  std::fprintf(stderr, "hetlaunch: node %zu (%s): %s%s\n", r.node, quoted(host).c_str(),
+               slow_.c_str(), what_follows_slow(r.node).c_str());
+  if (o_.restart.excludes_slow() && !slow_node_ && may_exclude_(r.node)) slow_node_ = r.node;
+}
+
+// What run does about a rank judged slow, in words after its line.
+std::string attempt::what_follows_slow(std::size_t node) const {
+  switch (o_.restart.on_slow.value_or(slow_action::report)) {
+    case slow_action::rebalance:
+      return ": the samplers move work off it at the next window";
+    case slow_action::exclude:
+      if (slow_node_) return concat(": node ", *slow_node_, " leaves the job first");
+      if (!may_exclude_(node))
+        return ": it stays in the job (no restart left, or the job would be too small without "
+               "its node)";
+      return ": its node leaves the job at rank 0's next checkpoint line (HETLAUNCH_CHECKPOINT)";
+    case slow_action::report:
+      break;
+  }
+  return "";
+}
+
+// --metrics: the job now, written when something it shows changed, and at least once a second
+// while ranks report (their seconds since progress grow); `force` writes it now.
+void attempt::write_metrics(bool force) {
+  if (!metrics_) return;
+  const double t = now();
+  if (!force && !metrics_due_ && (ranks_.empty() || t - metrics_written_ < 1.0)) return;
+  metrics_due_ = false;
+  metrics_written_ = t;
+  hetlaunch::job_metrics& m = metrics_.metrics;
+  m.nodes.clear();
+  m.ranks.clear();
+  for (std::size_t i = 0; i < n_; ++i)
+    m.nodes.push_back({i, std::string(plan_.topology().node(i).host),
+                       progress_of_[i].started && nodes_[i].pid > 0});
+  for (const auto& [rank, r] : ranks_)
+    m.ranks.push_back({rank, r.node, std::string(plan_.topology().node(r.node).host),
+                       r.progress.step, r.rate, r.slow.expected(), t - r.progress.last_report});
+  metrics_.write();
 }
 
 // --hang-timeout: a rank gone silent, or stuck in its step, past its limit stops the job (or
@@ -615,6 +684,7 @@ attempt_result attempt::outcome() const {
   }
   facts.by_worker = failed_by_worker_;
   facts.hung = !hung_.empty();
+  facts.slow_excluded = slow_excluded_;
   facts.every_node_started = next_ == n_;
   attempt_result r;
   r.end = classify(facts);
@@ -630,6 +700,10 @@ attempt_result attempt::outcome() const {
   if (first_failure_) {
     r.failed.push_back(*first_failure_);
     r.failure = ends_[*first_failure_];
+  } else if (slow_excluded_ && !stop_signal_ && local_failure_.empty()) {
+    r.failed.push_back(*slow_node_);
+    r.failure = slow_;
+    r.slow = true;
   }
   // A host that could not be reached is to blame too, whichever node failed first.
   for (std::size_t i = 0; i < next_; ++i)
@@ -649,8 +723,9 @@ std::vector<std::string> node_command(const job_options& o, const hetlaunch::lau
 
 attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan& plan,
                            const hetlaunch::ssh_options& ssh, event_log& events,
-                           const std::vector<probed_host>& probes) {
-  return attempt(o, plan, ssh, events, probes).run();
+                           metrics_file& metrics, const std::vector<probed_host>& probes,
+                           const slow_exclusion& may_exclude) {
+  return attempt(o, plan, ssh, events, metrics, probes, may_exclude).run();
 }
 
 }  // namespace cli

@@ -128,6 +128,10 @@ struct remote_part {
   remote_args remote;
 };
 
+// What run does about a rank judged slow: say it (rank_slow), move work off it (the ranks'
+// samplers rebalance every window), or leave its node out at rank 0's next checkpoint line.
+enum class slow_action { report, rebalance, exclude };
+
 // run and sbatch: starting the whole job again after a failure.
 struct restart_args {
   std::optional<int> restarts;  // --restarts N
@@ -139,8 +143,14 @@ struct restart_args {
   int hang_timeout = 0;                   // --hang-timeout SECONDS: 0, ranks are never hung
   std::optional<int> checkpoint_timeout;  // --checkpoint-timeout SECONDS (default 1800)
   std::optional<double> slow_factor;      // --slow-factor F (default 2 while ranks report)
+  std::optional<slow_action> on_slow;     // --on-slow report|rebalance|exclude (default report)
+  std::optional<std::string> metrics;     // --metrics FILE
   // Whether the ranks report their progress (HETLAUNCH_PROGRESS_SECONDS): a flag that reads it.
-  bool reporting() const { return hang_timeout > 0 || slow_factor.has_value(); }
+  bool reporting() const {
+    return hang_timeout > 0 || slow_factor.has_value() || on_slow.has_value() ||
+           metrics.has_value();
+  }
+  bool excludes_slow() const { return on_slow == slow_action::exclude; }
 };
 struct restart_part {
   restart_args restart;

@@ -330,7 +330,11 @@ void add_run_command(std::vector<command>& table) {
            "waiting for it in a collective are not named. --slow-factor F (2 by default while the ranks\n"
            "report) says, once an episode, a rank whose samples per second stay below its own earlier\n"
            "rate / F two windows in a row (rank_slow): judged against itself, never against ranks of\n"
-           "another share, so a slower GPU type is not slow.\n"
+           "another share, so a slower GPU type is not slow. --on-slow rebalance has every sampler that\n"
+           "does not rebalance by itself rebalance every window, so work moves off the slow rank;\n"
+           "--on-slow exclude restarts the job without its node at rank 0's next checkpoint line (a\n"
+           "restart counted against --restarts; --spare and --grow-back apply). --metrics FILE keeps\n"
+           "FILE a Prometheus text exposition for node_exporter's textfile collector (docs/metrics.md).\n"
            "--local runs every node's command on this machine instead, with no ssh (docs/multi-host.md).\n"
            "Under torchrun each worker's lines come whole, begun with \"[rank R] \" (--no-rank-prefix: as\n"
            "torchrun passes them).\n",
@@ -355,6 +359,8 @@ void add_run_command(std::vector<command>& table) {
             "--hang-timeout",
             "--checkpoint-timeout",
             "--slow-factor",
+            "--on-slow",
+            "--metrics",
             "--events",
             "--local",
             "--no-rank-prefix"},

@@ -5,9 +5,13 @@
 #define HETLAUNCH_TOOLS_JOB_HPP
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <hetlaunch/metrics.hpp>
 
 #include "cli.hpp"
 #include "process.hpp"
@@ -38,17 +42,40 @@ struct attempt_result {
   std::string local_failure;          // why a node could not be started from this machine
   std::vector<std::string> returned;  // the probed hosts that answered again
   bool grow = false;                  // stopped at a checkpoint for a host that rejoins
+  bool slow = false;                  // stopped at a checkpoint to leave failed's slow node out
   long long checkpoint_step = -1;     // the step of rank 0's last checkpoint line, -1: none
   bool interrupted() const { return end.ending == job_ending::interrupted; }
 };
 
+// --metrics FILE: the job as metrics.hpp shows it, FILE replaced whole each time (written beside
+// it under a name node_exporter's textfile collector skips, then renamed), so that a scrape never
+// reads half a file. A file that cannot be written is said once; the job goes on.
+class metrics_file {
+ public:
+  explicit metrics_file(std::optional<std::string> path) : path_(std::move(path)) {}
+  explicit operator bool() const { return path_.has_value(); }
+  hetlaunch::job_metrics metrics;  // the job's values (run.cpp), its nodes and ranks (attempt.cpp)
+  void write();
+
+ private:
+  std::optional<std::string> path_;
+  bool failure_said_ = false;
+};
+
+// Whether the job may restart without a node that is slow (--on-slow exclude): a restart is
+// left, and the job without it is large enough.
+using slow_exclusion = std::function<bool(std::size_t node)>;
+
 // Runs every node of `plan` until they have all ended, or stops them all at the first failure
-// or signal; node_started, node_exited and node_returned go to `events`. `probes`: the hosts
-// that left the job, asked every --probe-every seconds; one that answers and rejoins stops the
-// attempt at rank 0's next checkpoint line.
+// or signal; node_started, node_exited and node_returned go to `events`, the job's state to
+// `metrics`. `probes`: the hosts that left the job, asked every --probe-every seconds; one that
+// answers and rejoins stops the attempt at rank 0's next checkpoint line, and so does a slow
+// rank's node that `may_exclude` lets leave (--on-slow exclude).
+
 attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan& plan,
                            const hetlaunch::ssh_options& ssh, event_log& events,
-                           const std::vector<probed_host>& probes = {});
+                           metrics_file& metrics, const std::vector<probed_host>& probes,
+                           const slow_exclusion& may_exclude);
 
 // discover.cpp: a host's GPU-count question, as discover and slots=auto ask it (also run
 // --grow-back's probe of a host that left). Its argv: ssh to the host, or here with --local.

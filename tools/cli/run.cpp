@@ -115,6 +115,24 @@ std::string json_hosts(const hetlaunch::cluster& c, const std::vector<std::size_
   return out + "]";
 }
 
+// Whether a file run writes (`flag`'s) can be written, asked before the job runs rather than
+// found out after it: the file itself when it exists, else its directory.
+result<completed> writable(const std::string& path, const char* flag) {
+  const auto refused = [&] {
+    return invalid(concat(flag, " ", quoted(path), ": cannot write it: ", std::strerror(errno)));
+  };
+  if (access(path.c_str(), F_OK) == 0) {
+    if (access(path.c_str(), W_OK) != 0) return refused();
+    return completed{};
+  }
+  const std::size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? std::string(".")
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
+  if (access(dir.c_str(), W_OK | X_OK) != 0) return refused();
+  return completed{};
+}
+
 job_end invalid_input(int status) { return {job_ending::invalid_input, status}; }
 
 // A signal that came before an attempt started (while the input was read, or spares were asked
@@ -131,6 +149,7 @@ std::optional<job_end> interrupted_before(const char* what) {
 struct job {
   const job_options& o;
   event_log& events;
+  metrics_file metrics{o.restart.metrics};
   std::optional<hetlaunch::launch_plan> plan = std::nullopt;
   std::vector<hetlaunch::spare_host> spares = {};
   hetlaunch::ssh_options ssh = {};
@@ -141,6 +160,7 @@ struct job {
   std::optional<hetlaunch::job_places> places = std::nullopt;
   hetlaunch::launch_options first_launch = {};
   std::vector<std::string> refused_hosts = {};
+  std::vector<std::string> kept_slow_hosts = {};  // slow, but the plan without them was refused
 
   // Attempt `attempt`'s ssh options: every worker learns which attempt it is (torchrun passes
   // its environment on).
@@ -171,12 +191,16 @@ std::optional<job_end> plan_job(job& j) {
   if (o.restart.reporting())
     first_launch.progress_milliseconds =
         o.restart.hang_timeout > 0 ? std::min(1000, o.restart.hang_timeout * 250) : 1000;
+  first_launch.rebalance_slow_ranks = o.restart.on_slow == slow_action::rebalance;
   // --local: every node is this machine, whatever its label.
   if (o.remote.local && first_launch.master_addr.empty()) first_launch.master_addr = "127.0.0.1";
   j.plan = plan_of(*in, o.command, first_launch);
   if (!j.plan) return invalid_input(exit_invalid);
   j.first_launch = j.plan->options();
   if (o.restart.grow_back) j.places = hetlaunch::places_of(j.plan->topology());
+  if (o.restart.metrics && !o.remote.dry_run)
+    if (const result<completed> ok = writable(*o.restart.metrics, "--metrics"); !ok)
+      return invalid_input(fail(ok.error()));
   std::optional<std::vector<hetlaunch::spare_host>> spares = read_spares(o, j.plan->topology());
   if (!spares) return invalid_input(exit_invalid);
   j.spares = std::move(*spares);
@@ -236,11 +260,19 @@ job_end dry_run(const job& j) {
 // The restart's decision. Spares written host:auto are asked for their GPU count only when one is
 // needed: a failed node that no spare of a known count replaces (asking each can take
 // --discover-timeout).
+// A slow node stopped for (--on-slow exclude) is left out, with or without --exclude-failed.
+hetlaunch::restart_options restart_options_for(const job& j, bool slow) {
+  hetlaunch::restart_options options = j.restarts;
+  if (slow) options.exclude_failed = true;
+  return options;
+}
+
 hetlaunch::restart_decision decide(job& j, const attempt_result& r) {
   const int attempt = j.failure_restarts;
   const hetlaunch::cluster& topology = j.plan->topology();
+  const hetlaunch::restart_options options = restart_options_for(j, r.slow);
   hetlaunch::restart_decision d =
-      hetlaunch::decide_restart(j.restarts, attempt, topology, r.failed, false, j.spares);
+      hetlaunch::decide_restart(options, attempt, topology, r.failed, false, j.spares);
   std::vector<std::size_t> failed_nodes = r.failed;
   std::sort(failed_nodes.begin(), failed_nodes.end());
   failed_nodes.erase(std::unique(failed_nodes.begin(), failed_nodes.end()), failed_nodes.end());
@@ -248,7 +280,7 @@ hetlaunch::restart_decision decide(job& j, const attempt_result& r) {
                                     [](const hetlaunch::spare_host& s) { return s.nproc == 0; });
   if (attempt < j.restarts.restarts && any_auto && d.replaced.size() < failed_nodes.size()) {
     ask_auto_spares(j.o, j.spares);
-    d = hetlaunch::decide_restart(j.restarts, attempt, topology, r.failed, false, j.spares);
+    d = hetlaunch::decide_restart(options, attempt, topology, r.failed, false, j.spares);
   }
   return d;
 }
@@ -272,8 +304,8 @@ restart_change change_of(const job& j, const hetlaunch::restart_decision& d,
   x.failed_node = r.failed.front();
   x.failed_host = std::string(topology.node(x.failed_node).host);
   x.blamed =
-      concat("node ", x.failed_node, " (", quoted(x.failed_host),
-             ") failed: ", r.failure.empty() ? std::string("could not be reached") : r.failure);
+      concat("node ", x.failed_node, " (", quoted(x.failed_host), r.slow ? "): " : ") failed: ",
+             r.failure.empty() ? std::string("could not be reached") : r.failure);
   std::vector<bool> kept(topology.node_count(), false);
   for (std::size_t i : d.nodes) kept[i] = true;
   for (std::size_t i = 0; i < topology.node_count(); ++i)
@@ -331,7 +363,7 @@ bool replan(job& j, const hetlaunch::restart_decision& d, restart_change& x) {
 // The restart's line and its event, once the new plan is made.
 // `attempt`: the attempt that ended; `restart`: how many restarts --restarts counted before.
 void announce_restart(const job& j, int attempt, int restart, const restart_change& x,
-                      const hetlaunch::cluster& before) {
+                      const hetlaunch::cluster& before, const char* reason) {
   const hetlaunch::cluster& now = j.plan->topology();
   std::fprintf(
       stderr,
@@ -347,7 +379,7 @@ void announce_restart(const job& j, int attempt, int restart, const restart_chan
                         ", \"failed_host\": ", json_string(x.failed_host), ", \"excluded\": ",
                         json_hosts(before, x.excluded), ", \"replaced\": ", x.replaced_json,
                         ", \"nodes\": ", now.node_count(), ", \"world_size\": ", now.world_size(),
-                        ", \"reason\": \"failure\", \"readmitted\": []"));
+                        ", \"reason\": \"", reason, "\", \"readmitted\": []"));
 }
 
 // --grow-back: the hosts that left the job, each to be probed while the next attempt runs, less
@@ -462,10 +494,40 @@ std::optional<job_end> restart_after(job& j, int attempt, const attempt_result& 
     return end;
   }
   const hetlaunch::cluster before = j.plan->topology();
-  if ((!x.excluded.empty() || !d.replaced.empty()) && !replan(j, d, x)) return end;
+  if ((!x.excluded.empty() || !d.replaced.empty()) && !replan(j, d, x)) {
+    if (!r.slow) return end;
+    // Stopped at a checkpoint for a slow node the plan cannot do without: the job goes on as it
+    // was (said by replan), and that host is not left out for being slow again.
+    j.kept_slow_hosts.emplace_back(x.failed_host);
+    std::fprintf(stderr, "hetlaunch: attempt %d starts as the last one did, with %s\n", attempt + 2,
+                 quoted(x.failed_host).c_str());
+    j.events.attempt = attempt + 1;
+    j.events.write("restart", concat("\"failed_node\": ", x.failed_node,
+                                     ", \"failed_host\": ", json_string(x.failed_host),
+                                     ", \"excluded\": [], \"replaced\": [], \"nodes\": ",
+                                     before.node_count(), ", \"world_size\": ", before.world_size(),
+                                     ", \"reason\": \"slow\", \"readmitted\": []"));
+    return std::nullopt;
+  }
   if (j.places) j.places = hetlaunch::places_after_restart(*j.places, d);
-  announce_restart(j, attempt, j.failure_restarts++, x, before);
+  announce_restart(j, attempt, j.failure_restarts++, x, before, r.slow ? "slow" : "failure");
   return std::nullopt;
+}
+
+// --on-slow exclude: a slow rank's node may leave when a restart is left and the job can restart
+// without it (a spare in its place, or enough nodes left), unless the plan without it was
+// refused before.
+slow_exclusion slow_exclusion_of(const job& j) {
+  return [&j](std::size_t node) {
+    const hetlaunch::cluster& topology = j.plan->topology();
+    const std::string host(topology.node(node).host);
+    if (std::find(j.kept_slow_hosts.begin(), j.kept_slow_hosts.end(), host) !=
+        j.kept_slow_hosts.end())
+      return false;
+    return hetlaunch::decide_restart(restart_options_for(j, true), j.failure_restarts, topology,
+                                     {node}, false, j.spares)
+               .verdict == hetlaunch::restart_verdict::restart;
+  };
 }
 
 job_end run_job(const job_options& o, event_log& events) {
@@ -476,7 +538,11 @@ job_end run_job(const job_options& o, event_log& events) {
   j.planned();
   for (int attempt = 0;; ++attempt) {
     events.attempt = attempt;
-    const attempt_result r = run_attempt(o, *j.plan, j.ssh_of(attempt), events, probes_of(j));
+    j.metrics.metrics.attempt = attempt;
+    j.metrics.metrics.restarts = attempt;  // every attempt after the first is a restart
+    j.metrics.metrics.world_size = j.plan->topology().world_size();
+    const attempt_result r = run_attempt(o, *j.plan, j.ssh_of(attempt), events, j.metrics,
+                                         probes_of(j), slow_exclusion_of(j));
     if (const auto end = restart_after(j, attempt, r)) return *end;
   }
 }
@@ -524,25 +590,6 @@ int run_command(const job_options& o) {
 }
 
 namespace {
-// Whether --write-hostfile's file can be written, asked before the job runs rather than found
-// out after it: the file itself when it exists, else its directory.
-result<completed> writable(const std::string& path) {
-  if (access(path.c_str(), F_OK) == 0) {
-    if (access(path.c_str(), W_OK) != 0)
-      return invalid(
-          concat("--write-hostfile ", quoted(path), ": cannot write it: ", std::strerror(errno)));
-    return completed{};
-  }
-  const std::size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? std::string(".")
-                          : slash == 0               ? "/"
-                                                     : path.substr(0, slash);
-  if (access(dir.c_str(), W_OK | X_OK) != 0)
-    return invalid(
-        concat("--write-hostfile ", quoted(path), ": cannot write it: ", std::strerror(errno)));
-  return completed{};
-}
-
 int write_measured(const job_options& o, const hetlaunch::cluster& c, const std::string& measured);
 
 // calibrate's job: refused before it starts when its hostfile cannot be written, and ended as
@@ -557,7 +604,7 @@ job_end calibrate_job(const job_options& o, event_log& events) {
           o.input.include.empty() ? "--exclude" : "--include",
           "), which a hostfile cannot hold (it has slots=N, not device numbers): calibrate without "
           "--write-hostfile and give run the weights it prints with the same selection")));
-    if (const result<completed> ok = writable(*o.calibrate.hostfile); !ok)
+    if (const result<completed> ok = writable(*o.calibrate.hostfile, "--write-hostfile"); !ok)
       return invalid_input(fail(ok.error()));
   }
   const job_end ended = run_job(o, events);

@@ -4,6 +4,8 @@ set -eu
 packages="cmake ninja-build g++ clang clang-format libclang-rt-14-dev meson pkg-config doctest-dev git python3"
 packages="$packages python3-torch slurm-client iproute2 util-linux openssh-server openssh-client python3-yaml python3-jsonschema"
 packages="$packages slurmctld slurmd munge mmdebstrap groff-base man-db zsh"
+# run --metrics is read by node_exporter's textfile collector, promtool and a Prometheus server.
+packages="$packages prometheus prometheus-node-exporter"
 # pip, setuptools and wheel install hetlaunch_shares offline (pip install --no-build-isolation ./python).
 packages="$packages python3-pip python3-setuptools python3-wheel"
 # kubectl reads the JobSet manifests back (tests/cli/hostile_launch_test.py). A machine that has

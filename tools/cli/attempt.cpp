@@ -606,11 +606,12 @@ std::string attempt::what_follows_slow(std::size_t node) const {
 }
 
 // --metrics: the job now, written when something it shows changed, and at least once a second
-// while ranks report (their seconds since progress grow); `force` writes it now.
+// (the ranks' seconds since progress grow, and a file that ages tells a monitor that run itself
+// stopped); `force` writes it now.
 void attempt::write_metrics(bool force) {
   if (!metrics_) return;
   const double t = now();
-  if (!force && !metrics_due_ && (ranks_.empty() || t - metrics_written_ < 1.0)) return;
+  if (!force && !metrics_due_ && t - metrics_written_ < 1.0) return;
   metrics_due_ = false;
   metrics_written_ = t;
   hetlaunch::job_metrics& m = metrics_.metrics;

@@ -47,6 +47,7 @@ class Progress:
         self._last_heartbeat: Optional[float] = None
         self._thread: Optional[threading.Thread] = None
         self._stop = threading.Event()
+        self._wake = threading.Event()  # a window closed: said by the thread now, not at the interval
 
     # ---- what the training loop marks ----
 
@@ -76,6 +77,7 @@ class Progress:
             self.samples_per_second = self._samples / self._seconds
             self._steps = self._samples = 0
             self._seconds = 0.0
+            self._wake.set()  # every window reaches the launcher, also windows shorter than the interval
 
     def heartbeat(self, step: int, samples: Optional[int] = None) -> None:
         """A script without the sampler: step `step` begins. With `samples` (the previous step's),
@@ -116,13 +118,22 @@ class Progress:
         out.write(self.line() + "\n")  # one write: never split by the loop's own prints
         out.flush()
 
+    # At most this many lines a second: windows faster than that are said together, the last one's.
+    MOST_LINES_A_SECOND = 10
+
     def start(self) -> "Progress":
         def run():
-            while not self._stop.wait(self.interval):
+            while True:
+                window_closed = self._wake.wait(self.interval)
+                if self._stop.is_set():
+                    return
+                self._wake.clear()
                 try:
                     self._say()
                 except (OSError, ValueError):
                     return  # standard output closed: nobody reads any more
+                if window_closed:
+                    self._stop.wait(1 / self.MOST_LINES_A_SECOND)
         self._say()
         self._thread = threading.Thread(target=run, name="hetlaunch-progress", daemon=True)
         self._thread.start()
@@ -130,6 +141,7 @@ class Progress:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join()
 

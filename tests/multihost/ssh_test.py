@@ -37,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
@@ -910,7 +911,7 @@ def case_grow_back_training(b, w, work, c):
                                           positions=work / "positions") + left_on_hosts(work)
 
 
-def workers_of(host):
+def workers_of(host, script="train_restarts.py"):
     """The pids of a rank's processes on host `host`: those of its namespace with RANK in their
     environment (torchrun itself has none), the worker and its line writer."""
     found = []
@@ -920,7 +921,7 @@ def workers_of(host):
             cmdline = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        if b"train_restarts.py" in cmdline and any(v.startswith(b"RANK=") for v in env):
+        if script.encode() in cmdline and any(v.startswith(b"RANK=") for v in env):
             found.append(int(pid))
     return found
 
@@ -970,6 +971,207 @@ def case_hung_training(b, w, work, c):
             problems.append(f"the hang was seen {seen - stopped:.1f} s after the stop")
     return problems + same_as_one_process(example, result, "hung training", steps=40,
                                           positions=work / "positions") + left_on_hosts(work)
+
+
+CGROUP_ROOT = pathlib.Path("/sys/fs/cgroup/cpu")
+CGROUP_STEM = "hetlaunch-ssh-test-"
+CGROUP_PERIOD = 20000  # us: periods short enough not to stall a step
+
+
+def remove_cgroups(stale_only):
+    """The cgroups of this run (or, with `stale_only`, of killed earlier runs): their tasks killed,
+    then the groups removed."""
+    for group in CGROUP_ROOT.glob(CGROUP_STEM + "*"):
+        pid = group.name[len(CGROUP_STEM):].split("-")[0]
+        if stale_only and (not pid.isdigit() or pathlib.Path(f"/proc/{pid}").exists()):
+            continue
+        if not stale_only and pid != str(os.getpid()):
+            continue
+        for _ in range(50):
+            for task in (group / "cgroup.procs").read_text().split():
+                try:
+                    os.kill(int(task), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            try:
+                group.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+
+
+def cgroup(name, share_of_core):
+    """A cgroup v1 cpu group of this run whose tasks get `share_of_core` of one core."""
+    group = CGROUP_ROOT / f"{CGROUP_STEM}{os.getpid()}-{name}"
+    group.mkdir()
+    (group / "cpu.cfs_period_us").write_text(str(CGROUP_PERIOD))
+    (group / "cpu.cfs_quota_us").write_text(str(int(CGROUP_PERIOD * share_of_core)))
+    return group
+
+
+class throttle:
+    """While it runs, each new worker of `script` on host k has its main thread, which computes
+    (OMP_NUM_THREADS=1), moved into `groups[k]` once it has a second thread. Threads it starts
+    later follow it; the quota slows its forwards and backwards as a slower GPU would, and the
+    rank's own rate (its computation, before the all-reduce) with them."""
+
+    def __init__(self, script, groups):
+        self.script, self.groups, self.moved = script, groups, set()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.watch, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_):
+        self.done.set()
+        self.thread.join()
+
+    def watch(self):
+        while not self.done.is_set():
+            for host, group in self.groups.items():
+                for pid in workers_of(host, self.script):
+                    if pid in self.moved:
+                        continue
+                    try:
+                        if len(list(pathlib.Path(f"/proc/{pid}/task").iterdir())) < 2:
+                            continue
+                        (group / "tasks").write_text(str(pid))
+                        self.moved.add(pid)
+                    except OSError:
+                        pass
+            time.sleep(0.05)
+
+
+class halve_quota_at:
+    """While it runs, `group`'s quota is halved once rank 0's progress file says `step` steps."""
+
+    def __init__(self, progress, group, step):
+        self.progress, self.group, self.step = progress, group, step
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.watch, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_):
+        self.done.set()
+        self.thread.join()
+
+    def watch(self):
+        while not self.done.is_set():
+            try:
+                done = int(self.progress.read_text())  # rank 0 rewrites it each step
+            except (OSError, ValueError):
+                done = 0
+            if done >= self.step:
+                quota = self.group / "cpu.cfs_quota_us"
+                quota.write_text(str(int(quota.read_text()) // 2))
+                return
+            time.sleep(0.02)
+
+
+def case_slow_training(b, w, work, c):
+    """A mixed job at 3:1 speeds over real sshd: host 0's worker at 60% of a core, host 1's at 20%
+    (cgroup v1 cpu quotas on their computing threads), examples/train_shares.py on DDP/gloo. First
+    `hetlaunch calibrate` measures the weights (about 3:1); then `run --slow-factor 1.5 --on-slow
+    rebalance` trains 120 steps from that hostfile (1.5: a halved quota does not quite halve the
+    measured rate, since a short computation fits in the quota's periods). For 60 steps nobody is slow: the T4-like rank
+    is judged against its own rate, not the fast one's. Then host 1's quota is halved: rank_slow
+    names rank 1 on node 1 alone, within two windows of 10 steps, and the samplers move work off
+    it (the final weights are further apart than the calibrated ones). Nothing is left running."""
+    example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_shares.py"
+    fast, slow = cgroup("fast", 0.6), cgroup("slow", 0.2)
+    common = [*ssh_args(c.work), *TORCHRUN, "--kill-after", str(KILL_AFTER), "--global-batch", "960",
+              "--env", "GLOO_SOCKET_IFNAME=eth0", "--env", "OMP_NUM_THREADS=1"]
+    train = ["--features", "128", "--hidden", "384", "--samples", "96000", "--warmup", "0"]
+    calibrated = work / "calibrated.hostfile"
+    progress, report = work / "progress", work / "report.json"
+    try:
+        with throttle("train_shares.py", {0: fast, 1: slow}):
+            hf = hostfile(work, [f"{V4[0]} slots=1", f"{V4[1]} slots=1"])
+            proc = hetlaunch_on_host0(b, ["calibrate", "--hostfile", str(hf), *common, "--master-port", "29735",
+                                          "--calibrate-steps", "16", "--write-hostfile", str(calibrated), "--",
+                                          str(example), *train, "--steps", "1000"])
+            code, out, err = finish(proc, timeout=300)
+            if code != 0:
+                return [f"calibrate exited {code}:\n{err[-3000:]}"] + left_on_hosts(work)
+            weights = [float(line.split("weight=")[1].split()[0]) for line in calibrated.read_text().splitlines()
+                       if "weight=" in line]
+            with halve_quota_at(progress, slow, 60):
+                proc = hetlaunch_on_host0(b, ["run", "--hostfile", str(calibrated), *common, "--master-port", "29737",
+                                              "--slow-factor", "1.5", "--on-slow", "rebalance", *events_flag(work),
+                                              "--", str(example), *train, "--steps", "120", "--progress",
+                                              str(progress), "--report", str(report)])
+                code, out, err = finish(proc, timeout=400)
+    finally:
+        remove_cgroups(stale_only=False)
+    problems = [] if code == 0 else [f"run exited {code}:\n{err[-3000:]}"]
+    events, _ = job_events.read(work / "events.jsonl")
+    named = [(e["node"], e["host"], e["rank"], e["step"]) for e in events if e["event"] == "rank_slow"]
+    rates = [(e["samples_per_second"], e["expected"]) for e in events if e["event"] == "rank_slow"]
+    final = json.loads(report.read_text())["weights"] if report.exists() else None
+    print(f"     slow training: calibrated weights {weights}; rank_slow {named} (rate, expected: {rates}); "
+          f"final weights {final}")
+    if [n[:3] for n in named] != [(1, V4[1], 1)]:
+        problems.append(f"rank_slow events {named}, expected rank 1 of node 1 alone:\n{err[-3000:]}")
+    elif not 60 <= named[0][3] <= 60 + 3 * 10:  # two windows after the change, the change's own included
+        problems.append(f"rank 1 was named at step {named[0][3]}, the quota was halved at step 60")
+    if not 2 <= weights[0] / weights[1] <= 4.5:
+        problems.append(f"calibrated weights {weights}, expected about 3:1")
+    if report.exists():
+        final = [float(x) for x in final or []]
+        if len(final) != 2 or final[0] / final[1] < 1.4 * weights[0] / weights[1]:
+            problems.append(f"after the slowdown the weights are {final}, calibrated {weights}: no work moved")
+    elif code == 0:
+        problems.append("no report")
+    return problems + left_on_hosts(work)
+
+
+def case_slow_training_exclude(b, w, work, c):
+    """The same 3:1 job, its weights given (3:1), under `run --slow-factor 1.5 --on-slow exclude
+    --restarts 1`, a checkpoint every 10 steps (examples/train_shares.py --checkpoint-dir, rank 0's
+    HETLAUNCH_CHECKPOINT line). Host 1's quota is halved at step 60: rank_slow names rank 1, and at
+    rank 0's next checkpoint line the job stops and restarts without host 1 (restart reason slow,
+    host 1 excluded, with no --exclude-failed), resumes from that checkpoint on host 0 alone and
+    trains to its last step. Nothing is left running."""
+    example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_shares.py"
+    fast, slow = cgroup("fast", 0.6), cgroup("slow", 0.2)
+    progress, report, ckpt = work / "progress", work / "report.json", work / "ckpt"
+    ckpt.mkdir()
+    ckpt.chmod(0o777)
+    hf = hostfile(work, [f"{V4[0]} slots=1 weight=3", f"{V4[1]} slots=1 weight=1"])
+    try:
+        with throttle("train_shares.py", {0: fast, 1: slow}), halve_quota_at(progress, slow, 60):
+            proc = hetlaunch_on_host0(b, [
+                "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--kill-after", str(KILL_AFTER),
+                "--global-batch", "960", "--env", "GLOO_SOCKET_IFNAME=eth0", "--env", "OMP_NUM_THREADS=1",
+                "--master-port", "29739", "--slow-factor", "1.5", "--on-slow", "exclude", "--restarts", "1",
+                *events_flag(work), "--", str(example), "--features", "128", "--hidden", "384", "--samples", "96000",
+                "--warmup", "0", "--steps", "140", "--checkpoint-dir", str(ckpt), "--every", "10",
+                "--progress", str(progress), "--report", str(report)])
+            code, out, err = finish(proc, timeout=400)
+    finally:
+        remove_cgroups(stale_only=False)
+    problems = [] if code == 0 else [f"run exited {code}:\n{err[-3000:]}"]
+    events, _ = job_events.read(work / "events.jsonl")
+    named = [(e["attempt"], e["node"], e["host"], e["rank"], e["step"]) for e in events if e["event"] == "rank_slow"]
+    restarts = [(e["reason"], e["failed_host"], e["excluded"], e["world_size"]) for e in events
+                if e["event"] == "restart"]
+    print(f"     slow training, exclude: rank_slow {named}; restarts {restarts}")
+    if [n[:4] for n in named] != [(0, 1, V4[1], 1)]:
+        problems.append(f"rank_slow events {named}, expected rank 1 of node 1 alone:\n{err[-3000:]}")
+    if restarts != [("slow", V4[1], [V4[1]], 1)]:
+        problems.append(f"restart events {restarts}, expected one without host 1 (reason slow)")
+    if "to start again without node 1" not in err:
+        problems.append(f"no stop at the checkpoint in:\n{err[-2000:]}")
+    if report.exists() and json.loads(report.read_text())["world_size"] != 1:
+        problems.append(f"the last attempt's world: {json.loads(report.read_text())['world_size']}")
+    elif not report.exists() and code == 0:
+        problems.append("no report")
+    return problems + left_on_hosts(work)
 
 
 def case_restart_min_nodes(b, w, work, c):
@@ -1142,6 +1344,8 @@ CASES = {
     "spare_training": case_spare_training,
     "grow_back_training": case_grow_back_training,
     "hung_training": case_hung_training,
+    "slow_training": case_slow_training,
+    "slow_training_exclude": case_slow_training_exclude,
     "node_exited_in_time": case_node_exited_in_time,
     "restart_interrupt": case_restart_interrupt,
     "restart_refused": case_restart_refused,
@@ -1183,12 +1387,14 @@ def main():
         print("ssh_test: needs root (network namespaces)")
         return 1
     remove_leftovers()
+    remove_cgroups(stale_only=True)
     work_root = pathlib.Path(tempfile.gettempdir()) / f"{WORK_STEM}{os.getpid()}"
     work_root.mkdir(mode=0o755)
     c = cluster(work_root)
     mount = None
 
     def teardown():
+        remove_cgroups(stale_only=False)
         c.remove()
         if mount:
             mount.__exit__(None, None, None)

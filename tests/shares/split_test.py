@@ -680,6 +680,24 @@ def progress_cases():
     lines = out2.getvalue().splitlines()
     if not 3 <= len(lines) <= 8 or any(not x.startswith("HETLAUNCH_PROGRESS {") for x in lines):
         failures.append(f"in 0.3 s at an interval of 0.05 s: {lines}")
+    # Every window is said when it closes, also windows shorter than the interval; faster than
+    # ten a second they are said together.
+    out3 = io.StringIO()
+    t = _progress.Progress(30, 0, out=out3, window_steps=1).start()
+    for _ in range(3):
+        time.sleep(0.15)
+        t.trained(10, 0.1)
+    time.sleep(0.15)
+    windows = [json.loads(x.split(" ", 1)[1])["window"] for x in out3.getvalue().splitlines()]
+    for _ in range(20):
+        t.trained(10, 0.1)
+    time.sleep(0.3)
+    t.stop()
+    burst = len(out3.getvalue().splitlines()) - len(windows)
+    if windows != [0, 1, 2, 3]:
+        failures.append(f"windows said at an interval of 30 s: {windows}, expected each as it closed")
+    if not 1 <= burst <= 4:
+        failures.append(f"20 windows at once were said in {burst} lines, expected a few")
     # The launcher's variable.
     if _progress.interval_from({}) is not None or _progress.interval_from({_names.PROGRESS_SECONDS: "0.5"}) != 0.5:
         failures.append("HETLAUNCH_PROGRESS_SECONDS is not read as seconds")

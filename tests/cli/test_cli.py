@@ -866,6 +866,10 @@ def events_cases(suite, binary, ssh, tmp):
             hung = [e for e in events if e["event"] == "rank_hung"]
             if len(hung) != 1 or not 1.0 <= hung[0]["seconds"] < 10:
                 problems.append(f"rank_hung events {hung}")
+            # The nodes stop because of it: every node_exited comes after rank_hung.
+            kinds = [e["event"] for e in events]
+            if "rank_hung" in kinds and "node_exited" in kinds[:kinds.index("rank_hung")]:
+                problems.append(f"a node ended before rank_hung: {kinds}")
             if status_line not in r.stderr:
                 problems.append(f"no {status_line!r} in {r.stderr[-1500:]}")
             if "HETLAUNCH_PROGRESS" in r.stdout + r.stderr:

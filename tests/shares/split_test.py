@@ -293,7 +293,8 @@ def hand_made_share_cases():
     return failures
 
 
-TIMING_PROBE = r"""
+# A one-process gloo job and train(sampler, steps), over as many epochs as it takes.
+ONE_PROCESS_TRAINING = r"""
 import sys, tempfile, torch, torch.distributed as dist
 sys.path.insert(0, sys.argv[1])
 import hetlaunch_shares as shares
@@ -303,14 +304,16 @@ x = torch.randn(64, 3)
 
 def train(sampler, steps):
     k = 0
-    while k < steps:  # over as many epochs as it takes
+    while k < steps:
         for idx in sampler:
             if k == steps:
                 break
             model(x[idx]).sum().backward()
             k += 1
         sampler.set_epoch(sampler.epoch + 1)
+"""
 
+TIMING_PROBE = ONE_PROCESS_TRAINING + r"""
 untimed = shares.ShareBatchSampler(64, shares.Share(8, 1, 8, 0), rebalance_every=2)
 try:
     train(untimed, 3)  # a loader may read this far ahead before training starts: not yet an error
@@ -345,24 +348,7 @@ def timing_cases():
     return [] if lines == want else [f"got {lines} ({r.stderr[-2000:]}), expected {want}"]
 
 
-ON_SLOW_PROBE = r"""
-import sys, tempfile, torch, torch.distributed as dist
-sys.path.insert(0, sys.argv[1])
-import hetlaunch_shares as shares
-dist.init_process_group("gloo", store=dist.FileStore(tempfile.mktemp(), 1), rank=0, world_size=1)
-model = torch.nn.Linear(3, 1)
-x = torch.randn(64, 3)
-
-def train(sampler, steps):
-    k = 0
-    while k < steps:
-        for idx in sampler:
-            if k == steps:
-                break
-            model(x[idx]).sum().backward()
-            k += 1
-        sampler.set_epoch(sampler.epoch + 1)
-
+ON_SLOW_PROBE = ONE_PROCESS_TRAINING + r"""
 untimed = shares.ShareBatchSampler(64, shares.Share(8, 1, 8, 0))
 print("untimed every:", untimed.rebalance_every)
 train(untimed, 300)

@@ -125,8 +125,10 @@ def compare(events, expected):
 def sorted_runs(rows):
     """`rows` with each run of node events (between two job events) sorted: by node, a node's
     start before its end."""
-    # node_returned and rank_slow come when a host's answer or a rank's line does: the network's time.
-    rank = {"node_started": 0, "node_exited": 1, "node_returned": 2, "rank_slow": 3}
+    # node_returned, rank_slow and rank_hung come when a host's answer or a rank's line (or its
+    # silence) does: the network's time, as other nodes' starts are. A rank's own node's start
+    # comes before it, and its node's end after.
+    rank = {"node_started": 0, "rank_hung": 0.5, "node_exited": 1, "node_returned": 2, "rank_slow": 3}
     out, k = [], 0
     while k < len(rows):
         j = k + 1

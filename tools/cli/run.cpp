@@ -257,16 +257,17 @@ job_end dry_run(const job& j) {
   return {job_ending::succeeded, 0};
 }
 
-// The restart's decision. Spares written host:auto are asked for their GPU count only when one is
-// needed: a failed node that no spare of a known count replaces (asking each can take
-// --discover-timeout).
-// A slow node stopped for (--on-slow exclude) is left out, with or without --exclude-failed.
+// The restart options of an attempt that ended: a slow node stopped for (--on-slow exclude) is
+// left out, with or without --exclude-failed.
 hetlaunch::restart_options restart_options_for(const job& j, bool slow) {
   hetlaunch::restart_options options = j.restarts;
   if (slow) options.exclude_failed = true;
   return options;
 }
 
+// The restart's decision. Spares written host:auto are asked for their GPU count only when one is
+// needed: a failed node that no spare of a known count replaces (asking each can take
+// --discover-timeout).
 hetlaunch::restart_decision decide(job& j, const attempt_result& r) {
   const int attempt = j.failure_restarts;
   const hetlaunch::cluster& topology = j.plan->topology();

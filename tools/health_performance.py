@@ -207,6 +207,10 @@ def section(weights, clean, runs, on, off, steps, marks):
         "",
         "With `--slow-factor 2` a slowdown of exactly 2x is at the edge by definition: it is named when the "
         "measured rate falls below half, which a halved quota does only about.",
+        "",
+        "On these two shared cores a rank's windows swing by up to a third now and then (the other processes take "
+        "its core): `--slow-factor 2` named none of that in 2,000 steps, 1.5 names a real halving within two "
+        "windows but took such a swing for one once. Pick F above the swings of your own ranks.",
         "<!-- health-end -->",
     ]
     return "\n".join(lines) + "\n"

@@ -241,7 +241,7 @@ class attempt {
   std::map<long long, rank_seen> ranks_;  // every rank that reported, by global rank
   std::string hung_;                      // what run said of the hung rank it stopped the job for
   std::optional<std::size_t> slow_node_;  // --on-slow exclude: the node to leave out
-  std::string slow_;                      // what run said of its slow rank
+  std::string slow_;                      // what run said of the slow rank of slow_node_
   bool slow_excluded_ = false;            // stopped at a checkpoint to leave it out
   bool metrics_due_ = true;               // something the metrics show changed
   double metrics_written_ = 0;
@@ -578,14 +578,19 @@ void attempt::judge_slow(long long rank, const rank_seen& r, const hetlaunch::sl
                 concat("\"node\": ", r.node, ", \"host\": ", json_string(host), ", \"rank\": ",
                        rank, ", \"samples_per_second\": ", rate(j.samples_per_second),
                        ", \"expected\": ", rate(j.expected), ", \"step\": ", r.progress.step));
-  slow_ = concat("rank ", rank, " is slow: ", rate(j.samples_per_second),
-                 " samples/s, below its own earlier rate ", rate(j.expected), " / ",
-                 hetlaunch::detail::number_text(o_.restart.slow_factor.value_or(2)),
-                 " two windows in a row");
+  const std::string said = concat(
+      "rank ", rank, " is slow: ", rate(j.samples_per_second),
+      " samples/s, below its own earlier rate ", rate(j.expected), " / ",
+      hetlaunch::detail::number_text(o_.restart.slow_factor.value_or(2)), " two windows in a row");
   progress.clear();
   std::fprintf(stderr, "hetlaunch: node %zu (%s): %s%s\n", r.node, quoted(host).c_str(),
-               slow_.c_str(), what_follows_slow(r.node).c_str());
-  if (o_.restart.excludes_slow() && !slow_node_ && may_exclude_(r.node)) slow_node_ = r.node;
+               said.c_str(), what_follows_slow(r.node).c_str());
+  // The node to leave out is the first one chosen, and the restart says why of it, not of a
+  // rank judged slow after.
+  if (o_.restart.excludes_slow() && !slow_node_ && may_exclude_(r.node)) {
+    slow_node_ = r.node;
+    slow_ = said;
+  }
 }
 
 // What run does about a rank judged slow, in words after its line.

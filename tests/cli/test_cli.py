@@ -1045,6 +1045,9 @@ def events_cases(suite, binary, ssh, tmp):
             ("on_slow_exclude_without_restarts", ["--hosts", "a:1", "--on-slow", "exclude"], 2),
             ("metrics_empty", ["--hosts", "a:1", "--metrics", ""], 2),
             ("metrics_in_no_directory", ["--hosts", "a:1", "--metrics", "/nonexistent-dir/job.prom"], 1),
+            # Replaced by a rename: a device or a directory at the path is never replaced.
+            ("metrics_a_device", ["--hosts", "a:1", "--metrics", "/dev/full"], 1),
+            ("metrics_a_directory", ["--hosts", "a:1", "--metrics", "/tmp"], 1),
             ("spare_is_a_node", ["--hosts", "a:1", "--restarts", "1", "--spare", "a:1"], 1),
             ("spare_twice", ["--hosts", "a:1", "--restarts", "1", "--spare", "s:1", "--spare", "s:2"], 1),
             # Host names are case-insensitive: spare "A" is node 0's host "a", and "S" is "s" again.

@@ -10,6 +10,7 @@
 #include <hetlaunch/restart.hpp>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -198,9 +199,16 @@ std::optional<job_end> plan_job(job& j) {
   if (!j.plan) return invalid_input(exit_invalid);
   j.first_launch = j.plan->options();
   if (o.restart.grow_back) j.places = hetlaunch::places_of(j.plan->topology());
-  if (o.restart.metrics && !o.remote.dry_run)
+  if (o.restart.metrics && !o.remote.dry_run) {
+    // The file is replaced by a rename: whatever is at the path goes, so only a regular file may.
+    struct stat st {};
+    if (lstat(o.restart.metrics->c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      return invalid_input(fail(concat("--metrics ", quoted(*o.restart.metrics),
+                                       ": not a regular file (run replaces the file whole, by a "
+                                       "rename)")));
     if (const result<completed> ok = writable(*o.restart.metrics, "--metrics"); !ok)
       return invalid_input(fail(ok.error()));
+  }
   std::optional<std::vector<hetlaunch::spare_host>> spares = read_spares(o, j.plan->topology());
   if (!spares) return invalid_input(exit_invalid);
   j.spares = std::move(*spares);

@@ -131,6 +131,13 @@ class measured_reader {
     blanks();
     return at_ == text_.size();
   }
+  // Takes a JSON null when one comes next; nothing otherwise.
+  bool null() {
+    blanks();
+    if (text_.substr(at_, 4) != "null") return false;
+    at_ += 4;
+    return true;
+  }
   bool string(std::string& out) {
     blanks();
     if (at_ >= text_.size() || text_[at_] != '"') return fail("expected a string");

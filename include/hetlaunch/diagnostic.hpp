@@ -296,6 +296,10 @@ std::string core_message(const Diagnostic& d) {
         return concat(detail::quoted(text),
                       " is set only by `hetlaunch run --hang-timeout`, which reads the ranks' "
                       "progress lines; it cannot be given as a variable");
+      if (text == variables::min_compute_capability || text == variables::bf16)
+        return concat(detail::quoted(text),
+                      " is set only by `hetlaunch run --preflight`, from the GPUs each host "
+                      "reports; it cannot be given as a variable");
       if (text == variables::on_slow)
         return concat(
             detail::quoted(text),

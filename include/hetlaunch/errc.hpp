@@ -91,6 +91,8 @@ enum class errc : int {
   host_mismatch = 61,        // a worker's HETLAUNCH_NODE_HOST is not its node's host in the plan
   bad_checkpoint = 62,       // a HETLAUNCH_CHECKPOINT line that is not {"step": S}
   bad_progress = 63,         // a HETLAUNCH_PROGRESS line that is not a rank's progress report
+  bad_worker_error = 64,     // a HETLAUNCH_ERROR line that is not a worker's error report
+  bad_host_facts = 65,       // a host's preflight answer that is not its facts
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -218,6 +220,10 @@ constexpr std::string_view to_string(errc code) noexcept {
       return "bad_checkpoint";
     case errc::bad_progress:
       return "bad_progress";
+    case errc::bad_worker_error:
+      return "bad_worker_error";
+    case errc::bad_host_facts:
+      return "bad_host_facts";
     case errc::global_batch_too_small:
       return "global_batch_too_small";
     case errc::bad_global_batch:

@@ -26,6 +26,8 @@
 #include "grow_back.hpp"
 #include "checkpoint_line.hpp"
 #include "rank_health.hpp"
+#include "failure_report.hpp"
+#include "preflight.hpp"
 #include "metrics.hpp"
 #include "calibration.hpp"
 #include "numa_binding.hpp"

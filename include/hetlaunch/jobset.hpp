@@ -213,6 +213,18 @@ inline cluster jobset_cluster(const std::vector<node_group>& groups, const jobse
   return b.finish();
 }
 
+// The first line of the error in a torchrun error file (argv[1]), at most 1,024 bytes, as a JSON
+// string; nothing when it has none. Single quotes never appear in it.
+inline std::string_view error_line_program() {
+  return R"py(import json, sys
+m = json.load(open(sys.argv[1]))["message"]
+m = m["message"] if isinstance(m, dict) else m
+line = "".join(c if c >= " " else " " for c in (str(m).splitlines() or [""])[0])
+line = line.encode("utf-8", "replace")[:1024].decode("utf-8", "ignore")
+print(json.dumps(line) if line else "")
+)py";
+}
+
 // Runs the torchrun argv with --node_rank=OFFSET+INDEX put in at its place (`at`, after the
 // program and --nnodes); the index comes from the downward API.
 // With a work share, the pod's part of each step first: a group's nodes are alike, so the samples
@@ -222,7 +234,14 @@ struct group_share {
   long long base = 0, extra = 0, first_offset = 0;
   std::string host_head, host_tail;  // pod k's host: host_head, k, host_tail (jobset_pod_host)
 };
+// Then torchrun runs as the shell's child, with SIGTERM and SIGINT passed on (the shell is the
+// container's first process, which ignores them by default), and its end is written as the
+// node's node_exited JSON to the termination message file (terminationMessagePath, or
+// HETLAUNCH_TERMINATION_LOG where it runs outside Kubernetes): node, host, status, reason, and
+// the error's first line when torchrun copied a worker's error file into its own
+// (TORCHELASTIC_ERROR_FILE, the worker's entry point wrapped in @record). Well under 4,096 bytes.
 inline std::string pod_script(long long offset, std::size_t at, std::string_view node_rank_flag,
+                              std::string_view host_head, std::string_view host_tail,
                               const group_share* share = nullptr) {
   const std::string batch =
       share == nullptr
@@ -233,9 +252,24 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
                    share->base, " + (k < ", share->extra, " ? k : ", share->extra, ")))\n",
                    "export ", variables::node_host, "=\"", share->host_head, "$k", share->host_tail,
                    "\"\n");
-  return concat(batch, "rank=$((", offset, " + ", pod_index_variable, "))\n", "i=0\n",
-                "for a; do shift; i=$((i + 1)); set -- \"$@\" \"$a\"; if [ \"$i\" -eq ", at,
-                " ]; then set -- \"$@\" \"", node_rank_flag, "=$rank\"; fi; done\n", "exec \"$@\"");
+  return concat(
+      batch, "rank=$((", offset, " + ", pod_index_variable, "))\n", "i=0\n",
+      "for a; do shift; i=$((i + 1)); set -- \"$@\" \"$a\"; if [ \"$i\" -eq ", at,
+      " ]; then set -- \"$@\" \"", node_rank_flag, "=$rank\"; fi; done\n",
+      "TORCHELASTIC_ERROR_FILE=${TMPDIR:-/tmp}/hetlaunch-torchrun-error.$$.json\n",
+      "export TORCHELASTIC_ERROR_FILE\n", "rm -f \"$TORCHELASTIC_ERROR_FILE\"\n", "\"$@\" &\n",
+      "child=$!\n", "trap 'kill -TERM \"$child\" 2>/dev/null' TERM\n",
+      "trap 'kill -INT \"$child\" 2>/dev/null' INT\n",
+      "while :; do wait \"$child\"; status=$?; kill -0 \"$child\" 2>/dev/null || break; done\n",
+      "reason=succeeded; [ \"$status\" -eq 0 ] || reason=failed\n", "error=\n",
+      "if [ -s \"$TORCHELASTIC_ERROR_FILE\" ]; then error=$(python3 -c '", error_line_program(),
+      "' \"$TORCHELASTIC_ERROR_FILE\" 2>/dev/null); fi\n", "rm -f \"$TORCHELASTIC_ERROR_FILE\"\n",
+      "printf '{\"event\": \"node_exited\", \"node\": %s, \"host\": \"%s\", \"status\": %s, "
+      "\"reason\": \"%s\"%s}\\n' \"$rank\" \"",
+      host_head, "$", pod_index_variable, host_tail,
+      "\" \"$status\" \"$reason\" \"${error:+, \\\"error\\\": $error}\" > "
+      "\"${HETLAUNCH_TERMINATION_LOG:-/dev/termination-log}\" 2>/dev/null\n",
+      "exit \"$status\"");
 }
 
 }  // namespace detail
@@ -267,6 +301,12 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
                        document::str(o.restart_strategy == jobset_restart_strategy::recreate
                                          ? "Recreate"
                                          : "BlockingRecreate"));
+  // A Job failed by its podFailurePolicy (invalid input, failed preflight) fails the whole set:
+  // recreating it would fail the same way.
+  document& rule = failure_policy.add("rules", document::array()).push(document::object());
+  rule.add("name", document::str("FailOnInvalidInput"));
+  rule.add("action", document::str("FailJobSet"));
+  rule.add("onJobFailureReasons", document::array()).push(document::str("PodFailurePolicy"));
   document& jobs = spec.add("replicatedJobs", document::array());
   std::size_t first_node = 0;
   const std::string rank_flag = detail::flag(launch, "node_rank");
@@ -284,6 +324,18 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     job_spec.add("completions", document::num(group.nodes));
     job_spec.add("parallelism", document::num(group.nodes));
     job_spec.add("backoffLimit", document::num(0));
+    // Invalid input and a failed preflight (exit statuses 2 and 6, as --exit-status-by-reason
+    // gives them; torchrun's own usage error is 2) fail the Job at once: no retry helps.
+    document& fail_at_once = job_spec.add("podFailurePolicy", document::object())
+                                 .add("rules", document::array())
+                                 .push(document::object());
+    fail_at_once.add("action", document::str("FailJob"));
+    document& codes = fail_at_once.add("onExitCodes", document::object());
+    codes.add("containerName", document::str("torchrun"));
+    codes.add("operator", document::str("In"));
+    document& values = codes.add("values", document::array());
+    values.push(document::num(2));
+    values.push(document::num(6));
     document& pod_spec =
         job_spec.add("template", document::object()).add("spec", document::object());
     pod_spec.add("restartPolicy", document::str("Never"));
@@ -294,10 +346,16 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     document& container = pod_spec.add("containers", document::array()).push(document::object());
     container.add("name", document::str("torchrun"));
     container.add("image", document::str(o.image));
+    // The node's node_exited JSON, shown in the pod's status; its last log lines when it wrote
+    // none (it failed before torchrun ended).
+    container.add("terminationMessagePath", document::str("/dev/termination-log"));
+    container.add("terminationMessagePolicy", document::str("FallbackToLogsOnError"));
     document& command = container.add("command", document::array());
     command.push(document::str("sh"));
     command.push(document::str("-c"));
     detail::group_share share;
+    const std::string host_head = detail::concat(o.name, "-", jobset_group_name(g), "-0-");
+    const std::string host_tail = detail::concat(".", o.name);
     if (plan->has_shares()) {
       const node_batch first = plan->node_batch_of(first_node);
       const node_batch last =
@@ -307,10 +365,11 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
       // The pods with one sample more come first: count them from the offsets' growth.
       share.extra = (static_cast<long long>(last.offset) - first.offset) -
                     static_cast<long long>(group.nodes - 1) * last.batch;
-      share.host_head = detail::concat(o.name, "-", jobset_group_name(g), "-0-");
-      share.host_tail = detail::concat(".", o.name);
+      share.host_head = host_head;
+      share.host_tail = host_tail;
     }
     command.push(document::str(detail::pod_script(static_cast<long long>(first_node), at, rank_flag,
+                                                  host_head, host_tail,
                                                   plan->has_shares() ? &share : nullptr)));
     command.push(document::str("hetlaunch-pod"));
     document& args = container.add("args", document::array());

@@ -88,6 +88,11 @@ struct launch_options {
   /// by itself rebalances every window (`hetlaunch run --on-slow rebalance`). false: never set,
   /// and an inherited one is removed.
   bool rebalance_slow_ranks = false;
+  /// What preflight found of the job's GPUs (`hetlaunch run --preflight`): every worker gets
+  /// HETLAUNCH_MIN_COMPUTE_CAPABILITY (this text, "7.5") and HETLAUNCH_BF16 ("1" or "0"). Empty:
+  /// never set (no preflight, or hosts without GPUs), and inherited ones are removed.
+  std::string min_compute_capability = {};
+  bool bf16 = false;
   /// Each worker runs on the CPUs this mode gives its GPU (torchrun's --numa-binding modes, on
   /// every torch): torchrun starts it with --no-python through `bind_program bind --numa-binding
   /// MODE -- python -u SCRIPT ...`, which sets its CPUs and executes the real command.

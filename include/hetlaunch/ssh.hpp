@@ -65,9 +65,11 @@ namespace detail {
 // other writers', and a socket nothing. A line
 // with no end yet is held up to 16 MiB (the longest measured line) and then written with a
 // newline, as is what is held when the pipe closes. It ignores the signals meant for the worker
-// (torch 2.x sends them to the whole process group) and ends when the pipes close.
+// (torch 2.x sends them to the whole process group) and ends when the pipes close: then, when the
+// worker left an error in its TORCHELASTIC_ERROR_FILE (an entry point wrapped in torch's @record),
+// it writes the error's first line as one HETLAUNCH_ERROR line (failure_report.hpp) on stderr.
 inline std::string_view rank_lines_program() {
-  return R"py(import fcntl, os, select, signal, sys
+  return R"py(import fcntl, json, os, select, signal, sys
 LONGEST = 16 << 20
 def put(fd, pieces, lock):
     batch = b""
@@ -114,6 +116,18 @@ def pump(into, prefix, lock):
             if not data:
                 poller.unregister(fd)
                 del held[fd]
+def relay_error(prefix, lock):
+    try:
+        with open(os.environ["TORCHELASTIC_ERROR_FILE"], "rb") as f:
+            message = json.loads(f.read(1 << 20).decode("utf-8", "replace"))["message"]
+        if isinstance(message, dict):
+            message = message["message"]
+        line = "".join(c if c >= " " else " " for c in (str(message).splitlines() or [""])[0])
+        line = line.encode("utf-8", "replace")[:1024].decode("utf-8", "ignore")
+        said = {"rank": int(os.environ["RANK"]), "local_rank": int(os.environ["LOCAL_RANK"]), "error": line}
+    except (KeyError, OSError, TypeError, ValueError):
+        return
+    put(2, [prefix + b"HETLAUNCH_ERROR " + json.dumps(said, ensure_ascii=False).encode("utf-8", "replace") + b"\n"], lock)
 def main():
     prefix = ("[rank %s] " % os.environ.get("RANK", "?")).encode()
     out_r, out_w = os.pipe()
@@ -131,6 +145,7 @@ def main():
                 except OSError:
                     lock = None
                 pump({out_r: 1, err_r: 2}, prefix, lock)
+                relay_error(prefix, lock)
         finally:
             os._exit(0)
     os.waitpid(child, 0)

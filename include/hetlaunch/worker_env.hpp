@@ -72,6 +72,10 @@ inline void append_batch_env(environment& env, const launch_options& o, const no
     env.emplace_back(variables::progress_seconds, std::move(text));
   }
   if (o.rebalance_slow_ranks) env.emplace_back(variables::on_slow, "rebalance");
+  if (!o.min_compute_capability.empty()) {
+    env.emplace_back(variables::min_compute_capability, o.min_compute_capability);
+    env.emplace_back(variables::bf16, o.bf16 ? "1" : "0");
+  }
 }
 // Node i's ceiling: a fixed topology has none.
 inline int node_max_batch(const cluster& c, std::size_t i) { return c.max_batch(i); }

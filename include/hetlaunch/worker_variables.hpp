@@ -37,6 +37,12 @@ inline constexpr std::string_view progress_seconds = "HETLAUNCH_PROGRESS_SECONDS
 /// sampler that does not rebalance by itself then rebalances every window, so that work moves off
 /// a rank that slowed down at the next window.
 inline constexpr std::string_view on_slow = "HETLAUNCH_ON_SLOW";
+/// The least compute capability over the job's GPUs ("7.5"), as preflight found it (`hetlaunch
+/// run --preflight`): a script picks kernels every GPU of the job can run.
+inline constexpr std::string_view min_compute_capability = "HETLAUNCH_MIN_COMPUTE_CAPABILITY";
+/// "1" when every GPU of the job has bf16 (capability 8.0 or more), "0" when one has not, as
+/// preflight found it: a script picks its precision for the whole job.
+inline constexpr std::string_view bf16 = "HETLAUNCH_BF16";
 /// The job's tasks a node (SLURM_TASKS_PER_NODE's form), kept by a batch script for its steps.
 inline constexpr std::string_view tasks_per_node = "HETLAUNCH_TASKS_PER_NODE";
 /// A JobSet pod's node index within its group.
@@ -54,11 +60,13 @@ inline constexpr std::array<std::string_view, 4> share = {global_batch, node_bat
 /// launcher with restarts sets for each attempt, the calibration steps only `hetlaunch
 /// calibrate` sets (inherited, it would end a real job after N steps as a success), and the
 /// progress interval only a launcher that reads the ranks' progress sets (inherited, every rank
-/// would print lines nobody reads), and what the launcher does about a slow rank (inherited, a
-/// job would rebalance that never asked to).
-inline constexpr std::array<std::string_view, 9> owned = {
+/// would print lines nobody reads), what the launcher does about a slow rank (inherited, a job
+/// would rebalance that never asked to), and what preflight found of the job's GPUs (inherited,
+/// a job on older GPUs would pick bf16 from another job's).
+inline constexpr std::array<std::string_view, 11> owned = {
     global_batch,  node_batch,      node_batch_offset, node_host, max_batch,
-    restart_count, calibrate_steps, progress_seconds,  on_slow};
+    restart_count, calibrate_steps, progress_seconds,  on_slow,   min_compute_capability,
+    bf16};
 
 }  // namespace variables
 

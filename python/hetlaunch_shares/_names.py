@@ -19,6 +19,10 @@ PROGRESS_SECONDS = "HETLAUNCH_PROGRESS_SECONDS"
 # Set to "rebalance" by `hetlaunch run --on-slow rebalance`: a sampler that does not rebalance by
 # itself rebalances every window.
 ON_SLOW = "HETLAUNCH_ON_SLOW"
+# Set by `hetlaunch run --preflight` from the GPUs the hosts report: the least compute capability
+# ("7.5") and "1" when every GPU has bf16.
+MIN_COMPUTE_CAPABILITY = "HETLAUNCH_MIN_COMPUTE_CAPABILITY"
+BF16 = "HETLAUNCH_BF16"
 # torchrun's
 RANK = "RANK"
 WORLD_SIZE = "WORLD_SIZE"

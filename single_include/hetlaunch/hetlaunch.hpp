@@ -188,6 +188,8 @@ enum class errc : int {
   host_mismatch = 61,        // a worker's HETLAUNCH_NODE_HOST is not its node's host in the plan
   bad_checkpoint = 62,       // a HETLAUNCH_CHECKPOINT line that is not {"step": S}
   bad_progress = 63,         // a HETLAUNCH_PROGRESS line that is not a rank's progress report
+  bad_worker_error = 64,     // a HETLAUNCH_ERROR line that is not a worker's error report
+  bad_host_facts = 65,       // a host's preflight answer that is not its facts
 };
 
 /// A short stable name of the code: "bad_nproc".
@@ -315,6 +317,10 @@ constexpr std::string_view to_string(errc code) noexcept {
       return "bad_checkpoint";
     case errc::bad_progress:
       return "bad_progress";
+    case errc::bad_worker_error:
+      return "bad_worker_error";
+    case errc::bad_host_facts:
+      return "bad_host_facts";
     case errc::global_batch_too_small:
       return "global_batch_too_small";
     case errc::bad_global_batch:
@@ -983,6 +989,12 @@ inline constexpr std::string_view progress_seconds = "HETLAUNCH_PROGRESS_SECONDS
 /// sampler that does not rebalance by itself then rebalances every window, so that work moves off
 /// a rank that slowed down at the next window.
 inline constexpr std::string_view on_slow = "HETLAUNCH_ON_SLOW";
+/// The least compute capability over the job's GPUs ("7.5"), as preflight found it (`hetlaunch
+/// run --preflight`): a script picks kernels every GPU of the job can run.
+inline constexpr std::string_view min_compute_capability = "HETLAUNCH_MIN_COMPUTE_CAPABILITY";
+/// "1" when every GPU of the job has bf16 (capability 8.0 or more), "0" when one has not, as
+/// preflight found it: a script picks its precision for the whole job.
+inline constexpr std::string_view bf16 = "HETLAUNCH_BF16";
 /// The job's tasks a node (SLURM_TASKS_PER_NODE's form), kept by a batch script for its steps.
 inline constexpr std::string_view tasks_per_node = "HETLAUNCH_TASKS_PER_NODE";
 /// A JobSet pod's node index within its group.
@@ -1000,11 +1012,13 @@ inline constexpr std::array<std::string_view, 4> share = {global_batch, node_bat
 /// launcher with restarts sets for each attempt, the calibration steps only `hetlaunch
 /// calibrate` sets (inherited, it would end a real job after N steps as a success), and the
 /// progress interval only a launcher that reads the ranks' progress sets (inherited, every rank
-/// would print lines nobody reads), and what the launcher does about a slow rank (inherited, a
-/// job would rebalance that never asked to).
-inline constexpr std::array<std::string_view, 9> owned = {
+/// would print lines nobody reads), what the launcher does about a slow rank (inherited, a job
+/// would rebalance that never asked to), and what preflight found of the job's GPUs (inherited,
+/// a job on older GPUs would pick bf16 from another job's).
+inline constexpr std::array<std::string_view, 11> owned = {
     global_batch,  node_batch,      node_batch_offset, node_host, max_batch,
-    restart_count, calibrate_steps, progress_seconds,  on_slow};
+    restart_count, calibrate_steps, progress_seconds,  on_slow,   min_compute_capability,
+    bf16};
 
 }  // namespace variables
 
@@ -1632,6 +1646,10 @@ std::string core_message(const Diagnostic& d) {
         return concat(detail::quoted(text),
                       " is set only by `hetlaunch run --hang-timeout`, which reads the ranks' "
                       "progress lines; it cannot be given as a variable");
+      if (text == variables::min_compute_capability || text == variables::bf16)
+        return concat(detail::quoted(text),
+                      " is set only by `hetlaunch run --preflight`, from the GPUs each host "
+                      "reports; it cannot be given as a variable");
       if (text == variables::on_slow)
         return concat(
             detail::quoted(text),
@@ -3354,6 +3372,11 @@ struct launch_options {
   /// by itself rebalances every window (`hetlaunch run --on-slow rebalance`). false: never set,
   /// and an inherited one is removed.
   bool rebalance_slow_ranks = false;
+  /// What preflight found of the job's GPUs (`hetlaunch run --preflight`): every worker gets
+  /// HETLAUNCH_MIN_COMPUTE_CAPABILITY (this text, "7.5") and HETLAUNCH_BF16 ("1" or "0"). Empty:
+  /// never set (no preflight, or hosts without GPUs), and inherited ones are removed.
+  std::string min_compute_capability = {};
+  bool bf16 = false;
   /// Each worker runs on the CPUs this mode gives its GPU (torchrun's --numa-binding modes, on
   /// every torch): torchrun starts it with --no-python through `bind_program bind --numa-binding
   /// MODE -- python -u SCRIPT ...`, which sets its CPUs and executes the real command.
@@ -3621,6 +3644,10 @@ inline void append_batch_env(environment& env, const launch_options& o, const no
     env.emplace_back(variables::progress_seconds, std::move(text));
   }
   if (o.rebalance_slow_ranks) env.emplace_back(variables::on_slow, "rebalance");
+  if (!o.min_compute_capability.empty()) {
+    env.emplace_back(variables::min_compute_capability, o.min_compute_capability);
+    env.emplace_back(variables::bf16, o.bf16 ? "1" : "0");
+  }
 }
 // Node i's ceiling: a fixed topology has none.
 inline int node_max_batch(const cluster& c, std::size_t i) { return c.max_batch(i); }
@@ -5280,6 +5307,13 @@ class measured_reader {
     blanks();
     return at_ == text_.size();
   }
+  // Takes a JSON null when one comes next; nothing otherwise.
+  bool null() {
+    blanks();
+    if (text_.substr(at_, 4) != "null") return false;
+    at_ += 4;
+    return true;
+  }
   bool string(std::string& out) {
     blanks();
     if (at_ >= text_.size() || text_[at_] != '"') return fail("expected a string");
@@ -5770,6 +5804,417 @@ struct progress_report {
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_RANK_HEALTH_HPP
+// ---- hetlaunch/failure_report.hpp
+// hetlaunch: a failed worker's own report, the root cause a scheduler acts on. torchrun writes
+// the error of a worker whose entry point is wrapped in @record
+// (torch.distributed.elastic.multiprocessing.errors) to the worker's TORCHELASTIC_ERROR_FILE.
+// The line writer of a node's workers (ssh.hpp) relays the first line of that error, once the
+// worker has ended, as `HETLAUNCH_ERROR {"rank": R, "local_rank": L, "error": "..."}`; torchrun's
+// own "failed (exitcode: N) local_rank: L" line names which worker failed first and its exit code.
+#ifndef HETLAUNCH_FAILURE_REPORT_HPP
+#define HETLAUNCH_FAILURE_REPORT_HPP
+
+
+
+namespace hetlaunch {
+
+/// What a worker's error line begins with; its JSON follows.
+inline constexpr std::string_view worker_error_prefix = "HETLAUNCH_ERROR ";
+
+/// The most bytes of a worker's error a report keeps (node_exited's `error`).
+inline constexpr std::size_t worker_error_bytes = 1024;
+
+/// The first line of `message`, at most `most` bytes, cut before a UTF-8 character that would
+/// not fit whole; a line break is "\n", "\r\n" or "\r". O(result).
+[[nodiscard]] inline std::string first_error_line(std::string_view message,
+                                                  std::size_t most = worker_error_bytes) {
+  std::string_view line = message.substr(0, message.find_first_of("\r\n"));
+  if (line.size() <= most) return std::string(line);
+  std::size_t cut = most;
+  // Back over continuation bytes (10xxxxxx) to the start of the character that does not fit.
+  while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(line.substr(0, cut));
+}
+
+/// One worker's error report.
+struct worker_error {
+  long long rank = 0;
+  long long local_rank = 0;
+  std::string error;  ///< first_error_line of the error: at most worker_error_bytes
+};
+
+/// Reads the JSON of a HETLAUNCH_ERROR line (after the prefix): {"rank": R, "local_rank": L,
+/// "error": "TEXT"}, all three required; the error is kept as first_error_line keeps it. Other
+/// keys are skipped (keys are only ever added). Refused, with the column (bad_worker_error): text
+/// that is not such an object, a key given twice, a rank or local rank that is not a
+/// non-negative integer. O(text).
+[[nodiscard]] inline result<worker_error, parse_error> parse_worker_error_line(
+    std::string_view text) {
+  detail::measured_reader r(text, errc::bad_worker_error);
+  worker_error e;
+  unsigned seen = 0;  // one bit a key, in the order of `keys`
+  static constexpr std::array<std::string_view, 3> keys = {"rank", "local_rank", "error"};
+  std::string key, said;
+  const auto read = [&]() -> bool {
+    if (!r.expect('{')) return false;
+    if (r.eat('}')) return r.fail("no \"rank\"");
+    do {
+      const std::size_t key_column = r.next_column();
+      if (!(r.string(key) && r.expect(':'))) return false;
+      std::size_t k = 0;
+      while (k < keys.size() && keys[k] != key) ++k;
+      if (k == keys.size()) {
+        if (!r.skip(2)) return false;
+        continue;
+      }
+      if (seen & (1u << k))
+        return r.fail_at(key_column, detail::concat("\"", key, "\" is given twice"));
+      seen |= 1u << k;
+      if (key == "error") {
+        if (!r.string(said)) return false;
+        e.error = first_error_line(said);
+        continue;
+      }
+      double v = 0;
+      if (!r.number(v)) return false;
+      if (!(v >= 0 && v <= 1e15 && std::floor(v) == v))
+        return r.fail(
+            detail::concat(key, " must be a non-negative integer, got ", detail::number_text(v)));
+      (key == "rank" ? e.rank : e.local_rank) = static_cast<long long>(v);
+    } while (r.eat(','));
+    if (!r.expect('}')) return false;
+    if (!r.at_end()) return r.fail("text after the object");
+    for (std::size_t k = 0; k < keys.size(); ++k)
+      if (!(seen & (1u << k))) return r.fail(detail::concat("no \"", keys[k], "\""));
+    return true;
+  };
+  if (!read()) return r.error();
+  return e;
+}
+
+/// What torchrun's agent says of a failed worker: "failed (exitcode: N) local_rank: L (pid: P) of
+/// binary: ..." (torch 1.13 through 2.x), the first failure of the worker group. N is negative
+/// for a worker killed by a signal (-9).
+struct torchrun_failure {
+  int exitcode = 0;
+  long long local_rank = 0;
+};
+
+/// The failure torchrun's line reports, or nothing for any other line. A worker's own line
+/// (beginning "[", as "[rank 1] " or "[default1]:") is never torchrun's. O(line).
+[[nodiscard]] inline std::optional<torchrun_failure> parse_torchrun_failure(std::string_view line) {
+  if (line.substr(0, 1) == "[") return std::nullopt;
+  constexpr std::string_view code_word = "failed (exitcode: ", rank_word = " local_rank: ";
+  const std::size_t at = line.find(code_word);
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::size_t rank_at = line.find(rank_word, at);
+  if (rank_at == std::string_view::npos) return std::nullopt;
+  const auto integer = [](std::string_view text, long long low,
+                          long long high) -> std::optional<long long> {
+    std::size_t end = text.find_first_not_of("-0123456789");
+    text = text.substr(0, end);
+    return parse_integer(text, low, high);
+  };
+  const std::string_view code_text = line.substr(at + code_word.size());
+  const auto code = integer(code_text.substr(0, code_text.find(')')), -(1 << 30), 1 << 30);
+  const auto local = integer(line.substr(rank_at + rank_word.size()), 0, 1 << 30);
+  torchrun_failure f;
+  f.exitcode = static_cast<int>(code.value_or(0));
+  f.local_rank = local.value_or(0);
+  return f;
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_FAILURE_REPORT_HPP
+// ---- hetlaunch/preflight.hpp
+// hetlaunch: preflight, what each host's Python says of its torch, CUDA, NCCL and GPUs, and
+// whether a job across those hosts can run at all. Nodes of different generations carry
+// different torch builds; a job whose nodes disagree hangs or dies at its first collective, with
+// an error that names neither node. The rules refuse it before any node starts, naming the hosts
+// and both versions.
+#ifndef HETLAUNCH_PREFLIGHT_HPP
+#define HETLAUNCH_PREFLIGHT_HPP
+
+
+
+namespace hetlaunch {
+
+/// What a host's preflight answer line begins with; its JSON follows.
+inline constexpr std::string_view host_facts_prefix = "HETLAUNCH_FACTS ";
+
+/// One GPU as torch sees it.
+struct gpu_facts {
+  std::string name;
+  int major = 0;  ///< compute capability, torch.cuda.get_device_capability
+  int minor = 0;
+};
+
+/// A host's facts: its Python, and torch's versions and devices there.
+struct host_facts {
+  std::string host;
+  std::string python;                ///< platform.python_version()
+  std::optional<std::string> torch;  ///< torch.__version__; none: torch cannot be imported
+  std::string torch_error;           ///< why it cannot (the import's first line)
+  std::optional<std::string> cuda;   ///< torch.version.cuda; none: a CPU build
+  std::optional<std::string> nccl;   ///< "2.21.5"; none: no NCCL (a CPU build)
+  std::vector<gpu_facts> gpus;       ///< torch.cuda's devices, in order
+};
+
+/// The Python program a host runs for its facts: it prints one line, host_facts_prefix and the
+/// JSON parse_host_facts reads, and exits 0 whether or not torch imports. Single quotes never
+/// appear in it (it is sent inside them).
+inline std::string_view host_facts_program() {
+  return R"py(import json, platform
+f = {"python": platform.python_version(), "torch": None, "cuda": None, "nccl": None, "gpus": []}
+try:
+    import torch
+except Exception as e:
+    f["torch_error"] = (str(e).splitlines() or [type(e).__name__])[0][:300]
+else:
+    f["torch"] = str(torch.__version__)
+    f["cuda"] = torch.version.cuda
+    try:
+        if torch.version.cuda is not None:
+            v = torch.cuda.nccl.version()
+            if isinstance(v, int):
+                v = (v // 10000, v % 10000 // 100, v % 100) if v >= 10000 else (v // 1000, v % 1000 // 100, v % 100)
+            f["nccl"] = ".".join(str(x) for x in v)
+        if torch.cuda.is_available():
+            for i in range(torch.cuda.device_count()):
+                c = torch.cuda.get_device_capability(i)
+                f["gpus"].append({"name": str(torch.cuda.get_device_name(i)), "capability": "%d.%d" % (c[0], c[1])})
+    except Exception as e:
+        f["gpu_error"] = (str(e).splitlines() or [type(e).__name__])[0][:300]
+print("HETLAUNCH_FACTS " + json.dumps(f))
+)py";
+}
+
+/// Reads the JSON of a HETLAUNCH_FACTS line (after the prefix) as host `host`'s facts:
+/// {"python": "3.11.2", "torch": "2.6.0" | null, "torch_error": "...", "cuda": "12.4" | null,
+/// "nccl": "2.21.5" | null, "gpus": [{"name": "...", "capability": "8.0"}, ...]}; python, torch and
+/// gpus are required. Other keys are skipped (keys are only ever added). Refused, with the column
+/// (bad_host_facts): text that is not such an object, a key given twice, a capability that is not
+/// MAJOR.MINOR, more than 4,096 GPUs. O(text).
+[[nodiscard]] inline result<host_facts, parse_error> parse_host_facts(std::string_view text,
+                                                                      std::string_view host) {
+  detail::measured_reader r(text, errc::bad_host_facts);
+  host_facts f;
+  f.host = std::string(host);
+  unsigned seen = 0;  // one bit a key, in the order of `keys`
+  static constexpr std::array<std::string_view, 6> keys = {"python", "torch", "gpus",
+                                                           "cuda",   "nccl",  "torch_error"};
+  std::string key, value;
+  const auto optional_string = [&](std::optional<std::string>& out) {
+    if (r.null()) return true;
+    if (!r.string(value)) return false;
+    out = value;
+    return true;
+  };
+  const auto capability = [&](gpu_facts& g) {
+    const std::size_t column = r.next_column();
+    if (!r.string(value)) return false;
+    const std::size_t dot = value.find('.');
+    const auto major = parse_integer(std::string_view(value).substr(0, dot), 0, 1000);
+    const auto minor = dot == std::string::npos
+                           ? std::nullopt
+                           : parse_integer(std::string_view(value).substr(dot + 1), 0, 1000);
+    if (!major || !minor)
+      return r.fail_at(
+          column, detail::concat("capability must be MAJOR.MINOR, got ", detail::quoted(value)));
+    g.major = static_cast<int>(*major);
+    g.minor = static_cast<int>(*minor);
+    return true;
+  };
+  const auto gpu = [&]() {
+    gpu_facts g;
+    if (!r.expect('{')) return false;
+    if (!r.eat('}')) {
+      do {
+        if (!(r.string(key) && r.expect(':'))) return false;
+        if (key == "name") {
+          if (!r.string(g.name)) return false;
+        } else if (key == "capability") {
+          if (!capability(g)) return false;
+        } else if (!r.skip(3)) {
+          return false;
+        }
+      } while (r.eat(','));
+      if (!r.expect('}')) return false;
+    }
+    if (f.gpus.size() == 4096) return r.fail("more than 4096 GPUs");
+    f.gpus.push_back(std::move(g));
+    return true;
+  };
+  const auto read = [&]() -> bool {
+    if (!r.expect('{')) return false;
+    if (r.eat('}')) return r.fail("no \"python\"");
+    do {
+      const std::size_t key_column = r.next_column();
+      if (!(r.string(key) && r.expect(':'))) return false;
+      std::size_t k = 0;
+      while (k < keys.size() && keys[k] != key) ++k;
+      if (k == keys.size()) {
+        if (!r.skip(2)) return false;
+        continue;
+      }
+      if (seen & (1u << k))
+        return r.fail_at(key_column, detail::concat("\"", key, "\" is given twice"));
+      seen |= 1u << k;
+      bool ok = true;
+      if (key == "python") ok = r.string(f.python);
+      if (key == "torch") ok = optional_string(f.torch);
+      if (key == "torch_error") ok = r.null() || r.string(f.torch_error);
+      if (key == "cuda") ok = optional_string(f.cuda);
+      if (key == "nccl") ok = optional_string(f.nccl);
+      if (key == "gpus") {
+        ok = r.expect('[');
+        if (ok && !r.eat(']')) {
+          do ok = gpu();
+          while (ok && r.eat(','));
+          ok = ok && r.expect(']');
+        }
+      }
+      if (!ok) return false;
+    } while (r.eat(','));
+    if (!r.expect('}')) return false;
+    if (!r.at_end()) return r.fail("text after the object");
+    for (std::size_t k = 0; k < 3; ++k)
+      if (!(seen & (1u << k))) return r.fail(detail::concat("no \"", keys[k], "\""));
+    return true;
+  };
+  if (!read()) return r.error();
+  return f;
+}
+
+/// The first `parts` dot-separated numbers of a version ("2.14.1+debian" → "2.14" for 2,
+/// "12.4" → "12" for 1): the part preflight compares. A version with fewer parts is kept whole.
+[[nodiscard]] inline std::string version_prefix(std::string_view version, int parts) {
+  std::size_t end = 0;
+  for (int k = 0; k < parts; ++k) {
+    end = version.find_first_not_of("0123456789", end);
+    if (end == std::string_view::npos) return std::string(version);
+    if (k + 1 < parts) {
+      if (version[end] != '.') return std::string(version.substr(0, end));
+      ++end;
+    }
+  }
+  return std::string(version.substr(0, end));
+}
+
+/// Why a set of hosts cannot run one job.
+enum class preflight_issue {
+  no_torch,       ///< host_a cannot import torch (value_a: why)
+  torch_differs,  ///< host_a's torch major.minor is not host_b's
+  cuda_differs,   ///< CUDA major (or a CUDA build beside a CPU build)
+  nccl_differs,   ///< NCCL major.minor
+  gpus_on_some,   ///< host_a has GPUs, host_b none
+  too_few_gpus,   ///< host_a has fewer GPUs (value_a) than its nproc (value_b)
+};
+
+/// One refusal, with the hosts and values it names, and its sentence.
+struct preflight_problem {
+  preflight_issue issue = preflight_issue::no_torch;
+  std::string host_a, value_a, host_b, value_b;
+  std::string message;
+};
+
+/// What preflight concludes.
+struct preflight_verdict {
+  std::vector<preflight_problem> problems;  ///< empty: the job may start
+  /// The least compute capability over every GPU ("7.5"), and whether every GPU has bf16 (8.0
+  /// or more): none when the hosts have no GPU.
+  std::optional<std::string> min_capability;
+  std::optional<bool> bf16;
+  bool passes() const noexcept { return problems.empty(); }
+};
+
+namespace detail {
+inline std::string or_none(const std::optional<std::string>& v, std::string_view none) {
+  return v ? *v : std::string(none);
+}
+}  // namespace detail
+
+/// Whether hosts with these facts can run one job, `nproc[i]` workers on host i (nproc may be
+/// shorter than hosts: those hosts are not checked for GPUs against a count). Each host is
+/// compared with the first host that has torch: torch major.minor, CUDA major (a CPU build
+/// beside a CUDA build differs too), NCCL major.minor; a host without torch, hosts with GPUs
+/// beside hosts with none, and a host with GPUs but fewer than its nproc are refused. A job of
+/// CPU-only hosts (gloo) passes on versions alone. Each problem names the hosts and both values.
+/// O(hosts + GPUs).
+[[nodiscard]] inline preflight_verdict check_preflight(const std::vector<host_facts>& hosts,
+                                                       const std::vector<int>& nproc = {}) {
+  preflight_verdict v;
+  const auto problem = [&v](preflight_issue issue, const host_facts& a, std::string value_a,
+                            const host_facts* b, std::string value_b, std::string message) {
+    v.problems.push_back({issue, a.host, std::move(value_a), b ? b->host : std::string(),
+                          std::move(value_b), std::move(message)});
+  };
+  const host_facts* first = nullptr;
+  for (const host_facts& h : hosts)
+    if (h.torch && !first) first = &h;
+  for (const host_facts& h : hosts)
+    if (!h.torch)
+      problem(preflight_issue::no_torch, h, h.torch_error, nullptr, "",
+              detail::concat("host ", detail::quoted(h.host), " (Python ", h.python,
+                             ") cannot import torch", h.torch_error.empty() ? "" : ": ",
+                             h.torch_error));
+  const host_facts* with_gpus = nullptr;
+  const host_facts* without_gpus = nullptr;
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    const host_facts& h = hosts[i];
+    const host_facts*& kind = h.gpus.empty() ? without_gpus : with_gpus;
+    if (!kind) kind = &h;
+    if (!h.gpus.empty() && i < nproc.size() && static_cast<int>(h.gpus.size()) < nproc[i])
+      problem(preflight_issue::too_few_gpus, h, std::to_string(h.gpus.size()), nullptr,
+              std::to_string(nproc[i]),
+              detail::concat("host ", detail::quoted(h.host), " has ", h.gpus.size(), " GPU",
+                             h.gpus.size() == 1 ? "" : "s", " for its ", nproc[i], " workers"));
+    if (!h.torch || !first || &h == first) continue;
+    // `mine`, `theirs`: the parts compared, of this host and of the first one.
+    const auto differs = [&](preflight_issue issue, const char* what, const std::string& mine,
+                             const std::string& theirs, const std::string& full_mine,
+                             const std::string& full_theirs) {
+      if (mine == theirs) return;
+      problem(issue, *first, full_theirs, &h, full_mine,
+              detail::concat("hosts ", detail::quoted(first->host), " and ", detail::quoted(h.host),
+                             " differ in ", what, ": ", full_theirs, " and ", full_mine));
+    };
+    differs(preflight_issue::torch_differs, "torch (major.minor)", version_prefix(*h.torch, 2),
+            version_prefix(*first->torch, 2), *h.torch, *first->torch);
+    const std::string my_cuda = detail::or_none(h.cuda, "none (a CPU build)");
+    const std::string their_cuda = detail::or_none(first->cuda, "none (a CPU build)");
+    differs(preflight_issue::cuda_differs, "CUDA (major)", h.cuda ? version_prefix(*h.cuda, 1) : "",
+            first->cuda ? version_prefix(*first->cuda, 1) : "", my_cuda, their_cuda);
+    if (h.nccl && first->nccl)
+      differs(preflight_issue::nccl_differs, "NCCL (major.minor)", version_prefix(*h.nccl, 2),
+              version_prefix(*first->nccl, 2), *h.nccl, *first->nccl);
+  }
+  if (with_gpus && without_gpus)
+    problem(preflight_issue::gpus_on_some, *with_gpus, std::to_string(with_gpus->gpus.size()),
+            without_gpus, "0",
+            detail::concat("host ", detail::quoted(with_gpus->host), " has ",
+                           with_gpus->gpus.size(), " GPU", with_gpus->gpus.size() == 1 ? "" : "s",
+                           " and host ", detail::quoted(without_gpus->host),
+                           " none: one job cannot use both (NCCL needs a GPU a rank)"));
+  const gpu_facts* least = nullptr;
+  bool bf16 = true;
+  for (const host_facts& h : hosts)
+    for (const gpu_facts& g : h.gpus) {
+      if (!least || g.major < least->major || (g.major == least->major && g.minor < least->minor))
+        least = &g;
+      bf16 = bf16 && g.major >= 8;
+    }
+  if (least) {
+    v.min_capability = detail::concat(least->major, ".", least->minor);
+    v.bf16 = bf16;
+  }
+  return v;
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_PREFLIGHT_HPP
 // ---- hetlaunch/metrics.hpp
 // hetlaunch: a running job as a Prometheus text exposition (format 0.0.4), the file that
 // node_exporter's textfile collector reads: the job's attempt, world size and restarts, whether
@@ -6676,9 +7121,11 @@ namespace detail {
 // other writers', and a socket nothing. A line
 // with no end yet is held up to 16 MiB (the longest measured line) and then written with a
 // newline, as is what is held when the pipe closes. It ignores the signals meant for the worker
-// (torch 2.x sends them to the whole process group) and ends when the pipes close.
+// (torch 2.x sends them to the whole process group) and ends when the pipes close: then, when the
+// worker left an error in its TORCHELASTIC_ERROR_FILE (an entry point wrapped in torch's @record),
+// it writes the error's first line as one HETLAUNCH_ERROR line (failure_report.hpp) on stderr.
 inline std::string_view rank_lines_program() {
-  return R"py(import fcntl, os, select, signal, sys
+  return R"py(import fcntl, json, os, select, signal, sys
 LONGEST = 16 << 20
 def put(fd, pieces, lock):
     batch = b""
@@ -6725,6 +7172,18 @@ def pump(into, prefix, lock):
             if not data:
                 poller.unregister(fd)
                 del held[fd]
+def relay_error(prefix, lock):
+    try:
+        with open(os.environ["TORCHELASTIC_ERROR_FILE"], "rb") as f:
+            message = json.loads(f.read(1 << 20).decode("utf-8", "replace"))["message"]
+        if isinstance(message, dict):
+            message = message["message"]
+        line = "".join(c if c >= " " else " " for c in (str(message).splitlines() or [""])[0])
+        line = line.encode("utf-8", "replace")[:1024].decode("utf-8", "ignore")
+        said = {"rank": int(os.environ["RANK"]), "local_rank": int(os.environ["LOCAL_RANK"]), "error": line}
+    except (KeyError, OSError, TypeError, ValueError):
+        return
+    put(2, [prefix + b"HETLAUNCH_ERROR " + json.dumps(said, ensure_ascii=False).encode("utf-8", "replace") + b"\n"], lock)
 def main():
     prefix = ("[rank %s] " % os.environ.get("RANK", "?")).encode()
     out_r, out_w = os.pipe()
@@ -6742,6 +7201,7 @@ def main():
                 except OSError:
                     lock = None
                 pump({out_r: 1, err_r: 2}, prefix, lock)
+                relay_error(prefix, lock)
         finally:
             os._exit(0)
     os.waitpid(child, 0)
@@ -7541,6 +8001,18 @@ inline cluster jobset_cluster(const std::vector<node_group>& groups, const jobse
   return b.finish();
 }
 
+// The first line of the error in a torchrun error file (argv[1]), at most 1,024 bytes, as a JSON
+// string; nothing when it has none. Single quotes never appear in it.
+inline std::string_view error_line_program() {
+  return R"py(import json, sys
+m = json.load(open(sys.argv[1]))["message"]
+m = m["message"] if isinstance(m, dict) else m
+line = "".join(c if c >= " " else " " for c in (str(m).splitlines() or [""])[0])
+line = line.encode("utf-8", "replace")[:1024].decode("utf-8", "ignore")
+print(json.dumps(line) if line else "")
+)py";
+}
+
 // Runs the torchrun argv with --node_rank=OFFSET+INDEX put in at its place (`at`, after the
 // program and --nnodes); the index comes from the downward API.
 // With a work share, the pod's part of each step first: a group's nodes are alike, so the samples
@@ -7550,7 +8022,14 @@ struct group_share {
   long long base = 0, extra = 0, first_offset = 0;
   std::string host_head, host_tail;  // pod k's host: host_head, k, host_tail (jobset_pod_host)
 };
+// Then torchrun runs as the shell's child, with SIGTERM and SIGINT passed on (the shell is the
+// container's first process, which ignores them by default), and its end is written as the
+// node's node_exited JSON to the termination message file (terminationMessagePath, or
+// HETLAUNCH_TERMINATION_LOG where it runs outside Kubernetes): node, host, status, reason, and
+// the error's first line when torchrun copied a worker's error file into its own
+// (TORCHELASTIC_ERROR_FILE, the worker's entry point wrapped in @record). Well under 4,096 bytes.
 inline std::string pod_script(long long offset, std::size_t at, std::string_view node_rank_flag,
+                              std::string_view host_head, std::string_view host_tail,
                               const group_share* share = nullptr) {
   const std::string batch =
       share == nullptr
@@ -7561,9 +8040,24 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
                    share->base, " + (k < ", share->extra, " ? k : ", share->extra, ")))\n",
                    "export ", variables::node_host, "=\"", share->host_head, "$k", share->host_tail,
                    "\"\n");
-  return concat(batch, "rank=$((", offset, " + ", pod_index_variable, "))\n", "i=0\n",
-                "for a; do shift; i=$((i + 1)); set -- \"$@\" \"$a\"; if [ \"$i\" -eq ", at,
-                " ]; then set -- \"$@\" \"", node_rank_flag, "=$rank\"; fi; done\n", "exec \"$@\"");
+  return concat(
+      batch, "rank=$((", offset, " + ", pod_index_variable, "))\n", "i=0\n",
+      "for a; do shift; i=$((i + 1)); set -- \"$@\" \"$a\"; if [ \"$i\" -eq ", at,
+      " ]; then set -- \"$@\" \"", node_rank_flag, "=$rank\"; fi; done\n",
+      "TORCHELASTIC_ERROR_FILE=${TMPDIR:-/tmp}/hetlaunch-torchrun-error.$$.json\n",
+      "export TORCHELASTIC_ERROR_FILE\n", "rm -f \"$TORCHELASTIC_ERROR_FILE\"\n", "\"$@\" &\n",
+      "child=$!\n", "trap 'kill -TERM \"$child\" 2>/dev/null' TERM\n",
+      "trap 'kill -INT \"$child\" 2>/dev/null' INT\n",
+      "while :; do wait \"$child\"; status=$?; kill -0 \"$child\" 2>/dev/null || break; done\n",
+      "reason=succeeded; [ \"$status\" -eq 0 ] || reason=failed\n", "error=\n",
+      "if [ -s \"$TORCHELASTIC_ERROR_FILE\" ]; then error=$(python3 -c '", error_line_program(),
+      "' \"$TORCHELASTIC_ERROR_FILE\" 2>/dev/null); fi\n", "rm -f \"$TORCHELASTIC_ERROR_FILE\"\n",
+      "printf '{\"event\": \"node_exited\", \"node\": %s, \"host\": \"%s\", \"status\": %s, "
+      "\"reason\": \"%s\"%s}\\n' \"$rank\" \"",
+      host_head, "$", pod_index_variable, host_tail,
+      "\" \"$status\" \"$reason\" \"${error:+, \\\"error\\\": $error}\" > "
+      "\"${HETLAUNCH_TERMINATION_LOG:-/dev/termination-log}\" 2>/dev/null\n",
+      "exit \"$status\"");
 }
 
 }  // namespace detail
@@ -7595,6 +8089,12 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
                        document::str(o.restart_strategy == jobset_restart_strategy::recreate
                                          ? "Recreate"
                                          : "BlockingRecreate"));
+  // A Job failed by its podFailurePolicy (invalid input, failed preflight) fails the whole set:
+  // recreating it would fail the same way.
+  document& rule = failure_policy.add("rules", document::array()).push(document::object());
+  rule.add("name", document::str("FailOnInvalidInput"));
+  rule.add("action", document::str("FailJobSet"));
+  rule.add("onJobFailureReasons", document::array()).push(document::str("PodFailurePolicy"));
   document& jobs = spec.add("replicatedJobs", document::array());
   std::size_t first_node = 0;
   const std::string rank_flag = detail::flag(launch, "node_rank");
@@ -7612,6 +8112,18 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     job_spec.add("completions", document::num(group.nodes));
     job_spec.add("parallelism", document::num(group.nodes));
     job_spec.add("backoffLimit", document::num(0));
+    // Invalid input and a failed preflight (exit statuses 2 and 6, as --exit-status-by-reason
+    // gives them; torchrun's own usage error is 2) fail the Job at once: no retry helps.
+    document& fail_at_once = job_spec.add("podFailurePolicy", document::object())
+                                 .add("rules", document::array())
+                                 .push(document::object());
+    fail_at_once.add("action", document::str("FailJob"));
+    document& codes = fail_at_once.add("onExitCodes", document::object());
+    codes.add("containerName", document::str("torchrun"));
+    codes.add("operator", document::str("In"));
+    document& values = codes.add("values", document::array());
+    values.push(document::num(2));
+    values.push(document::num(6));
     document& pod_spec =
         job_spec.add("template", document::object()).add("spec", document::object());
     pod_spec.add("restartPolicy", document::str("Never"));
@@ -7622,10 +8134,16 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
     document& container = pod_spec.add("containers", document::array()).push(document::object());
     container.add("name", document::str("torchrun"));
     container.add("image", document::str(o.image));
+    // The node's node_exited JSON, shown in the pod's status; its last log lines when it wrote
+    // none (it failed before torchrun ended).
+    container.add("terminationMessagePath", document::str("/dev/termination-log"));
+    container.add("terminationMessagePolicy", document::str("FallbackToLogsOnError"));
     document& command = container.add("command", document::array());
     command.push(document::str("sh"));
     command.push(document::str("-c"));
     detail::group_share share;
+    const std::string host_head = detail::concat(o.name, "-", jobset_group_name(g), "-0-");
+    const std::string host_tail = detail::concat(".", o.name);
     if (plan->has_shares()) {
       const node_batch first = plan->node_batch_of(first_node);
       const node_batch last =
@@ -7635,10 +8153,11 @@ inline std::string pod_script(long long offset, std::size_t at, std::string_view
       // The pods with one sample more come first: count them from the offsets' growth.
       share.extra = (static_cast<long long>(last.offset) - first.offset) -
                     static_cast<long long>(group.nodes - 1) * last.batch;
-      share.host_head = detail::concat(o.name, "-", jobset_group_name(g), "-0-");
-      share.host_tail = detail::concat(".", o.name);
+      share.host_head = host_head;
+      share.host_tail = host_tail;
     }
     command.push(document::str(detail::pod_script(static_cast<long long>(first_node), at, rank_flag,
+                                                  host_head, host_tail,
                                                   plan->has_shares() ? &share : nullptr)));
     command.push(document::str("hetlaunch-pod"));
     document& args = container.add("args", document::array());

@@ -713,6 +713,55 @@ def events_cases(suite, binary, ssh, tmp):
     suite.case("events_too_few_nodes", run, ["--hosts", "a:1,b:2", "--restarts", "1", "--exclude-failed",
                                              "--min-nodes", "2"], fail_b, 3, restart_shape("too_few_nodes", 1))
 
+    # A failed worker's root cause: torchrun's failure line names its local rank and exit code,
+    # its relayed HETLAUNCH_ERROR line its rank and error (read, not shown); job_exited blames the
+    # node that failed first.
+    said = ('case $HOST in b) sleep 1.5; echo "[rank 2] Traceback" >&2; '
+            'echo \'[rank 2] HETLAUNCH_ERROR {"rank": 2, "local_rank": 1, "error": "ValueError: \u00e9 bad"}\' >&2; '
+            'echo "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 1 '
+            '(pid: 9) of binary: /usr/bin/python3" >&2; exit 1;; esac; exec sleep 30')
+
+    def root_cause(rank, error, exitcode=1, local=1, status=1):
+        def check(events, r):
+            got = {k: v for e in events if e["event"] == "node_exited" and e["node"] == 1
+                   for k, v in e.items() if k in ("rank", "local_rank", "exitcode", "error")}
+            want = {"rank": rank, "local_rank": local, "exitcode": exitcode}
+            if error is not None:
+                want["error"] = error
+            problems = [] if got == want else [f"node 1's node_exited has {got}, expected {want}"]
+            blamed = {k: events[-1].get(k) for k in ("failed_node", "failed_host")}
+            if blamed != {"failed_node": 1, "failed_host": "b"}:
+                problems.append(f"job_exited blames {blamed}")
+            if "HETLAUNCH_ERROR" in r.stderr or "Traceback" not in r.stderr:
+                problems.append(f"the relay was shown, or the traceback not: {r.stderr[-800:]}")
+            return problems
+        return check
+    failed_rows = [("planned", 0), *started(0, (0, "a"), (1, "b")), *exited(0, (1, "b", "failed")),
+                   *exited(0, (0, "a", "stopped")), ("job_exited", 0, "worker_failed")]
+    suite.case("events_failed_worker_root_cause", run, ["--hosts", "a:1,b:2"], said, 1, failed_rows,
+               root_cause(2, "ValueError: \u00e9 bad"))
+    # No relay (an entry point without @record): the rank is the node's first rank + local rank.
+    unsaid = said.replace("HETLAUNCH_ERROR", "nothing relayed")
+    suite.case("events_failed_worker_without_record", run, ["--hosts", "a:1,b:2"],
+               unsaid.replace("nothing relayed", "x"), 1, failed_rows, root_cause(2, None))
+    # --exit-status-by-reason: each reason its own status; job_exited says the same status.
+    suite.case("events_status_by_reason_worker_failed", run, ["--hosts", "a:1,b:2", "--exit-status-by-reason"],
+               fail_b, 1, failed_rows)
+    suite.case("events_status_by_reason_unreachable", run,
+               ["--hosts", "a:1,lost-b:2", "--fanout", "1", "--exit-status-by-reason"], "exec sleep 30", 3,
+               [("planned", 0), *started(0, (0, "a")), *exited(0, (1, "lost-b", "unreachable")),
+                *exited(0, (0, "a", "stopped")), ("job_exited", 0, "unreachable")])
+    suite.case("events_status_by_reason_restarts_exhausted", run,
+               ["--hosts", "a:1,b:2", "--restarts", "1", "--exit-status-by-reason"], fail_b, 4,
+               restart_shape("restarts_exhausted", 2))
+    suite.case("events_status_by_reason_too_few_nodes", run,
+               ["--hosts", "a:1,b:2", "--restarts", "1", "--exclude-failed", "--min-nodes", "2",
+                "--exit-status-by-reason"], fail_b, 5, restart_shape("too_few_nodes", 1))
+    suite.case("events_status_by_reason_ended_before_start", run,
+               ["--hosts", "a:1", "--ssh-arg", "-x", "--program", "true", "--chdir", "/nonexistent-dir",
+                "--exit-status-by-reason"], None, 8,
+               [("planned", 0), *exited(0, (0, "a", "ended_before_start")), ("job_exited", 0, "ended_before_start")])
+
     # Node 1 fails in the first attempt only. Spares: lost-s cannot be asked (passed over), t
     # answers 2 GPUs, u has 4: t is the smallest that fits node 1's 2 workers.
     once = ('[ "$HETLAUNCH_RESTART_COUNT" = 0 ] && case $HOST in b) sleep 1.5; exit 3;; *) exec sleep 30;; esac; '
@@ -1032,6 +1081,8 @@ def events_cases(suite, binary, ssh, tmp):
         return problems
     for name, args, status in [
             ("bad_slots", ["--hosts", "a:0"], 1),
+            # --exit-status-by-reason: invalid input exits 2, as a usage error does.
+            ("bad_slots_status_by_reason", ["--hosts", "a:0", "--exit-status-by-reason"], 2),
             ("usage", ["--hosts", "a:1", "--exclude-failed"], 2),
             ("unknown_flag_after_events", ["--hosts", "a:1", "--no-such-flag"], 2),
             ("spare_without_restarts", ["--hosts", "a:1", "--spare", "s:1"], 2),
@@ -1324,6 +1375,137 @@ def events_cases(suite, binary, ssh, tmp):
     suite.case("events_file_cannot_be_written", unwritable)
 
 
+# A stand-in torch for preflight: what each host's Python imports, told apart by HOST (the
+# stand-in ssh exports it). Host "nt..." has no torch.
+STANDIN_TORCH = """import os, types
+_host = os.environ.get("HOST", "")
+if _host.startswith("nt"):
+    raise ModuleNotFoundError("No module named 'torch'")
+_hosts = {
+    "a": ("2.6.0+cu124", "12.4", (2, 21, 5), [("NVIDIA A100-SXM4-80GB", (8, 0))] * 2),
+    "b": ("2.6.1+cu124", "12.4", (2, 21, 5), [("Tesla T4", (7, 5))]),
+    "c": ("2.14.1+cu128", "12.8", (2, 27, 3), [("NVIDIA H100", (9, 0))] * 4),
+    "h": ("2.6.0+cu124", "12.4", (2, 21, 5), [("NVIDIA H100", (9, 0))] * 8),
+    "old": ("1.13.1+cu117", "11.7", 21205, [("Tesla V100", (7, 0))] * 2),
+}
+__version__, _cuda, _nccl, _gpus = _hosts.get(_host, ("2.6.0", None, None, []))
+version = types.SimpleNamespace(cuda=_cuda)
+cuda = types.SimpleNamespace(
+    is_available=lambda: bool(_gpus), device_count=lambda: len(_gpus),
+    get_device_capability=lambda i: _gpus[i][1], get_device_name=lambda i: _gpus[i][0],
+    nccl=types.SimpleNamespace(version=lambda: _nccl))
+"""
+
+
+def preflight_cases(suite, binary, ssh, tmp):
+    """`preflight` and `run --preflight` with the stand-in ssh and a stand-in torch: each rule
+    refuses with the hosts and both versions, no node starts when it does, the workers learn the
+    least capability and bf16, and slots=auto hosts are asked their count and facts in one ssh."""
+    import job_events  # python3-jsonschema: only where these cases run
+
+    standin = pathlib.Path(tmp) / "standin"
+    (standin / "torch").mkdir(parents=True)
+    (standin / "torch" / "__init__.py").write_text(STANDIN_TORCH)
+    calls = pathlib.Path(tmp) / "ssh-calls"
+    counting_ssh = pathlib.Path(tmp) / "counting-ssh"
+    counting_ssh.write_text(f'#!/bin/sh\necho x >> {calls}\nexec {ssh} "$@"\n')
+    counting_ssh.chmod(0o755)
+    env = dict(os.environ, PYTHONPATH=str(standin))
+    log = pathlib.Path(tmp) / "preflight-events.jsonl"
+
+    def preflight(args, status, out=None, err=None, check=None, python=sys.executable):
+        calls.unlink(missing_ok=True)
+        r = subprocess.run([binary, "preflight", *args, "--ssh", str(counting_ssh), "--python", python],
+                           capture_output=True, text=True, env=env, timeout=60)
+        problems = [] if r.returncode == status else [f"exit {r.returncode}, expected {status}: {r.stderr}"]
+        for want, got in ((out, r.stdout), (err, r.stderr)):
+            if want is not None and want not in got:
+                problems.append(f"no {want!r} in {got!r}")
+        if check and not problems:
+            problems += check(r)
+        return problems
+
+    suite.case("preflight_mixed_gpus_pass", preflight, ["--hosts", "a:2,b:1"], 0,
+               "the hosts can run one job (least capability 7.5, bf16 not on every GPU)")
+    suite.case("preflight_cpu_hosts_pass_on_versions", preflight, ["--hosts", "d:4,e:2"], 0,
+               "the hosts can run one job (no GPU: gloo)")
+    suite.case("preflight_torch_differs", preflight, ["--hosts", "a:2,c:1"], 1, None,
+               "hetlaunch: preflight: hosts 'a' and 'c' differ in torch (major.minor): 2.6.0+cu124 and 2.14.1+cu128\n")
+    suite.case("preflight_cuda_and_nccl_of_torch_1_13", preflight, ["--hosts", "a:2,old:2"], 1, None,
+               "differ in CUDA (major): 12.4 and 11.7")
+    suite.case("preflight_too_few_gpus", preflight, ["--hosts", "a:2,b:2"], 1, None,
+               "hetlaunch: preflight: host 'b' has 1 GPU for its 2 workers\n")
+    suite.case("preflight_gpus_and_none", preflight, ["--hosts", "a:2,d:1"], 1, None,
+               "host 'a' has 2 GPUs and host 'd' none")
+    suite.case("preflight_no_torch", preflight, ["--hosts", "a:2,nt1:1"], 1, None,
+               "host 'nt1' (Python ")
+
+    def as_json(r):
+        got = json.loads(r.stdout)
+        want = {"passed": True, "min_compute_capability": "8.0", "bf16": True, "problems": []}
+        problems = [f"{k}: {got.get(k)!r}" for k in want if got.get(k) != want[k]]
+        hosts = [(h["host"], h["torch"], h["cuda"], h["nccl"], h["gpus"], h["capability"]) for h in got["hosts"]]
+        if hosts != [("a", "2.6.0+cu124", "12.4", "2.21.5", 2, "8.0"), ("h", "2.6.0+cu124", "12.4", "2.21.5", 8, "9.0")]:
+            problems.append(f"hosts {hosts}")
+        return problems
+    suite.case("preflight_json", preflight, ["--hosts", "a:2,h:8", "--json"], 0, check=as_json)
+
+    # slots=auto and preflight together: one ssh a host, the count and the facts in one command.
+    def one_round(r):
+        asked = calls.read_text().count("x") if calls.exists() else 0
+        return [] if asked == 2 else [f"{asked} ssh calls for 2 hosts: {r.stdout}"]
+    suite.case("preflight_with_slots_auto_one_ssh_a_host", preflight,
+               ["--hosts", "a:auto,h:auto", "--gpu-count-command", "case $HOST in a) echo 2;; h) echo 8;; esac"], 0,
+               "the hosts can run one job", None, one_round)
+    suite.case("preflight_python_missing", preflight, ["--hosts", "a:2"], 1, None,
+               "hetlaunch: preflight: host 'a': '/nonexistent/python3 -c ...' printed no HETLAUNCH_FACTS line "
+               "(exit status 127", python="/nonexistent/python3")
+
+    def run(args, program, status, expected, check=None):
+        log.unlink(missing_ok=True)
+        marker = pathlib.Path(tmp) / "node-ran"
+        marker.unlink(missing_ok=True)
+        r = subprocess.run([binary, "run", *args, "--preflight", "--python", sys.executable, "--ssh", str(ssh),
+                            "--events", str(log), "--program", "sh", "--program", "-c", "--program",
+                            f"touch {marker}; {program}", "--", "t.py"],
+                           capture_output=True, text=True, env=env, timeout=60)
+        events, problems = job_events.read(log)
+        problems += job_events.compare(events, expected)
+        if r.returncode != status:
+            problems.append(f"run exited {r.returncode}, expected {status}: {r.stderr[-1500:]}")
+        if status and marker.exists():
+            problems.append("a node started")
+        if check and not problems:
+            problems += check(events, r)
+        return problems
+
+    def refused_with(text):
+        def check(events, r):
+            hosts = [h["host"] for h in events[0]["hosts"]]
+            problems = [] if hosts == ["a", "c"] and events[0]["passed"] is False else [f"preflight event {events[0]}"]
+            return problems + ([] if text in r.stderr else [f"no {text!r} in {r.stderr!r}"])
+        return check
+    refused = [("preflight", 0), ("job_exited", 0, "preflight_failed")]
+    suite.case("run_preflight_refuses_before_any_node", run, ["--hosts", "a:2,c:1"], "true", 1, refused,
+               refused_with("hetlaunch: preflight: no node was started"))
+    suite.case("run_preflight_status_by_reason", run, ["--hosts", "a:2,c:1", "--exit-status-by-reason"], "true",
+               6, refused, refused_with("differ in torch (major.minor): 2.6.0+cu124 and 2.14.1+cu128"))
+    told = ('[ "$HETLAUNCH_MIN_COMPUTE_CAPABILITY" = 7.5 ] && [ "$HETLAUNCH_BF16" = 0 ] || '
+            '{ echo "told $HETLAUNCH_MIN_COMPUTE_CAPABILITY $HETLAUNCH_BF16" >&2; exit 9; }')
+    suite.case("run_preflight_tells_every_worker", run, ["--hosts", "a:2,b:1"], told, 0,
+               [("preflight", 0), ("planned", 0), ("node_started", 0, 0, "a", None), ("node_started", 0, 1, "b", None),
+                ("node_exited", 0, 0, "a", "succeeded"), ("node_exited", 0, 1, "b", "succeeded"),
+                ("job_exited", 0, "succeeded")])
+    # CPU hosts: neither variable, and an inherited one never reaches a worker.
+    untold = ('[ -z "${HETLAUNCH_MIN_COMPUTE_CAPABILITY+x}" ] && [ -z "${HETLAUNCH_BF16+x}" ] || '
+              '{ echo told >&2; exit 9; }')
+    env["HETLAUNCH_BF16"] = "1"
+    suite.case("run_preflight_cpu_hosts_tell_nothing", run, ["--hosts", "d:1,e:1"], untold, 0,
+               [("preflight", 0), ("planned", 0), ("node_started", 0, 0, "d", None), ("node_started", 0, 1, "e", None),
+                ("node_exited", 0, 0, "d", "succeeded"), ("node_exited", 0, 1, "e", "succeeded"),
+                ("job_exited", 0, "succeeded")])
+
+
 def fake_ssh_cases(suite, binary):
     with tempfile.TemporaryDirectory() as tmp:
         ssh = pathlib.Path(tmp) / "ssh"
@@ -1331,6 +1513,7 @@ def fake_ssh_cases(suite, binary):
         ssh.chmod(0o755)
         base = [binary]
         events_cases(suite, binary, ssh, tmp)
+        preflight_cases(suite, binary, ssh, tmp)
 
         def check(name, ok, detail):
             suite.report(name, [] if ok else [repr(detail)])

@@ -15,7 +15,7 @@
    the manifest writes them (parsed from the YAML, not rebuilt), with a real torchrun. The
    job of 4 + 2 + 1 workers all_reduces, and every worker's variables equal the plan; the pods are
    those of the set's third attempt (restart-attempt annotation 2), which every worker sees as
-   HETLAUNCH_RESTART_COUNT.
+   HETLAUNCH_RESTART_COUNT; each pod's termination message is its node's node_exited.
 
 usage: jobset_test.py HETLAUNCH [--update] [--pods WORKER_PY]
 """
@@ -256,7 +256,9 @@ def simulate_pods(binary, worker):
     try:
         network.create()
         for i, (host, container, k) in enumerate(pods):
-            env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOSTNAME": host}
+            # The termination message goes where the test reads it, not to this machine's /dev.
+            env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOSTNAME": host,
+                   "HETLAUNCH_TERMINATION_LOG": str(work / f"pod-{i}.termination")}
             for e in container["env"]:
                 if "value" in e:
                     env[e["name"]] = e["value"]
@@ -284,6 +286,14 @@ def simulate_pods(binary, worker):
                 codes.append(None)
         if codes != [0] * len(procs):
             problems.append(f"pods exited {codes}")
+        # Each container's termination message: its node's node_exited.
+        for i, (host, _, _) in enumerate(pods):
+            path = work / f"pod-{i}.termination"
+            said = json.loads(path.read_text()) if path.exists() else None
+            want = {"event": "node_exited", "node": i, "host": f"{host}.{subdomain}", "status": 0,
+                    "reason": "succeeded"}
+            if said != want:
+                problems.append(f"pod {i}'s termination message {said}, expected {want}")
         problems += rank_problems(read_records(work), NPROC,
                                   lambda rank, node: {"MASTER_ADDR": "sim-g0-0-0.sim", "MASTER_PORT": "29801"})
         for rank in range(7):

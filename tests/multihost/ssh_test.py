@@ -57,6 +57,7 @@ NPROC = [4, 2, 1]
 GPUS = [4, 2, 0]  # what each host's nvidia-smi lists; host 2 has no nvidia-smi at all
 WORK_STEM = "hetlaunch-ssh-test-"
 TORCHRUN = torchrun_flags.torchrun()
+TORCHRUN_NAMED = TORCHRUN  # a torchrun named so: its workers' lines are prefixed, their errors relayed
 KILL_AFTER = 3
 
 
@@ -116,6 +117,9 @@ class cluster:
         for i in range(3):
             bin_dir = w / f"bin-{i}"
             bin_dir.mkdir()
+            # Each host's temporary files in the work directory: a chroot's torchrun (mounted
+            # there at the same path) sees the line writer run writes to it.
+            (w / f"tmp-{i}").mkdir(mode=0o1777)
             if GPUS[i]:
                 smi = bin_dir / "nvidia-smi"
                 smi.write_text("#!/bin/sh\n[ \"$1\" = -L ] || exit 2\n" + "".join(
@@ -125,7 +129,7 @@ class cluster:
                 f"ListenAddress {V4[i]}:22\nHostKey {w / 'host_key'}\nPidFile {w / f'sshd-{i}.pid'}\n"
                 f"AuthorizedKeysFile {w / 'authorized_keys'}\nStrictModes no\nUsePAM no\n"
                 "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-                f"LogLevel VERBOSE\nSetEnv PATH={bin_dir}:/usr/local/bin:/usr/bin:/bin\n")
+                f"LogLevel VERBOSE\nSetEnv PATH={bin_dir}:/usr/local/bin:/usr/bin:/bin TMPDIR={w / f'tmp-{i}'}\n")
         if not pathlib.Path("/run/sshd").exists():  # sshd's privilege separation directory
             pathlib.Path("/run/sshd").mkdir(mode=0o755)
             self.made_run_sshd = True
@@ -311,23 +315,29 @@ time.sleep(600)
 
 
 def case_worker_crash(b, w, work, c):
-    """The last node's worker fails while the others hang in their work (ignoring SIGTERM): run
-    reports the failed node, stops the others within --kill-after, and returns its status."""
-    worker = write_worker(work, "crash.py", """print(f"ready {os.environ['RANK']}", flush=True)
-if os.environ["RANK"] == "6":
-    time.sleep(3)
-    sys.exit(3)
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-time.sleep(600)
+    """The last node's worker raises while the others hang in their work (ignoring SIGTERM): run
+    reports the failed node, stops the others within --kill-after, and returns its status; the
+    worker's entry point is wrapped in torch's @record, so node_exited names its rank, local rank,
+    exit code and error, and job_exited the node and host, as --exit-status-by-reason's 1."""
+    worker = write_worker(work, "crash.py", """from torch.distributed.elastic.multiprocessing.errors import record
+@record
+def main():
+    print(f"ready {os.environ['RANK']}", flush=True)
+    if os.environ["RANK"] == "6":
+        time.sleep(3)
+        raise RuntimeError("rank 6 cannot go on\\nits second line")
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(600)
+main()
 """)
     hf = hostfile(work, [f"{V4[i]} slots={NPROC[i]}" for i in range(3)])
     start = time.monotonic()
-    failed = f"hetlaunch: node 2 ('{V4[2]}'): a worker failed (exit code 3)"
+    failed = f"hetlaunch: node 2 ('{V4[2]}'): a worker failed (exit code 1)"
     # run says so as soon as it sees the failure, before it stops the others.
-    stopping_line = "hetlaunch: node 2: a worker failed (exit code 3) and torchrun has no restart left: stopping every node"
+    stopping_line = "hetlaunch: node 2: a worker failed (exit code 1) and torchrun has no restart left: stopping every node"
     code, out, err, failed_at, ended = finish_timed(hetlaunch_on_host0(b, [
-        "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", "29702", "--kill-after",
-        str(KILL_AFTER), *events_flag(work), "--", str(worker)]), stopping_line)
+        "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN_NAMED, "--master-port", "29702", "--kill-after",
+        str(KILL_AFTER), "--exit-status-by-reason", *events_flag(work), "--", str(worker)]), stopping_line)
     seconds = ended - start
     problems = []
     # The others ignore SIGTERM: they end by SIGKILL, --kill-after after run saw the failure.
@@ -346,6 +356,16 @@ time.sleep(600)
     problems += events_problems(work, [("planned", 0), *started(0, 0, 1, 2),
                                        *exited(0, n0="stopped", n1="stopped", n2="failed"),
                                        ("job_exited", 0, "worker_failed")], code)
+    events, _ = job_events.read(work / "events.jsonl")
+    root = {k: v for e in events if e["event"] == "node_exited" and e["node"] == 2
+            for k, v in e.items() if k in ("rank", "local_rank", "exitcode", "error")}
+    if root != {"rank": 6, "local_rank": 0, "exitcode": 1, "error": "RuntimeError: rank 6 cannot go on"}:
+        problems.append(f"node 2's node_exited names {root}")
+    blamed = {k: events[-1].get(k) for k in ("failed_node", "failed_host")} if events else {}
+    if blamed != {"failed_node": 2, "failed_host": V4[2]}:
+        problems.append(f"job_exited blames {blamed}")
+    if "HETLAUNCH_ERROR" in out + err:
+        problems.append("the relayed error line was shown")
     print(f"     worker crash: run ended {seconds:.1f} s after it started (the crash comes at about 3 s + start-up), "
           f"{'?' if stopping is None else f'{stopping:.2f}'} s after it reported the failure (--kill-after {KILL_AFTER})")
     return problems + left_on_hosts(work)
@@ -1367,8 +1387,14 @@ def chroot_torchrun(suite, work_root):
                        f"2>/dev/null; export USE_LIBUV=0 PYTHONPATH={site}; exec /usr/bin/torchrun \"$@\"' "
                        "\"$PWD\" \"$@\"\n")
     wrapper.chmod(0o755)
+    # The same, named torchrun as a node's own is: run prefixes the workers' lines (and relays
+    # their errors) only under a program of that name. The training cases run the other name, so
+    # that their workers' processes are torchrun's own (they throttle, stop and kill them).
+    (work_root / f"{suite}-bin").mkdir(mode=0o755)
+    named = work_root / f"{suite}-bin" / "torchrun"
+    shutil.copy(wrapper, named)
     print(f"ssh: torchrun in the {suite} chroot ({how})")
-    return m, torchrun_flags.torchrun(wrapper)
+    return m, torchrun_flags.torchrun(wrapper), torchrun_flags.torchrun(named)
 
 
 def main():
@@ -1400,11 +1426,11 @@ def main():
         return ([f"namespaces left behind: {left}"] if PREFIX in left else []) + \
             [f"process left behind: {pid} {cmd}" for pid, cmd in job_processes(str(work_root))]
 
-    global TORCHRUN
+    global TORCHRUN, TORCHRUN_NAMED
     with Suite("ssh" if suite is None else f"ssh in {suite}", teardown, leftovers) as run:
         if suite:
             # Mounted before sshd starts: each host's sshd, in its own mount namespace, sees them.
-            mount, TORCHRUN = chroot_torchrun(suite, work_root)
+            mount, TORCHRUN, TORCHRUN_NAMED = chroot_torchrun(suite, work_root)
             mount.__enter__()
             torch = mount.run(["python3", "-c", "import torch; print(torch.__version__)"])
             print(f"ssh: the nodes' torch {torch.stdout.strip() or torch.stderr[-500:]}", flush=True)

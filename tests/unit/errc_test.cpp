@@ -18,7 +18,7 @@ TEST_SUITE("errc") {
 
   TEST_CASE("every code from ok to the last has a name of its own") {
     std::set<std::string_view> names;
-    const int last = static_cast<int>(hetlaunch::errc::bad_progress);
+    const int last = static_cast<int>(hetlaunch::errc::bad_host_facts);
     for (int code = 0; code <= last; ++code) {
       const std::string_view name = hetlaunch::to_string(static_cast<hetlaunch::errc>(code));
       CAPTURE(code);

@@ -152,7 +152,8 @@ const flag flag_table[] = {
        p.launch->launch.binding = *mode;
      }},
     {"--python", nullptr, "PATH", launch_flags,
-     "the Python a bound worker runs (default: python3; torchrun's own without binding)",
+     "the hosts' Python, for binding and preflight (default: python3; workers without binding "
+     "run torchrun's own)",
      launch_bit, [](const parts& p, const std::string& v) { p.launch->launch.python = v; }},
     {"--bind-program", nullptr, "PATH", launch_flags,
      "the hetlaunch the nodes run to bind workers (default: hetlaunch)", launch_bit,
@@ -367,6 +368,17 @@ const flag flag_table[] = {
      "run every node's command on this machine, with no ssh: host names are labels, "
      "--master-addr defaults to 127.0.0.1 (try a job on one machine)",
      remote_bit, [](const parts& p, const std::string&) { p.remote->local = true; }},
+    {"--preflight", nullptr, nullptr, 0,
+     "before any node starts, ask every host for its Python, torch, CUDA, NCCL and GPUs (in the "
+     "round that asks slots=auto hosts) and refuse hosts that cannot run one job "
+     "(docs/failures.md); the workers get HETLAUNCH_MIN_COMPUTE_CAPABILITY and HETLAUNCH_BF16",
+     remote_bit, [](const parts& p, const std::string&) { p.remote->preflight = true; }},
+    {"--exit-status-by-reason", nullptr, nullptr, 0,
+     "exit with the status of job_exited's reason: 0 succeeded, 1 worker_failed, 2 "
+     "invalid_input, 3 unreachable, 4 restarts_exhausted, 5 too_few_nodes, 6 preflight_failed, "
+     "7 hung, 8 ended_before_start, 9 calibration_failed, 10 output_failed, 128+N interrupted "
+     "by signal N (docs/failures.md)",
+     remote_bit, [](const parts& p, const std::string&) { p.remote->exit_status_by_reason = true; }},
     {"--events", nullptr, "FILE", 0,
      "write what happens to the job to FILE, one JSON object a line (docs/events.md)", remote_bit,
      [](const parts& p, const std::string& v) { p.remote->events = v; }},

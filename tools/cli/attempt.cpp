@@ -14,6 +14,7 @@
 
 #include <hetlaunch/calibration.hpp>
 #include <hetlaunch/checkpoint_line.hpp>
+#include <hetlaunch/failure_report.hpp>
 #include <hetlaunch/rank_health.hpp>
 
 #include <signal.h>
@@ -30,10 +31,12 @@ namespace {
 
 // What `run` learns of a node from its lines.
 struct node_progress {
-  bool started = false;     // the node script's started line was seen
-  bool ended = false;       // its ended line was seen: ssh's status is the command's
-  int worker_failures = 0;  // torchrun's "failed (exitcode: N) local_rank: L" lines
-  int failed_exitcode = 0;  // the last of those exit codes
+  bool started = false;                 // the node script's started line was seen
+  bool ended = false;                   // its ended line was seen: ssh's status is the command's
+  int worker_failures = 0;              // torchrun's "failed (exitcode: N) local_rank: L" lines
+  hetlaunch::torchrun_failure failure;  // the last of those
+  // The workers' HETLAUNCH_ERROR lines, the last of each local rank.
+  std::map<long long, hetlaunch::worker_error> errors;
 };
 
 // torchrun's agent logs "failed (exitcode: 3) local_rank: 0 (pid: 123) of binary: ..." when a
@@ -41,17 +44,10 @@ struct node_progress {
 // barrier, and they wait for a collective that will never complete: a job whose worker failed
 // would stop only after minutes. The line is the earliest sign, so it counts as the failure.
 void note_worker_failure(node_progress& p, std::string_view line) {
-  // A worker's own line ("[rank 1] ", "[default1]:"), whatever it says, is not torchrun's report.
-  if (line.substr(0, 1) == "[") return;
-  const std::size_t at = line.find("failed (exitcode: ");
-  if (at == std::string_view::npos || line.find(" local_rank: ", at) == std::string_view::npos)
-    return;
-  // "-9" is a worker killed by signal 9, as torchrun writes it.
-  const std::string_view rest = line.substr(at + 18);
-  const std::optional<long long> code =
-      hetlaunch::parse_integer(rest.substr(0, rest.find(')')), -(1 << 30), 1 << 30);
+  const std::optional<hetlaunch::torchrun_failure> f = hetlaunch::parse_torchrun_failure(line);
+  if (!f) return;
   ++p.worker_failures;
-  p.failed_exitcode = static_cast<int>(code.value_or(0));
+  p.failure = *f;
 }
 
 // What rank 0 said in a line of node `node`'s output, after the word `word` that begins it:
@@ -72,9 +68,10 @@ std::optional<std::string_view> rank0_says(std::string_view line, std::size_t no
   return line.substr(word.size());
 }
 
-// The JSON of a rank's progress line, of any rank: after "[rank R] " (run's rank prefix), after
-// torchrun's "[defaultK]:" (--tee), or unprefixed. The word inside a log message is not one.
-std::optional<std::string_view> progress_says(std::string_view line) {
+// The JSON of a rank's line that begins with `word`, of any rank: after "[rank R] " (run's rank
+// prefix), after torchrun's "[defaultK]:" (--tee of that stream), after both ("[defaultK]:[rank
+// R] "), or unprefixed. The word inside a log message is not one.
+std::optional<std::string_view> rank_line_says(std::string_view line, std::string_view word) {
   const auto skip_prefix = [&line](std::string_view open, char close) {
     if (line.substr(0, open.size()) != open) return;
     std::size_t k = open.size();
@@ -83,12 +80,12 @@ std::optional<std::string_view> progress_says(std::string_view line) {
     line.remove_prefix(k + 1);
     if (close == ']' && !line.empty() && line.front() == ' ') line.remove_prefix(1);
   };
-  skip_prefix("[rank ", ']');
+  const std::size_t before = line.size();
   skip_prefix("[default", ']');
-  if (!line.empty() && line.front() == ':') line.remove_prefix(1);
-  if (line.substr(0, hetlaunch::progress_prefix.size()) != hetlaunch::progress_prefix)
-    return std::nullopt;
-  return line.substr(hetlaunch::progress_prefix.size());
+  if (line.size() < before && !line.empty() && line.front() == ':') line.remove_prefix(1);
+  skip_prefix("[rank ", ']');
+  if (line.substr(0, word.size()) != word) return std::nullopt;
+  return line.substr(word.size());
 }
 
 // A rank's last progress, its node, and its windows judged against its own.
@@ -133,7 +130,7 @@ node_end end_of(const child& c, const node_progress& p, bool stopping, bool firs
   if (!p.started)
     return {ending, concat("ssh ended before the node started (", describe_status(c.status), ")")};
   if (first_to_fail && by_worker)
-    return {ending, concat("a worker failed (exit code ", p.failed_exitcode, "); torchrun ",
+    return {ending, concat("a worker failed (exit code ", p.failure.exitcode, "); torchrun ",
                            describe_status(c.status))};
   if (stopped) return {ending, concat("stopped (", describe_status(c.status), ")")};
   return {ending, describe_status(c.status)};
@@ -267,8 +264,27 @@ class attempt {
   void judge_hangs();
   void write_metrics(bool force);
   void say_ends() const;
+  std::string worker_fields(std::size_t i) const;
   attempt_result outcome() const;
 };
+
+// node_exited's keys of the worker that failed on node i, where torchrun reported one: its rank
+// (its own RANK when it relayed its error; else, under the static rendezvous, the node's first
+// rank plus its local rank), local rank, exit code, and error when it relayed one.
+std::string attempt::worker_fields(std::size_t i) const {
+  const node_progress& p = progress_of_[i];
+  if (p.worker_failures == 0) return "";
+  const long long local = p.failure.local_rank;
+  const auto relayed = p.errors.find(local);
+  std::string out;
+  if (relayed != p.errors.end())
+    out = concat(", \"rank\": ", relayed->second.rank);
+  else if (plan_.options().backend == hetlaunch::rendezvous::static_tcp)
+    out = concat(", \"rank\": ", plan_.topology().rank_offset(i) + local);
+  out += concat(", \"local_rank\": ", local, ", \"exitcode\": ", p.failure.exitcode);
+  if (relayed != p.errors.end()) out += concat(", \"error\": ", json_string(relayed->second.error));
+  return out;
+}
 
 void attempt::stop() {
   if (!stopping_) {
@@ -323,7 +339,13 @@ line_sink attempt::sink_of(std::size_t i, bool out) {
   if (!out) {
     sink.watch = [&p](std::string_view line) {
       note_worker_failure(p, line);
-      return false;
+      const auto said = rank_line_says(line, hetlaunch::worker_error_prefix);
+      if (!said) return false;
+      // The error is in the worker's traceback above: its relay is read, not shown.
+      auto e = hetlaunch::parse_worker_error_line(*said);
+      if (!e) return false;
+      p.errors[e->local_rank] = std::move(*e);
+      return true;
     };
     return sink;
   }
@@ -349,7 +371,7 @@ line_sink attempt::sink_of(std::size_t i, bool out) {
     if (watching_checkpoints)
       if (const auto said = rank0_says(line, i, hetlaunch::checkpoint_prefix)) on_checkpoint(*said);
     if (watching_progress)
-      if (const auto said = progress_says(line)) {
+      if (const auto said = rank_line_says(line, hetlaunch::progress_prefix)) {
         on_progress(i, *said);
         return true;  // read by run, not shown: a line a rank a second
       }
@@ -384,7 +406,7 @@ void attempt::on_output(std::size_t i, bool out) {
   std::fprintf(stderr,
                "hetlaunch: node %zu: a worker failed (exit code %d) and torchrun has no restart "
                "left: stopping every node\n",
-               i, progress_of_[i].failed_exitcode);
+               i, progress_of_[i].failure.exitcode);
   stop();
 }
 
@@ -404,7 +426,8 @@ void attempt::on_end(std::size_t i) {
   node_end end =
       end_of(c, progress_of_[i], stopping_, fails_first || first_failure_ == i, failed_by_worker_);
   if (!hung_.empty() && first_failure_ == i) end.text = concat(hung_, "; ", end.text);
-  events_.node_exited(i, plan_.topology().node(i).host, exit_code(c.status), end.ending);
+  events_.node_exited(i, plan_.topology().node(i).host, exit_code(c.status), end.ending,
+                      end.ending == node_ending::failed ? worker_fields(i) : std::string());
   metrics_due_ = true;
   ends_[i] = end.text;
   if (!fails_first) return;
@@ -694,6 +717,10 @@ attempt_result attempt::outcome() const {
   facts.every_node_started = next_ == n_;
   attempt_result r;
   r.end = classify(facts);
+  if (first_failure_) {
+    r.end.failed_node = *first_failure_;
+    r.end.failed_host = std::string(plan_.topology().node(*first_failure_).host);
+  }
   if (o_.calibrate.measuring) {
     r.end.topology = plan_.topology();
     r.end.measured = measured_;

@@ -120,9 +120,12 @@ struct remote_args {
   bool dry_run = false;
   bool quiet_nodes = false;
   std::optional<std::string> gpu_count_command;
-  int discover_timeout = 60;          // seconds a host has to answer its GPU count
-  std::optional<std::string> events;  // --events FILE
-  bool local = false;                 // --local: every node's command runs here, with no ssh
+  int discover_timeout = 60;           // seconds a host has to answer its GPU count
+  std::optional<std::string> events;   // --events FILE
+  bool local = false;                  // --local: every node's command runs here, with no ssh
+  bool exit_status_by_reason = false;  // --exit-status-by-reason: the status says the reason
+  bool preflight = false;              // run --preflight: every host's facts before the job
+  std::optional<std::string> python;   // the Python preflight runs on a host (launch's --python)
 };
 struct remote_part {
   remote_args remote;
@@ -205,6 +208,7 @@ struct job_options : command_line,
                      restart_part,
                      calibrate_part {};
 struct discover_options : command_line, input_part, remote_part {};
+struct preflight_options : command_line, input_part, launch_part, remote_part {};
 struct jobset_command_options : command_line, launch_part, env_part, groups_part, jobset_part {};
 struct sbatch_command_options : command_line,
                                 launch_part,
@@ -424,10 +428,13 @@ enum class job_ending {
   calibration_failed,
   output_failed,
   hung,
+  preflight_failed,
 };
 // The reason's word in events, one table for each.
 const char* reason_of(node_ending ending);
 const char* reason_of(job_ending ending);
+// The exit status --exit-status-by-reason gives an ending; `status`, the one it has without.
+int status_by_reason(job_ending ending, int status);
 
 // events.cpp: run --events FILE, one JSON object a line (docs/events.md).
 class event_log {
@@ -458,8 +465,12 @@ class event_log {
   // One event: `fields` are the event's own keys ("\"node\": 1, ..."), after event, time and
   // attempt. Nothing without a file.
   void write(const char* event, const std::string& fields);
-  void node_exited(std::size_t node, std::string_view host, int status, node_ending ending);
-  void job_exited(int status, job_ending ending);
+  // `worker`: the failed worker's keys (", \"rank\": 1, ..."), empty when none is known.
+  void node_exited(std::size_t node, std::string_view host, int status, node_ending ending,
+                   const std::string& worker = {});
+  // `failed_node`, `failed_host`: the first failure, written for the endings that blame a node.
+  void job_exited(int status, job_ending ending, std::optional<std::size_t> failed_node = {},
+                  std::string_view failed_host = {});
 };
 // A usage error of run or calibrate found before the job opened its events (on the command
 // line) ends the job as invalid input, when --events names a file.
@@ -467,10 +478,21 @@ void record_usage_error(int argc, char** argv);
 
 // discover.cpp
 int discover_command(const discover_options& o);
+
+// preflight.cpp
+int preflight_command(const preflight_options& o);
+// The preflight event's and --json's hosts: [{"host", "python", "torch", "cuda", "nccl", "gpus",
+// "capability", "gpu_names"}].
+std::string host_facts_json(const std::vector<hetlaunch::host_facts>& hosts);
+// One "hetlaunch: preflight: ..." line a problem.
+std::string preflight_problems_text(const hetlaunch::preflight_verdict& v);
+std::vector<int> nproc_of(const hetlaunch::cluster& nodes);
 // Asks the hosts of slots=auto nodes for their GPU counts (read_input's auto_resolver). With
 // --restarts and --exclude-failed, a host that cannot be reached is left out instead.
+// With `facts` (preflight), every host is asked for its facts in the same round.
 result<completed> resolve_auto(const remote_args& remote, const restart_args& restart,
-                               hetlaunch::cluster& nodes);
+                               hetlaunch::cluster& nodes,
+                               std::vector<hetlaunch::host_facts>* facts = nullptr);
 
 // jobset.cpp
 int jobset_command(const jobset_command_options& o);

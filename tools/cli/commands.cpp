@@ -336,6 +336,11 @@ void add_run_command(std::vector<command>& table) {
            "restart counted against --restarts; --spare and --grow-back apply). --metrics FILE keeps\n"
            "FILE a Prometheus text exposition for node_exporter's textfile collector (docs/metrics.md).\n"
            "--local runs every node's command on this machine instead, with no ssh (docs/multi-host.md).\n"
+           "--preflight asks every host for its torch, CUDA, NCCL and GPUs first and refuses hosts that\n"
+           "cannot run one job before any node starts (reason preflight_failed). A failed node's node_exited\n"
+           "names the worker torchrun saw fail first (rank, local rank, exit code, and its error when its\n"
+           "entry point is wrapped in @record); --exit-status-by-reason gives each reason its own exit\n"
+           "status (docs/failures.md).\n"
            "Under torchrun each worker's lines come whole, begun with \"[rank R] \" (--no-rank-prefix: as\n"
            "torchrun passes them).\n",
            input_flags | launch_flags,
@@ -362,6 +367,9 @@ void add_run_command(std::vector<command>& table) {
             "--on-slow",
             "--metrics",
             "--events",
+            "--exit-status-by-reason",
+            "--preflight",
+            "--python",
             "--local",
             "--no-rank-prefix"},
            script_use::required,
@@ -391,11 +399,32 @@ void add_measure_commands(std::vector<command>& table) {
            input_flags | launch_flags,
            {"--ssh", "--ssh-arg", "--fanout", "--env", "--env-file", "--chdir", "--quiet-nodes",
             "--kill-after", "--gpu-count-command", "--discover-timeout", "--calibrate-steps",
-            "--write-hostfile", "--events", "--local", "--no-rank-prefix", "--format", "--json"},
+            "--write-hostfile", "--events", "--exit-status-by-reason", "--local",
+            "--no-rank-prefix", "--format", "--json"},
            script_use::required,
            node_use::none,
            bound<job_options, calibrate_command>(),
            {"--global-batch"},
+           "text|json"},
+          {"preflight",
+           "",
+           "asks each host for its Python, torch, CUDA, NCCL and GPUs, and says whether they can run one job",
+           "Asks every host, over ssh, all at once (at most --fanout), what its Python (--python, default\n"
+           "python3) imports: torch's version, torch.version.cuda, NCCL's version and each GPU's name and\n"
+           "compute capability; hosts written slots=auto are asked for their GPU count in the same command.\n"
+           "Prints a table (--json: {\"passed\", \"hosts\", \"problems\", \"min_compute_capability\", \"bf16\"}).\n"
+           "Refuses hosts that differ in torch or NCCL major.minor or CUDA major, that lack torch, that mix\n"
+           "hosts with GPUs and hosts without, or that have fewer GPUs than their nproc: each problem names\n"
+           "the hosts and both versions. A job of CPU-only hosts (gloo) passes on versions alone. Exit\n"
+           "status: 0 when the hosts can run one job, 1 when not or when a host cannot be asked, 2 for a\n"
+           "usage error. `run --preflight` does the same before any node starts. See docs/failures.md.\n",
+           input_flags,
+           {"--ssh", "--ssh-arg", "--fanout", "--gpu-count-command", "--discover-timeout",
+            "--python", "--local", "--format", "--json"},
+           script_use::none,
+           node_use::none,
+           bound<preflight_options, preflight_command>(),
+           {},
            "text|json"},
           {"discover",
            "",

@@ -51,11 +51,20 @@ constexpr std::size_t max_count_output = 1 << 16;
 
 }  // namespace
 
-std::vector<std::string> gpu_count_argv(const remote_args& remote, std::string_view host) {
-  const std::string command = remote.gpu_count_command.value_or("nvidia-smi -L");
+std::vector<std::string> host_question_argv(const remote_args& remote, std::string_view host,
+                                            const std::string& command) {
   // --local: the host is a label, and this machine answers for it.
   return remote.local ? std::vector<std::string>{"sh", "-c", command}
                       : hetlaunch::ssh_command_argv(remote.ssh, host, command);
+}
+
+std::vector<std::string> gpu_count_argv(const remote_args& remote, std::string_view host) {
+  return host_question_argv(remote, host, remote.gpu_count_command.value_or("nvidia-smi -L"));
+}
+
+std::string host_facts_command(const std::string& python) {
+  return concat(hetlaunch::shell_quote(python), " -c ",
+                hetlaunch::shell_quote(hetlaunch::host_facts_program()));
 }
 
 bool read_gpu_count_output(child& c, bool out) {
@@ -125,12 +134,14 @@ result<completed> with_counts(hetlaunch::cluster& nodes, const std::vector<int>&
 class gpu_questions {
  public:
   gpu_questions(const remote_args& remote, const restart_args& restart, hetlaunch::cluster& nodes,
-                std::vector<std::size_t> asked)
+                std::vector<std::size_t> asked, std::vector<hetlaunch::host_facts>* facts)
       : remote_(remote),
         nodes_(nodes),
         asked_(std::move(asked)),
         custom_(remote.gpu_count_command.has_value()),
         command_(custom_ ? *remote.gpu_count_command : "nvidia-smi -L"),
+        facts_(facts),
+        facts_of_(facts ? nodes.node_count() : 0),
         // run --restarts N --exclude-failed leaves out a host it cannot reach, as at a restart;
         // so it does with a slots=auto host it cannot reach to ask.
         leave_out_unreachable_(restart.restarts.value_or(0) > 0 && restart.exclude_failed),
@@ -148,6 +159,9 @@ class gpu_questions {
   const std::vector<std::size_t> asked_;  // the nodes asked, by index
   const bool custom_;
   const std::string command_;
+  // --preflight: every host is asked for its facts too, in the same command as its GPU count.
+  std::vector<hetlaunch::host_facts>* const facts_;
+  std::vector<hetlaunch::host_facts> facts_of_;  // by node index
   const bool leave_out_unreachable_;
   std::vector<child> children_;
   std::vector<double> started_at_;
@@ -161,6 +175,18 @@ class gpu_questions {
   event_loop loop_;
 
   std::string host_of(std::size_t k) const { return std::string(nodes_.node(asked_[k]).host); }
+  bool counts(std::size_t k) const { return nodes_.nproc(asked_[k]) == 0; }
+  // What host k runs: its GPU count command, its facts program, or the one after the other (the
+  // count's status is the command's).
+  std::string question(std::size_t k) const {
+    if (!facts_) return command_;
+    const std::string facts = host_facts_command(remote_.python.value_or("python3"));
+    if (!counts(k)) return facts;
+    return concat(command_, "; hetlaunch_count_status=$?; ", facts,
+                  " || true; exit $hetlaunch_count_status");
+  }
+  const std::string& what(std::size_t k) const { return counts(k) ? command_ : facts_command_; }
+  const std::string facts_command_ = concat(remote_.python.value_or("python3"), " -c ...");
   result<completed> start();
   void stop_all() {
     for (const std::size_t k : active_) loop_.stop(k);
@@ -169,7 +195,7 @@ class gpu_questions {
   // Ends child k's question with a problem: it is stopped, its output is dropped.
   void give_up(std::size_t k, const std::string& why) {
     loop_.stop(k);
-    problems_[k] = concat("host ", quoted(host_of(k)), ": ", quoted(command_), " ", why);
+    problems_[k] = concat("host ", quoted(host_of(k)), ": ", quoted(what(k)), " ", why);
   }
   void on_signal(int number);
   void on_output(std::size_t k, bool out);
@@ -180,7 +206,8 @@ class gpu_questions {
 // Starts questions while fewer than --fanout are open.
 result<completed> gpu_questions::start() {
   while (next_ < asked_.size() && active_.size() < static_cast<std::size_t>(remote_.fanout)) {
-    result<child> c = spawn(gpu_count_argv(remote_, nodes_.node(asked_[next_]).host), false);
+    result<child> c =
+        spawn(host_question_argv(remote_, nodes_.node(asked_[next_]).host, question(next_)), false);
     if (!c) {
       stop_all();
       return c.error();
@@ -228,6 +255,39 @@ void gpu_questions::on_tick() {
 
 void gpu_questions::take_answer(std::size_t k) {
   const std::string host = host_of(k);
+  if (facts_) {
+    // The facts line is the program's own; what came before it is the GPU count's.
+    child& c = children_[k];
+    const std::string line_start = concat("\n", hetlaunch::host_facts_prefix);
+    const std::size_t at = ("\n" + c.out_all).rfind(line_start);
+    if (at == std::string::npos) {
+      if (!(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 255 && leave_out_unreachable_)) {
+        const std::string first_error = c.err_all.substr(0, c.err_all.find('\n'));
+        problems_[k] = concat("host ", quoted(host), ": ", quoted(what(k)), " printed no ",
+                              hetlaunch::host_facts_prefix, "line (", describe_status(c.status),
+                              first_error.empty() ? "" : ": ",
+                              first_error.empty() ? std::string() : quoted(first_error, 200),
+                              "): is --python ", quoted(remote_.python.value_or("python3")),
+                              " a Python 3 there?");
+        return;
+      }
+    } else {
+      const std::size_t end = c.out_all.find('\n', at);
+      const std::string json = c.out_all.substr(
+          at + hetlaunch::host_facts_prefix.size(),
+          end == std::string::npos ? std::string::npos
+                                   : end - at - hetlaunch::host_facts_prefix.size());
+      auto f = hetlaunch::parse_host_facts(json, host);
+      if (!f) {
+        problems_[k] = concat("host ", quoted(host), ": its ", hetlaunch::host_facts_prefix,
+                              "line, column ", f.error().column, ": ", f.error().message);
+        return;
+      }
+      facts_of_[asked_[k]] = std::move(*f);
+      c.out_all.erase(at == 0 ? 0 : at - 1);
+      if (!counts(k)) return;
+    }
+  }
   const gpu_answer answer = answer_of(children_[k], host, command_, custom_);
   if (answer.unreachable && leave_out_unreachable_) {
     progress.clear();
@@ -266,27 +326,34 @@ result<completed> gpu_questions::ask() {
     return invalid(concat("slots=auto: stopped by ", strsignal(stopped_by_)));
   }
   std::string error;
-  for (const std::string& p : problems_)
-    if (!p.empty()) error += (error.empty() ? "" : "\n") + std::string("slots=auto: ") + p;
+  for (std::size_t k = 0; k < problems_.size(); ++k)
+    if (!problems_[k].empty())
+      error += concat(error.empty() ? "" : "\n",
+                      counts(k) ? "slots=auto: " : "preflight: ", problems_[k]);
   if (!error.empty()) return invalid(error);
+  if (facts_)
+    for (std::size_t i = 0; i < nodes_.node_count(); ++i)
+      if (!left_out_[i]) facts_->push_back(std::move(facts_of_[i]));
   return with_counts(nodes_, counts_, left_out_);
 }
 
 }  // namespace
 
 // Asks every node with nproc 0 (slots=auto) for its GPU count, at most --fanout at once, and
-// gives the cluster those counts. Errors name the host. Each answer is bounded in size and in
-// time (--discover-timeout); a signal stops every child and is kept for the caller
-// (take_stop_signal), which ends with 128 + signal.
+// gives the cluster those counts. With `facts`, every host is asked for its facts in the same
+// round (one ssh a host), appended to `facts` in the order of the nodes kept. Errors name the
+// host. Each answer is bounded in size and in time (--discover-timeout); a signal stops every
+// child and is kept for the caller (take_stop_signal), which ends with 128 + signal.
 result<completed> resolve_auto(const remote_args& remote, const restart_args& restart,
-                               hetlaunch::cluster& nodes) {
+                               hetlaunch::cluster& nodes,
+                               std::vector<hetlaunch::host_facts>* facts) {
   std::vector<std::size_t> asked;
   for (std::size_t i = 0; i < nodes.node_count(); ++i)
-    if (nodes.nproc(i) == 0) asked.push_back(i);
+    if (nodes.nproc(i) == 0 || facts) asked.push_back(i);
   if (asked.empty()) return completed{};
   // Before the first child: a Ctrl-C now must stop the children, not leave them behind.
   install_signal_handlers();
-  return gpu_questions(remote, restart, nodes, std::move(asked)).ask();
+  return gpu_questions(remote, restart, nodes, std::move(asked), facts).ask();
 }
 
 int discover_command(const discover_options& o) {

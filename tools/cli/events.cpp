@@ -58,8 +58,43 @@ const char* reason_of(job_ending ending) {
       return "output_failed";
     case job_ending::hung:
       return "hung";
+    case job_ending::preflight_failed:
+      return "preflight_failed";
   }
   return "worker_failed";
+}
+
+// --exit-status-by-reason: the contract's table (docs/failures.md). An interruption keeps
+// 128 + its signal; the two endings of calibrate and of a lost output, which the table does not
+// name, come after it.
+int status_by_reason(job_ending ending, int status) {
+  switch (ending) {
+    case job_ending::succeeded:
+      return 0;
+    case job_ending::worker_failed:
+      return 1;
+    case job_ending::invalid_input:
+      return 2;
+    case job_ending::unreachable:
+      return 3;
+    case job_ending::restarts_exhausted:
+      return 4;
+    case job_ending::too_few_nodes:
+      return 5;
+    case job_ending::preflight_failed:
+      return 6;
+    case job_ending::hung:
+      return 7;
+    case job_ending::ended_before_start:
+      return 8;
+    case job_ending::calibration_failed:
+      return 9;
+    case job_ending::output_failed:
+      return 10;
+    case job_ending::interrupted:
+      break;
+  }
+  return status;
 }
 
 event_log::~event_log() { close(0); }
@@ -176,16 +211,25 @@ void event_log::write(const char* event, const std::string& fields) {
   }
 }
 
-void event_log::job_exited(int status, job_ending ending) {
+void event_log::job_exited(int status, job_ending ending, std::optional<std::size_t> failed_node,
+                           std::string_view failed_host) {
   if (fd_ < 0 || ended_) return;
-  write("job_exited", concat("\"status\": ", status, ", \"reason\": \"", reason_of(ending), "\""));
+  std::string fields = concat("\"status\": ", status, ", \"reason\": \"", reason_of(ending), "\"");
+  // The first failure of the attempt that ended the job, where a node is to blame.
+  const bool blames_a_node = ending == job_ending::worker_failed ||
+                             ending == job_ending::unreachable ||
+                             ending == job_ending::restarts_exhausted || ending == job_ending::hung;
+  if (blames_a_node && failed_node)
+    fields += concat(", \"failed_node\": ", *failed_node,
+                     ", \"failed_host\": ", json_string(failed_host));
+  write("job_exited", fields);
 }
 
-void event_log::node_exited(std::size_t node, std::string_view host, int status,
-                            node_ending ending) {
+void event_log::node_exited(std::size_t node, std::string_view host, int status, node_ending ending,
+                            const std::string& worker) {
   write("node_exited",
         concat("\"node\": ", node, ", \"host\": ", json_string(host), ", \"status\": ", status,
-               ", \"reason\": \"", reason_of(ending), "\""));
+               ", \"reason\": \"", reason_of(ending), "\"", worker));
 }
 
 // The path of --events in a command line whose parsing failed (`hetlaunch run ... --events F`):

@@ -26,6 +26,9 @@ struct job_end {
   // calibrate: the last attempt's nodes and rank 0's measured line in it (only when measuring).
   std::optional<hetlaunch::cluster> topology = std::nullopt;
   std::string measured = {};
+  // The node that failed first in the attempt that ended the job, and its host.
+  std::optional<std::size_t> failed_node = std::nullopt;
+  std::string failed_host = {};
 };
 
 // A host that left the job, probed while an attempt runs (run --grow-back).
@@ -80,6 +83,11 @@ attempt_result run_attempt(const job_options& o, const hetlaunch::launch_plan& p
 // discover.cpp: a host's GPU-count question, as discover and slots=auto ask it (also run
 // --grow-back's probe of a host that left). Its argv: ssh to the host, or here with --local.
 std::vector<std::string> gpu_count_argv(const remote_args& remote, std::string_view host);
+// The argv that runs `command` on host (through ssh; here with --local).
+std::vector<std::string> host_question_argv(const remote_args& remote, std::string_view host,
+                                            const std::string& command);
+// The shell command that prints a host's facts (preflight.hpp) with `python`.
+std::string host_facts_command(const std::string& python);
 // Reads what one stream of a question has; false once the answer is longer than any count could
 // be (64 KiB): the caller stops it.
 bool read_gpu_count_output(child& c, bool out);

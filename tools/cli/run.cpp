@@ -182,12 +182,32 @@ struct job {
 std::optional<job_end> plan_job(job& j) {
   const job_options& o = j.o;
   check_restart_flags(o.restart);
-  const result<input> in = read_input(o.input, [&o](hetlaunch::cluster& nodes) {
-    return resolve_auto(o.remote, o.restart, nodes);
-  });
+  std::vector<hetlaunch::host_facts> facts;
+  const bool preflight = o.remote.preflight && !o.remote.dry_run;
+  remote_args remote = o.remote;
+  remote.python = o.launch.python;
+  const result<input> in =
+      read_input(o.input, [&o, &remote, &facts, preflight](hetlaunch::cluster& nodes) {
+        return resolve_auto(remote, o.restart, nodes, preflight ? &facts : nullptr);
+      });
   if (const auto early = interrupted_before("any node")) return *early;
   if (!in) return invalid_input(fail(in.error()));
   hetlaunch::launch_options first_launch = o.launch;
+  if (preflight) {
+    const hetlaunch::preflight_verdict v = hetlaunch::check_preflight(facts, nproc_of(in->nodes));
+    j.events.write("preflight", concat("\"hosts\": ", host_facts_json(facts),
+                                       ", \"passed\": ", v.passes() ? "true" : "false"));
+    if (!v.passes()) {
+      const std::string said = preflight_problems_text(v);
+      std::fwrite(said.data(), 1, said.size(), stderr);
+      std::fprintf(stderr, "hetlaunch: preflight: no node was started\n");
+      return job_end{job_ending::preflight_failed, exit_invalid};
+    }
+    if (v.min_capability) {
+      first_launch.min_compute_capability = *v.min_capability;
+      first_launch.bf16 = *v.bf16;
+    }
+  }
   // The ranks report four times a --hang-timeout, at least once a second.
   if (o.restart.reporting())
     first_launch.progress_milliseconds =
@@ -558,9 +578,11 @@ job_end run_job(const job_options& o, event_log& events) {
 
 // The one exit of run and calibrate: the output is flushed first, so that job_exited carries the
 // exit status hetlaunch ends with, whatever happened last, and it is written once.
-int end_job(const job_end& e, event_log& events) {
-  const int status = finish_output(e.status);
-  events.job_exited(status, status != e.status ? job_ending::output_failed : e.ending);
+int end_job(const job_options& o, const job_end& e, event_log& events) {
+  const int written = finish_output(e.status);
+  const job_ending ending = written != e.status ? job_ending::output_failed : e.ending;
+  const int status = o.remote.exit_status_by_reason ? status_by_reason(ending, written) : written;
+  events.job_exited(status, ending, e.failed_node, e.failed_host);
   events.close();
   return status;
 }
@@ -581,9 +603,9 @@ int with_events(const job_options& o, Body&& body) {
   install_signal_handlers();  // a signal from here on ends the job with its job_exited
   if (o.remote.events)
     if (const result<completed> opened = events.open(*o.remote.events, inputs_of(o)); !opened)
-      return end_job(invalid_input(fail(opened.error())), events);
+      return end_job(o, invalid_input(fail(opened.error())), events);
   try {
-    return end_job(body(events), events);
+    return end_job(o, body(events), events);
   } catch (usage_error& e) {
     events.job_exited(exit_usage, job_ending::invalid_input);
     events.close();

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -86,6 +87,9 @@ struct node_measurement {
 struct measurement {
   long long step = 0;  ///< the steps measured
   std::vector<node_measurement> nodes;
+  /// Each step's seconds outside the slowest rank's computation: the gradient all-reduce (and
+  /// the optimizer's step); none when the line has none.
+  std::optional<double> allreduce_seconds;
 };
 
 namespace detail {
@@ -307,6 +311,15 @@ class measured_reader {
               detail::concat("step must be a positive integer, got ", detail::number_text(v)));
         m.step = static_cast<long long>(v);
         has_step = true;
+      } else if (key == "allreduce_seconds") {
+        if (m.allreduce_seconds)
+          return r.fail_at(key_column, "\"allreduce_seconds\" is given twice");
+        double v = 0;
+        if (!r.number(v)) return false;
+        if (!(v >= 0 && v <= 1e9))
+          return r.fail(detail::concat("allreduce_seconds must be 0 or more seconds, got ",
+                                       detail::number_text(v)));
+        m.allreduce_seconds = v;
       } else if (key == "nodes") {
         if (!r.expect('[')) return false;
         if (!r.eat(']')) {

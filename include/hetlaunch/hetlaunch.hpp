@@ -30,6 +30,7 @@
 #include "preflight.hpp"
 #include "metrics.hpp"
 #include "calibration.hpp"
+#include "step_prediction.hpp"
 #include "numa_binding.hpp"
 #include "cpu_topology.hpp"
 #include "cpu_binding.hpp"

@@ -416,6 +416,36 @@ inline std::string count_of(long long n, const char* one, const char* many) {
   return concat(n, " ", n == 1 ? one : many);
 }
 
+// The script's part that keeps the step's stderr (srun's own lines and torchrun's, which it
+// forwards) and, when the job fails, sets the job's comment from them: the reason, and the node,
+// host and rank of the first failure, as far as they are known. srun names the failed task's host
+// ("srun: error: h2: task 0: Exited with exit code 1"); the plan's table (`plan`, run again) gives
+// that host's node and first rank; torchrun names the failed worker's local rank ("failed
+// (exitcode: 1) local_rank: 0"). With `moved` (nodes left out between attempts) only the host.
+inline std::string failure_comment_block(const std::string& plan, bool moved) {
+  return concat(
+      "# On a failure the job's comment names it (scontrol show job, squeue -o %k): the reason,\n"
+      "# and the node, host and rank of the first failure that srun and torchrun report.\n",
+      "step_log=$(mktemp \"${TMPDIR:-/tmp}/hetlaunch-step.XXXXXX\")\n",
+      "trap 'rm -f \"$step_log\"' EXIT\n", "say_failure() {\n", "  local what\n", "  what=$(", plan,
+      " 2>/dev/null | awk -v steplog=\"$step_log\" -v moved=", moved ? 1 : 0, " '\n",
+      "    NF >= 6 && $1 ~ /^[0-9]+$/ && $5 ~ /^[0-9]+$/ { node[$2] = $1; first[$2] = $5 }\n",
+      "    END {\n", "      while ((getline line < steplog) > 0) {\n",
+      "        if (host == \"\" && match(line, /^srun: error: [^:]+: task/)) host = substr(line, 14, "
+      "RLENGTH - 19)\n",
+      "        if (lr == \"\" && line !~ /^\\[/ && match(line, /failed \\(exitcode: -?[0-9]+\\) "
+      "local_rank: [0-9]+/)) {\n",
+      "          n = split(substr(line, RSTART, RLENGTH), w, \" \"); lr = w[n] }\n", "      }\n",
+      "      if (host == \"\") exit\n",
+      "      if (!moved && (host in node)) printf \"node %s \", node[host]\n",
+      "      printf \"host %s\", host\n",
+      "      if (!moved && (host in first) && lr != \"\") printf \" rank %d\", first[host] + lr\n",
+      "    }')\n",
+      "  scontrol update JobId=\"$SLURM_JOB_ID\" Comment=\"hetlaunch: $1${what:+ $what}\" "
+      "2>/dev/null || true\n",
+      "}\n");
+}
+
 }  // namespace detail
 
 /// The batch script, for `sbatch`: one hetjob component a group (a job without components for one
@@ -496,15 +526,16 @@ inline std::string count_of(long long n, const char* one, const char* many) {
     out += concat("export ", variables::tasks_per_node, "=\"$SLURM_TASKS_PER_NODE\"\n\n");
   out += "# The plan in the job log before anything starts; an inconsistent job stops here.\n";
   out += concat(program, " plan ", tail, "\n\n");
-  out +=
-      "# One task a node in every component, each seeing all of its node's GPUs; each runs its\n"
-      "# node's torchrun (SLURM_NODEID counts the nodes in component order).\n";
   // With restarts the step runs again in this allocation after a failure; a node that fails ends
   // the whole step at once (--kill-on-bad-exit), so the next attempt need not wait for the
   // others' collectives to time out.
   const bool restarting = o.restart.has_value();
   const restart_options r = o.restart.value_or(restart_options{});
   const std::string indent = restarting ? "  " : "";
+  out += detail::failure_comment_block(concat(program, " plan ", tail), r.exclude_failed);
+  out +=
+      "\n# One task a node in every component, each seeing all of its node's GPUs; each runs its\n"
+      "# node's torchrun (SLURM_NODEID counts the nodes in component order).\n";
   if (restarting)
     out += concat("# The step runs again on a failure, at most ", r.restarts,
                   " times (--restarts); every worker gets\n# ", variables::restart_count,
@@ -517,9 +548,10 @@ inline std::string count_of(long long n, const char* one, const char* many) {
                   "interrupted=\nfor signal in INT TERM HUP; do trap \"interrupted=$signal\" "
                   "\"$signal\"; done\n",
                   "attempt=0\nwhile :; do\n",
-                  "  [ -z \"$interrupted\" ] || exit $((128 + $(kill -l \"$interrupted\")))\n",
-                  "  status=0\n");
-  out += indent + (restarting ? "srun --kill-on-bad-exit=1" : "srun");
+                  "  [ -z \"$interrupted\" ] || exit $((128 + $(kill -l \"$interrupted\")))\n");
+  // The step's stderr also goes to the step log, which only its last attempt's failure reads.
+  out += concat(indent, "status=0\n", indent, ": > \"$step_log\"\n", indent, "( ",
+                restarting ? "srun --kill-on-bad-exit=1" : "srun");
   for (std::size_t c = 0; c < groups.size(); ++c) {
     if (c > 0) out += concat(" : \\\n    ", indent);
     // With exclude_failed the job's node count can shrink between attempts.
@@ -532,16 +564,20 @@ inline std::string count_of(long long n, const char* one, const char* many) {
   // and exec removes it.
   out += concat(" \\\n  ", indent, program, " exec ",
                 restarting ? "--restart-count \"$attempt\" " : "", tail,
-                restarting ? " || status=$?\n" : "\n");
+                " 2>&1 1>&3 3>&- | tee -a \"$step_log\" >&2; exit \"${PIPESTATUS[0]}\" ) 3>&1 || "
+                "status=$?\n");
+  if (!restarting)
+    out += "if [ \"$status\" -ne 0 ]; then say_failure worker_failed; exit \"$status\"; fi\n";
   if (restarting)
     out += concat(
         "  if [ -n \"$interrupted\" ]; then\n",
         "    echo \"hetlaunch: the step ended after SIG$interrupted (exit status $status): a "
         "signal never restarts it\" >&2\n",
-        "    exit $((128 + $(kill -l \"$interrupted\")))\n  fi\n",
+        "    say_failure interrupted\n", "    exit $((128 + $(kill -l \"$interrupted\")))\n  fi\n",
         "  [ \"$status\" -eq 0 ] && exit 0\n", "  if [ \"$attempt\" -ge ", r.restarts, " ]; then\n",
         "    echo \"hetlaunch: the step failed (exit status $status); no restart left (--restarts ",
-        r.restarts, ")\" >&2\n", "    exit \"$status\"\n  fi\n", "  attempt=$((attempt + 1))\n",
+        r.restarts, ")\" >&2\n", "    say_failure restarts_exhausted\n",
+        "    exit \"$status\"\n  fi\n", "  attempt=$((attempt + 1))\n",
         r.exclude_failed
             ? detail::exclude_failed_block(r, groups[0], program, tail)
             : concat("  echo \"hetlaunch: the step failed (exit status $status): restart $attempt "

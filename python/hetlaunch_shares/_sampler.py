@@ -47,6 +47,7 @@ class RankWindow(NamedTuple):
     trained: int  # steps trained in the window, timed or not
     ever_timed: bool
     ever_trained: bool
+    wall: float = 0.0  # the window's seconds on the clock: its computation and everything else
 
 
 def check_layout(layout: List[RankLayout]) -> List[int]:
@@ -149,6 +150,7 @@ class ShareBatchSampler:
         self.rates = {}  # {host: samples per second of one worker}: every host measured, this job or before
         self.steps = StepLedger()
         self._window = [0.0, 0, 0]  # seconds, samples, steps trained
+        self._window_began = None  # when the window began, on this rank's clock (time.perf_counter)
         self._ever_timed = False
         self._layout = None  # [RankLayout] by rank, once gathered
         self._nproc = None  # each node's workers, from the layout
@@ -343,8 +345,11 @@ class ShareBatchSampler:
             self._gather_layout()
         seconds, samples, trained = self._window
         self._window = [0.0, 0, 0]
+        now = time.perf_counter()
+        wall = now - self._window_began if self._window_began is not None else 0.0
+        self._window_began = now
         gathered = [RankWindow(*w) for w in self._gather(
-            tuple(RankWindow(seconds, samples, trained, self._ever_timed, self.steps.marked_total > 0)))]
+            tuple(RankWindow(seconds, samples, trained, self._ever_timed, self.steps.marked_total > 0, wall)))]
         if not any(w.seconds > 0 for w in gathered):
             if any(w.ever_timed for w in gathered):
                 return  # only untimed steps this window (a read-ahead loader's end of an epoch)
@@ -366,7 +371,8 @@ class ShareBatchSampler:
             if self._calibration is None:
                 self._calibration = [RankWindow(0.0, 0, 0, False, False) for _ in gathered]
             else:
-                self._calibration = [RankWindow(c.seconds + g.seconds, c.samples + g.samples, 0, True, True)
+                self._calibration = [RankWindow(c.seconds + g.seconds, c.samples + g.samples, c.trained + g.trained,
+                                                True, True, c.wall + g.wall)
                                      for c, g in zip(self._calibration, gathered)]
                 gathered = self._calibration
         rates = []
@@ -383,6 +389,11 @@ class ShareBatchSampler:
         self.measured = {"step": self.steps_done,
                          "nodes": [{"node": i, "samples_per_second": rates[i], "weight": weights[i]}
                                    for i in range(len(nproc))]}
+        # Each step's time outside the slowest rank's computation (the gradient all-reduce, and
+        # the optimizer's step): the rank that waits least for the others shows it.
+        outside = [(w.wall - w.seconds) / w.trained for w in gathered if w.trained > 0 and w.wall > w.seconds]
+        if outside:
+            self.measured["allreduce_seconds"] = min(outside)
         current = self._node_split(nproc)
         proposed = split_batch(self._cut.global_batch, nproc, weights)
 

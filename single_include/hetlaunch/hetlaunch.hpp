@@ -5262,6 +5262,9 @@ struct node_measurement {
 struct measurement {
   long long step = 0;  ///< the steps measured
   std::vector<node_measurement> nodes;
+  /// Each step's seconds outside the slowest rank's computation: the gradient all-reduce (and
+  /// the optimizer's step); none when the line has none.
+  std::optional<double> allreduce_seconds;
 };
 
 namespace detail {
@@ -5483,6 +5486,15 @@ class measured_reader {
               detail::concat("step must be a positive integer, got ", detail::number_text(v)));
         m.step = static_cast<long long>(v);
         has_step = true;
+      } else if (key == "allreduce_seconds") {
+        if (m.allreduce_seconds)
+          return r.fail_at(key_column, "\"allreduce_seconds\" is given twice");
+        double v = 0;
+        if (!r.number(v)) return false;
+        if (!(v >= 0 && v <= 1e9))
+          return r.fail(detail::concat("allreduce_seconds must be 0 or more seconds, got ",
+                                       detail::number_text(v)));
+        m.allreduce_seconds = v;
       } else if (key == "nodes") {
         if (!r.expect('[')) return false;
         if (!r.eat(']')) {
@@ -6346,6 +6358,85 @@ inline void append_rank_sample(std::string& out, std::string_view name, const ra
 }  // namespace hetlaunch
 
 #endif  // HETLAUNCH_METRICS_HPP
+// ---- hetlaunch/step_prediction.hpp
+// hetlaunch: which nodes pay their way. From each node's measured rate (samples per second of one
+// worker) and each step's time outside the computation (the gradient all-reduce), the predicted
+// step of the whole job and of the job without each node: the global batch split again over the
+// rest by their rates, and the step as long as its slowest rank's share over its rate, plus the
+// all-reduce. A node whose removal shortens the step slows the job.
+#ifndef HETLAUNCH_STEP_PREDICTION_HPP
+#define HETLAUNCH_STEP_PREDICTION_HPP
+
+
+
+namespace hetlaunch {
+
+/// The predicted step of a job of some of the nodes.
+struct predicted_step {
+  std::optional<std::size_t> without;  ///< the node left out; none: the whole job
+  double step_seconds = 0;
+  /// Whether leaving that node out shortens the step (never for the whole job).
+  bool slows_the_job = false;
+};
+
+/// The slowest rank's share over its rate, with `global_batch` split over `nodes` (their
+/// nproc and ceilings as given) by weights from `rates` (one a node, samples per second of one
+/// worker, above 0), plus `allreduce_seconds`; none when that split is refused.
+[[nodiscard]] inline std::optional<double> predict_step(const cluster& nodes,
+                                                        const std::vector<double>& rates,
+                                                        int global_batch,
+                                                        double allreduce_seconds) {
+  if (rates.size() != nodes.node_count() || nodes.node_count() == 0) return std::nullopt;
+  const auto weights = weights_from_rates(rates);
+  if (!weights) return std::nullopt;
+  cluster_builder weighted;
+  for (std::size_t i = 0; i < nodes.node_count(); ++i) {
+    node_spec n = nodes.node(i);
+    n.weight = (*weights)[i];
+    weighted.add(n);
+  }
+  const cluster split_over = weighted.finish();
+  const auto split = split_batch(split_over, global_batch);
+  if (!split) return std::nullopt;
+  double slowest = 0;
+  for (std::size_t i = 0; i < nodes.node_count(); ++i) {
+    // Local rank 0 takes the most samples of its node.
+    const rank_batch most = batch_of_rank((*split)[i], nodes.nproc(i), 0);
+    slowest = std::max(slowest, most.batch / rates[i]);
+  }
+  return slowest + allreduce_seconds;
+}
+
+/// The whole job's predicted step, then the job's without each node in turn (when it has more
+/// than one), each marked when it is shorter than the whole job's. A job without a node whose
+/// split is refused (the global batch cannot be split over the rest) is left out. O(N^2).
+[[nodiscard]] inline std::vector<predicted_step> predict_steps(const cluster& nodes,
+                                                               const std::vector<double>& rates,
+                                                               int global_batch,
+                                                               double allreduce_seconds) {
+  std::vector<predicted_step> out;
+  const std::optional<double> whole = predict_step(nodes, rates, global_batch, allreduce_seconds);
+  if (!whole) return out;
+  out.push_back({std::nullopt, *whole, false});
+  if (nodes.node_count() < 2) return out;
+  for (std::size_t left_out = 0; left_out < nodes.node_count(); ++left_out) {
+    cluster_builder rest;
+    std::vector<double> rest_rates;
+    for (std::size_t i = 0; i < nodes.node_count(); ++i)
+      if (i != left_out) {
+        rest.add(nodes.node(i));
+        rest_rates.push_back(rates[i]);
+      }
+    const std::optional<double> without =
+        predict_step(rest.finish(), rest_rates, global_batch, allreduce_seconds);
+    if (without) out.push_back({left_out, *without, *without < *whole});
+  }
+  return out;
+}
+
+}  // namespace hetlaunch
+
+#endif  // HETLAUNCH_STEP_PREDICTION_HPP
 // ---- hetlaunch/cpu_topology.hpp
 // hetlaunch: a machine's CPUs, NUMA nodes, cores, caches and GPUs' PCI devices as Linux's sysfs
 // describes them, read through a function the caller gives (the library opens no file).
@@ -8625,6 +8716,36 @@ inline std::string count_of(long long n, const char* one, const char* many) {
   return concat(n, " ", n == 1 ? one : many);
 }
 
+// The script's part that keeps the step's stderr (srun's own lines and torchrun's, which it
+// forwards) and, when the job fails, sets the job's comment from them: the reason, and the node,
+// host and rank of the first failure, as far as they are known. srun names the failed task's host
+// ("srun: error: h2: task 0: Exited with exit code 1"); the plan's table (`plan`, run again) gives
+// that host's node and first rank; torchrun names the failed worker's local rank ("failed
+// (exitcode: 1) local_rank: 0"). With `moved` (nodes left out between attempts) only the host.
+inline std::string failure_comment_block(const std::string& plan, bool moved) {
+  return concat(
+      "# On a failure the job's comment names it (scontrol show job, squeue -o %k): the reason,\n"
+      "# and the node, host and rank of the first failure that srun and torchrun report.\n",
+      "step_log=$(mktemp \"${TMPDIR:-/tmp}/hetlaunch-step.XXXXXX\")\n",
+      "trap 'rm -f \"$step_log\"' EXIT\n", "say_failure() {\n", "  local what\n", "  what=$(", plan,
+      " 2>/dev/null | awk -v steplog=\"$step_log\" -v moved=", moved ? 1 : 0, " '\n",
+      "    NF >= 6 && $1 ~ /^[0-9]+$/ && $5 ~ /^[0-9]+$/ { node[$2] = $1; first[$2] = $5 }\n",
+      "    END {\n", "      while ((getline line < steplog) > 0) {\n",
+      "        if (host == \"\" && match(line, /^srun: error: [^:]+: task/)) host = substr(line, 14, "
+      "RLENGTH - 19)\n",
+      "        if (lr == \"\" && line !~ /^\\[/ && match(line, /failed \\(exitcode: -?[0-9]+\\) "
+      "local_rank: [0-9]+/)) {\n",
+      "          n = split(substr(line, RSTART, RLENGTH), w, \" \"); lr = w[n] }\n", "      }\n",
+      "      if (host == \"\") exit\n",
+      "      if (!moved && (host in node)) printf \"node %s \", node[host]\n",
+      "      printf \"host %s\", host\n",
+      "      if (!moved && (host in first) && lr != \"\") printf \" rank %d\", first[host] + lr\n",
+      "    }')\n",
+      "  scontrol update JobId=\"$SLURM_JOB_ID\" Comment=\"hetlaunch: $1${what:+ $what}\" "
+      "2>/dev/null || true\n",
+      "}\n");
+}
+
 }  // namespace detail
 
 /// The batch script, for `sbatch`: one hetjob component a group (a job without components for one
@@ -8705,15 +8826,16 @@ inline std::string count_of(long long n, const char* one, const char* many) {
     out += concat("export ", variables::tasks_per_node, "=\"$SLURM_TASKS_PER_NODE\"\n\n");
   out += "# The plan in the job log before anything starts; an inconsistent job stops here.\n";
   out += concat(program, " plan ", tail, "\n\n");
-  out +=
-      "# One task a node in every component, each seeing all of its node's GPUs; each runs its\n"
-      "# node's torchrun (SLURM_NODEID counts the nodes in component order).\n";
   // With restarts the step runs again in this allocation after a failure; a node that fails ends
   // the whole step at once (--kill-on-bad-exit), so the next attempt need not wait for the
   // others' collectives to time out.
   const bool restarting = o.restart.has_value();
   const restart_options r = o.restart.value_or(restart_options{});
   const std::string indent = restarting ? "  " : "";
+  out += detail::failure_comment_block(concat(program, " plan ", tail), r.exclude_failed);
+  out +=
+      "\n# One task a node in every component, each seeing all of its node's GPUs; each runs its\n"
+      "# node's torchrun (SLURM_NODEID counts the nodes in component order).\n";
   if (restarting)
     out += concat("# The step runs again on a failure, at most ", r.restarts,
                   " times (--restarts); every worker gets\n# ", variables::restart_count,
@@ -8726,9 +8848,10 @@ inline std::string count_of(long long n, const char* one, const char* many) {
                   "interrupted=\nfor signal in INT TERM HUP; do trap \"interrupted=$signal\" "
                   "\"$signal\"; done\n",
                   "attempt=0\nwhile :; do\n",
-                  "  [ -z \"$interrupted\" ] || exit $((128 + $(kill -l \"$interrupted\")))\n",
-                  "  status=0\n");
-  out += indent + (restarting ? "srun --kill-on-bad-exit=1" : "srun");
+                  "  [ -z \"$interrupted\" ] || exit $((128 + $(kill -l \"$interrupted\")))\n");
+  // The step's stderr also goes to the step log, which only its last attempt's failure reads.
+  out += concat(indent, "status=0\n", indent, ": > \"$step_log\"\n", indent, "( ",
+                restarting ? "srun --kill-on-bad-exit=1" : "srun");
   for (std::size_t c = 0; c < groups.size(); ++c) {
     if (c > 0) out += concat(" : \\\n    ", indent);
     // With exclude_failed the job's node count can shrink between attempts.
@@ -8741,16 +8864,20 @@ inline std::string count_of(long long n, const char* one, const char* many) {
   // and exec removes it.
   out += concat(" \\\n  ", indent, program, " exec ",
                 restarting ? "--restart-count \"$attempt\" " : "", tail,
-                restarting ? " || status=$?\n" : "\n");
+                " 2>&1 1>&3 3>&- | tee -a \"$step_log\" >&2; exit \"${PIPESTATUS[0]}\" ) 3>&1 || "
+                "status=$?\n");
+  if (!restarting)
+    out += "if [ \"$status\" -ne 0 ]; then say_failure worker_failed; exit \"$status\"; fi\n";
   if (restarting)
     out += concat(
         "  if [ -n \"$interrupted\" ]; then\n",
         "    echo \"hetlaunch: the step ended after SIG$interrupted (exit status $status): a "
         "signal never restarts it\" >&2\n",
-        "    exit $((128 + $(kill -l \"$interrupted\")))\n  fi\n",
+        "    say_failure interrupted\n", "    exit $((128 + $(kill -l \"$interrupted\")))\n  fi\n",
         "  [ \"$status\" -eq 0 ] && exit 0\n", "  if [ \"$attempt\" -ge ", r.restarts, " ]; then\n",
         "    echo \"hetlaunch: the step failed (exit status $status); no restart left (--restarts ",
-        r.restarts, ")\" >&2\n", "    exit \"$status\"\n  fi\n", "  attempt=$((attempt + 1))\n",
+        r.restarts, ")\" >&2\n", "    say_failure restarts_exhausted\n",
+        "    exit \"$status\"\n  fi\n", "  attempt=$((attempt + 1))\n",
         r.exclude_failed
             ? detail::exclude_failed_block(r, groups[0], program, tail)
             : concat("  echo \"hetlaunch: the step failed (exit status $status): restart $attempt "

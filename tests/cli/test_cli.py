@@ -1290,6 +1290,21 @@ def events_cases(suite, binary, ssh, tmp):
     suite.case("calibrate_table", calibrate,
                f'[ "$HETLAUNCH_CALIBRATE_STEPS" = 7 ] || exit 9; case $HOST in a) echo \'[default0]:{line}\';; esac', 0,
                "1     b                          2         125.50  2.51", ["--calibrate-steps", "7"])
+    # Which nodes pay their way: with its all-reduce, the step of the whole job (6 samples at
+    # 2:5 per worker: a takes 1, b's workers 3 and 2) and of the job without each node.
+    timed = line.replace('}]}', '}], "allreduce_seconds": 0.01}')
+    suite.case("calibrate_predicts_the_step_without_each_node", calibrate,
+               f"case $HOST in a) echo '{timed}';; esac", 0,
+               "predicted step of 6 samples (all-reduce 0.0100 s):\n"
+               "  the whole job                        0.0339 s\n"
+               "  without node 0 (a)                   0.0339 s\n"
+               "  without node 1 (b)                   0.1300 s\n")
+    suite.case("calibrate_json_prediction", calibrate, f"case $HOST in a) echo '{timed}';; esac", 0,
+               '"allreduce_seconds": 0.01, "prediction": [{"without": null, "step_seconds": 0.0339044, '
+               '"slows_the_job": false}, {"without": "a", "step_seconds": 0.0339044, "slows_the_job": false}, '
+               '{"without": "b", "step_seconds": 0.13, "slows_the_job": false}]}', ["--json"])
+    suite.case("calibrate_without_allreduce_says_so", calibrate, f"case $HOST in a) echo '{line}';; esac", 0,
+               "predicted step of 6 samples (all-reduce 0.0000 s, not measured):")
     # A measured line past 64 KiB (more than about 840 nodes' worth) is read whole.
     long_line = line.replace('{"step": 20,', '{"step": 20, "pad": "\'"$pad"\'",')
     suite.case("calibrate_line_past_64_kib", calibrate,

@@ -58,6 +58,7 @@ GPUS = [4, 2, 0]  # what each host's nvidia-smi lists; host 2 has no nvidia-smi 
 WORK_STEM = "hetlaunch-ssh-test-"
 TORCHRUN = torchrun_flags.torchrun()
 TORCHRUN_NAMED = TORCHRUN  # a torchrun named so: its workers' lines are prefixed, their errors relayed
+CHROOT_PYTHON = None  # with --chroot: the chroot's python3
 KILL_AFTER = 3
 
 
@@ -1021,11 +1022,13 @@ def remove_cgroups(stale_only):
 
 
 def cgroup(name, share_of_core):
-    """A cgroup v1 cpu group of this run whose tasks get `share_of_core` of one core."""
+    """A cgroup v1 cpu group of this run whose tasks get `share_of_core` of one core (a longer
+    period for a share whose quota would be under the kernel's least, 1 ms)."""
     group = CGROUP_ROOT / f"{CGROUP_STEM}{os.getpid()}-{name}"
     group.mkdir()
-    (group / "cpu.cfs_period_us").write_text(str(CGROUP_PERIOD))
-    (group / "cpu.cfs_quota_us").write_text(str(int(CGROUP_PERIOD * share_of_core)))
+    period = max(CGROUP_PERIOD, int(1000 / share_of_core) + 1)
+    (group / "cpu.cfs_period_us").write_text(str(period))
+    (group / "cpu.cfs_quota_us").write_text(str(int(period * share_of_core)))
     return group
 
 
@@ -1142,6 +1145,96 @@ def case_slow_training(b, w, work, c):
             problems.append(f"after the slowdown the weights are {final}, calibrated {weights}: no work moved")
     elif code == 0:
         problems.append("no report")
+    return problems + left_on_hosts(work)
+
+
+def case_calibrate_advice(b, w, work, c):
+    """Which nodes pay their way: three hosts whose workers get 1, 1/3 and 1/30 of a core (cgroup v1
+    quotas on their computing threads) run examples/train_shares.py on DDP/gloo. `calibrate --json`
+    measures each node and the all-reduce and predicts the step of the whole job and of the job
+    without each node; then each of those four jobs runs, split by the measured rates, and its step
+    is measured. The predictions and the measured steps are printed side by side (their errors are
+    measurements of a shared machine, docs/performance.md); the test asks for a prediction of each
+    job, an all-reduce measured, and every job to run."""
+    example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_shares.py"
+    groups = {0: cgroup("advice-full", 1.0), 1: cgroup("advice-third", 1 / 3), 2: cgroup("advice-thirtieth", 1 / 30)}
+    common = [*ssh_args(c.work), *TORCHRUN, "--kill-after", str(KILL_AFTER), "--global-batch", "480",
+              "--env", "GLOO_SOCKET_IFNAME=eth0", "--env", "OMP_NUM_THREADS=1"]
+    train = ["--features", "64", "--hidden", "256", "--samples", "48000"]
+    problems, measured = [], {}
+    try:
+        with throttle("train_shares.py", groups):
+            hf = hostfile(work, [f"{V4[i]} slots=1" for i in range(3)])
+            code, out, err = finish(hetlaunch_on_host0(b, [
+                "calibrate", "--hostfile", str(hf), *common, "--master-port", "29741", "--calibrate-steps", "20",
+                "--json", "--", str(example), *train, "--steps", "1000"]), timeout=300)
+            if code != 0:
+                return [f"calibrate exited {code}:\n{err[-3000:]}"] + left_on_hosts(work)
+            advice = json.loads(out)
+            rates = {n["host"]: n["samples_per_second"] for n in advice["nodes"]}
+            for k, p in enumerate(advice["prediction"]):
+                hosts = [h for h in V4[:3] if h != p["without"]]
+                job_hf = hostfile(work, [f"{h} slots=1 weight={rates[h]:.6g}" for h in hosts], f"job-{k}")
+                report = work / f"report-{k}.json"
+                code, out, err = finish(hetlaunch_on_host0(b, [
+                    "run", "--hostfile", str(job_hf), *common, "--master-port", str(29743 + 2 * k), "--",
+                    str(example), *train, "--steps", "40", "--warmup", "8", "--report", str(report)]), timeout=300)
+                if code != 0 or not report.exists():
+                    problems.append(f"the job without {p['without']} exited {code}:\n{err[-2000:]}")
+                    continue
+                r = json.loads(report.read_text())
+                measured[p["without"]] = r["seconds"] / r["steps"]
+    finally:
+        remove_cgroups(stale_only=False)
+    predicted = {p["without"]: p["step_seconds"] for p in advice["prediction"]}
+    marked = [p["without"] for p in advice["prediction"] if p.get("slows_the_job")]
+    print(f"     calibrate advice: all-reduce {advice.get('allreduce_seconds')} s; rates {rates}")
+    for who, seconds in predicted.items():
+        got = measured.get(who)
+        error = f"{(seconds - got) / got * 100:+.0f}%" if got else "?"
+        print(f"     {'the whole job' if who is None else 'without ' + who}: predicted {seconds * 1000:.1f} ms, "
+              f"measured {got * 1000 if got else float('nan'):.1f} ms ({error})")
+    print(f"     marked as slowing the job: {marked}")
+    if sorted(predicted, key=str) != sorted([None, *V4[:3]], key=str):
+        problems.append(f"predictions for {list(predicted)}, expected the whole job and each without one node")
+    if not isinstance(advice.get("allreduce_seconds"), (int, float)) or advice["allreduce_seconds"] < 0:
+        problems.append(f"allreduce_seconds {advice.get('allreduce_seconds')!r}")
+    return problems + left_on_hosts(work)
+
+
+def case_preflight_mismatch(b, w, work, c):
+    """Two hosts of different torch: host 0's Python is this machine's (torch 1.13), host 1's the
+    sid chroot's (torch 2.14), each as `--python` finds it on that host. `preflight` names both
+    versions; `run --preflight` refuses the job before any node starts, with preflight_failed and
+    --exit-status-by-reason's 6."""
+    if CHROOT_PYTHON is None:
+        return ["needs --chroot: the second torch is the chroot's"]
+    mixed = work / "python-by-host"
+    mixed.write_text(f"#!/bin/sh\ncase $(hostname) in {HOSTS[1]}) exec {CHROOT_PYTHON} \"$@\";; esac\n"
+                     "exec /usr/bin/python3 \"$@\"\n")
+    mixed.chmod(0o755)
+    hf = hostfile(work, [f"{V4[0]} slots=1", f"{V4[1]} slots=1"])
+    code, out, err = finish(hetlaunch_on_host0(b, ["preflight", "--hostfile", str(hf), *ssh_args(c.work),
+                                                   "--python", str(mixed), "--json"]))
+    problems = [] if code == 1 else [f"preflight exited {code}, expected 1:\n{err[-2000:]}"]
+    facts = json.loads(out) if out.strip().startswith("{") else {}
+    torches = [h["torch"] for h in facts.get("hosts", [])]
+    print(f"     preflight: the hosts' torch {torches}; {err.strip()}")
+    if len(torches) != 2 or not torches[0].startswith("1.13") or not torches[1].startswith("2.14"):
+        problems.append(f"the hosts' torch versions: {torches}")
+    said = f"hosts '{V4[0]}' and '{V4[1]}' differ in torch (major.minor): {torches[0] if torches else '?'} and"
+    if said not in err:
+        problems.append(f"no {said!r} in {err!r}")
+    start = time.monotonic()
+    code, out, err = finish(hetlaunch_on_host0(b, [
+        "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--preflight", "--python", str(mixed),
+        "--exit-status-by-reason", *events_flag(work), "--", str(w), str(work)]))
+    print(f"     run --preflight refused the job in {time.monotonic() - start:.1f} s")
+    if code != 6:
+        problems.append(f"run exited {code}, expected preflight_failed's 6:\n{err[-2000:]}")
+    problems += events_problems(work, [("preflight", 0), ("job_exited", 0, "preflight_failed")], code)
+    if list(work.glob("worker-*")):
+        problems.append("a worker ran")
     return problems + left_on_hosts(work)
 
 
@@ -1361,10 +1454,15 @@ CASES = {
     "hung_training": case_hung_training,
     "slow_training": case_slow_training,
     "slow_training_exclude": case_slow_training_exclude,
+    "calibrate_advice": case_calibrate_advice,
+    "preflight_mismatch": case_preflight_mismatch,
     "node_exited_in_time": case_node_exited_in_time,
     "restart_interrupt": case_restart_interrupt,
     "restart_refused": case_restart_refused,
 }
+
+
+CHROOT_ONLY = {"preflight_mismatch"}
 
 
 def chroot_torchrun(suite, work_root):
@@ -1393,6 +1491,11 @@ def chroot_torchrun(suite, work_root):
     (work_root / f"{suite}-bin").mkdir(mode=0o755)
     named = work_root / f"{suite}-bin" / "torchrun"
     shutil.copy(wrapper, named)
+    # The chroot's Python, for a host whose Python is another torch's (preflight).
+    global CHROOT_PYTHON
+    CHROOT_PYTHON = work_root / f"python-{suite}"
+    CHROOT_PYTHON.write_text(f"#!/bin/sh\nexec {shutil.which('chroot') or '/usr/sbin/chroot'} {root} /usr/bin/python3 \"$@\"\n")
+    CHROOT_PYTHON.chmod(0o755)
     print(f"ssh: torchrun in the {suite} chroot ({how})")
     return m, torchrun_flags.torchrun(wrapper), torchrun_flags.torchrun(named)
 
@@ -1403,7 +1506,8 @@ def main():
     suite = None
     if rest[:1] == ["--chroot"]:
         suite, rest = rest[1], rest[2:]
-    chosen = pick(CASES, rest)
+    # A case that compares this machine's torch with the chroot's runs only with a chroot.
+    chosen = pick(CASES, rest) if rest or suite else [n for n in CASES if n not in CHROOT_ONLY]
     if os.geteuid() != 0:
         print("ssh_test: needs root (network namespaces)")
         return 1

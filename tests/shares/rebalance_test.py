@@ -210,6 +210,14 @@ def calibrate(runner, want):
     weights = [n["weight"] for n in measured["nodes"]]
     ratio = float(weights[1]) / float(weights[0])
     problems = [] if abs(ratio / 3 - 1) <= 0.10 else [f"calibrate found a speed ratio of {ratio:.3f}, not 3 within 10%"]
+    # Which nodes pay their way: the all-reduce measured, the step of the whole job and of each
+    # node alone predicted.
+    allreduce = measured.get("allreduce_seconds")
+    if not isinstance(allreduce, (int, float)) or allreduce < 0:
+        problems.append(f"allreduce_seconds {allreduce!r}")
+    without = [p["without"] for p in measured.get("prediction", [])]
+    if without != [None, "127.0.0.1", "127.0.0.2"]:
+        problems.append(f"predictions {measured.get('prediction')}")
     lines = hostfile.read_text().splitlines() if hostfile.exists() else []
     if lines[1:] != [f"127.0.0.1 slots=1 weight={weights[0]}", f"127.0.0.2 slots=2 weight={weights[1]}"]:
         problems.append(f"the hostfile written: {lines}")

@@ -277,9 +277,17 @@ class suite:
         args[args.index("--restarts") + 1] = "0"
         args[args.index(str(self.worker)) + 1] = str(d)
         script = subprocess.run([self.binary, *args], capture_output=True, text=True, check=True).stdout
-        state, code, log = self.submit(d, script)
+        job = self.start_job(d, script)
+        state, code = self.c.wait_job(job)
+        log = self.log(d)
         expect(state == "FAILED", f"job {state} {code}, expected FAILED:\n{log}")
         expect("no restart left (--restarts 0)" in log, f"no refusal in the log:\n{log}")
+        # The job's comment names the failure: rank 0 (node 0, h1) failed the attempt.
+        shown = self.c.client(["scontrol", "-o", "show", "job", str(job)], check=False).stdout
+        comments = {c.strip() for c in re.findall(r"Comment=(.*?) \w+=", shown)}
+        expect(comments == {"hetlaunch: restarts_exhausted node 0 host h1 rank 0"},
+               f"the job's comment: {comments}:\n{shown}\n{log}")
+        print(f"     restart: the failed job's comment: {sorted(comments)}")
         return script
 
     def kill_h2_when_ready(self, d, job, workers):

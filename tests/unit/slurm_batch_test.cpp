@@ -35,10 +35,24 @@ TEST_SUITE("slurm_batch") {
         "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=8\n#SBATCH --gpus-per-node=8\n"
         "#SBATCH hetjob\n#SBATCH --nodes=1\n"));
     CHECK(batch_script_has(script, "hetlaunch plan --slurm -- train.py --epochs 3\n"));
+    // The step's stderr goes to the script's and to the step log, which a failure reads.
+    CHECK(
+        batch_script_has(script,
+                         "( srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --gpus-per-node=8 : \\\n"
+                         "     --nodes=1 --ntasks=1 --ntasks-per-node=1 --gpus-per-node=4 \\\n"
+                         "  hetlaunch exec --slurm -- train.py --epochs 3 2>&1 1>&3 3>&- | tee -a "
+                         "\"$step_log\" >&2; exit \"${PIPESTATUS[0]}\" ) 3>&1 || status=$?\n"));
+    // A failed job's comment names the failure, the node and rank read from the plan's table.
     CHECK(batch_script_has(script,
-                           "srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --gpus-per-node=8 : \\\n"
-                           "     --nodes=1 --ntasks=1 --ntasks-per-node=1 --gpus-per-node=4 \\\n"
-                           "  hetlaunch exec --slurm -- train.py --epochs 3\n"));
+                           "if [ \"$status\" -ne 0 ]; then say_failure worker_failed; exit "
+                           "\"$status\"; fi\n"));
+    CHECK(batch_script_has(script,
+                           "what=$(hetlaunch plan --slurm -- train.py --epochs 3 2>/dev/null | "
+                           "awk -v steplog=\"$step_log\" -v moved=0 '"));
+    CHECK(
+        batch_script_has(script,
+                         "scontrol update JobId=\"$SLURM_JOB_ID\" Comment=\"hetlaunch: $1${what:+ "
+                         "$what}\" 2>/dev/null || true\n"));
     CHECK(!batch_script_has(
         script, "HETLAUNCH_TASKS_PER_NODE"));  // a hetjob's own variables survive in steps
   }
@@ -67,8 +81,10 @@ TEST_SUITE("slurm_batch") {
     // The attempt reaches exec as a flag, never as an inherited variable exec would remove.
     CHECK(batch_script_has(script, " exec --restart-count \"$attempt\" "));
     CHECK(!batch_script_has(script, "export HETLAUNCH_RESTART_COUNT"));
-    CHECK(batch_script_has(script, "  srun --kill-on-bad-exit=1 --nodes=2"));
+    CHECK(batch_script_has(script, "  ( srun --kill-on-bad-exit=1 --nodes=2"));
     CHECK(batch_script_has(script, "no restart left (--restarts 2)"));
+    CHECK(batch_script_has(script, "    say_failure restarts_exhausted\n"));
+    CHECK(batch_script_has(script, "    say_failure interrupted\n"));
     CHECK(!batch_script_has(script, "--no-kill"));
     o.restart->exclude_failed = true;
     o.restart->min_nodes = 2;
@@ -77,6 +93,8 @@ TEST_SUITE("slurm_batch") {
     CHECK(batch_script_has(shrinking, "--nodes=\"$SLURM_JOB_NUM_NODES\""));
     CHECK(batch_script_has(shrinking, "    export HETLAUNCH_TASKS_PER_NODE=\"4(x$count)\"\n"));
     CHECK(batch_script_has(shrinking, "fewer than --min-nodes 2"));
+    // Nodes move between attempts: the comment names the host alone.
+    CHECK(batch_script_has(shrinking, "-v moved=1 '"));
   }
 
   TEST_CASE("an sbatch option is one #SBATCH line, its words read back as given") {

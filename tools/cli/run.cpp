@@ -668,6 +668,46 @@ int calibrate_command(const job_options& given) {
 }
 
 namespace {
+// Which nodes pay their way (docs/shares.md): the all-reduce and the step predicted with and
+// without each node, as JSON keys (", \"allreduce_seconds\": ..., \"prediction\": [...]") or as
+// the table's last lines.
+std::string predictions_text(const hetlaunch::cluster& c, const hetlaunch::measurement& m,
+                             const std::vector<hetlaunch::predicted_step>& predicted,
+                             int global_batch, bool json) {
+  const auto who = [&c](const hetlaunch::predicted_step& p) {
+    return p.without ? std::string(c.node(*p.without).host) : std::string();
+  };
+  const double allreduce = m.allreduce_seconds.value_or(0);
+  char line[512];
+  std::string text;
+  if (json) {
+    std::snprintf(line, sizeof line, "%.6g", allreduce);
+    text = concat(", \"allreduce_seconds\": ", m.allreduce_seconds ? line : "null",
+                  ", \"prediction\": [");
+    for (std::size_t k = 0; k < predicted.size(); ++k) {
+      std::snprintf(line, sizeof line, "%.6g", predicted[k].step_seconds);
+      text += concat(k ? ", " : "", "{\"without\": ",
+                     predicted[k].without ? json_string(who(predicted[k])) : std::string("null"),
+                     ", \"step_seconds\": ", line,
+                     ", \"slows_the_job\": ", predicted[k].slows_the_job ? "true" : "false", "}");
+    }
+    return text + "]";
+  }
+  if (predicted.empty()) return text;
+  std::snprintf(line, sizeof line, "\npredicted step of %d samples (all-reduce %.4f s%s):\n",
+                global_batch, allreduce, m.allreduce_seconds ? "" : ", not measured");
+  text += line;
+  for (const hetlaunch::predicted_step& p : predicted) {
+    const std::string what =
+        p.without ? concat("without node ", *p.without, " (", who(p), ")") : "the whole job";
+    std::snprintf(line, sizeof line, "  %-32.*s %10.4f s%s\n",
+                  static_cast<int>(std::min<std::size_t>(what.size(), 200)), what.data(),
+                  p.step_seconds, p.slows_the_job ? "  slows the job" : "");
+    text += line;
+  }
+  return text;
+}
+
 // The measured line as a table or JSON, and the hostfile: 0, or the status of the failure.
 int write_measured(const job_options& o, const hetlaunch::cluster& c, const std::string& measured) {
   if (measured.empty())
@@ -685,6 +725,8 @@ int write_measured(const job_options& o, const hetlaunch::cluster& c, const std:
   for (const hetlaunch::node_measurement& n : m->nodes) rates.push_back(n.samples_per_second);
   const auto weights = hetlaunch::weights_from_rates(rates);
   if (!weights) return fail(concat("calibrate: ", weights.error().message));
+  const std::vector<hetlaunch::predicted_step> predicted =
+      hetlaunch::predict_steps(c, rates, o.launch.global_batch, m->allreduce_seconds.value_or(0));
   char rate[40];
   std::string text;
   if (o.format == "json") {
@@ -696,7 +738,7 @@ int write_measured(const job_options& o, const hetlaunch::cluster& c, const std:
                      ", \"weight\": ", json_string((*weights)[i]),
                      ", \"max_batch\": ", c.max_batch(i), "}");
     }
-    text += "]}\n";
+    text += concat("]", predictions_text(c, *m, predicted, o.launch.global_batch, true), "}\n");
   } else {
     text = concat("measured over ", m->step, " steps\n\n");
     char line[512];
@@ -709,6 +751,7 @@ int write_measured(const job_options& o, const hetlaunch::cluster& c, const std:
                     rates[i], (*weights)[i].c_str());
       text += line;
     }
+    text += predictions_text(c, *m, predicted, o.launch.global_batch, false);
   }
   std::fwrite(text.data(), 1, text.size(), stdout);
   if (o.calibrate.hostfile) {

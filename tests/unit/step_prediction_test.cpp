@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: MIT
+// step_prediction.hpp: which nodes pay their way. The step is the slowest rank's share over its
+// rate plus the all-reduce; a node whose removal shortens it slows the job.
+#include <doctest/doctest.h>
+
+#include <hetlaunch/calibration.hpp>
+#include <hetlaunch/step_prediction.hpp>
+
+#include <cmath>
+#include <optional>
+#include <vector>
+
+namespace {
+hetlaunch::cluster three() { return hetlaunch::cluster{{"a", 1}, {"b", 1}, {"c", 1}}; }
+}  // namespace
+
+TEST_SUITE("step_prediction") {
+  TEST_CASE("the slowest rank's share over its rate, plus the all-reduce") {
+    // 60 samples at 3:1 over two workers: 45 and 15, each 1.5 s at 30 and 10 samples/s.
+    const auto step =
+        hetlaunch::predict_step(hetlaunch::cluster{{"a", 1}, {"b", 1}}, {30, 10}, 60, 0.25);
+    REQUIRE(step);
+    CHECK(*step == doctest::Approx(1.75));
+  }
+
+  TEST_CASE("a node's workers share its samples: its first local rank takes the most") {
+    // 7 samples on one node of 2 workers at 1 sample/s: local rank 0 takes 4.
+    const auto step = hetlaunch::predict_step(hetlaunch::cluster{{"a", 2}}, {1}, 7, 0);
+    REQUIRE(step);
+    CHECK(*step == doctest::Approx(4.0));
+  }
+
+  TEST_CASE("a node at 1/30 of the others' speed slows the job; the others pay their way") {
+    const auto p = hetlaunch::predict_steps(three(), {30, 10, 1}, 60, 0.05);
+    REQUIRE(p.size() == 4);
+    CHECK(!p[0].without);
+    CHECK(p[0].step_seconds == doctest::Approx(2.05));  // c gets 2 samples: 2 s
+    CHECK(*p[1].without == 0);
+    CHECK(!p[1].slows_the_job);
+    CHECK(!p[2].slows_the_job);
+    CHECK(*p[3].without == 2);
+    CHECK(p[3].slows_the_job);
+    CHECK(p[3].step_seconds == doctest::Approx(1.55));
+  }
+
+  TEST_CASE("property: removing a node never shortens a job of equal nodes whose batch divides") {
+    for (std::size_t n = 2; n <= 6; ++n) {
+      hetlaunch::cluster_builder b;
+      std::vector<double> rates;
+      for (std::size_t i = 0; i < n; ++i) {
+        b.add("h" + std::to_string(i), 1);
+        rates.push_back(10);
+      }
+      const auto p = hetlaunch::predict_steps(b.finish(), rates, 60 * 7 * 11, 0.1);
+      REQUIRE(p.size() == n + 1);
+      for (std::size_t k = 1; k < p.size(); ++k) CHECK(!p[k].slows_the_job);
+    }
+  }
+
+  TEST_CASE("a split the plan refuses predicts nothing, never an error") {
+    // 2 samples cannot be split over three nodes; 3 can, and over any two of them too.
+    CHECK(hetlaunch::predict_steps(three(), {1, 1, 1}, 2, 0).empty());
+    CHECK(hetlaunch::predict_steps(three(), {1, 1, 1}, 3, 0).size() == 4);
+    CHECK(hetlaunch::predict_steps(three(), {1, 1}, 60, 0).empty());     // rates for two of three
+    CHECK(hetlaunch::predict_steps(three(), {1, 1, 0}, 60, 0).empty());  // a rate that is no speed
+  }
+
+  TEST_CASE("the measured line's all-reduce is read, checked, and optional") {
+    const auto m = hetlaunch::parse_measurement(
+        R"({"step": 20, "nodes": [{"node": 0, "samples_per_second": 3}], "allreduce_seconds": 0.012})",
+        1);
+    REQUIRE(m);
+    CHECK(*m->allreduce_seconds == doctest::Approx(0.012));
+    const auto without = hetlaunch::parse_measurement(
+        R"({"step": 20, "nodes": [{"node": 0, "samples_per_second": 3}]})", 1);
+    REQUIRE(without);
+    CHECK(!without->allreduce_seconds);
+    const auto negative = hetlaunch::parse_measurement(
+        R"({"step": 20, "nodes": [{"node": 0, "samples_per_second": 3}], "allreduce_seconds": -1})",
+        1);
+    REQUIRE(!negative);
+    CHECK(negative.error().message.find("allreduce_seconds must be 0 or more") !=
+          std::string::npos);
+    const auto twice = hetlaunch::parse_measurement(
+        R"({"step": 20, "allreduce_seconds": 1, "allreduce_seconds": 1, "nodes": [{"node": 0, "samples_per_second": 3}]})",
+        1);
+    REQUIRE(!twice);
+    CHECK(twice.error().message.find("given twice") != std::string::npos);
+  }
+}

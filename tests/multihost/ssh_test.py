@@ -57,7 +57,6 @@ NPROC = [4, 2, 1]
 GPUS = [4, 2, 0]  # what each host's nvidia-smi lists; host 2 has no nvidia-smi at all
 WORK_STEM = "hetlaunch-ssh-test-"
 TORCHRUN = torchrun_flags.torchrun()
-TORCHRUN_NAMED = TORCHRUN  # a torchrun named so: its workers' lines are prefixed, their errors relayed
 CHROOT_PYTHON = None  # with --chroot: the chroot's python3
 KILL_AFTER = 3
 
@@ -337,7 +336,7 @@ main()
     # run says so as soon as it sees the failure, before it stops the others.
     stopping_line = "hetlaunch: node 2: a worker failed (exit code 1) and torchrun has no restart left: stopping every node"
     code, out, err, failed_at, ended = finish_timed(hetlaunch_on_host0(b, [
-        "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN_NAMED, "--master-port", "29702", "--kill-after",
+        "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--master-port", "29702", "--kill-after",
         str(KILL_AFTER), "--exit-status-by-reason", *events_flag(work), "--", str(worker)]), stopping_line)
     seconds = ended - start
     problems = []
@@ -1476,7 +1475,10 @@ def chroot_torchrun(suite, work_root):
     if root is None:
         raise RuntimeError(f"no {suite} chroot: {how}")
     m = suites_test.mounted(root, [str(pathlib.Path(__file__).resolve().parents[2]), str(work_root)])
-    wrapper = work_root / f"torchrun-{suite}"
+    # Named torchrun, as a node's own is: run prefixes the workers' lines (and relays their errors)
+    # under a program of that name, on torch 2.14 as on 1.13.
+    (work_root / f"{suite}-bin").mkdir(mode=0o755)
+    wrapper = work_root / f"{suite}-bin" / "torchrun"
     # chroot starts in its /; the node's directory is the same path inside. Debian's torch 2.x has
     # no libuv, which its TCPStore takes by default: tests/chroot/sitecustomize.py with USE_LIBUV=0
     # turns that default off (docs/compatibility.md).
@@ -1485,19 +1487,13 @@ def chroot_torchrun(suite, work_root):
                        f"2>/dev/null; export USE_LIBUV=0 PYTHONPATH={site}; exec /usr/bin/torchrun \"$@\"' "
                        "\"$PWD\" \"$@\"\n")
     wrapper.chmod(0o755)
-    # The same, named torchrun as a node's own is: run prefixes the workers' lines (and relays
-    # their errors) only under a program of that name. The training cases run the other name, so
-    # that their workers' processes are torchrun's own (they throttle, stop and kill them).
-    (work_root / f"{suite}-bin").mkdir(mode=0o755)
-    named = work_root / f"{suite}-bin" / "torchrun"
-    shutil.copy(wrapper, named)
     # The chroot's Python, for a host whose Python is another torch's (preflight).
     global CHROOT_PYTHON
     CHROOT_PYTHON = work_root / f"python-{suite}"
     CHROOT_PYTHON.write_text(f"#!/bin/sh\nexec {shutil.which('chroot') or '/usr/sbin/chroot'} {root} /usr/bin/python3 \"$@\"\n")
     CHROOT_PYTHON.chmod(0o755)
     print(f"ssh: torchrun in the {suite} chroot ({how})")
-    return m, torchrun_flags.torchrun(wrapper), torchrun_flags.torchrun(named)
+    return m, torchrun_flags.torchrun(wrapper)
 
 
 def main():
@@ -1530,11 +1526,11 @@ def main():
         return ([f"namespaces left behind: {left}"] if PREFIX in left else []) + \
             [f"process left behind: {pid} {cmd}" for pid, cmd in job_processes(str(work_root))]
 
-    global TORCHRUN, TORCHRUN_NAMED
+    global TORCHRUN
     with Suite("ssh" if suite is None else f"ssh in {suite}", teardown, leftovers) as run:
         if suite:
             # Mounted before sshd starts: each host's sshd, in its own mount namespace, sees them.
-            mount, TORCHRUN, TORCHRUN_NAMED = chroot_torchrun(suite, work_root)
+            mount, TORCHRUN = chroot_torchrun(suite, work_root)
             mount.__enter__()
             torch = mount.run(["python3", "-c", "import torch; print(torch.__version__)"])
             print(f"ssh: the nodes' torch {torch.stdout.strip() or torch.stderr[-500:]}", flush=True)

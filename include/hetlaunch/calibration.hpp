@@ -7,6 +7,7 @@
 #define HETLAUNCH_CALIBRATION_HPP
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -206,6 +207,36 @@ class measured_reader {
       at_ = start;
       return fail(concat("not a number: ", detail::quoted(token)));
     }
+    return true;
+  }
+  // Reads a whole line that is one object: each of `keys` at most once (`value(k)` reads key k's
+  // value), other keys skipped (keys are only ever added), the first `required` keys required,
+  // and nothing after it. The same errors, at the same columns, for every line that is one.
+  template <std::size_t N, class Value>
+  bool object(const std::array<std::string_view, N>& keys, std::size_t required, Value&& value) {
+    static_assert(N <= 32, "one bit a key");
+    std::uint32_t seen = 0;
+    std::string key;
+    if (!expect('{')) return false;
+    if (eat('}')) return fail(concat("no \"", keys[0], "\""));
+    do {
+      const std::size_t key_column = next_column();
+      if (!(string(key) && expect(':'))) return false;
+      std::size_t k = 0;
+      while (k < N && keys[k] != key) ++k;
+      if (k == N) {
+        if (!skip(2)) return false;
+        continue;
+      }
+      if (seen & (std::uint32_t{1} << k))
+        return fail_at(key_column, concat("\"", key, "\" is given twice"));
+      seen |= std::uint32_t{1} << k;
+      if (!value(k)) return false;
+    } while (eat(','));
+    if (!expect('}')) return false;
+    if (!at_end()) return fail("text after the object");
+    for (std::size_t k = 0; k < required; ++k)
+      if (!(seen & (std::uint32_t{1} << k))) return fail(concat("no \"", keys[k], "\""));
     return true;
   }
   // Skips one value of any kind (a key this version does not read).

@@ -5,6 +5,7 @@
 #ifndef HETLAUNCH_CHECKPOINT_LINE_HPP
 #define HETLAUNCH_CHECKPOINT_LINE_HPP
 
+#include <array>
 #include <cmath>
 #include <string>
 #include <string_view>
@@ -24,30 +25,17 @@ inline constexpr std::string_view checkpoint_prefix = "HETLAUNCH_CHECKPOINT ";
 [[nodiscard]] inline result<long long, parse_error> parse_checkpoint_line(std::string_view text) {
   detail::measured_reader r(text, errc::bad_checkpoint);
   long long step = -1;
-  std::string key;
-  const auto read = [&]() -> bool {
-    if (!r.expect('{')) return false;
-    if (r.eat('}')) return r.fail("no \"step\"");
-    do {
-      const std::size_t key_column = r.next_column();
-      if (!(r.string(key) && r.expect(':'))) return false;
-      if (key == "step" && step >= 0) return r.fail_at(key_column, "\"step\" is given twice");
-      if (key != "step") {
-        if (!r.skip(2)) return false;
-        continue;
-      }
-      double v = 0;
-      if (!r.number(v)) return false;
-      if (!(v >= 0 && v <= 1e15 && std::floor(v) == v))
-        return r.fail(
-            detail::concat("step must be a non-negative integer, got ", detail::number_text(v)));
-      step = static_cast<long long>(v);
-    } while (r.eat(','));
-    if (!r.expect('}')) return false;
-    if (!r.at_end()) return r.fail("text after the object");
-    if (step < 0) return r.fail("no \"step\"");
+  static constexpr std::array<std::string_view, 1> keys = {"step"};
+  const auto value = [&](std::size_t) -> bool {
+    double v = 0;
+    if (!r.number(v)) return false;
+    if (!(v >= 0 && v <= 1e15 && std::floor(v) == v))
+      return r.fail(
+          detail::concat("step must be a non-negative integer, got ", detail::number_text(v)));
+    step = static_cast<long long>(v);
     return true;
   };
+  const auto read = [&] { return r.object(keys, 1, value); };
   if (!read()) return r.error();
   return step;
 }

@@ -55,42 +55,23 @@ struct worker_error {
     std::string_view text) {
   detail::measured_reader r(text, errc::bad_worker_error);
   worker_error e;
-  unsigned seen = 0;  // one bit a key, in the order of `keys`
   static constexpr std::array<std::string_view, 3> keys = {"rank", "local_rank", "error"};
-  std::string key, said;
-  const auto read = [&]() -> bool {
-    if (!r.expect('{')) return false;
-    if (r.eat('}')) return r.fail("no \"rank\"");
-    do {
-      const std::size_t key_column = r.next_column();
-      if (!(r.string(key) && r.expect(':'))) return false;
-      std::size_t k = 0;
-      while (k < keys.size() && keys[k] != key) ++k;
-      if (k == keys.size()) {
-        if (!r.skip(2)) return false;
-        continue;
-      }
-      if (seen & (1u << k))
-        return r.fail_at(key_column, detail::concat("\"", key, "\" is given twice"));
-      seen |= 1u << k;
-      if (key == "error") {
-        if (!r.string(said)) return false;
-        e.error = first_error_line(said);
-        continue;
-      }
-      double v = 0;
-      if (!r.number(v)) return false;
-      if (!(v >= 0 && v <= 1e15 && std::floor(v) == v))
-        return r.fail(
-            detail::concat(key, " must be a non-negative integer, got ", detail::number_text(v)));
-      (key == "rank" ? e.rank : e.local_rank) = static_cast<long long>(v);
-    } while (r.eat(','));
-    if (!r.expect('}')) return false;
-    if (!r.at_end()) return r.fail("text after the object");
-    for (std::size_t k = 0; k < keys.size(); ++k)
-      if (!(seen & (1u << k))) return r.fail(detail::concat("no \"", keys[k], "\""));
+  std::string said;
+  const auto value = [&](std::size_t k) -> bool {
+    if (keys[k] == "error") {
+      if (!r.string(said)) return false;
+      e.error = first_error_line(said);
+      return true;
+    }
+    double v = 0;
+    if (!r.number(v)) return false;
+    if (!(v >= 0 && v <= 1e15 && std::floor(v) == v))
+      return r.fail(
+          detail::concat(keys[k], " must be a non-negative integer, got ", detail::number_text(v)));
+    (k == 0 ? e.rank : e.local_rank) = static_cast<long long>(v);
     return true;
   };
+  const auto read = [&] { return r.object(keys, keys.size(), value); };
   if (!read()) return r.error();
   return e;
 }

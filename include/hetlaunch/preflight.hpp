@@ -82,7 +82,6 @@ print("HETLAUNCH_FACTS " + json.dumps(f))
   detail::measured_reader r(text, errc::bad_host_facts);
   host_facts f;
   f.host = std::string(host);
-  unsigned seen = 0;  // one bit a key, in the order of `keys`
   static constexpr std::array<std::string_view, 6> keys = {"python", "torch", "gpus",
                                                            "cuda",   "nccl",  "torch_error"};
   std::string key, value;
@@ -127,43 +126,22 @@ print("HETLAUNCH_FACTS " + json.dumps(f))
     f.gpus.push_back(std::move(g));
     return true;
   };
-  const auto read = [&]() -> bool {
-    if (!r.expect('{')) return false;
-    if (r.eat('}')) return r.fail("no \"python\"");
-    do {
-      const std::size_t key_column = r.next_column();
-      if (!(r.string(key) && r.expect(':'))) return false;
-      std::size_t k = 0;
-      while (k < keys.size() && keys[k] != key) ++k;
-      if (k == keys.size()) {
-        if (!r.skip(2)) return false;
-        continue;
-      }
-      if (seen & (1u << k))
-        return r.fail_at(key_column, detail::concat("\"", key, "\" is given twice"));
-      seen |= 1u << k;
-      bool ok = true;
-      if (key == "python") ok = r.string(f.python);
-      if (key == "torch") ok = optional_string(f.torch);
-      if (key == "torch_error") ok = r.null() || r.string(f.torch_error);
-      if (key == "cuda") ok = optional_string(f.cuda);
-      if (key == "nccl") ok = optional_string(f.nccl);
-      if (key == "gpus") {
-        ok = r.expect('[');
-        if (ok && !r.eat(']')) {
-          do ok = gpu();
-          while (ok && r.eat(','));
-          ok = ok && r.expect(']');
-        }
-      }
-      if (!ok) return false;
-    } while (r.eat(','));
-    if (!r.expect('}')) return false;
-    if (!r.at_end()) return r.fail("text after the object");
-    for (std::size_t k = 0; k < 3; ++k)
-      if (!(seen & (1u << k))) return r.fail(detail::concat("no \"", keys[k], "\""));
-    return true;
+  const auto take = [&](std::size_t k) -> bool {
+    const std::string_view name = keys[k];
+    if (name == "python") return r.string(f.python);
+    if (name == "torch") return optional_string(f.torch);
+    if (name == "torch_error") return r.null() || r.string(f.torch_error);
+    if (name == "cuda") return optional_string(f.cuda);
+    if (name == "nccl") return optional_string(f.nccl);
+    // gpus
+    if (!r.expect('[')) return false;
+    if (r.eat(']')) return true;
+    do
+      if (!gpu()) return false;
+    while (r.eat(','));
+    return r.expect(']');
   };
+  const auto read = [&] { return r.object(keys, 3, take); };
   if (!read()) return r.error();
   return f;
 }

@@ -198,56 +198,39 @@ struct progress_report {
     std::string_view text) {
   detail::measured_reader r(text, errc::bad_progress);
   progress_report p;
-  unsigned seen = 0;  // one bit a key, in the order of `keys`
   static constexpr std::array<std::string_view, 6> keys = {
       "rank", "step", "phase", "phase_seconds", "window", "samples_per_second"};
-  std::string key, word;
-  const auto read = [&]() -> bool {
-    if (!r.expect('{')) return false;
-    if (r.eat('}')) return r.fail("no \"rank\"");
-    do {
-      const std::size_t key_column = r.next_column();
-      if (!(r.string(key) && r.expect(':'))) return false;
-      const auto k = std::find(keys.begin(), keys.end(), key) - keys.begin();
-      if (k == static_cast<std::ptrdiff_t>(keys.size())) {
-        if (!r.skip(2)) return false;
-        continue;
-      }
-      if (seen & (1u << k))
-        return r.fail_at(key_column, detail::concat("\"", key, "\" is given twice"));
-      seen |= 1u << k;
-      if (key == "phase") {
-        const std::size_t column = r.next_column();
-        if (!r.string(word)) return false;
-        if (word == "computing")
-          p.phase = rank_phase::computing;
-        else if (word == "computed")
-          p.phase = rank_phase::computed;
-        else if (word == "checkpointing")
-          p.phase = rank_phase::checkpointing;
-        else
-          return r.fail_at(column, detail::concat("unknown phase \"", word,
-                                                  "\" (computing, computed, checkpointing)"));
-        continue;
-      }
-      double v = 0;
-      if (!r.number(v)) return false;
-      const bool whole = key == "rank" || key == "step" || key == "window";
-      if (!(v >= 0 && v <= 1e15 && (!whole || std::floor(v) == v)))
-        return r.fail(detail::concat(key, " must be a non-negative ", whole ? "integer" : "number",
-                                     ", got ", detail::number_text(v)));
-      if (key == "rank") p.rank = static_cast<long long>(v);
-      if (key == "step") p.step = static_cast<long long>(v);
-      if (key == "window") p.window = static_cast<long long>(v);
-      if (key == "phase_seconds") p.phase_seconds = v;
-      if (key == "samples_per_second") p.samples_per_second = v;
-    } while (r.eat(','));
-    if (!r.expect('}')) return false;
-    if (!r.at_end()) return r.fail("text after the object");
-    for (std::size_t k = 0; k < 3; ++k)
-      if (!(seen & (1u << k))) return r.fail(detail::concat("no \"", keys[k], "\""));
+  std::string word;
+  const auto value = [&](std::size_t k) -> bool {
+    const std::string_view key = keys[k];
+    if (key == "phase") {
+      const std::size_t column = r.next_column();
+      if (!r.string(word)) return false;
+      if (word == "computing")
+        p.phase = rank_phase::computing;
+      else if (word == "computed")
+        p.phase = rank_phase::computed;
+      else if (word == "checkpointing")
+        p.phase = rank_phase::checkpointing;
+      else
+        return r.fail_at(column, detail::concat("unknown phase \"", word,
+                                                "\" (computing, computed, checkpointing)"));
+      return true;
+    }
+    double v = 0;
+    if (!r.number(v)) return false;
+    const bool whole = key == "rank" || key == "step" || key == "window";
+    if (!(v >= 0 && v <= 1e15 && (!whole || std::floor(v) == v)))
+      return r.fail(detail::concat(key, " must be a non-negative ", whole ? "integer" : "number",
+                                   ", got ", detail::number_text(v)));
+    if (key == "rank") p.rank = static_cast<long long>(v);
+    if (key == "step") p.step = static_cast<long long>(v);
+    if (key == "window") p.window = static_cast<long long>(v);
+    if (key == "phase_seconds") p.phase_seconds = v;
+    if (key == "samples_per_second") p.samples_per_second = v;
     return true;
   };
+  const auto read = [&] { return r.object(keys, 3, value); };
   if (!read()) return r.error();
   return p;
 }

@@ -5383,6 +5383,36 @@ class measured_reader {
     }
     return true;
   }
+  // Reads a whole line that is one object: each of `keys` at most once (`value(k)` reads key k's
+  // value), other keys skipped (keys are only ever added), the first `required` keys required,
+  // and nothing after it. The same errors, at the same columns, for every line that is one.
+  template <std::size_t N, class Value>
+  bool object(const std::array<std::string_view, N>& keys, std::size_t required, Value&& value) {
+    static_assert(N <= 32, "one bit a key");
+    std::uint32_t seen = 0;
+    std::string key;
+    if (!expect('{')) return false;
+    if (eat('}')) return fail(concat("no \"", keys[0], "\""));
+    do {
+      const std::size_t key_column = next_column();
+      if (!(string(key) && expect(':'))) return false;
+      std::size_t k = 0;
+      while (k < N && keys[k] != key) ++k;
+      if (k == N) {
+        if (!skip(2)) return false;
+        continue;
+      }
+      if (seen & (std::uint32_t{1} << k))
+        return fail_at(key_column, concat("\"", key, "\" is given twice"));
+      seen |= std::uint32_t{1} << k;
+      if (!value(k)) return false;
+    } while (eat(','));
+    if (!expect('}')) return false;
+    if (!at_end()) return fail("text after the object");
+    for (std::size_t k = 0; k < required; ++k)
+      if (!(seen & (std::uint32_t{1} << k))) return fail(concat("no \"", keys[k], "\""));
+    return true;
+  }
   // Skips one value of any kind (a key this version does not read).
   bool skip(int depth) {
     blanks();
@@ -5537,30 +5567,17 @@ inline constexpr std::string_view checkpoint_prefix = "HETLAUNCH_CHECKPOINT ";
 [[nodiscard]] inline result<long long, parse_error> parse_checkpoint_line(std::string_view text) {
   detail::measured_reader r(text, errc::bad_checkpoint);
   long long step = -1;
-  std::string key;
-  const auto read = [&]() -> bool {
-    if (!r.expect('{')) return false;
-    if (r.eat('}')) return r.fail("no \"step\"");
-    do {
-      const std::size_t key_column = r.next_column();
-      if (!(r.string(key) && r.expect(':'))) return false;
-      if (key == "step" && step >= 0) return r.fail_at(key_column, "\"step\" is given twice");
-      if (key != "step") {
-        if (!r.skip(2)) return false;
-        continue;
-      }
-      double v = 0;
-      if (!r.number(v)) return false;
-      if (!(v >= 0 && v <= 1e15 && std::floor(v) == v))
-        return r.fail(
-            detail::concat("step must be a non-negative integer, got ", detail::number_text(v)));
-      step = static_cast<long long>(v);
-    } while (r.eat(','));
-    if (!r.expect('}')) return false;
-    if (!r.at_end()) return r.fail("text after the object");
-    if (step < 0) return r.fail("no \"step\"");
+  static constexpr std::array<std::string_view, 1> keys = {"step"};
+  const auto value = [&](std::size_t) -> bool {
+    double v = 0;
+    if (!r.number(v)) return false;
+    if (!(v >= 0 && v <= 1e15 && std::floor(v) == v))
+      return r.fail(
+          detail::concat("step must be a non-negative integer, got ", detail::number_text(v)));
+    step = static_cast<long long>(v);
     return true;
   };
+  const auto read = [&] { return r.object(keys, 1, value); };
   if (!read()) return r.error();
   return step;
 }
@@ -5759,56 +5776,39 @@ struct progress_report {
     std::string_view text) {
   detail::measured_reader r(text, errc::bad_progress);
   progress_report p;
-  unsigned seen = 0;  // one bit a key, in the order of `keys`
   static constexpr std::array<std::string_view, 6> keys = {
       "rank", "step", "phase", "phase_seconds", "window", "samples_per_second"};
-  std::string key, word;
-  const auto read = [&]() -> bool {
-    if (!r.expect('{')) return false;
-    if (r.eat('}')) return r.fail("no \"rank\"");
-    do {
-      const std::size_t key_column = r.next_column();
-      if (!(r.string(key) && r.expect(':'))) return false;
-      const auto k = std::find(keys.begin(), keys.end(), key) - keys.begin();
-      if (k == static_cast<std::ptrdiff_t>(keys.size())) {
-        if (!r.skip(2)) return false;
-        continue;
-      }
-      if (seen & (1u << k))
-        return r.fail_at(key_column, detail::concat("\"", key, "\" is given twice"));
-      seen |= 1u << k;
-      if (key == "phase") {
-        const std::size_t column = r.next_column();
-        if (!r.string(word)) return false;
-        if (word == "computing")
-          p.phase = rank_phase::computing;
-        else if (word == "computed")
-          p.phase = rank_phase::computed;
-        else if (word == "checkpointing")
-          p.phase = rank_phase::checkpointing;
-        else
-          return r.fail_at(column, detail::concat("unknown phase \"", word,
-                                                  "\" (computing, computed, checkpointing)"));
-        continue;
-      }
-      double v = 0;
-      if (!r.number(v)) return false;
-      const bool whole = key == "rank" || key == "step" || key == "window";
-      if (!(v >= 0 && v <= 1e15 && (!whole || std::floor(v) == v)))
-        return r.fail(detail::concat(key, " must be a non-negative ", whole ? "integer" : "number",
-                                     ", got ", detail::number_text(v)));
-      if (key == "rank") p.rank = static_cast<long long>(v);
-      if (key == "step") p.step = static_cast<long long>(v);
-      if (key == "window") p.window = static_cast<long long>(v);
-      if (key == "phase_seconds") p.phase_seconds = v;
-      if (key == "samples_per_second") p.samples_per_second = v;
-    } while (r.eat(','));
-    if (!r.expect('}')) return false;
-    if (!r.at_end()) return r.fail("text after the object");
-    for (std::size_t k = 0; k < 3; ++k)
-      if (!(seen & (1u << k))) return r.fail(detail::concat("no \"", keys[k], "\""));
+  std::string word;
+  const auto value = [&](std::size_t k) -> bool {
+    const std::string_view key = keys[k];
+    if (key == "phase") {
+      const std::size_t column = r.next_column();
+      if (!r.string(word)) return false;
+      if (word == "computing")
+        p.phase = rank_phase::computing;
+      else if (word == "computed")
+        p.phase = rank_phase::computed;
+      else if (word == "checkpointing")
+        p.phase = rank_phase::checkpointing;
+      else
+        return r.fail_at(column, detail::concat("unknown phase \"", word,
+                                                "\" (computing, computed, checkpointing)"));
+      return true;
+    }
+    double v = 0;
+    if (!r.number(v)) return false;
+    const bool whole = key == "rank" || key == "step" || key == "window";
+    if (!(v >= 0 && v <= 1e15 && (!whole || std::floor(v) == v)))
+      return r.fail(detail::concat(key, " must be a non-negative ", whole ? "integer" : "number",
+                                   ", got ", detail::number_text(v)));
+    if (key == "rank") p.rank = static_cast<long long>(v);
+    if (key == "step") p.step = static_cast<long long>(v);
+    if (key == "window") p.window = static_cast<long long>(v);
+    if (key == "phase_seconds") p.phase_seconds = v;
+    if (key == "samples_per_second") p.samples_per_second = v;
     return true;
   };
+  const auto read = [&] { return r.object(keys, 3, value); };
   if (!read()) return r.error();
   return p;
 }
@@ -5864,42 +5864,23 @@ struct worker_error {
     std::string_view text) {
   detail::measured_reader r(text, errc::bad_worker_error);
   worker_error e;
-  unsigned seen = 0;  // one bit a key, in the order of `keys`
   static constexpr std::array<std::string_view, 3> keys = {"rank", "local_rank", "error"};
-  std::string key, said;
-  const auto read = [&]() -> bool {
-    if (!r.expect('{')) return false;
-    if (r.eat('}')) return r.fail("no \"rank\"");
-    do {
-      const std::size_t key_column = r.next_column();
-      if (!(r.string(key) && r.expect(':'))) return false;
-      std::size_t k = 0;
-      while (k < keys.size() && keys[k] != key) ++k;
-      if (k == keys.size()) {
-        if (!r.skip(2)) return false;
-        continue;
-      }
-      if (seen & (1u << k))
-        return r.fail_at(key_column, detail::concat("\"", key, "\" is given twice"));
-      seen |= 1u << k;
-      if (key == "error") {
-        if (!r.string(said)) return false;
-        e.error = first_error_line(said);
-        continue;
-      }
-      double v = 0;
-      if (!r.number(v)) return false;
-      if (!(v >= 0 && v <= 1e15 && std::floor(v) == v))
-        return r.fail(
-            detail::concat(key, " must be a non-negative integer, got ", detail::number_text(v)));
-      (key == "rank" ? e.rank : e.local_rank) = static_cast<long long>(v);
-    } while (r.eat(','));
-    if (!r.expect('}')) return false;
-    if (!r.at_end()) return r.fail("text after the object");
-    for (std::size_t k = 0; k < keys.size(); ++k)
-      if (!(seen & (1u << k))) return r.fail(detail::concat("no \"", keys[k], "\""));
+  std::string said;
+  const auto value = [&](std::size_t k) -> bool {
+    if (keys[k] == "error") {
+      if (!r.string(said)) return false;
+      e.error = first_error_line(said);
+      return true;
+    }
+    double v = 0;
+    if (!r.number(v)) return false;
+    if (!(v >= 0 && v <= 1e15 && std::floor(v) == v))
+      return r.fail(
+          detail::concat(keys[k], " must be a non-negative integer, got ", detail::number_text(v)));
+    (k == 0 ? e.rank : e.local_rank) = static_cast<long long>(v);
     return true;
   };
+  const auto read = [&] { return r.object(keys, keys.size(), value); };
   if (!read()) return r.error();
   return e;
 }
@@ -6013,7 +5994,6 @@ print("HETLAUNCH_FACTS " + json.dumps(f))
   detail::measured_reader r(text, errc::bad_host_facts);
   host_facts f;
   f.host = std::string(host);
-  unsigned seen = 0;  // one bit a key, in the order of `keys`
   static constexpr std::array<std::string_view, 6> keys = {"python", "torch", "gpus",
                                                            "cuda",   "nccl",  "torch_error"};
   std::string key, value;
@@ -6058,43 +6038,22 @@ print("HETLAUNCH_FACTS " + json.dumps(f))
     f.gpus.push_back(std::move(g));
     return true;
   };
-  const auto read = [&]() -> bool {
-    if (!r.expect('{')) return false;
-    if (r.eat('}')) return r.fail("no \"python\"");
-    do {
-      const std::size_t key_column = r.next_column();
-      if (!(r.string(key) && r.expect(':'))) return false;
-      std::size_t k = 0;
-      while (k < keys.size() && keys[k] != key) ++k;
-      if (k == keys.size()) {
-        if (!r.skip(2)) return false;
-        continue;
-      }
-      if (seen & (1u << k))
-        return r.fail_at(key_column, detail::concat("\"", key, "\" is given twice"));
-      seen |= 1u << k;
-      bool ok = true;
-      if (key == "python") ok = r.string(f.python);
-      if (key == "torch") ok = optional_string(f.torch);
-      if (key == "torch_error") ok = r.null() || r.string(f.torch_error);
-      if (key == "cuda") ok = optional_string(f.cuda);
-      if (key == "nccl") ok = optional_string(f.nccl);
-      if (key == "gpus") {
-        ok = r.expect('[');
-        if (ok && !r.eat(']')) {
-          do ok = gpu();
-          while (ok && r.eat(','));
-          ok = ok && r.expect(']');
-        }
-      }
-      if (!ok) return false;
-    } while (r.eat(','));
-    if (!r.expect('}')) return false;
-    if (!r.at_end()) return r.fail("text after the object");
-    for (std::size_t k = 0; k < 3; ++k)
-      if (!(seen & (1u << k))) return r.fail(detail::concat("no \"", keys[k], "\""));
-    return true;
+  const auto take = [&](std::size_t k) -> bool {
+    const std::string_view name = keys[k];
+    if (name == "python") return r.string(f.python);
+    if (name == "torch") return optional_string(f.torch);
+    if (name == "torch_error") return r.null() || r.string(f.torch_error);
+    if (name == "cuda") return optional_string(f.cuda);
+    if (name == "nccl") return optional_string(f.nccl);
+    // gpus
+    if (!r.expect('[')) return false;
+    if (r.eat(']')) return true;
+    do
+      if (!gpu()) return false;
+    while (r.eat(','));
+    return r.expect(']');
   };
+  const auto read = [&] { return r.object(keys, 3, take); };
   if (!read()) return r.error();
   return f;
 }

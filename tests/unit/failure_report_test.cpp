@@ -71,8 +71,8 @@ TEST_SUITE("failure_report") {
   }
 
   TEST_CASE("a relayed error longer than the limit is cut at it") {
-    const std::string said = "{\"rank\": 0, \"local_rank\": 0, \"error\": \"" +
-                             std::string(3000, 'x') + "\\nsecond line\"}";
+    std::string said = "{\"rank\": 0, \"local_rank\": 0, \"error\": \"";
+    said.append(3000, 'x').append("\\nsecond line\"}");
     const auto e = hetlaunch::parse_worker_error_line(said);
     REQUIRE(e);
     CHECK(e->error == std::string(hetlaunch::worker_error_bytes, 'x'));

@@ -184,7 +184,8 @@ TEST_SUITE("preflight: the rules") {
           for (int b = 0; b < 3; ++b) {
             std::vector<host_facts> hosts;
             for (int k = 0; k < n; ++k)
-              hosts.push_back(cpu(("h" + std::to_string(k)).c_str(), versions[k == odd ? b : a]));
+              hosts.push_back(cpu(std::string("h").append(std::to_string(k)).c_str(),
+                                  versions[k == odd ? b : a]));
             const auto v = hetlaunch::check_preflight(hosts);
             const bool differs = a != b && n > 1;
             CAPTURE(n);

@@ -48,7 +48,7 @@ TEST_SUITE("step_prediction") {
       hetlaunch::cluster_builder b;
       std::vector<double> rates;
       for (std::size_t i = 0; i < n; ++i) {
-        b.add("h" + std::to_string(i), 1);
+        b.add(std::string("h").append(std::to_string(i)), 1);
         rates.push_back(10);
       }
       const auto p = hetlaunch::predict_steps(b.finish(), rates, 60 * 7 * 11, 0.1);

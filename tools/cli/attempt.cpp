@@ -337,13 +337,15 @@ line_sink attempt::sink_of(std::size_t i, bool out) {
   line_sink sink = shown_lines(out && !o_.calibrate.measuring ? stdout : stderr, prefixes_[i],
                                !out || !o_.remote.quiet_nodes || i == 0);
   if (!out) {
-    sink.watch = [&p](std::string_view line) {
+    const long long nproc = plan_.topology().nproc(i);
+    sink.watch = [&p, nproc](std::string_view line) {
       note_worker_failure(p, line);
       const auto said = rank_line_says(line, hetlaunch::worker_error_prefix);
       if (!said) return false;
-      // The error is in the worker's traceback above: its relay is read, not shown.
+      // The error is in the worker's traceback above: its relay is read, not shown. One is kept
+      // a local rank of the node, whatever a script prints.
       auto e = hetlaunch::parse_worker_error_line(*said);
-      if (!e) return false;
+      if (!e || e->local_rank >= nproc) return false;
       p.errors[e->local_rank] = std::move(*e);
       return true;
     };

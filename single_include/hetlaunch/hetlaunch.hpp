@@ -8677,28 +8677,40 @@ inline std::string count_of(long long n, const char* one, const char* many) {
 
 // The script's part that keeps the step's stderr (srun's own lines and torchrun's, which it
 // forwards) and, when the job fails, sets the job's comment from them: the reason, and the node,
-// host and rank of the first failure, as far as they are known. srun names the failed task's host
-// ("srun: error: h2: task 0: Exited with exit code 1"); the plan's table (`plan`, run again) gives
-// that host's node and first rank; torchrun names the failed worker's local rank ("failed
-// (exitcode: 1) local_rank: 0"). With `moved` (nodes left out between attempts) only the host.
+// host and rank of the first failure, as far as they are known. torchrun's summary of a failed
+// group names its first failure's time, host and global rank ("Root Cause (first observed
+// failure):"); every node that failed prints one, and the earliest is the cause (the node that
+// failed first need not be the first whose task srun sees end). Without a summary (a torchrun
+// stopped before it printed one), srun's first failed task names the host ("srun: error: h2:
+// task 0: Exited with exit code 1") and torchrun's line the local rank ("failed (exitcode: 1)
+// local_rank: 0"). The plan's table (`plan`, run again) gives the host's node and first rank;
+// with `moved` (nodes left out between attempts) the node is not named.
 inline std::string failure_comment_block(const std::string& plan, bool moved) {
   return concat(
       "# On a failure the job's comment names it (scontrol show job, squeue -o %k): the reason,\n"
-      "# and the node, host and rank of the first failure that srun and torchrun report.\n",
+      "# and the node, host and rank of the first failure that torchrun and srun report.\n",
       "step_log=$(mktemp \"${TMPDIR:-/tmp}/hetlaunch-step.XXXXXX\")\n",
       "trap 'rm -f \"$step_log\"' EXIT\n", "say_failure() {\n", "  local what\n", "  what=$(", plan,
       " 2>/dev/null | awk -v steplog=\"$step_log\" -v moved=", moved ? 1 : 0, " '\n",
       "    NF >= 6 && $1 ~ /^[0-9]+$/ && $5 ~ /^[0-9]+$/ { node[$2] = $1; first[$2] = $5 }\n",
       "    END {\n", "      while ((getline line < steplog) > 0) {\n",
-      "        if (host == \"\" && match(line, /^srun: error: [^:]+: task/)) host = substr(line, 14, "
+      "        if (line ~ /Root Cause \\(first observed failure\\)/) { root = 1; t = \"\"; h = \"\"; continue }\n",
+      "        n = split(line, f, \" \")\n",
+      "        if (root && n >= 3 && f[1] == \"time\") t = f[3]\n",
+      "        if (root && n >= 3 && f[1] == \"host\") h = f[3]\n",
+      "        if (root && n >= 3 && f[1] == \"rank\") { root = 0\n",
+      "          if (h != \"\" && (best == \"\" || t < best)) { best = t; host = h; rank = f[3] } }\n",
+      "        if (best == \"\" && failed == \"\" && match(line, /^srun: error: [^:]+: task/)) failed = substr(line, 14, "
       "RLENGTH - 19)\n",
       "        if (lr == \"\" && line !~ /^\\[/ && match(line, /failed \\(exitcode: -?[0-9]+\\) "
       "local_rank: [0-9]+/)) {\n",
       "          n = split(substr(line, RSTART, RLENGTH), w, \" \"); lr = w[n] }\n", "      }\n",
-      "      if (host == \"\") exit\n",
+      "      if (host == \"\") host = failed\n", "      if (host == \"\") exit\n",
+      "      short = host; sub(/\\..*/, \"\", short)\n",
+      "      if (!(host in node) && (short in node)) host = short\n",
+      "      if (rank == \"\" && !moved && (host in first) && lr != \"\") rank = first[host] + lr\n",
       "      if (!moved && (host in node)) printf \"node %s \", node[host]\n",
-      "      printf \"host %s\", host\n",
-      "      if (!moved && (host in first) && lr != \"\") printf \" rank %d\", first[host] + lr\n",
+      "      printf \"host %s\", host\n", "      if (rank != \"\") printf \" rank %s\", rank\n",
       "    }')\n",
       "  scontrol update JobId=\"$SLURM_JOB_ID\" Comment=\"hetlaunch: $1${what:+ $what}\" "
       "2>/dev/null || true\n",

@@ -1622,6 +1622,63 @@ def fake_ssh_cases(suite, binary):
                 os.kill(int(pid), signal.SIGKILL)
 
 
+# A failed step's stderr as the batch script keeps it: node 1's torchrun (h2) ends first, so srun
+# names h2 first, but node 0's rank 0 (h1) failed first, as both torchruns' summaries say.
+STEP_LOG = """ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 7) local_rank: 0 (pid: 9) of binary: /usr/bin/python3
+ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 8) of binary: /usr/bin/python3
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-06_12:13:52
+  host      : h2.cluster.example
+  rank      : 2 (local_rank: 0)
+  exitcode  : 1 (pid: 8)
+srun: error: h2: task 0: Exited with exit code 1
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-06_12:13:49
+  host      : h1.cluster.example
+  rank      : 0 (local_rank: 0)
+  exitcode  : 7 (pid: 9)
+srun: error: h1: task 0: Terminated
+"""
+
+
+def slurm_comment_cases(suite, binary):
+    """The comment a failed batch script sets, from its step's stderr: the earliest of torchrun's
+    summaries names the cause (not the first task srun sees end), its host matched to the plan's
+    by its short name; without summaries, srun's first failed host and torchrun's local rank; with
+    --exclude-failed the node is not named. The script's own function, run by bash, with scontrol
+    and hetlaunch as stand-ins."""
+    with tempfile.TemporaryDirectory() as tmp:
+        def comment(reason, log_text, *sbatch_args):
+            groups = ["--group", "1:2", "--group", "1:1"] if "--exclude-failed" not in sbatch_args else \
+                ["--group", "2:1"]  # nodes left out: one group
+            script = run(binary, ["sbatch", *groups, *sbatch_args, "--", "t.py"], os.environ)[0]
+            function = script[script.index("say_failure() {"):]
+            function = function[:function.index("\n}\n") + 3]
+            log = pathlib.Path(tmp) / "step.log"
+            log.write_text(log_text)
+            stubs = (f'scontrol() {{ echo "$@"; }}; hetlaunch() {{ {binary} plan --hosts h1:2,h2:1 -- t.py; }}; '
+                     f'step_log={log}; SLURM_JOB_ID=7\n')
+            return subprocess.run(["bash", "-c", stubs + function + f"say_failure {reason}"],
+                                  capture_output=True, text=True, timeout=30).stdout
+
+        def case(reason, log_text, expected, *sbatch_args):
+            got = comment(reason, log_text, *sbatch_args)
+            return [] if got == expected else [f"{got!r}, expected {expected!r}"]
+        suite.case("slurm_comment_names_the_earliest_summary", case, "worker_failed", STEP_LOG,
+                   "update JobId=7 Comment=hetlaunch: worker_failed node 0 host h1 rank 0\n")
+        without = "\n".join(line for line in STEP_LOG.splitlines()
+                            if line.startswith(("srun", "ERROR"))) + "\n"
+        suite.case("slurm_comment_without_summaries_reads_srun_and_torchrun", case, "restarts_exhausted", without,
+                   "update JobId=7 Comment=hetlaunch: restarts_exhausted node 1 host h2 rank 2\n", "--restarts", "1")
+        suite.case("slurm_comment_nodes_that_move_name_the_host", case, "restarts_exhausted", STEP_LOG,
+                   "update JobId=7 Comment=hetlaunch: restarts_exhausted host h1 rank 0\n",
+                   "--restarts", "1", "--exclude-failed")
+        suite.case("slurm_comment_with_nothing_reported", case, "interrupted", "",
+                   "update JobId=7 Comment=hetlaunch: interrupted\n", "--restarts", "1")
+
+
 def main():
     binary = sys.argv[1]
     update = "--update" in sys.argv
@@ -1634,6 +1691,7 @@ def main():
             golden_cases(suite, binary, update)
             compress_peers(suite, binary, required=e2e)
             slurm_case(suite, binary)
+            slurm_comment_cases(suite, binary)
             hostile_cases(suite, binary)
             fake_ssh_cases(suite, binary)
             usage_cases(suite, binary)

@@ -319,15 +319,16 @@ def case_worker_crash(b, w, work, c):
     reports the failed node, stops the others within --kill-after, and returns its status; the
     worker's entry point is wrapped in torch's @record, so node_exited names its rank, local rank,
     exit code and error, and job_exited the node and host, as --exit-status-by-reason's 1."""
-    worker = write_worker(work, "crash.py", """from torch.distributed.elastic.multiprocessing.errors import record
-@record
-def main():
-    print(f"ready {os.environ['RANK']}", flush=True)
-    if os.environ["RANK"] == "6":
-        time.sleep(3)
-        raise RuntimeError("rank 6 cannot go on\\nits second line")
+    # Every rank says it is ready before rank 6 imports torch's @record (slow on a loaded machine).
+    worker = write_worker(work, "crash.py", """print(f"ready {os.environ['RANK']}", flush=True)
+if os.environ["RANK"] != "6":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     time.sleep(600)
+from torch.distributed.elastic.multiprocessing.errors import record
+@record
+def main():
+    time.sleep(3)
+    raise RuntimeError("rank 6 cannot go on\\nits second line")
 main()
 """)
     hf = hostfile(work, [f"{V4[i]} slots={NPROC[i]}" for i in range(3)])

@@ -543,7 +543,7 @@ def names_cases():
     from hetlaunch_shares import _names
 
     header = (HERE.parents[1] / "include" / "hetlaunch" / "worker_variables.hpp").read_text()
-    values = dict(re.findall(r'inline constexpr std::string_view (\w+) = "([A-Z_]+)";', header))
+    values = dict(re.findall(r'inline constexpr std::string_view (\w+) = "([A-Z0-9_]+)";', header))
     owned = re.search(r"owned = \{([^}]*)\}", header).group(1)
     want = {values[name.strip()] for name in owned.split(",")}
     failures = [] if set(_names.HETLAUNCH) == want else [f"Python names {sorted(_names.HETLAUNCH)}, C++ owns {sorted(want)}"]

@@ -232,8 +232,9 @@ void gpu_questions::on_output(std::size_t k, bool out) {
   child& c = children_[k];
   if (!read_gpu_count_output(c, out))
     if (problems_[k].empty() && !c.reaped)
-      give_up(k, concat("printed more than ", max_count_output,
-                        " bytes (a GPU count is a short line): stopped"));
+      give_up(k, concat("printed more than ", max_count_output, " bytes (",
+                        counts(k) ? "a GPU count is a short line" : "a host's facts are one line",
+                        "): stopped"));
 }
 
 // Each open question past its deadline is stopped; each one that has ended is answered.

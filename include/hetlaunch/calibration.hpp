@@ -82,14 +82,18 @@ struct node_measurement {
   std::size_t node = 0;
   double samples_per_second = 0;  ///< per worker
   std::string weight;  ///< as the script computed it (informative; see weights_from_rates)
+  /// A worker's own work between two steps (the optimizer's step, the loop, the loader): from
+  /// its gradients reduced to its next step handed out; none when the line has none.
+  std::optional<double> overhead_seconds;
 };
 
 /// A HETLAUNCH_MEASURED line, read.
 struct measurement {
   long long step = 0;  ///< the steps measured
   std::vector<node_measurement> nodes;
-  /// Each step's seconds outside the slowest rank's computation: the gradient all-reduce (and
-  /// the optimizer's step); none when the line has none.
+  /// Each step's gradient all-reduce: from the last gradient to the gradients reduced on the
+  /// rank that waits least (a script that reduces by itself: each step's time outside the
+  /// slowest rank's computation); none when the line has none.
   std::optional<double> allreduce_seconds;
 };
 
@@ -265,12 +269,18 @@ class measured_reader {
 };
 }  // namespace detail
 
+/// The most seconds a measured line may give a step's part (the all-reduce, a worker's own
+/// work between steps): about 31 years, past any step, and far from what a double loses.
+inline constexpr double max_measured_seconds = 1e9;
+
 /// Reads the JSON of a HETLAUNCH_MEASURED line (after the prefix):
-///   {"step": S, "nodes": [{"node": I, "samples_per_second": X, "weight": "W"}, ...]}
-/// for a job of `node_count` nodes. Other keys are skipped (keys are only ever added). Refused,
-/// with the column (bad_measurement): text that is not such an object, a step that is not a
-/// positive integer, a node index that is not one of the job's or is given twice, a rate that
-/// is not a positive finite number, a node of the job with no measurement. O(text).
+///   {"step": S, "nodes": [{"node": I, "samples_per_second": X, "weight": "W",
+///                          "overhead_seconds": O}, ...], "allreduce_seconds": A}
+/// for a job of `node_count` nodes (O and A optional). Other keys are skipped (keys are only
+/// ever added). Refused, with the column (bad_measurement): text that is not such an object, a
+/// step that is not a positive integer, a node index that is not one of the job's or is given
+/// twice, a rate that is not a positive finite number, seconds that are negative or past
+/// max_measured_seconds, a node of the job with no measurement. O(text).
 [[nodiscard]] inline result<measurement, parse_error> parse_measurement(std::string_view text,
                                                                         std::size_t node_count) {
   detail::measured_reader r(text);
@@ -291,7 +301,7 @@ class measured_reader {
         const std::size_t key_column = r.next_column();
         if (!(r.string(key) && r.expect(':'))) return false;
         if ((key == "node" && has_node) || (key == "samples_per_second" && has_rate) ||
-            (key == "weight" && has_weight))
+            (key == "weight" && has_weight) || (key == "overhead_seconds" && n.overhead_seconds))
           return r.fail_at(key_column, detail::concat("\"", key, "\" is given twice"));
         const std::size_t column = r.next_column();
         double v = 0;
@@ -313,6 +323,12 @@ class measured_reader {
         } else if (key == "weight") {
           if (!r.string(n.weight)) return false;
           has_weight = true;
+        } else if (key == "overhead_seconds") {
+          if (!r.number(v)) return false;
+          if (!(v >= 0 && v <= max_measured_seconds))
+            return r.fail(detail::concat("overhead_seconds must be 0 or more seconds, got ",
+                                         detail::number_text(v)));
+          n.overhead_seconds = v;
         } else if (!r.skip(2)) {
           return false;
         }
@@ -347,7 +363,7 @@ class measured_reader {
           return r.fail_at(key_column, "\"allreduce_seconds\" is given twice");
         double v = 0;
         if (!r.number(v)) return false;
-        if (!(v >= 0 && v <= 1e9))
+        if (!(v >= 0 && v <= max_measured_seconds))
           return r.fail(detail::concat("allreduce_seconds must be 0 or more seconds, got ",
                                        detail::number_text(v)));
         m.allreduce_seconds = v;

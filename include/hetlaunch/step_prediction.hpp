@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // hetlaunch: which nodes pay their way. From each node's measured rate (samples per second of one
-// worker) and each step's time outside the computation (the gradient all-reduce), the predicted
-// step of the whole job and of the job without each node: the global batch split again over the
-// rest by their rates, and the step as long as its slowest rank's share over its rate, plus the
-// all-reduce. A node whose removal shortens the step slows the job.
+// worker), each node's own work between steps (its optimizer's step, loop and loader) and the
+// gradient all-reduce, the predicted step of the whole job and of the job without each node: the
+// global batch split again over the rest by their rates, and the step as long as its slowest
+// rank's share over its rate plus its own work between steps, plus the all-reduce. A node whose
+// removal shortens the step slows the job.
 #ifndef HETLAUNCH_STEP_PREDICTION_HPP
 #define HETLAUNCH_STEP_PREDICTION_HPP
 
@@ -27,14 +28,19 @@ struct predicted_step {
   bool slows_the_job = false;
 };
 
-/// The slowest rank's share over its rate, with `global_batch` split over `nodes` (their
-/// nproc and ceilings as given) by weights from `rates` (one a node, samples per second of one
-/// worker, above 0), plus `allreduce_seconds`; none when that split is refused.
-[[nodiscard]] inline std::optional<double> predict_step(const cluster& nodes,
-                                                        const std::vector<double>& rates,
-                                                        int global_batch,
-                                                        double allreduce_seconds) {
+/// The longest of the ranks' share over their rate plus their node's `overhead_seconds`, with
+/// `global_batch` split over `nodes` (their nproc and ceilings as given) by weights from `rates`
+/// (one a node, samples per second of one worker, above 0), plus `allreduce_seconds`; none when
+/// that split is refused or an overhead is not 0 to max_measured_seconds. `overhead_seconds`:
+/// one a node, or empty for none.
+[[nodiscard]] inline std::optional<double> predict_step(
+    const cluster& nodes, const std::vector<double>& rates, int global_batch,
+    double allreduce_seconds, const std::vector<double>& overhead_seconds = {}) {
   if (rates.size() != nodes.node_count() || nodes.node_count() == 0) return std::nullopt;
+  if (!overhead_seconds.empty() && overhead_seconds.size() != nodes.node_count())
+    return std::nullopt;
+  for (const double own : overhead_seconds)
+    if (!(own >= 0 && own <= max_measured_seconds)) return std::nullopt;
   const auto weights = weights_from_rates(rates);
   if (!weights) return std::nullopt;
   cluster_builder weighted;
@@ -50,7 +56,8 @@ struct predicted_step {
   for (std::size_t i = 0; i < nodes.node_count(); ++i) {
     // Local rank 0 takes the most samples of its node.
     const rank_batch most = batch_of_rank((*split)[i], nodes.nproc(i), 0);
-    slowest = std::max(slowest, most.batch / rates[i]);
+    const double own = overhead_seconds.empty() ? 0.0 : overhead_seconds[i];
+    slowest = std::max(slowest, most.batch / rates[i] + own);
   }
   return slowest + allreduce_seconds;
 }
@@ -58,25 +65,26 @@ struct predicted_step {
 /// The whole job's predicted step, then the job's without each node in turn (when it has more
 /// than one), each marked when it is shorter than the whole job's. A job without a node whose
 /// split is refused (the global batch cannot be split over the rest) is left out. O(N^2).
-[[nodiscard]] inline std::vector<predicted_step> predict_steps(const cluster& nodes,
-                                                               const std::vector<double>& rates,
-                                                               int global_batch,
-                                                               double allreduce_seconds) {
+[[nodiscard]] inline std::vector<predicted_step> predict_steps(
+    const cluster& nodes, const std::vector<double>& rates, int global_batch,
+    double allreduce_seconds, const std::vector<double>& overhead_seconds = {}) {
   std::vector<predicted_step> out;
-  const std::optional<double> whole = predict_step(nodes, rates, global_batch, allreduce_seconds);
+  const std::optional<double> whole =
+      predict_step(nodes, rates, global_batch, allreduce_seconds, overhead_seconds);
   if (!whole) return out;
   out.push_back({std::nullopt, *whole, false});
   if (nodes.node_count() < 2) return out;
   for (std::size_t left_out = 0; left_out < nodes.node_count(); ++left_out) {
     cluster_builder rest;
-    std::vector<double> rest_rates;
+    std::vector<double> rest_rates, rest_overheads;
     for (std::size_t i = 0; i < nodes.node_count(); ++i)
       if (i != left_out) {
         rest.add(nodes.node(i));
         rest_rates.push_back(rates[i]);
+        if (!overhead_seconds.empty()) rest_overheads.push_back(overhead_seconds[i]);
       }
     const std::optional<double> without =
-        predict_step(rest.finish(), rest_rates, global_batch, allreduce_seconds);
+        predict_step(rest.finish(), rest_rates, global_batch, allreduce_seconds, rest_overheads);
     if (without) out.push_back({left_out, *without, *without < *whole});
   }
   return out;

@@ -9,7 +9,7 @@ import os
 import sys
 import time
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Iterator, List, NamedTuple
 
 from . import _names as names
@@ -48,6 +48,54 @@ class RankWindow(NamedTuple):
     ever_timed: bool
     ever_trained: bool
     wall: float = 0.0  # the window's seconds on the clock: its computation and everything else
+    overhead: float = 0.0  # its own work between steps (optimizer, loader, Python), over overhead_steps
+    overhead_steps: int = 0
+    reduce: float = 0.0  # from its last gradient to the gradients reduced, over reduce_steps
+    reduce_steps: int = 0
+
+
+def summed(a: RankWindow, b: RankWindow) -> RankWindow:
+    """Two windows of a rank as one (calibration's running total)."""
+    return RankWindow(*((x or y) if isinstance(x, bool) else x + y for x, y in zip(a, b)))
+
+
+@dataclass
+class WindowSums:
+    """What this rank measures over the window being measured (RankWindow, once gathered)."""
+
+    seconds: float = 0.0  # the trained steps' compute
+    samples: int = 0  # the timed steps' samples
+    trained: int = 0  # steps trained, timed or not
+    overhead: float = 0.0
+    overhead_steps: int = 0
+    reduce: float = 0.0
+    reduce_steps: int = 0
+
+
+def measurement(step: int, layout: List[RankLayout], gathered: List[RankWindow], rates: List[float],
+                weights: List[str]) -> dict:
+    """What HETLAUNCH_MEASURED says: each node's rate and weight, its workers' own work between
+    steps (`overhead_seconds`, where each of them measured it), and the gradient all-reduce."""
+    nodes = []
+    for i, (rate, weight) in enumerate(zip(rates, weights)):
+        node = {"node": i, "samples_per_second": rate, "weight": weight}
+        own = [w.overhead / w.overhead_steps for r, w in zip(layout, gathered) if r.node == i and w.overhead_steps]
+        if own and len(own) == sum(1 for r in layout if r.node == i):
+            node["overhead_seconds"] = sum(own) / len(own)
+        nodes.append(node)
+    measured = {"step": step, "nodes": nodes}
+    # The all-reduce's own time: from the last gradient to the gradients reduced on the rank that
+    # waits least for the others (the last to compute its gradients).
+    reduce = [w.reduce / w.reduce_steps for w in gathered if w.reduce_steps]
+    if reduce:
+        measured["allreduce_seconds"] = min(reduce)
+    else:
+        # Nothing saw the reduction end (a script that reduces by itself): each step's time outside
+        # the computation of the rank that waits least, its own work between steps included.
+        outside = [(w.wall - w.seconds) / w.trained for w in gathered if w.trained > 0 and w.wall > w.seconds]
+        if outside:
+            measured["allreduce_seconds"] = min(outside)
+    return measured
 
 
 def check_layout(layout: List[RankLayout]) -> List[int]:
@@ -149,7 +197,7 @@ class ShareBatchSampler:
         # after the first) measurement
         self.rates = {}  # {host: samples per second of one worker}: every host measured, this job or before
         self.steps = StepLedger()
-        self._window = [0.0, 0, 0]  # seconds, samples, steps trained
+        self._window = WindowSums()
         self._window_began = None  # when the window began, on this rank's clock (time.perf_counter)
         self._ever_timed = False
         self._layout = None  # [RankLayout] by rank, once gathered
@@ -157,6 +205,8 @@ class ShareBatchSampler:
         self._resume = None  # (epoch, step) loaded and not yet reached
         self._loader_steps = None  # steps handed out and not yet read by a ShareLoader (it sets this)
         self._callback_queued = False
+        self._pass_end_queued = False  # the comm hook's end-of-pass callback is queued
+        self._reduction_queued = False  # the stamp of the gradients reduced is queued
         self.watching = 0  # parameters whose gradients time the steps (watch())
         self._calibration = None  # calibrating: each rank's seconds and samples after the first window
         self._printed = False
@@ -251,7 +301,10 @@ class ShareBatchSampler:
                     return
             share = self._cut
             self.steps_done += 1
-            self.steps.hand_out(self.epoch, step, share)
+            between = self.steps.hand_out(self.epoch, step, share)
+            if between is not None:
+                self._window.overhead += between
+                self._window.overhead_steps += 1
             if self._loader_steps is not None:
                 self._loader_steps.append(self.steps.pending[-1])
             start = step * b + share.offset
@@ -266,10 +319,10 @@ class ShareBatchSampler:
     def _trained(self, result) -> None:
         if result is None:
             return
-        self._window[2] += 1
+        self._window.trained += 1
         if result.seconds is not None:
-            self._window[0] += result.seconds
-            self._window[1] += result.handed.share.batch
+            self._window.seconds += result.seconds
+            self._window.samples += result.handed.share.batch
             self._ever_timed = True
         self._trained_steps += 1
         if self._progress is not None:
@@ -280,8 +333,43 @@ class ShareBatchSampler:
         """A gradient bucket of the current step is ready (the comm hook calls this); `last`: the
         step's last bucket, so the step is trained."""
         self.steps.last_gradient = time.perf_counter()
+        if not self._pass_end_queued:
+            from torch.autograd import Variable
+
+            try:
+                Variable._execution_engine.queue_callback(self._reducing_pass_ended)
+                self._pass_end_queued = True
+            except Exception:  # called outside a backward pass: there is no reduction to time
+                pass
         if last:
             self._trained(self.steps.mark("hook"))
+
+    def _reducing_pass_ended(self) -> None:
+        self._pass_end_queued = False
+        self._time_reduction()
+
+    def _time_reduction(self) -> None:
+        """At the end of a backward pass whose gradients are reduced: one more callback, run after
+        DDP's own (queued when its last bucket was ready, it waits for the all-reduce), stamps the
+        gradients reduced. From this rank's last gradient to then is the all-reduce with the wait
+        for the others; from then to the next step handed out is this rank's own work."""
+        from torch.autograd import Variable
+
+        if self._reduction_queued:
+            return
+
+        def reduced():
+            self._reduction_queued = False
+            now = self.steps.reduced_at = time.perf_counter()
+            last = self.steps.last_gradient
+            if last is not None and now >= last:
+                self._window.reduce += now - last
+                self._window.reduce_steps += 1
+        try:
+            Variable._execution_engine.queue_callback(reduced)
+            self._reduction_queued = True
+        except Exception:  # no backward pass to follow: the reduction is not timed
+            pass
 
     def computed(self) -> None:
         """The current step's own work is done: for a script that synchronises its gradients
@@ -300,7 +388,10 @@ class ShareBatchSampler:
 
         def backward_ended():
             self._callback_queued = False
-            self._trained(self.steps.backward_ended())
+            trained = self.steps.backward_ended()
+            self._trained(trained)
+            if trained is not None:
+                self._time_reduction()
 
         def stamp(grad):
             self.steps.last_gradient = time.perf_counter()
@@ -343,13 +434,16 @@ class ShareBatchSampler:
         """Every rank, at the same step: gather the window's measurements, split again."""
         if self._layout is None:
             self._gather_layout()
-        seconds, samples, trained = self._window
-        self._window = [0.0, 0, 0]
+        w, self._window = self._window, WindowSums()
         now = time.perf_counter()
         wall = now - self._window_began if self._window_began is not None else 0.0
         self._window_began = now
-        gathered = [RankWindow(*w) for w in self._gather(
-            tuple(RankWindow(seconds, samples, trained, self._ever_timed, self.steps.marked_total > 0, wall)))]
+        gathered = [RankWindow(*g) for g in self._gather(tuple(RankWindow(
+            w.seconds, w.samples, w.trained, self._ever_timed, self.steps.marked_total > 0, wall,
+            w.overhead, w.overhead_steps, w.reduce, w.reduce_steps)))]
+        # The gather's own time is no step's: the next step's start is not measured from the
+        # last reduction.
+        self.steps.reduced_at = None
         if not any(w.seconds > 0 for w in gathered):
             if any(w.ever_timed for w in gathered):
                 return  # only untimed steps this window (a read-ahead loader's end of an epoch)
@@ -371,9 +465,7 @@ class ShareBatchSampler:
             if self._calibration is None:
                 self._calibration = [RankWindow(0.0, 0, 0, False, False) for _ in gathered]
             else:
-                self._calibration = [RankWindow(c.seconds + g.seconds, c.samples + g.samples, c.trained + g.trained,
-                                                True, True, c.wall + g.wall)
-                                     for c, g in zip(self._calibration, gathered)]
+                self._calibration = [summed(c, g) for c, g in zip(self._calibration, gathered)]
                 gathered = self._calibration
         rates = []
         for node in range(len(nproc)):
@@ -386,14 +478,7 @@ class ShareBatchSampler:
         for host, rate in zip(self._hosts(), rates):
             if host:
                 self.rates[host] = rate
-        self.measured = {"step": self.steps_done,
-                         "nodes": [{"node": i, "samples_per_second": rates[i], "weight": weights[i]}
-                                   for i in range(len(nproc))]}
-        # Each step's time outside the slowest rank's computation (the gradient all-reduce, and
-        # the optimizer's step): the rank that waits least for the others shows it.
-        outside = [(w.wall - w.seconds) / w.trained for w in gathered if w.trained > 0 and w.wall > w.seconds]
-        if outside:
-            self.measured["allreduce_seconds"] = min(outside)
+        self.measured = measurement(self.steps_done, self._layout, gathered, rates, weights)
         current = self._node_split(nproc)
         proposed = split_batch(self._cut.global_batch, nproc, weights)
 

@@ -54,17 +54,27 @@ class StepLedger:
         self.marked_at = None  # when the last step was marked trained
         self.last_gradient = None  # when this rank last computed a gradient
         self.marked_total = 0  # steps marked trained, in every epoch
+        # When the last trained step's gradients were reduced (None: not seen, or since then a
+        # pause that is no step's own work, such as a rebalance's gather).
+        self.reduced_at = None
 
     def abandon(self) -> None:
         """A new iteration: steps of the last one that were handed out and never trained (the
         loop left early) are not trained."""
         self.pending.clear()
         self.backwards = 0
+        self.reduced_at = None
 
-    def hand_out(self, epoch: int, step: int, share) -> None:
+    def hand_out(self, epoch: int, step: int, share) -> Optional[float]:
+        """A step handed out: the seconds since the last step's gradients were reduced, this rank's
+        own work between the two steps (the optimizer's step, the loop, the loader), when seen."""
+        now = time.perf_counter()
+        between = now - self.reduced_at if self.reduced_at is not None and now >= self.reduced_at else None
+        self.reduced_at = None
         self.pending.append(HandedStep(epoch, step, share))
         self.newest = (epoch, step)
-        self.handed_at = time.perf_counter()
+        self.handed_at = now
+        return between
 
     def front(self) -> Optional[HandedStep]:
         """The step training is on: the oldest handed out and not yet trained."""

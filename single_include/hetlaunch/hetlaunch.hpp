@@ -5256,14 +5256,18 @@ struct node_measurement {
   std::size_t node = 0;
   double samples_per_second = 0;  ///< per worker
   std::string weight;  ///< as the script computed it (informative; see weights_from_rates)
+  /// A worker's own work between two steps (the optimizer's step, the loop, the loader): from
+  /// its gradients reduced to its next step handed out; none when the line has none.
+  std::optional<double> overhead_seconds;
 };
 
 /// A HETLAUNCH_MEASURED line, read.
 struct measurement {
   long long step = 0;  ///< the steps measured
   std::vector<node_measurement> nodes;
-  /// Each step's seconds outside the slowest rank's computation: the gradient all-reduce (and
-  /// the optimizer's step); none when the line has none.
+  /// Each step's gradient all-reduce: from the last gradient to the gradients reduced on the
+  /// rank that waits least (a script that reduces by itself: each step's time outside the
+  /// slowest rank's computation); none when the line has none.
   std::optional<double> allreduce_seconds;
 };
 
@@ -5439,12 +5443,18 @@ class measured_reader {
 };
 }  // namespace detail
 
+/// The most seconds a measured line may give a step's part (the all-reduce, a worker's own
+/// work between steps): about 31 years, past any step, and far from what a double loses.
+inline constexpr double max_measured_seconds = 1e9;
+
 /// Reads the JSON of a HETLAUNCH_MEASURED line (after the prefix):
-///   {"step": S, "nodes": [{"node": I, "samples_per_second": X, "weight": "W"}, ...]}
-/// for a job of `node_count` nodes. Other keys are skipped (keys are only ever added). Refused,
-/// with the column (bad_measurement): text that is not such an object, a step that is not a
-/// positive integer, a node index that is not one of the job's or is given twice, a rate that
-/// is not a positive finite number, a node of the job with no measurement. O(text).
+///   {"step": S, "nodes": [{"node": I, "samples_per_second": X, "weight": "W",
+///                          "overhead_seconds": O}, ...], "allreduce_seconds": A}
+/// for a job of `node_count` nodes (O and A optional). Other keys are skipped (keys are only
+/// ever added). Refused, with the column (bad_measurement): text that is not such an object, a
+/// step that is not a positive integer, a node index that is not one of the job's or is given
+/// twice, a rate that is not a positive finite number, seconds that are negative or past
+/// max_measured_seconds, a node of the job with no measurement. O(text).
 [[nodiscard]] inline result<measurement, parse_error> parse_measurement(std::string_view text,
                                                                         std::size_t node_count) {
   detail::measured_reader r(text);
@@ -5465,7 +5475,7 @@ class measured_reader {
         const std::size_t key_column = r.next_column();
         if (!(r.string(key) && r.expect(':'))) return false;
         if ((key == "node" && has_node) || (key == "samples_per_second" && has_rate) ||
-            (key == "weight" && has_weight))
+            (key == "weight" && has_weight) || (key == "overhead_seconds" && n.overhead_seconds))
           return r.fail_at(key_column, detail::concat("\"", key, "\" is given twice"));
         const std::size_t column = r.next_column();
         double v = 0;
@@ -5487,6 +5497,12 @@ class measured_reader {
         } else if (key == "weight") {
           if (!r.string(n.weight)) return false;
           has_weight = true;
+        } else if (key == "overhead_seconds") {
+          if (!r.number(v)) return false;
+          if (!(v >= 0 && v <= max_measured_seconds))
+            return r.fail(detail::concat("overhead_seconds must be 0 or more seconds, got ",
+                                         detail::number_text(v)));
+          n.overhead_seconds = v;
         } else if (!r.skip(2)) {
           return false;
         }
@@ -5521,7 +5537,7 @@ class measured_reader {
           return r.fail_at(key_column, "\"allreduce_seconds\" is given twice");
         double v = 0;
         if (!r.number(v)) return false;
-        if (!(v >= 0 && v <= 1e9))
+        if (!(v >= 0 && v <= max_measured_seconds))
           return r.fail(detail::concat("allreduce_seconds must be 0 or more seconds, got ",
                                        detail::number_text(v)));
         m.allreduce_seconds = v;
@@ -6319,10 +6335,11 @@ inline void append_rank_sample(std::string& out, std::string_view name, const ra
 #endif  // HETLAUNCH_METRICS_HPP
 // ---- hetlaunch/step_prediction.hpp
 // hetlaunch: which nodes pay their way. From each node's measured rate (samples per second of one
-// worker) and each step's time outside the computation (the gradient all-reduce), the predicted
-// step of the whole job and of the job without each node: the global batch split again over the
-// rest by their rates, and the step as long as its slowest rank's share over its rate, plus the
-// all-reduce. A node whose removal shortens the step slows the job.
+// worker), each node's own work between steps (its optimizer's step, loop and loader) and the
+// gradient all-reduce, the predicted step of the whole job and of the job without each node: the
+// global batch split again over the rest by their rates, and the step as long as its slowest
+// rank's share over its rate plus its own work between steps, plus the all-reduce. A node whose
+// removal shortens the step slows the job.
 #ifndef HETLAUNCH_STEP_PREDICTION_HPP
 #define HETLAUNCH_STEP_PREDICTION_HPP
 
@@ -6338,14 +6355,19 @@ struct predicted_step {
   bool slows_the_job = false;
 };
 
-/// The slowest rank's share over its rate, with `global_batch` split over `nodes` (their
-/// nproc and ceilings as given) by weights from `rates` (one a node, samples per second of one
-/// worker, above 0), plus `allreduce_seconds`; none when that split is refused.
-[[nodiscard]] inline std::optional<double> predict_step(const cluster& nodes,
-                                                        const std::vector<double>& rates,
-                                                        int global_batch,
-                                                        double allreduce_seconds) {
+/// The longest of the ranks' share over their rate plus their node's `overhead_seconds`, with
+/// `global_batch` split over `nodes` (their nproc and ceilings as given) by weights from `rates`
+/// (one a node, samples per second of one worker, above 0), plus `allreduce_seconds`; none when
+/// that split is refused or an overhead is not 0 to max_measured_seconds. `overhead_seconds`:
+/// one a node, or empty for none.
+[[nodiscard]] inline std::optional<double> predict_step(
+    const cluster& nodes, const std::vector<double>& rates, int global_batch,
+    double allreduce_seconds, const std::vector<double>& overhead_seconds = {}) {
   if (rates.size() != nodes.node_count() || nodes.node_count() == 0) return std::nullopt;
+  if (!overhead_seconds.empty() && overhead_seconds.size() != nodes.node_count())
+    return std::nullopt;
+  for (const double own : overhead_seconds)
+    if (!(own >= 0 && own <= max_measured_seconds)) return std::nullopt;
   const auto weights = weights_from_rates(rates);
   if (!weights) return std::nullopt;
   cluster_builder weighted;
@@ -6361,7 +6383,8 @@ struct predicted_step {
   for (std::size_t i = 0; i < nodes.node_count(); ++i) {
     // Local rank 0 takes the most samples of its node.
     const rank_batch most = batch_of_rank((*split)[i], nodes.nproc(i), 0);
-    slowest = std::max(slowest, most.batch / rates[i]);
+    const double own = overhead_seconds.empty() ? 0.0 : overhead_seconds[i];
+    slowest = std::max(slowest, most.batch / rates[i] + own);
   }
   return slowest + allreduce_seconds;
 }
@@ -6369,25 +6392,26 @@ struct predicted_step {
 /// The whole job's predicted step, then the job's without each node in turn (when it has more
 /// than one), each marked when it is shorter than the whole job's. A job without a node whose
 /// split is refused (the global batch cannot be split over the rest) is left out. O(N^2).
-[[nodiscard]] inline std::vector<predicted_step> predict_steps(const cluster& nodes,
-                                                               const std::vector<double>& rates,
-                                                               int global_batch,
-                                                               double allreduce_seconds) {
+[[nodiscard]] inline std::vector<predicted_step> predict_steps(
+    const cluster& nodes, const std::vector<double>& rates, int global_batch,
+    double allreduce_seconds, const std::vector<double>& overhead_seconds = {}) {
   std::vector<predicted_step> out;
-  const std::optional<double> whole = predict_step(nodes, rates, global_batch, allreduce_seconds);
+  const std::optional<double> whole =
+      predict_step(nodes, rates, global_batch, allreduce_seconds, overhead_seconds);
   if (!whole) return out;
   out.push_back({std::nullopt, *whole, false});
   if (nodes.node_count() < 2) return out;
   for (std::size_t left_out = 0; left_out < nodes.node_count(); ++left_out) {
     cluster_builder rest;
-    std::vector<double> rest_rates;
+    std::vector<double> rest_rates, rest_overheads;
     for (std::size_t i = 0; i < nodes.node_count(); ++i)
       if (i != left_out) {
         rest.add(nodes.node(i));
         rest_rates.push_back(rates[i]);
+        if (!overhead_seconds.empty()) rest_overheads.push_back(overhead_seconds[i]);
       }
     const std::optional<double> without =
-        predict_step(rest.finish(), rest_rates, global_batch, allreduce_seconds);
+        predict_step(rest.finish(), rest_rates, global_batch, allreduce_seconds, rest_overheads);
     if (without) out.push_back({left_out, *without, *without < *whole});
   }
   return out;

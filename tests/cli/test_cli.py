@@ -1303,6 +1303,19 @@ def events_cases(suite, binary, ssh, tmp):
                '"allreduce_seconds": 0.01, "prediction": [{"without": null, "step_seconds": 0.0339044, '
                '"slows_the_job": false}, {"without": "a", "step_seconds": 0.0339044, "slows_the_job": false}, '
                '{"without": "b", "step_seconds": 0.13, "slows_the_job": false}]}', ["--json"])
+    # A node's own work between steps (its optimizer, loop and loader) delays the step: a's 0.5 s
+    # makes the whole job 0.02 + 0.5 + 0.01 s, and the job without a b's 0.024 + 0.01 s.
+    own = timed.replace('"samples_per_second": 50}', '"samples_per_second": 50, "overhead_seconds": 0.5}')
+    suite.case("calibrate_own_work_between_steps", calibrate, f"case $HOST in a) echo '{own}';; esac", 0,
+               "node  host                 workers      samples/s  weight          between steps\n"
+               "0     a                          1          50.00  1                    0.5000 s\n"
+               "1     b                          2         125.50  2.51                      -\n"
+               "\npredicted step of 6 samples (all-reduce 0.0100 s):\n"
+               "  the whole job                        0.5300 s\n"
+               "  without node 0 (a)                   0.0339 s  slows the job\n")
+    suite.case("calibrate_json_own_work_between_steps", calibrate, f"case $HOST in a) echo '{own}';; esac", 0,
+               '"max_batch": 0, "overhead_seconds": 0.5}, {"node": 1, "host": "b", "nproc": 2, '
+               '"samples_per_second": 125.5, "weight": "2.51", "max_batch": 0, "overhead_seconds": null}]', ["--json"])
     suite.case("calibrate_without_allreduce_says_so", calibrate, f"case $HOST in a) echo '{line}';; esac", 0,
                "predicted step of 6 samples (all-reduce 0.0000 s, not measured):")
     # A measured line past 64 KiB (more than about 840 nodes' worth) is read whole.

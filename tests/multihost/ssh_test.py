@@ -1188,7 +1188,9 @@ def case_calibrate_advice(b, w, work, c):
         remove_cgroups(stale_only=False)
     predicted = {p["without"]: p["step_seconds"] for p in advice["prediction"]}
     marked = [p["without"] for p in advice["prediction"] if p.get("slows_the_job")]
-    print(f"     calibrate advice: all-reduce {advice.get('allreduce_seconds')} s; rates {rates}")
+    own = {n["host"]: n.get("overhead_seconds") for n in advice["nodes"]}
+    print(f"     calibrate advice: all-reduce {advice.get('allreduce_seconds')} s; rates {rates}; "
+          f"own work between steps {own}")
     for who, seconds in predicted.items():
         got = measured.get(who)
         error = f"{(seconds - got) / got * 100:+.0f}%" if got else "?"
@@ -1199,6 +1201,8 @@ def case_calibrate_advice(b, w, work, c):
         problems.append(f"predictions for {list(predicted)}, expected the whole job and each without one node")
     if not isinstance(advice.get("allreduce_seconds"), (int, float)) or advice["allreduce_seconds"] < 0:
         problems.append(f"allreduce_seconds {advice.get('allreduce_seconds')!r}")
+    if not all(isinstance(o, (int, float)) and o >= 0 for o in own.values()):
+        problems.append(f"overhead_seconds {own!r}")
     return problems + left_on_hosts(work)
 
 

@@ -215,6 +215,11 @@ def calibrate(runner, want):
     allreduce = measured.get("allreduce_seconds")
     if not isinstance(allreduce, (int, float)) or allreduce < 0:
         problems.append(f"allreduce_seconds {allreduce!r}")
+    # Each node's own work between steps, timed from its gradients reduced to its next step.
+    own = [n.get("overhead_seconds") for n in measured["nodes"]]
+    if not all(isinstance(o, (int, float)) and 0 <= o < 1 for o in own):
+        problems.append(f"overhead_seconds {own!r}")
+    print(f"     all-reduce {allreduce!r} s, each node's own work between steps {own!r} s")
     without = [p["without"] for p in measured.get("prediction", [])]
     if without != [None, "127.0.0.1", "127.0.0.2"]:
         problems.append(f"predictions {measured.get('prediction')}")

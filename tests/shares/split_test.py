@@ -533,6 +533,55 @@ def ledger_cases():
     untracked.hand_out(2, 1, old)
     if untracked.position() != (2, 2):
         failures.append(f"with no marker the steps handed out count: {untracked.position()}")
+    return failures + own_work_cases()
+
+
+def own_work_cases():
+    """A rank's own work between steps runs from its gradients reduced to its next step handed
+    out; a pause that is no step's (a rebalance, a new epoch) is not counted; each node's is the
+    mean of its workers' where every one of them measured it, and the all-reduce is the least of
+    the ranks' reductions (the last to compute its gradients waits for nobody)."""
+    import time
+
+    from hetlaunch_shares._sampler import RankLayout, RankWindow, measurement, summed
+    from hetlaunch_shares._steps import StepLedger
+
+    failures = []
+    share = shares.Share(12, 2, 4, 0)
+    ledger = StepLedger()
+    if ledger.hand_out(0, 0, share) is not None:
+        failures.append("the first step has own work before it")
+    ledger.mark("hook")
+    ledger.reduced_at = time.perf_counter() - 0.25
+    between = ledger.hand_out(0, 1, share)
+    if between is None or not 0.25 <= between < 5:
+        failures.append(f"own work between steps {between}, expected the 0.25 s since the reduction")
+    if ledger.hand_out(0, 2, share) is not None:
+        failures.append("a step handed out with no reduction since the last one has own work before it")
+    ledger.reduced_at = time.perf_counter()
+    ledger.abandon()  # a new epoch's iteration: its order is computed before its first step
+    if ledger.hand_out(1, 0, share) is not None:
+        failures.append("a new epoch's first step counts the epoch's start as own work")
+    layout = [RankLayout(0, 1, 0, 4, 0, 12, 5, 0), RankLayout(1, 2, 0, 4, 4, 12, 5, 0),
+              RankLayout(1, 2, 1, 4, 8, 12, 5, 0)]
+    windows = [RankWindow(1.0, 40, 10, True, True, 2.0, 0.02, 10, 0.5, 10),
+               RankWindow(1.0, 40, 10, True, True, 2.0, 0.06, 10, 0.3, 10),
+               RankWindow(1.0, 40, 10, True, True, 2.0, 0.1, 10, 0.4, 10)]
+    m = measurement(20, layout, windows, [40.0, 40.0], ["1", "1"])
+    own = [n.get("overhead_seconds") for n in m["nodes"]]
+    if [round(o, 9) for o in own] != [0.002, 0.008] or round(m["allreduce_seconds"], 9) != 0.03:
+        failures.append(f"measured {m}: expected own work 0.002 and 0.008 s, all-reduce 0.03 s")
+    windows[2] = windows[2]._replace(overhead=0.0, overhead_steps=0, reduce=0.0, reduce_steps=0)
+    m = measurement(20, layout, windows, [40.0, 40.0], ["1", "1"])
+    if "overhead_seconds" in m["nodes"][1] or round(m["allreduce_seconds"], 9) != 0.03:
+        failures.append(f"a node with a worker that measured no own work: {m}")
+    nothing = [w._replace(overhead=0.0, overhead_steps=0, reduce=0.0, reduce_steps=0) for w in windows]
+    m = measurement(20, layout, nothing, [40.0, 40.0], ["1", "1"])
+    if round(m.get("allreduce_seconds", -1), 9) != 0.1:  # (2 s on the clock - 1 s computing) / 10 steps
+        failures.append(f"with no reduction seen, the time outside the computation: {m}")
+    total = summed(windows[0], windows[1])
+    if total != RankWindow(2.0, 80, 20, True, True, 4.0, 0.08, 20, 0.8, 20):
+        failures.append(f"two windows summed: {total}")
     return failures
 
 
@@ -753,7 +802,7 @@ def main():
         run.case("Share: refuses a share no rank can have", hand_made_share_cases)
         run.case("rebalancing: a step must be timed, and watch() times it", timing_cases)
         run.case("--on-slow rebalance: a sampler rebalances every window, untimed it says so once", on_slow_cases)
-        run.case("steps in flight keep their share; only the first marker counts", ledger_cases)
+        run.case("steps in flight keep their share; only the first marker counts; own work between steps", ledger_cases)
         run.case("calibration whose last step ends an epoch still prints its line", calibrate_epoch_end_cases)
         run.case("a loader that reads ahead: the position is what training finished", read_ahead_cases)
         run.case("variable names: once in Python, equal to worker_variables.hpp's", names_cases)

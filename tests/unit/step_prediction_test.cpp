@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// step_prediction.hpp: which nodes pay their way. The step is the slowest rank's share over its
-// rate plus the all-reduce; a node whose removal shortens it slows the job.
+// step_prediction.hpp: which nodes pay their way. The step is the longest of the ranks' share
+// over their rate plus their node's own work between steps, plus the all-reduce; a node whose
+// removal shortens it slows the job.
 #include <doctest/doctest.h>
 
 #include <hetlaunch/calibration.hpp>
@@ -57,6 +58,56 @@ TEST_SUITE("step_prediction") {
     }
   }
 
+  TEST_CASE("a node's own work between steps delays every rank: the step waits for it") {
+    // 90 samples at 30:10:5: c's share takes 2.2 s, the longest. Without c, a and b take 2.3 s:
+    // c pays its way while every node's own work between steps is nothing.
+    const auto bare = hetlaunch::predict_steps(three(), {30, 10, 5}, 90, 0.05);
+    REQUIRE(bare.size() == 4);
+    CHECK(bare[0].step_seconds == doctest::Approx(2.2 + 0.05));
+    CHECK(bare[3].step_seconds == doctest::Approx(2.3 + 0.05));
+    CHECK(!bare[3].slows_the_job);
+    // c's optimizer and loop take 0.5 s a step, a's and b's 0.1 s: every rank waits for c.
+    const std::vector<double> own{0.1, 0.1, 0.5};
+    const auto p = hetlaunch::predict_steps(three(), {30, 10, 5}, 90, 0.05, own);
+    REQUIRE(p.size() == 4);
+    CHECK(p[0].step_seconds == doctest::Approx(2.2 + 0.5 + 0.05));
+    CHECK(*p[3].without == 2);
+    CHECK(p[3].step_seconds == doctest::Approx(2.3 + 0.1 + 0.05));
+    CHECK(p[3].slows_the_job);
+  }
+
+  TEST_CASE("property: with no overhead given, as with every node's 0") {
+    for (int batch = 3; batch <= 90; ++batch) {
+      const auto bare = hetlaunch::predict_steps(three(), {7, 3, 1}, batch, 0.01);
+      const auto zero = hetlaunch::predict_steps(three(), {7, 3, 1}, batch, 0.01, {0, 0, 0});
+      REQUIRE(bare.size() == zero.size());
+      for (std::size_t k = 0; k < bare.size(); ++k) {
+        CHECK(bare[k].step_seconds == zero[k].step_seconds);
+        CHECK(bare[k].slows_the_job == zero[k].slows_the_job);
+      }
+    }
+  }
+
+  TEST_CASE("property: more of one node's own work never shortens a step") {
+    for (int extra = 0; extra <= 20; ++extra) {
+      const std::vector<double> less{0.01, 0.01, 0.01};
+      const std::vector<double> more{0.01, 0.01, 0.01 + 0.05 * extra};
+      const auto a = hetlaunch::predict_step(three(), {5, 5, 2}, 60, 0.02, less);
+      const auto b = hetlaunch::predict_step(three(), {5, 5, 2}, 60, 0.02, more);
+      REQUIRE(a);
+      REQUIRE(b);
+      CHECK(*b >= *a);
+    }
+  }
+
+  TEST_CASE("overheads that are not one a node, negative or not a number predict nothing") {
+    CHECK(!hetlaunch::predict_step(three(), {1, 1, 1}, 3, 0, {0.1, 0.1}));
+    CHECK(!hetlaunch::predict_step(three(), {1, 1, 1}, 3, 0, {0.1, -0.1, 0.1}));
+    CHECK(!hetlaunch::predict_step(three(), {1, 1, 1}, 3, 0, {0.1, std::nan(""), 0.1}));
+    CHECK(!hetlaunch::predict_step(three(), {1, 1, 1}, 3, 0, {0.1, HUGE_VAL, 0.1}));
+    CHECK(hetlaunch::predict_steps(three(), {1, 1, 1}, 3, 0, {0.1, 0.1}).empty());
+  }
+
   TEST_CASE("a split the plan refuses predicts nothing, never an error") {
     // 2 samples cannot be split over three nodes; 3 can, and over any two of them too.
     CHECK(hetlaunch::predict_steps(three(), {1, 1, 1}, 2, 0).empty());
@@ -83,6 +134,29 @@ TEST_SUITE("step_prediction") {
           std::string::npos);
     const auto twice = hetlaunch::parse_measurement(
         R"({"step": 20, "allreduce_seconds": 1, "allreduce_seconds": 1, "nodes": [{"node": 0, "samples_per_second": 3}]})",
+        1);
+    REQUIRE(!twice);
+    CHECK(twice.error().message.find("given twice") != std::string::npos);
+  }
+
+  TEST_CASE("each node's own work between steps is read, checked, and optional") {
+    const auto m = hetlaunch::parse_measurement(
+        R"({"step": 20, "nodes": [{"node": 0, "samples_per_second": 3, "overhead_seconds": 0.004},)"
+        R"( {"node": 1, "samples_per_second": 1}]})",
+        2);
+    REQUIRE(m);
+    CHECK(*m->nodes[0].overhead_seconds == doctest::Approx(0.004));
+    CHECK(!m->nodes[1].overhead_seconds);
+    for (const char* bad : {"-0.5", "1e10", "\"1\""}) {
+      const auto refused = hetlaunch::parse_measurement(
+          std::string(
+              R"({"step": 20, "nodes": [{"node": 0, "samples_per_second": 3, "overhead_seconds": )") +
+              bad + "}]}",
+          1);
+      REQUIRE(!refused);
+    }
+    const auto twice = hetlaunch::parse_measurement(
+        R"({"step": 20, "nodes": [{"node": 0, "samples_per_second": 3, "overhead_seconds": 1, "overhead_seconds": 1}]})",
         1);
     REQUIRE(!twice);
     CHECK(twice.error().message.find("given twice") != std::string::npos);

@@ -721,34 +721,49 @@ int write_measured(const job_options& o, const hetlaunch::cluster& c, const std:
   if (!m)
     return fail(concat("calibrate: the ", hetlaunch::measured_prefix, "line, column ",
                        m.error().column, ": ", m.error().message));
-  std::vector<double> rates;
-  for (const hetlaunch::node_measurement& n : m->nodes) rates.push_back(n.samples_per_second);
+  std::vector<double> rates, overheads;
+  bool any_overhead = false;
+  for (const hetlaunch::node_measurement& n : m->nodes) {
+    rates.push_back(n.samples_per_second);
+    overheads.push_back(n.overhead_seconds.value_or(0));
+    any_overhead = any_overhead || n.overhead_seconds;
+  }
   const auto weights = hetlaunch::weights_from_rates(rates);
   if (!weights) return fail(concat("calibrate: ", weights.error().message));
-  const std::vector<hetlaunch::predicted_step> predicted =
-      hetlaunch::predict_steps(c, rates, o.launch.global_batch, m->allreduce_seconds.value_or(0));
-  char rate[40];
+  const std::vector<hetlaunch::predicted_step> predicted = hetlaunch::predict_steps(
+      c, rates, o.launch.global_batch, m->allreduce_seconds.value_or(0), overheads);
+  char rate[40], overhead[40];
   std::string text;
   if (o.format == "json") {
     text = concat("{\"step\": ", m->step, ", \"nodes\": [");
     for (std::size_t i = 0; i < c.node_count(); ++i) {
       std::snprintf(rate, sizeof rate, "%.6g", rates[i]);
-      text += concat(i ? ", " : "", "{\"node\": ", i, ", \"host\": ", json_string(c.node(i).host),
-                     ", \"nproc\": ", c.node(i).nproc, ", \"samples_per_second\": ", rate,
-                     ", \"weight\": ", json_string((*weights)[i]),
-                     ", \"max_batch\": ", c.max_batch(i), "}");
+      std::snprintf(overhead, sizeof overhead, "%.6g", overheads[i]);
+      text +=
+          concat(i ? ", " : "", "{\"node\": ", i, ", \"host\": ", json_string(c.node(i).host),
+                 ", \"nproc\": ", c.node(i).nproc, ", \"samples_per_second\": ", rate,
+                 ", \"weight\": ", json_string((*weights)[i]), ", \"max_batch\": ", c.max_batch(i),
+                 ", \"overhead_seconds\": ", m->nodes[i].overhead_seconds ? overhead : "null", "}");
     }
     text += concat("]", predictions_text(c, *m, predicted, o.launch.global_batch, true), "}\n");
   } else {
     text = concat("measured over ", m->step, " steps\n\n");
     char line[512];
-    std::snprintf(line, sizeof line, "%-5s %-20s %7s %14s  %s\n", "node", "host", "workers",
-                  "samples/s", "weight");
+    // A worker's own work between steps is a column when the script measured it.
+    // (weights have at most 14 characters: 7 digits, a point and 6 more)
+    const int weight_width = any_overhead ? 14 : 0;
+    std::snprintf(line, sizeof line, "%-5s %-20s %7s %14s  %-*s%s\n", "node", "host", "workers",
+                  "samples/s", weight_width, "weight", any_overhead ? "  between steps" : "");
     text += line;
     for (std::size_t i = 0; i < c.node_count(); ++i) {
-      std::snprintf(line, sizeof line, "%-5zu %-20.*s %7d %14.2f  %s\n", i,
+      overhead[0] = '\0';
+      if (m->nodes[i].overhead_seconds)
+        std::snprintf(overhead, sizeof overhead, "  %11.4f s", overheads[i]);
+      else if (any_overhead)
+        std::snprintf(overhead, sizeof overhead, "  %11s", "-");
+      std::snprintf(line, sizeof line, "%-5zu %-20.*s %7d %14.2f  %-*s%s\n", i,
                     static_cast<int>(c.node(i).host.size()), c.node(i).host.data(), c.node(i).nproc,
-                    rates[i], (*weights)[i].c_str());
+                    rates[i], weight_width, (*weights)[i].c_str(), overhead);
       text += line;
     }
     text += predictions_text(c, *m, predicted, o.launch.global_batch, false);

@@ -85,6 +85,9 @@ struct node_measurement {
   /// A worker's own work between two steps (the optimizer's step, the loop, the loader): from
   /// its gradients reduced to its next step handed out; none when the line has none.
   std::optional<double> overhead_seconds;
+  /// The gradient all-reduce of the job without this node (an all-reduce is as slow as its
+  /// slowest member); none when the line has none.
+  std::optional<double> allreduce_seconds_without;
 };
 
 /// A HETLAUNCH_MEASURED line, read.
@@ -275,8 +278,9 @@ inline constexpr double max_measured_seconds = 1e9;
 
 /// Reads the JSON of a HETLAUNCH_MEASURED line (after the prefix):
 ///   {"step": S, "nodes": [{"node": I, "samples_per_second": X, "weight": "W",
-///                          "overhead_seconds": O}, ...], "allreduce_seconds": A}
-/// for a job of `node_count` nodes (O and A optional). Other keys are skipped (keys are only
+///                          "overhead_seconds": O, "allreduce_seconds_without": R}, ...],
+///    "allreduce_seconds": A}
+/// for a job of `node_count` nodes (O, R and A optional). Other keys are skipped (keys are only
 /// ever added). Refused, with the column (bad_measurement): text that is not such an object, a
 /// step that is not a positive integer, a node index that is not one of the job's or is given
 /// twice, a rate that is not a positive finite number, seconds that are negative or past
@@ -301,7 +305,8 @@ inline constexpr double max_measured_seconds = 1e9;
         const std::size_t key_column = r.next_column();
         if (!(r.string(key) && r.expect(':'))) return false;
         if ((key == "node" && has_node) || (key == "samples_per_second" && has_rate) ||
-            (key == "weight" && has_weight) || (key == "overhead_seconds" && n.overhead_seconds))
+            (key == "weight" && has_weight) || (key == "overhead_seconds" && n.overhead_seconds) ||
+            (key == "allreduce_seconds_without" && n.allreduce_seconds_without))
           return r.fail_at(key_column, detail::concat("\"", key, "\" is given twice"));
         const std::size_t column = r.next_column();
         double v = 0;
@@ -323,12 +328,12 @@ inline constexpr double max_measured_seconds = 1e9;
         } else if (key == "weight") {
           if (!r.string(n.weight)) return false;
           has_weight = true;
-        } else if (key == "overhead_seconds") {
+        } else if (key == "overhead_seconds" || key == "allreduce_seconds_without") {
           if (!r.number(v)) return false;
           if (!(v >= 0 && v <= max_measured_seconds))
-            return r.fail(detail::concat("overhead_seconds must be 0 or more seconds, got ",
-                                         detail::number_text(v)));
-          n.overhead_seconds = v;
+            return r.fail(
+                detail::concat(key, " must be 0 or more seconds, got ", detail::number_text(v)));
+          (key == "overhead_seconds" ? n.overhead_seconds : n.allreduce_seconds_without) = v;
         } else if (!r.skip(2)) {
           return false;
         }

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Iterator, List, NamedTuple
 
 from . import _names as names
-from . import _progress
+from . import _probe, _progress
 from ._core import RESHARD_REFUSED, Share, ShareLoaderError, check_rebalance_every, rank_batch, rates_on_topology, \
     split_batch, weights_from_rates
 from ._steps import READ_AHEAD_LIMIT, StepLedger
@@ -163,8 +163,10 @@ class ShareBatchSampler:
 
     With HETLAUNCH_CALIBRATE_STEPS=N in the environment (`hetlaunch calibrate`), the sampler
     rebalances every few steps, and after N steps rank 0 prints one line `HETLAUNCH_MEASURED
-    {json}`, the rates of every step after the first window, and the sampler yields no more
-    steps."""
+    {json}`: the rates of every step after the first window, each node's own work between steps,
+    the all-reduce, and the all-reduce without each node (every rank times a gradient-sized
+    all-reduce over the job and over the job without each node first); the sampler then yields no
+    more steps."""
 
     DEADBAND = 0.05
 
@@ -207,6 +209,8 @@ class ShareBatchSampler:
         self._callback_queued = False
         self._pass_end_queued = False  # the comm hook's end-of-pass callback is queued
         self._reduction_queued = False  # the stamp of the gradients reduced is queued
+        self._gradient = None  # what a step's all-reduce carries (_probe.Gradient), once seen
+        self._bucket_elements = 0  # the current pass's buckets so far (the comm hook)
         self.watching = 0  # parameters whose gradients time the steps (watch())
         self._calibration = None  # calibrating: each rank's seconds and samples after the first window
         self._printed = False
@@ -329,10 +333,16 @@ class ShareBatchSampler:
             self._progress.trained(result.handed.share.batch, result.seconds)
             self._progress.computed()
 
-    def gradient_ready(self, last: bool = False) -> None:
+    def gradient_ready(self, last: bool = False, bucket=None) -> None:
         """A gradient bucket of the current step is ready (the comm hook calls this); `last`: the
-        step's last bucket, so the step is trained."""
+        step's last bucket, so the step is trained. `bucket`: its tensor, whose size calibration's
+        all-reduce probe takes."""
         self.steps.last_gradient = time.perf_counter()
+        if bucket is not None:
+            self._bucket_elements += bucket.numel()
+            if last:
+                self._gradient = _probe.Gradient(self._bucket_elements, bucket.dtype, bucket.device)
+                self._bucket_elements = 0
         if not self._pass_end_queued:
             from torch.autograd import Variable
 
@@ -403,6 +413,8 @@ class ShareBatchSampler:
         if not handles:
             raise ValueError(f"{type(module).__name__} has no parameter that needs a gradient: nothing to time")
         self.watching += len(handles)
+        watched = [p for p in module.parameters() if p.requires_grad]
+        self._gradient = _probe.Gradient(sum(p.numel() for p in watched), watched[0].dtype, watched[0].device)
         if self._progress is not None:
             import torch
 
@@ -585,9 +597,26 @@ class ShareBatchSampler:
         if self.measured is None:
             raise RuntimeError("calibration ended before any step was measured: " + NOTHING_TIMED)
         self._printed = True
+        self._time_allreduce_without_each_node()
         if dist.get_rank(self._cut.group) == 0:
             print(names.MEASURED_LINE + json.dumps(self.measured), flush=True)
             sys.stdout.flush()
+
+    def _time_allreduce_without_each_node(self) -> None:
+        """Each node's `allreduce_seconds_without`: the all-reduce measured while training, scaled
+        by how much faster the job without that node reduces a gradient-sized tensor (_probe).
+        Every rank decides alike: on the default group, with an all-reduce measured and a
+        gradient seen on every rank."""
+        if self._cut.group is not None or "allreduce_seconds" not in self.measured:
+            return
+        if not all(self._gather(self._gradient is not None)):
+            return
+        probed = _probe.allreduce_without_each_node([r.node for r in self._layout], self._gradient)
+        if probed is None:
+            return
+        measured = self.measured["allreduce_seconds"]
+        for node, seconds in zip(self.measured["nodes"], probed["without"]):
+            node["allreduce_seconds_without"] = measured * seconds / probed["whole"] if probed["whole"] > 0 else seconds
 
 
 def weighted_allreduce_hook(state, bucket):
@@ -605,6 +634,6 @@ def weighted_allreduce_hook(state, bucket):
     tensor = bucket.buffer()
     tensor.mul_(share.batch / share.global_batch)
     if sampler is not None:
-        sampler.gradient_ready(last=bucket.is_last())
+        sampler.gradient_ready(last=bucket.is_last(), bucket=tensor)
     future = dist.all_reduce(tensor, group=share.group, async_op=True).get_future()
     return future.then(lambda f: f.value()[0])

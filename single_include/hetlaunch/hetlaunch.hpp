@@ -5259,6 +5259,9 @@ struct node_measurement {
   /// A worker's own work between two steps (the optimizer's step, the loop, the loader): from
   /// its gradients reduced to its next step handed out; none when the line has none.
   std::optional<double> overhead_seconds;
+  /// The gradient all-reduce of the job without this node (an all-reduce is as slow as its
+  /// slowest member); none when the line has none.
+  std::optional<double> allreduce_seconds_without;
 };
 
 /// A HETLAUNCH_MEASURED line, read.
@@ -5449,8 +5452,9 @@ inline constexpr double max_measured_seconds = 1e9;
 
 /// Reads the JSON of a HETLAUNCH_MEASURED line (after the prefix):
 ///   {"step": S, "nodes": [{"node": I, "samples_per_second": X, "weight": "W",
-///                          "overhead_seconds": O}, ...], "allreduce_seconds": A}
-/// for a job of `node_count` nodes (O and A optional). Other keys are skipped (keys are only
+///                          "overhead_seconds": O, "allreduce_seconds_without": R}, ...],
+///    "allreduce_seconds": A}
+/// for a job of `node_count` nodes (O, R and A optional). Other keys are skipped (keys are only
 /// ever added). Refused, with the column (bad_measurement): text that is not such an object, a
 /// step that is not a positive integer, a node index that is not one of the job's or is given
 /// twice, a rate that is not a positive finite number, seconds that are negative or past
@@ -5475,7 +5479,8 @@ inline constexpr double max_measured_seconds = 1e9;
         const std::size_t key_column = r.next_column();
         if (!(r.string(key) && r.expect(':'))) return false;
         if ((key == "node" && has_node) || (key == "samples_per_second" && has_rate) ||
-            (key == "weight" && has_weight) || (key == "overhead_seconds" && n.overhead_seconds))
+            (key == "weight" && has_weight) || (key == "overhead_seconds" && n.overhead_seconds) ||
+            (key == "allreduce_seconds_without" && n.allreduce_seconds_without))
           return r.fail_at(key_column, detail::concat("\"", key, "\" is given twice"));
         const std::size_t column = r.next_column();
         double v = 0;
@@ -5497,12 +5502,12 @@ inline constexpr double max_measured_seconds = 1e9;
         } else if (key == "weight") {
           if (!r.string(n.weight)) return false;
           has_weight = true;
-        } else if (key == "overhead_seconds") {
+        } else if (key == "overhead_seconds" || key == "allreduce_seconds_without") {
           if (!r.number(v)) return false;
           if (!(v >= 0 && v <= max_measured_seconds))
-            return r.fail(detail::concat("overhead_seconds must be 0 or more seconds, got ",
-                                         detail::number_text(v)));
-          n.overhead_seconds = v;
+            return r.fail(
+                detail::concat(key, " must be 0 or more seconds, got ", detail::number_text(v)));
+          (key == "overhead_seconds" ? n.overhead_seconds : n.allreduce_seconds_without) = v;
         } else if (!r.skip(2)) {
           return false;
         }
@@ -6336,10 +6341,11 @@ inline void append_rank_sample(std::string& out, std::string_view name, const ra
 // ---- hetlaunch/step_prediction.hpp
 // hetlaunch: which nodes pay their way. From each node's measured rate (samples per second of one
 // worker), each node's own work between steps (its optimizer's step, loop and loader) and the
-// gradient all-reduce, the predicted step of the whole job and of the job without each node: the
-// global batch split again over the rest by their rates, and the step as long as its slowest
-// rank's share over its rate plus its own work between steps, plus the all-reduce. A node whose
-// removal shortens the step slows the job.
+// gradient all-reduce (of the whole job, and of the job without each node: an all-reduce is as
+// slow as its slowest member), the predicted step of the whole job and of the job without each
+// node: the global batch split again over the rest by their rates, and the step as long as its
+// slowest rank's share over its rate plus its own work between steps, plus the all-reduce. A
+// node whose removal shortens the step slows the job.
 #ifndef HETLAUNCH_STEP_PREDICTION_HPP
 #define HETLAUNCH_STEP_PREDICTION_HPP
 
@@ -6353,12 +6359,13 @@ struct predicted_step {
   double step_seconds = 0;
   /// Whether leaving that node out shortens the step (never for the whole job).
   bool slows_the_job = false;
+  double allreduce_seconds = 0;  ///< the all-reduce the step counts
 };
 
 /// The longest of the ranks' share over their rate plus their node's `overhead_seconds`, with
 /// `global_batch` split over `nodes` (their nproc and ceilings as given) by weights from `rates`
 /// (one a node, samples per second of one worker, above 0), plus `allreduce_seconds`; none when
-/// that split is refused or an overhead is not 0 to max_measured_seconds. `overhead_seconds`:
+/// that split is refused or a figure of seconds is not 0 to max_measured_seconds. `overhead_seconds`:
 /// one a node, or empty for none.
 [[nodiscard]] inline std::optional<double> predict_step(
     const cluster& nodes, const std::vector<double>& rates, int global_batch,
@@ -6366,8 +6373,10 @@ struct predicted_step {
   if (rates.size() != nodes.node_count() || nodes.node_count() == 0) return std::nullopt;
   if (!overhead_seconds.empty() && overhead_seconds.size() != nodes.node_count())
     return std::nullopt;
+  const auto seconds = [](double v) { return v >= 0 && v <= max_measured_seconds; };
+  if (!seconds(allreduce_seconds)) return std::nullopt;
   for (const double own : overhead_seconds)
-    if (!(own >= 0 && own <= max_measured_seconds)) return std::nullopt;
+    if (!seconds(own)) return std::nullopt;
   const auto weights = weights_from_rates(rates);
   if (!weights) return std::nullopt;
   cluster_builder weighted;
@@ -6391,15 +6400,22 @@ struct predicted_step {
 
 /// The whole job's predicted step, then the job's without each node in turn (when it has more
 /// than one), each marked when it is shorter than the whole job's. A job without a node whose
-/// split is refused (the global batch cannot be split over the rest) is left out. O(N^2).
+/// split is refused (the global batch cannot be split over the rest) is left out. The job
+/// without node j has the all-reduce `allreduce_seconds_without[j]` (one a node; empty: the
+/// whole job's, `allreduce_seconds`). O(N^2).
 [[nodiscard]] inline std::vector<predicted_step> predict_steps(
     const cluster& nodes, const std::vector<double>& rates, int global_batch,
-    double allreduce_seconds, const std::vector<double>& overhead_seconds = {}) {
+    double allreduce_seconds, const std::vector<double>& overhead_seconds = {},
+    const std::vector<double>& allreduce_seconds_without = {}) {
+  if (!allreduce_seconds_without.empty() && allreduce_seconds_without.size() != nodes.node_count())
+    return {};
+  for (const double allreduce : allreduce_seconds_without)
+    if (!(allreduce >= 0 && allreduce <= max_measured_seconds)) return {};
   std::vector<predicted_step> out;
   const std::optional<double> whole =
       predict_step(nodes, rates, global_batch, allreduce_seconds, overhead_seconds);
   if (!whole) return out;
-  out.push_back({std::nullopt, *whole, false});
+  out.push_back({std::nullopt, *whole, false, allreduce_seconds});
   if (nodes.node_count() < 2) return out;
   for (std::size_t left_out = 0; left_out < nodes.node_count(); ++left_out) {
     cluster_builder rest;
@@ -6410,9 +6426,11 @@ struct predicted_step {
         rest_rates.push_back(rates[i]);
         if (!overhead_seconds.empty()) rest_overheads.push_back(overhead_seconds[i]);
       }
+    const double allreduce =
+        allreduce_seconds_without.empty() ? allreduce_seconds : allreduce_seconds_without[left_out];
     const std::optional<double> without =
-        predict_step(rest.finish(), rest_rates, global_batch, allreduce_seconds, rest_overheads);
-    if (without) out.push_back({left_out, *without, *without < *whole});
+        predict_step(rest.finish(), rest_rates, global_batch, allreduce, rest_overheads);
+    if (without) out.push_back({left_out, *without, *without < *whole, allreduce});
   }
   return out;
 }

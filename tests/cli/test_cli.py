@@ -1301,8 +1301,20 @@ def events_cases(suite, binary, ssh, tmp):
                "  without node 1 (b)                   0.1300 s\n")
     suite.case("calibrate_json_prediction", calibrate, f"case $HOST in a) echo '{timed}';; esac", 0,
                '"allreduce_seconds": 0.01, "prediction": [{"without": null, "step_seconds": 0.0339044, '
-               '"slows_the_job": false}, {"without": "a", "step_seconds": 0.0339044, "slows_the_job": false}, '
-               '{"without": "b", "step_seconds": 0.13, "slows_the_job": false}]}', ["--json"])
+               '"slows_the_job": false, "allreduce_seconds": 0.01}, {"without": "a", "step_seconds": 0.0339044, '
+               '"slows_the_job": false, "allreduce_seconds": 0.01}, '
+               '{"without": "b", "step_seconds": 0.13, "slows_the_job": false, "allreduce_seconds": 0.01}]}', ["--json"])
+    # An all-reduce as slow as its slowest member: without b, the job reduces in 0.001 s, not 0.01.
+    apart = timed.replace('"samples_per_second": 125.5}', '"samples_per_second": 125.5, "allreduce_seconds_without": 0.001}')
+    suite.case("calibrate_allreduce_without_a_node", calibrate, f"case $HOST in a) echo '{apart}';; esac", 0,
+               "  without node 0 (a)                   0.0339 s\n"
+               "  without node 1 (b)                   0.1210 s (all-reduce 0.0010 s)\n")
+    suite.case("calibrate_json_allreduce_without_a_node", calibrate, f"case $HOST in a) echo '{apart}';; esac", 0,
+               '"overhead_seconds": null, "allreduce_seconds_without": 0.001}], "allreduce_seconds": 0.01, '
+               '"prediction": [{"without": null, "step_seconds": 0.0339044, "slows_the_job": false, '
+               '"allreduce_seconds": 0.01}, {"without": "a", "step_seconds": 0.0339044, "slows_the_job": false, '
+               '"allreduce_seconds": 0.01}, {"without": "b", "step_seconds": 0.121, "slows_the_job": false, '
+               '"allreduce_seconds": 0.001}]}', ["--json"])
     # A node's own work between steps (its optimizer, loop and loader) delays the step: a's 0.5 s
     # makes the whole job 0.02 + 0.5 + 0.01 s, and the job without a b's 0.024 + 0.01 s.
     own = timed.replace('"samples_per_second": 50}', '"samples_per_second": 50, "overhead_seconds": 0.5}')
@@ -1314,8 +1326,9 @@ def events_cases(suite, binary, ssh, tmp):
                "  the whole job                        0.5300 s\n"
                "  without node 0 (a)                   0.0339 s  slows the job\n")
     suite.case("calibrate_json_own_work_between_steps", calibrate, f"case $HOST in a) echo '{own}';; esac", 0,
-               '"max_batch": 0, "overhead_seconds": 0.5}, {"node": 1, "host": "b", "nproc": 2, '
-               '"samples_per_second": 125.5, "weight": "2.51", "max_batch": 0, "overhead_seconds": null}]', ["--json"])
+               '"max_batch": 0, "overhead_seconds": 0.5, "allreduce_seconds_without": null}, {"node": 1, "host": "b", '
+               '"nproc": 2, "samples_per_second": 125.5, "weight": "2.51", "max_batch": 0, "overhead_seconds": null, '
+               '"allreduce_seconds_without": null}]', ["--json"])
     suite.case("calibrate_without_allreduce_says_so", calibrate, f"case $HOST in a) echo '{line}';; esac", 0,
                "predicted step of 6 samples (all-reduce 0.0000 s, not measured):")
     # A measured line past 64 KiB (more than about 840 nodes' worth) is read whole.

@@ -1151,11 +1151,12 @@ def case_slow_training(b, w, work, c):
 def case_calibrate_advice(b, w, work, c):
     """Which nodes pay their way: three hosts whose workers get 1, 1/3 and 1/30 of a core (cgroup v1
     quotas on their computing threads) run examples/train_shares.py on DDP/gloo. `calibrate --json`
-    measures each node and the all-reduce and predicts the step of the whole job and of the job
-    without each node; then each of those four jobs runs, split by the measured rates, and its step
-    is measured. The predictions and the measured steps are printed side by side (their errors are
-    measurements of a shared machine, docs/performance.md); the test asks for a prediction of each
-    job, an all-reduce measured, and every job to run."""
+    measures each node (its rate and its own work between steps), the all-reduce and the all-reduce
+    without each node, and predicts the step of the whole job and of the job without each node;
+    then each of those four jobs runs, split by the measured rates, and its step is measured. The
+    predictions and the measured steps are printed side by side (their errors are measurements of
+    a shared machine, docs/performance.md); the test asks for a prediction of each job, each figure
+    measured, and every job to run."""
     example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_shares.py"
     groups = {0: cgroup("advice-full", 1.0), 1: cgroup("advice-third", 1 / 3), 2: cgroup("advice-thirtieth", 1 / 30)}
     common = [*ssh_args(c.work), *TORCHRUN, "--kill-after", str(KILL_AFTER), "--global-batch", "480",
@@ -1189,8 +1190,9 @@ def case_calibrate_advice(b, w, work, c):
     predicted = {p["without"]: p["step_seconds"] for p in advice["prediction"]}
     marked = [p["without"] for p in advice["prediction"] if p.get("slows_the_job")]
     own = {n["host"]: n.get("overhead_seconds") for n in advice["nodes"]}
-    print(f"     calibrate advice: all-reduce {advice.get('allreduce_seconds')} s; rates {rates}; "
-          f"own work between steps {own}")
+    apart = {n["host"]: n.get("allreduce_seconds_without") for n in advice["nodes"]}
+    print(f"     calibrate advice: all-reduce {advice.get('allreduce_seconds')} s, without each node {apart}; "
+          f"rates {rates}; own work between steps {own}")
     for who, seconds in predicted.items():
         got = measured.get(who)
         error = f"{(seconds - got) / got * 100:+.0f}%" if got else "?"
@@ -1203,6 +1205,8 @@ def case_calibrate_advice(b, w, work, c):
         problems.append(f"allreduce_seconds {advice.get('allreduce_seconds')!r}")
     if not all(isinstance(o, (int, float)) and o >= 0 for o in own.values()):
         problems.append(f"overhead_seconds {own!r}")
+    if not all(isinstance(a, (int, float)) and a >= 0 for a in apart.values()):
+        problems.append(f"allreduce_seconds_without {apart!r}")
     return problems + left_on_hosts(work)
 
 

@@ -219,7 +219,13 @@ def calibrate(runner, want):
     own = [n.get("overhead_seconds") for n in measured["nodes"]]
     if not all(isinstance(o, (int, float)) and 0 <= o < 1 for o in own):
         problems.append(f"overhead_seconds {own!r}")
-    print(f"     all-reduce {allreduce!r} s, each node's own work between steps {own!r} s")
+    # The all-reduce of the job without each node: without node 1 the job is node 0's one worker,
+    # with nothing to reduce.
+    apart = [n.get("allreduce_seconds_without") for n in measured["nodes"]]
+    if not all(isinstance(a, (int, float)) and a >= 0 for a in apart) or apart[1] != 0:
+        problems.append(f"allreduce_seconds_without {apart!r}, expected a time for node 0's absence and 0 for node 1's")
+    print(f"     all-reduce {allreduce!r} s ({apart!r} without each node), each node's own work between steps "
+          f"{own!r} s")
     without = [p["without"] for p in measured.get("prediction", [])]
     if without != [None, "127.0.0.1", "127.0.0.2"]:
         problems.append(f"predictions {measured.get('prediction')}")

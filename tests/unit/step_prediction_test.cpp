@@ -76,6 +76,37 @@ TEST_SUITE("step_prediction") {
     CHECK(p[3].slows_the_job);
   }
 
+  TEST_CASE("an all-reduce as slow as its slowest member: the job without it reduces faster") {
+    // c's network makes the job's all-reduce 0.5 s; without c, a and b reduce in 0.05 s.
+    const std::vector<double> without{0.5, 0.5, 0.05};
+    const auto p = hetlaunch::predict_steps(three(), {30, 10, 5}, 90, 0.5, {}, without);
+    REQUIRE(p.size() == 4);
+    CHECK(p[0].step_seconds == doctest::Approx(2.2 + 0.5));
+    CHECK(p[0].allreduce_seconds == doctest::Approx(0.5));
+    CHECK(p[1].allreduce_seconds == doctest::Approx(0.5));
+    CHECK(p[3].step_seconds == doctest::Approx(2.3 + 0.05));
+    CHECK(p[3].allreduce_seconds == doctest::Approx(0.05));
+    CHECK(p[3].slows_the_job);
+    // One a node, each 0 to max_measured_seconds, or nothing is predicted.
+    CHECK(hetlaunch::predict_steps(three(), {30, 10, 5}, 90, 0.5, {}, {0.5, 0.5}).empty());
+    CHECK(hetlaunch::predict_steps(three(), {30, 10, 5}, 90, 0.5, {}, {0.5, -1, 0.5}).empty());
+    CHECK(hetlaunch::predict_steps(three(), {30, 10, 5}, 90, -0.5).empty());
+    CHECK(hetlaunch::predict_steps(three(), {30, 10, 5}, 90, std::nan("")).empty());
+  }
+
+  TEST_CASE("property: with no all-reduce apart given, as with the whole job's for each node") {
+    for (int batch = 3; batch <= 90; ++batch) {
+      const auto bare = hetlaunch::predict_steps(three(), {7, 3, 1}, batch, 0.01);
+      const auto same =
+          hetlaunch::predict_steps(three(), {7, 3, 1}, batch, 0.01, {}, {0.01, 0.01, 0.01});
+      REQUIRE(bare.size() == same.size());
+      for (std::size_t k = 0; k < bare.size(); ++k) {
+        CHECK(bare[k].step_seconds == same[k].step_seconds);
+        CHECK(bare[k].allreduce_seconds == same[k].allreduce_seconds);
+      }
+    }
+  }
+
   TEST_CASE("property: with no overhead given, as with every node's 0") {
     for (int batch = 3; batch <= 90; ++batch) {
       const auto bare = hetlaunch::predict_steps(three(), {7, 3, 1}, batch, 0.01);
@@ -147,6 +178,18 @@ TEST_SUITE("step_prediction") {
     REQUIRE(m);
     CHECK(*m->nodes[0].overhead_seconds == doctest::Approx(0.004));
     CHECK(!m->nodes[1].overhead_seconds);
+    CHECK(!m->nodes[0].allreduce_seconds_without);
+    const auto apart = hetlaunch::parse_measurement(
+        R"({"step": 20, "nodes": [{"node": 0, "samples_per_second": 3, "allreduce_seconds_without": 0.25}]})",
+        1);
+    REQUIRE(apart);
+    CHECK(*apart->nodes[0].allreduce_seconds_without == doctest::Approx(0.25));
+    const auto negative = hetlaunch::parse_measurement(
+        R"({"step": 20, "nodes": [{"node": 0, "samples_per_second": 3, "allreduce_seconds_without": -1}]})",
+        1);
+    REQUIRE(!negative);
+    CHECK(negative.error().message.find("allreduce_seconds_without must be 0 or more") !=
+          std::string::npos);
     for (const char* bad : {"-0.5", "1e10", "\"1\""}) {
       const auto refused = hetlaunch::parse_measurement(
           std::string(

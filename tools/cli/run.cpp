@@ -689,7 +689,9 @@ std::string predictions_text(const hetlaunch::cluster& c, const hetlaunch::measu
       text += concat(k ? ", " : "", "{\"without\": ",
                      predicted[k].without ? json_string(who(predicted[k])) : std::string("null"),
                      ", \"step_seconds\": ", line,
-                     ", \"slows_the_job\": ", predicted[k].slows_the_job ? "true" : "false", "}");
+                     ", \"slows_the_job\": ", predicted[k].slows_the_job ? "true" : "false");
+      std::snprintf(line, sizeof line, "%.6g", predicted[k].allreduce_seconds);
+      text += concat(", \"allreduce_seconds\": ", line, "}");
     }
     return text + "]";
   }
@@ -700,9 +702,56 @@ std::string predictions_text(const hetlaunch::cluster& c, const hetlaunch::measu
   for (const hetlaunch::predicted_step& p : predicted) {
     const std::string what =
         p.without ? concat("without node ", *p.without, " (", who(p), ")") : "the whole job";
-    std::snprintf(line, sizeof line, "  %-32.*s %10.4f s%s\n",
+    // A job without a node whose all-reduce was measured apart says its own.
+    char own[64] = "";
+    if (p.without && m.nodes[*p.without].allreduce_seconds_without)
+      std::snprintf(own, sizeof own, " (all-reduce %.4f s)", p.allreduce_seconds);
+    std::snprintf(line, sizeof line, "  %-32.*s %10.4f s%s%s\n",
                   static_cast<int>(std::min<std::size_t>(what.size(), 200)), what.data(),
-                  p.step_seconds, p.slows_the_job ? "  slows the job" : "");
+                  p.step_seconds, own, p.slows_the_job ? "  slows the job" : "");
+    text += line;
+  }
+  return text;
+}
+
+// Each node's measurement as JSON objects ({...}, {...}) or as the table's lines with its head.
+std::string nodes_text(const hetlaunch::cluster& c, const hetlaunch::measurement& m,
+                       const std::vector<std::string>& weights, bool json) {
+  const auto number = [](const std::optional<double>& v, const char* format, const char* none) {
+    char text[40];
+    std::snprintf(text, sizeof text, format, v.value_or(0));
+    return v ? std::string(text) : std::string(none);
+  };
+  std::string text;
+  if (json) {
+    for (std::size_t i = 0; i < c.node_count(); ++i) {
+      const hetlaunch::node_measurement& n = m.nodes[i];
+      text += concat(i ? ", " : "", "{\"node\": ", i, ", \"host\": ", json_string(c.node(i).host),
+                     ", \"nproc\": ", c.node(i).nproc,
+                     ", \"samples_per_second\": ", number(n.samples_per_second, "%.6g", ""),
+                     ", \"weight\": ", json_string(weights[i]), ", \"max_batch\": ", c.max_batch(i),
+                     ", \"overhead_seconds\": ", number(n.overhead_seconds, "%.6g", "null"),
+                     ", \"allreduce_seconds_without\": ",
+                     number(n.allreduce_seconds_without, "%.6g", "null"), "}");
+    }
+    return text;
+  }
+  // A worker's own work between steps is a column when the script measured it (weights have
+  // at most 14 characters: 7 digits, a point and 6 more).
+  bool any_overhead = false;
+  for (const hetlaunch::node_measurement& n : m.nodes)
+    any_overhead = any_overhead || n.overhead_seconds;
+  const int weight_width = any_overhead ? 14 : 0;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-5s %-20s %7s %14s  %-*s%s\n", "node", "host", "workers",
+                "samples/s", weight_width, "weight", any_overhead ? "  between steps" : "");
+  text += line;
+  for (std::size_t i = 0; i < c.node_count(); ++i) {
+    const std::string own =
+        any_overhead ? "  " + number(m.nodes[i].overhead_seconds, "%11.4f s", "          -") : "";
+    std::snprintf(line, sizeof line, "%-5zu %-20.*s %7d %14.2f  %-*s%s\n", i,
+                  static_cast<int>(c.node(i).host.size()), c.node(i).host.data(), c.node(i).nproc,
+                  m.nodes[i].samples_per_second, weight_width, weights[i].c_str(), own.c_str());
     text += line;
   }
   return text;
@@ -721,53 +770,26 @@ int write_measured(const job_options& o, const hetlaunch::cluster& c, const std:
   if (!m)
     return fail(concat("calibrate: the ", hetlaunch::measured_prefix, "line, column ",
                        m.error().column, ": ", m.error().message));
-  std::vector<double> rates, overheads;
-  bool any_overhead = false;
+  const double allreduce = m->allreduce_seconds.value_or(0);
+  std::vector<double> rates, overheads, allreduce_without;
+  bool any_allreduce_without = false;
   for (const hetlaunch::node_measurement& n : m->nodes) {
     rates.push_back(n.samples_per_second);
     overheads.push_back(n.overhead_seconds.value_or(0));
-    any_overhead = any_overhead || n.overhead_seconds;
+    allreduce_without.push_back(n.allreduce_seconds_without.value_or(allreduce));
+    any_allreduce_without = any_allreduce_without || n.allreduce_seconds_without;
   }
+  if (!any_allreduce_without) allreduce_without.clear();
   const auto weights = hetlaunch::weights_from_rates(rates);
   if (!weights) return fail(concat("calibrate: ", weights.error().message));
   const std::vector<hetlaunch::predicted_step> predicted = hetlaunch::predict_steps(
-      c, rates, o.launch.global_batch, m->allreduce_seconds.value_or(0), overheads);
-  char rate[40], overhead[40];
-  std::string text;
-  if (o.format == "json") {
-    text = concat("{\"step\": ", m->step, ", \"nodes\": [");
-    for (std::size_t i = 0; i < c.node_count(); ++i) {
-      std::snprintf(rate, sizeof rate, "%.6g", rates[i]);
-      std::snprintf(overhead, sizeof overhead, "%.6g", overheads[i]);
-      text +=
-          concat(i ? ", " : "", "{\"node\": ", i, ", \"host\": ", json_string(c.node(i).host),
-                 ", \"nproc\": ", c.node(i).nproc, ", \"samples_per_second\": ", rate,
-                 ", \"weight\": ", json_string((*weights)[i]), ", \"max_batch\": ", c.max_batch(i),
-                 ", \"overhead_seconds\": ", m->nodes[i].overhead_seconds ? overhead : "null", "}");
-    }
-    text += concat("]", predictions_text(c, *m, predicted, o.launch.global_batch, true), "}\n");
-  } else {
-    text = concat("measured over ", m->step, " steps\n\n");
-    char line[512];
-    // A worker's own work between steps is a column when the script measured it.
-    // (weights have at most 14 characters: 7 digits, a point and 6 more)
-    const int weight_width = any_overhead ? 14 : 0;
-    std::snprintf(line, sizeof line, "%-5s %-20s %7s %14s  %-*s%s\n", "node", "host", "workers",
-                  "samples/s", weight_width, "weight", any_overhead ? "  between steps" : "");
-    text += line;
-    for (std::size_t i = 0; i < c.node_count(); ++i) {
-      overhead[0] = '\0';
-      if (m->nodes[i].overhead_seconds)
-        std::snprintf(overhead, sizeof overhead, "  %11.4f s", overheads[i]);
-      else if (any_overhead)
-        std::snprintf(overhead, sizeof overhead, "  %11s", "-");
-      std::snprintf(line, sizeof line, "%-5zu %-20.*s %7d %14.2f  %-*s%s\n", i,
-                    static_cast<int>(c.node(i).host.size()), c.node(i).host.data(), c.node(i).nproc,
-                    rates[i], weight_width, (*weights)[i].c_str(), overhead);
-      text += line;
-    }
-    text += predictions_text(c, *m, predicted, o.launch.global_batch, false);
-  }
+      c, rates, o.launch.global_batch, allreduce, overheads, allreduce_without);
+  std::string text =
+      o.format == "json"
+          ? concat("{\"step\": ", m->step, ", \"nodes\": [", nodes_text(c, *m, *weights, true), "]",
+                   predictions_text(c, *m, predicted, o.launch.global_batch, true), "}\n")
+          : concat("measured over ", m->step, " steps\n\n", nodes_text(c, *m, *weights, false),
+                   predictions_text(c, *m, predicted, o.launch.global_batch, false));
   std::fwrite(text.data(), 1, text.size(), stdout);
   if (o.calibrate.hostfile) {
     std::string hostfile =

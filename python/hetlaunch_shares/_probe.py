@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: MIT
+"""Calibration's last measurement: how long the gradient all-reduce takes without each node.
+
+An all-reduce is as slow as its slowest member (a node with an old network, or CPUs whose
+communication threads are throttled), so the all-reduce of the job without a node is not the
+whole job's. Every rank, at the same point, all-reduces a tensor of the gradient's size over the
+whole job and over the job without each node in turn (one group each), several rounds, one
+all-reduce a group a round, so that every group sees the same state of the machines (a round
+that follows the groups' creation, say, is not one group's alone). The least of the members' means
+is a group's time. The mean, not the median: where a member's CPU time is capped (a cgroup quota),
+an all-reduce takes either a moment or the rest of the quota's period, and the step waits for the
+mean of the two."""
+
+import time
+from typing import Dict, List, NamedTuple, Optional
+
+# Beyond this many nodes the probe is not run (a group a node, each connecting its members):
+# every job without a node then gets the whole job's all-reduce.
+MOST_NODES = 32
+ROUNDS = 10  # timed rounds, after one that is not timed
+
+
+class Gradient(NamedTuple):
+    """What a step's all-reduce carries on this rank: its elements, their dtype and device."""
+
+    elements: int
+    dtype: object
+    device: object
+
+
+def _timed(tensor, group) -> float:
+    import torch.distributed as dist
+
+    dist.barrier(group=group)  # the members start together: the time is the all-reduce's own
+    started = time.perf_counter()
+    dist.all_reduce(tensor, group=group)
+    return time.perf_counter() - started
+
+
+def allreduce_without_each_node(node_of_rank: List[int], gradient: Gradient) -> Optional[Dict[str, object]]:
+    """Every rank of the default group calls it at the same point. `node_of_rank`: each rank's
+    node. Returns {"whole": seconds, "without": [seconds of the job without node j, ...]} (0 for
+    a job of one rank, which has nothing to reduce), the same on every rank; None when the job
+    has one node or more than MOST_NODES."""
+    import torch
+    import torch.distributed as dist
+
+    nodes = max(node_of_rank) + 1
+    if nodes < 2 or nodes > MOST_NODES:
+        return None
+    me = dist.get_rank()
+    tensor = torch.zeros(max(1, gradient.elements), dtype=gradient.dtype, device=gradient.device)
+    # (group, its ranks) for the whole job (None: the default group), then without each node;
+    # every rank creates every group, in the same order.
+    groups = [(None, list(range(len(node_of_rank))))]
+    for j in range(nodes):
+        ranks = [k for k, node in enumerate(node_of_rank) if node != j]
+        groups.append((dist.new_group(ranks), ranks))
+    sums = [0.0] * len(groups)
+    for round_ in range(ROUNDS + 1):
+        for g, (group, ranks) in enumerate(groups):
+            if me in ranks and len(ranks) > 1:
+                seconds = _timed(tensor, group)
+                sums[g] += seconds if round_ else 0.0
+    for group, ranks in groups[1:]:
+        if me in ranks:
+            dist.destroy_process_group(group)
+    mine = [s / ROUNDS if me in ranks else None for s, (_, ranks) in zip(sums, groups)]
+    gathered = [None] * dist.get_world_size()
+    dist.all_gather_object(gathered, mine)
+    least = [min(m[g] for m in gathered if m[g] is not None) for g in range(len(groups))]
+    return {"whole": least[0], "without": least[1:]}

@@ -668,6 +668,13 @@ int calibrate_command(const job_options& given) {
 }
 
 namespace {
+// A measured figure in calibrate's JSON: six significant digits, or null when not measured.
+std::string json_figure(const std::optional<double>& v) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.6g", v.value_or(0));
+  return v ? std::string(text) : std::string("null");
+}
+
 // Which nodes pay their way (docs/shares.md): the all-reduce and the step predicted with and
 // without each node, as JSON keys (", \"allreduce_seconds\": ..., \"prediction\": [...]") or as
 // the table's last lines.
@@ -681,18 +688,14 @@ std::string predictions_text(const hetlaunch::cluster& c, const hetlaunch::measu
   char line[512];
   std::string text;
   if (json) {
-    std::snprintf(line, sizeof line, "%.6g", allreduce);
-    text = concat(", \"allreduce_seconds\": ", m.allreduce_seconds ? line : "null",
+    text = concat(", \"allreduce_seconds\": ", json_figure(m.allreduce_seconds),
                   ", \"prediction\": [");
-    for (std::size_t k = 0; k < predicted.size(); ++k) {
-      std::snprintf(line, sizeof line, "%.6g", predicted[k].step_seconds);
+    for (std::size_t k = 0; k < predicted.size(); ++k)
       text += concat(k ? ", " : "", "{\"without\": ",
                      predicted[k].without ? json_string(who(predicted[k])) : std::string("null"),
-                     ", \"step_seconds\": ", line,
-                     ", \"slows_the_job\": ", predicted[k].slows_the_job ? "true" : "false");
-      std::snprintf(line, sizeof line, "%.6g", predicted[k].allreduce_seconds);
-      text += concat(", \"allreduce_seconds\": ", line, "}");
-    }
+                     ", \"step_seconds\": ", json_figure(predicted[k].step_seconds),
+                     ", \"slows_the_job\": ", predicted[k].slows_the_job ? "true" : "false",
+                     ", \"allreduce_seconds\": ", json_figure(predicted[k].allreduce_seconds), "}");
     return text + "]";
   }
   if (predicted.empty()) return text;
@@ -717,22 +720,17 @@ std::string predictions_text(const hetlaunch::cluster& c, const hetlaunch::measu
 // Each node's measurement as JSON objects ({...}, {...}) or as the table's lines with its head.
 std::string nodes_text(const hetlaunch::cluster& c, const hetlaunch::measurement& m,
                        const std::vector<std::string>& weights, bool json) {
-  const auto number = [](const std::optional<double>& v, const char* format, const char* none) {
-    char text[40];
-    std::snprintf(text, sizeof text, format, v.value_or(0));
-    return v ? std::string(text) : std::string(none);
-  };
   std::string text;
   if (json) {
     for (std::size_t i = 0; i < c.node_count(); ++i) {
       const hetlaunch::node_measurement& n = m.nodes[i];
       text += concat(i ? ", " : "", "{\"node\": ", i, ", \"host\": ", json_string(c.node(i).host),
                      ", \"nproc\": ", c.node(i).nproc,
-                     ", \"samples_per_second\": ", number(n.samples_per_second, "%.6g", ""),
+                     ", \"samples_per_second\": ", json_figure(n.samples_per_second),
                      ", \"weight\": ", json_string(weights[i]), ", \"max_batch\": ", c.max_batch(i),
-                     ", \"overhead_seconds\": ", number(n.overhead_seconds, "%.6g", "null"),
-                     ", \"allreduce_seconds_without\": ",
-                     number(n.allreduce_seconds_without, "%.6g", "null"), "}");
+                     ", \"overhead_seconds\": ", json_figure(n.overhead_seconds),
+                     ", \"allreduce_seconds_without\": ", json_figure(n.allreduce_seconds_without),
+                     "}");
     }
     return text;
   }
@@ -747,11 +745,14 @@ std::string nodes_text(const hetlaunch::cluster& c, const hetlaunch::measurement
                 "samples/s", weight_width, "weight", any_overhead ? "  between steps" : "");
   text += line;
   for (std::size_t i = 0; i < c.node_count(); ++i) {
-    const std::string own =
-        any_overhead ? "  " + number(m.nodes[i].overhead_seconds, "%11.4f s", "          -") : "";
+    char own[40] = "";
+    if (m.nodes[i].overhead_seconds)
+      std::snprintf(own, sizeof own, "  %11.4f s", *m.nodes[i].overhead_seconds);
+    else if (any_overhead)
+      std::snprintf(own, sizeof own, "  %11s", "-");
     std::snprintf(line, sizeof line, "%-5zu %-20.*s %7d %14.2f  %-*s%s\n", i,
                   static_cast<int>(c.node(i).host.size()), c.node(i).host.data(), c.node(i).nproc,
-                  m.nodes[i].samples_per_second, weight_width, weights[i].c_str(), own.c_str());
+                  m.nodes[i].samples_per_second, weight_width, weights[i].c_str(), own);
     text += line;
   }
   return text;
@@ -771,15 +772,13 @@ int write_measured(const job_options& o, const hetlaunch::cluster& c, const std:
     return fail(concat("calibrate: the ", hetlaunch::measured_prefix, "line, column ",
                        m.error().column, ": ", m.error().message));
   const double allreduce = m->allreduce_seconds.value_or(0);
+  // A node's figure not measured is its default: no own work, the whole job's all-reduce.
   std::vector<double> rates, overheads, allreduce_without;
-  bool any_allreduce_without = false;
   for (const hetlaunch::node_measurement& n : m->nodes) {
     rates.push_back(n.samples_per_second);
     overheads.push_back(n.overhead_seconds.value_or(0));
     allreduce_without.push_back(n.allreduce_seconds_without.value_or(allreduce));
-    any_allreduce_without = any_allreduce_without || n.allreduce_seconds_without;
   }
-  if (!any_allreduce_without) allreduce_without.clear();
   const auto weights = hetlaunch::weights_from_rates(rates);
   if (!weights) return fail(concat("calibrate: ", weights.error().message));
   const std::vector<hetlaunch::predicted_step> predicted = hetlaunch::predict_steps(

@@ -33,7 +33,8 @@ struct predicted_step {
 /// The longest of the ranks' share over their rate plus their node's `overhead_seconds`, with
 /// `global_batch` split over `nodes` (their nproc and ceilings as given) by weights from `rates`
 /// (one a node, samples per second of one worker, above 0), plus `allreduce_seconds`; none when
-/// that split is refused or a figure of seconds is not 0 to max_measured_seconds. `overhead_seconds`:
+/// that split is refused, a figure of seconds is not 0 to max_measured_seconds, or a rank's
+/// share over its rate is past it. `overhead_seconds`:
 /// one a node, or empty for none.
 [[nodiscard]] inline std::optional<double> predict_step(
     const cluster& nodes, const std::vector<double>& rates, int global_batch,
@@ -60,8 +61,12 @@ struct predicted_step {
   for (std::size_t i = 0; i < nodes.node_count(); ++i) {
     // Local rank 0 takes the most samples of its node.
     const rank_batch most = batch_of_rank((*split)[i], nodes.nproc(i), 0);
+    const double share_seconds = most.batch / rates[i];
+    // A rate so low that its share takes past max_measured_seconds is no measurement to plan by
+    // (a rate of 1e-300 would predict a step of 1e300 s).
+    if (!(share_seconds <= max_measured_seconds)) return std::nullopt;
     const double own = overhead_seconds.empty() ? 0.0 : overhead_seconds[i];
-    slowest = std::max(slowest, most.batch / rates[i] + own);
+    slowest = std::max(slowest, share_seconds + own);
   }
   return slowest + allreduce_seconds;
 }

@@ -129,6 +129,18 @@ TEST_SUITE("step_prediction") {
     CHECK(hetlaunch::predict_steps(three(), {1, 1, 1}, 3, 0, {0.1, 0.1}).empty());
   }
 
+  TEST_CASE("a rate whose share would take past max_measured_seconds predicts nothing") {
+    // 1 sample at 1e-300 samples/s would be a step of 1e300 s; at 1e-9, exactly 1e9 s is kept.
+    CHECK(!hetlaunch::predict_step(hetlaunch::cluster{{"a", 1}}, {1e-300}, 1, 0));
+    const auto longest = hetlaunch::predict_step(hetlaunch::cluster{{"a", 1}}, {1e-9}, 1, 0);
+    REQUIRE(longest);
+    CHECK(*longest == doctest::Approx(1e9));
+    // In a job, such a node leaves the whole job unpredicted, so nothing is compared with it.
+    const auto p =
+        hetlaunch::predict_steps(hetlaunch::cluster{{"a", 1}, {"b", 1}}, {50, 1e-300}, 6, 0.01);
+    CHECK(p.empty());
+  }
+
   TEST_CASE("a split the plan refuses predicts nothing, never an error") {
     // 2 samples cannot be split over three nodes; 3 can, and over any two of them too.
     CHECK(hetlaunch::predict_steps(three(), {1, 1, 1}, 2, 0).empty());

@@ -50,9 +50,11 @@ def allreduce_without_each_node(node_of_rank: List[int], gradient: Gradient) -> 
         return None
     me = dist.get_rank()
     tensor = torch.zeros(max(1, gradient.elements), dtype=gradient.dtype, device=gradient.device)
-    # (group, its ranks) for the whole job (None: the default group), then without each node;
-    # every rank creates every group, in the same order.
-    groups = [(None, list(range(len(node_of_rank))))]
+    # (group, its ranks) for the whole job, then without each node; every rank creates every
+    # group, in the same order. The whole job gets a group of its own too, not the default one:
+    # a group's communication threads start where its creator runs at that moment (a cgroup, a
+    # CPU set applied after the default group began), and groups are compared alike.
+    groups = [(dist.new_group(list(range(len(node_of_rank)))), list(range(len(node_of_rank))))]
     for j in range(nodes):
         ranks = [k for k, node in enumerate(node_of_rank) if node != j]
         groups.append((dist.new_group(ranks), ranks))
@@ -62,7 +64,7 @@ def allreduce_without_each_node(node_of_rank: List[int], gradient: Gradient) -> 
             if me in ranks and len(ranks) > 1:
                 seconds = _timed(tensor, group)
                 sums[g] += seconds if round_ else 0.0
-    for group, ranks in groups[1:]:
+    for group, ranks in groups:
         if me in ranks:
             dist.destroy_process_group(group)
     mine = [s / ROUNDS if me in ranks else None for s, (_, ranks) in zip(sums, groups)]

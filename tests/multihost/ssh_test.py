@@ -1021,12 +1021,12 @@ def remove_cgroups(stale_only):
                 time.sleep(0.1)
 
 
-def cgroup(name, share_of_core):
-    """A cgroup v1 cpu group of this run whose tasks get `share_of_core` of one core (a longer
-    period for a share whose quota would be under the kernel's least, 1 ms)."""
+def cgroup(name, share_of_core, period_us=CGROUP_PERIOD):
+    """A cgroup v1 cpu group of this run whose tasks get `share_of_core` of one core each period of
+    `period_us`, lengthened where the quota would be under the kernel's least, 1 ms."""
     group = CGROUP_ROOT / f"{CGROUP_STEM}{os.getpid()}-{name}"
     group.mkdir()
-    period = max(CGROUP_PERIOD, int(1000 / share_of_core) + 1)
+    period = max(period_us, int(1000 / share_of_core) + 1)
     (group / "cpu.cfs_period_us").write_text(str(period))
     (group / "cpu.cfs_quota_us").write_text(str(int(period * share_of_core)))
     return group
@@ -1050,10 +1050,13 @@ class throttle(in_background):
     """While it runs, each new worker of `script` on host k has its main thread, which computes
     (OMP_NUM_THREADS=1), moved into `groups[k]` once it has a second thread. Threads it starts
     later follow it; the quota slows its forwards and backwards as a slower GPU would, and the
-    rank's own rate (its computation, before the all-reduce) with them."""
+    rank's own rate (its computation, before the all-reduce) with them. With `whole_worker`, every
+    thread of the worker moves, those it started before (gloo's for the default group) included:
+    the node is slower at everything, its communication too."""
 
-    def __init__(self, script, groups):
+    def __init__(self, script, groups, whole_worker=False):
         self.script, self.groups, self.moved = script, groups, set()
+        self.into = "cgroup.procs" if whole_worker else "tasks"
 
     def watch(self):
         while not self.done.is_set():
@@ -1064,7 +1067,7 @@ class throttle(in_background):
                     try:
                         if len(list(pathlib.Path(f"/proc/{pid}/task").iterdir())) < 2:
                             continue
-                        (group / "tasks").write_text(str(pid))
+                        (group / self.into).write_text(str(pid))
                         self.moved.add(pid)
                     except OSError:
                         pass
@@ -1150,21 +1153,27 @@ def case_slow_training(b, w, work, c):
 
 def case_calibrate_advice(b, w, work, c):
     """Which nodes pay their way: three hosts whose workers get 1, 1/3 and 1/30 of a core (cgroup v1
-    quotas on their computing threads) run examples/train_shares.py on DDP/gloo. `calibrate --json`
-    measures each node (its rate and its own work between steps), the all-reduce and the all-reduce
-    without each node, and predicts the step of the whole job and of the job without each node;
-    then each of those four jobs runs, split by the measured rates, and its step is measured. The
-    predictions and the measured steps are printed side by side (their errors are measurements of
-    a shared machine, docs/performance.md); the test asks for a prediction of each job, each figure
-    measured, and every job to run."""
+    quotas on every thread of the worker, its communication's too) run examples/train_shares.py on
+    DDP/gloo. `calibrate --json` measures each node (its rate and its own work between steps), the
+    all-reduce and the all-reduce without each node, and predicts the step of the whole job and of
+    the job without each node; then each of those four jobs runs, split by the measured rates, and
+    its step is measured. The predictions and the measured steps are printed side by side (their
+    errors are measurements of a shared machine, docs/performance.md); the test asks for a
+    prediction of each job, each figure measured, and every job to run.
+
+    The quotas' periods are the shortest the kernel allows (its least quota is 1 ms: 3 ms for the
+    third, 30 ms for the thirtieth), and a step of 2,400 samples takes several periods: a node whose
+    quota its computation has used up waits for the next period at each wake-up of its all-reduce,
+    which a longer period would turn from a slower node into a bimodal one."""
     example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_shares.py"
-    groups = {0: cgroup("advice-full", 1.0), 1: cgroup("advice-third", 1 / 3), 2: cgroup("advice-thirtieth", 1 / 30)}
-    common = [*ssh_args(c.work), *TORCHRUN, "--kill-after", str(KILL_AFTER), "--global-batch", "480",
+    groups = {0: cgroup("advice-full", 1.0), 1: cgroup("advice-third", 1 / 3, period_us=1000),
+              2: cgroup("advice-thirtieth", 1 / 30, period_us=1000)}
+    common = [*ssh_args(c.work), *TORCHRUN, "--kill-after", str(KILL_AFTER), "--global-batch", "2400",
               "--env", "GLOO_SOCKET_IFNAME=eth0", "--env", "OMP_NUM_THREADS=1"]
-    train = ["--features", "64", "--hidden", "256", "--samples", "48000"]
+    train = ["--features", "64", "--hidden", "256", "--samples", "192000"]
     problems, measured = [], {}
     try:
-        with throttle("train_shares.py", groups):
+        with throttle("train_shares.py", groups, whole_worker=True):
             hf = hostfile(work, [f"{V4[i]} slots=1" for i in range(3)])
             code, out, err = finish(hetlaunch_on_host0(b, [
                 "calibrate", "--hostfile", str(hf), *common, "--master-port", "29741", "--calibrate-steps", "20",
@@ -1179,7 +1188,7 @@ def case_calibrate_advice(b, w, work, c):
                 report = work / f"report-{k}.json"
                 code, out, err = finish(hetlaunch_on_host0(b, [
                     "run", "--hostfile", str(job_hf), *common, "--master-port", str(29743 + 2 * k), "--",
-                    str(example), *train, "--steps", "40", "--warmup", "8", "--report", str(report)]), timeout=300)
+                    str(example), *train, "--steps", "30", "--warmup", "6", "--report", str(report)]), timeout=300)
                 if code != 0 or not report.exists():
                     problems.append(f"the job without {p['without']} exited {code}:\n{err[-2000:]}")
                     continue

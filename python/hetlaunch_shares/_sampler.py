@@ -10,7 +10,7 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass, replace
-from typing import Iterator, List, NamedTuple
+from typing import Iterator, List, NamedTuple, Optional, Tuple
 
 from . import _names as names
 from . import _probe, _progress
@@ -72,10 +72,21 @@ class WindowSums:
     reduce_steps: int = 0
 
 
+def least_reduce(gathered: List[RankWindow]) -> Optional[Tuple[float, int]]:
+    """A window's all-reduce and the steps it is over: from the last gradient to the gradients
+    reduced, the least of the ranks' means (the last to compute its gradients waits for nobody);
+    None when no rank saw a reduction end."""
+    means = [(w.reduce / w.reduce_steps, w.reduce_steps) for w in gathered if w.reduce_steps]
+    return min(means) if means else None
+
+
 def measurement(step: int, layout: List[RankLayout], gathered: List[RankWindow], rates: List[float],
-                weights: List[str]) -> dict:
+                weights: List[str], reductions: Optional[List[Tuple[float, int]]] = None) -> dict:
     """What HETLAUNCH_MEASURED says: each node's rate and weight, its workers' own work between
-    steps (`overhead_seconds`, where each of them measured it), and the gradient all-reduce."""
+    steps (`overhead_seconds`, where each of them measured it), and the gradient all-reduce.
+    `reductions`: calibration's windows, each least_reduce's; their mean over the steps is the
+    all-reduce. Summed over windows first instead, a rank that was last in one window and not in
+    the next would count its wait for the others as the all-reduce's."""
     nodes = []
     for i, (rate, weight) in enumerate(zip(rates, weights)):
         node = {"node": i, "samples_per_second": rate, "weight": weight}
@@ -86,9 +97,9 @@ def measurement(step: int, layout: List[RankLayout], gathered: List[RankWindow],
     measured = {"step": step, "nodes": nodes}
     # The all-reduce's own time: from the last gradient to the gradients reduced on the rank that
     # waits least for the others (the last to compute its gradients).
-    reduce = [w.reduce / w.reduce_steps for w in gathered if w.reduce_steps]
+    reduce = reductions or [r for r in [least_reduce(gathered)] if r is not None]
     if reduce:
-        measured["allreduce_seconds"] = min(reduce)
+        measured["allreduce_seconds"] = sum(s * n for s, n in reduce) / sum(n for _, n in reduce)
     else:
         # Nothing saw the reduction end (a script that reduces by itself): each step's time outside
         # the computation of the rank that waits least, its own work between steps included.
@@ -213,6 +224,7 @@ class ShareBatchSampler:
         self._bucket_elements = 0  # the current pass's buckets so far (the comm hook)
         self.watching = 0  # parameters whose gradients time the steps (watch())
         self._calibration = None  # calibrating: each rank's seconds and samples after the first window
+        self._reductions = []  # calibrating: each window's all-reduce after the first (least_reduce)
         self._printed = False
         # Progress for a launcher that judges slow and hung ranks (HETLAUNCH_PROGRESS_SECONDS), if asked.
         self._progress = _progress.reporter()
@@ -478,6 +490,7 @@ class ShareBatchSampler:
                 self._calibration = [RankWindow(0.0, 0, 0, False, False) for _ in gathered]
             else:
                 self._calibration = [summed(c, g) for c, g in zip(self._calibration, gathered)]
+                self._reductions += [r for r in [least_reduce(gathered)] if r is not None]
                 gathered = self._calibration
         rates = []
         for node in range(len(nproc)):
@@ -490,7 +503,7 @@ class ShareBatchSampler:
         for host, rate in zip(self._hosts(), rates):
             if host:
                 self.rates[host] = rate
-        self.measured = measurement(self.steps_done, self._layout, gathered, rates, weights)
+        self.measured = measurement(self.steps_done, self._layout, gathered, rates, weights, self._reductions)
         current = self._node_split(nproc)
         proposed = split_batch(self._cut.global_batch, nproc, weights)
 

@@ -543,7 +543,7 @@ def own_work_cases():
     the ranks' reductions (the last to compute its gradients waits for nobody)."""
     import time
 
-    from hetlaunch_shares._sampler import RankLayout, RankWindow, measurement, summed
+    from hetlaunch_shares._sampler import RankLayout, RankWindow, least_reduce, measurement, summed
     from hetlaunch_shares._steps import StepLedger
 
     failures = []
@@ -582,6 +582,20 @@ def own_work_cases():
     total = summed(windows[0], windows[1])
     if total != RankWindow(2.0, 80, 20, True, True, 4.0, 0.08, 20, 0.8, 20):
         failures.append(f"two windows summed: {total}")
+    # Calibration's all-reduce is each window's least, averaged over the steps: rank 0 computed
+    # last in the first window and rank 1 in the second, and neither one's wait counts.
+    first = [RankWindow(1.0, 40, 10, True, True, 2.0, 0.0, 0, 0.1, 10),
+             RankWindow(1.0, 40, 10, True, True, 2.0, 0.0, 0, 0.5, 10), nothing[2]]
+    second = [first[1], first[0], nothing[2]]
+    reductions = [least_reduce(first), least_reduce(second)]
+    m = measurement(20, layout, [summed(a, b) for a, b in zip(first, second)], [40.0, 40.0], ["1", "1"], reductions)
+    if reductions != [(0.01, 10), (0.01, 10)] or round(m["allreduce_seconds"], 9) != 0.01:
+        failures.append(f"two windows, each rank last in one: {reductions}, {m}: expected 0.01 s, not 0.03")
+    m = measurement(20, layout, windows, [40.0, 40.0], ["1", "1"], [(0.02, 5), (0.01, 15)])
+    if round(m["allreduce_seconds"], 9) != 0.0125:
+        failures.append(f"windows of 5 and 15 steps at 20 and 10 ms: {m}, expected their mean over the steps")
+    if least_reduce(nothing) is not None:
+        failures.append("a window where no rank saw a reduction end has an all-reduce")
     return failures
 
 

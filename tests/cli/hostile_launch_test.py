@@ -355,16 +355,28 @@ def teardown_cases(r):
     # stop (--kill-after 8: the node's own teardown would take 8 s). It comes once the node's
     # teardown has begun: the wrapper has had SIGTERM and its orphan runs. The node's script,
     # whose ssh was killed, still stops its processes within --kill-after by itself.
-    proc = interrupted_while_connecting("slower-ssh", 1, kill_after=8)
-    wait_for(lambda: orphans() or proc.poll() is not None, "the node's teardown")
+    # On a loaded machine the stop can reach the wrapper before its trap is set: it then ends with
+    # no orphan, the node with it, and run by itself; the case is tried again, at most three times.
+    for attempt in range(3):
+        proc = interrupted_while_connecting("slower-ssh", 1, kill_after=8)
+        wait_for(lambda: orphans() or proc.poll() is not None, "the node's teardown")
+        if orphans():
+            break
+        _, err = proc.communicate(timeout=30)
+        print(f"     the node ended before its wrapper's orphan started ({proc.returncode}, "
+              f"{err.decode(errors='replace').strip()!r}): tried again", flush=True)
+    said = ("teardown: a second signal stops at once while run waits for a node that started during the stop; "
+            "the node's script still stops its processes")
+    if proc.poll() is not None:
+        check(said, False, "in three tries the node ended before its wrapper's orphan started")
+        return
     proc.send_signal(signal.SIGINT)
     second = time.monotonic()
     _, err = proc.communicate(timeout=30)
     after_second = time.monotonic() - second
     left = orphans_left(within=8 + 2)
     err = err.decode(errors="replace")
-    check("teardown: a second signal stops at once while run waits for a node that started during the stop; "
-          "the node's script still stops its processes", proc.returncode == 130 and after_second < 3 and
+    check(said, proc.returncode == 130 and after_second < 3 and
           "node 0 ('h1'): stopped (killed by signal 9 (Killed))" in err and not left,
           (proc.returncode, f"{after_second:.1f} s after the second signal", left, err))
 

@@ -326,6 +326,25 @@ struct restart_change {
   std::string moved_master;  // why the rendezvous moved, if it did
 };
 
+// The restart event that begins every attempt after the first (docs/events.md), its fields
+// as JSON values: a failure's, a slow node's, a grow's.
+struct restart_event {
+  std::string failed_node = "null", failed_host = "null";
+  std::string excluded = "[]", replaced = "[]", readmitted = "[]";
+  std::size_t nodes = 0;
+  int world_size = 0;
+  const char* reason = "failure";
+};
+
+void write_restart(const job& j, int attempt, const restart_event& e) {
+  j.events.attempt = attempt + 1;
+  j.events.write("restart",
+                 concat("\"failed_node\": ", e.failed_node, ", \"failed_host\": ", e.failed_host,
+                        ", \"excluded\": ", e.excluded, ", \"replaced\": ", e.replaced,
+                        ", \"nodes\": ", e.nodes, ", \"world_size\": ", e.world_size,
+                        ", \"reason\": \"", e.reason, "\", \"readmitted\": ", e.readmitted));
+}
+
 restart_change change_of(const job& j, const hetlaunch::restart_decision& d,
                          const attempt_result& r) {
   const hetlaunch::cluster& topology = j.plan->topology();
@@ -402,13 +421,9 @@ void announce_restart(const job& j, int attempt, int restart, const restart_chan
       x.left_out.empty() ? "" : concat(" (without node ", x.left_out, ")").c_str(),
       x.replaced_text.empty() ? "" : concat(" (", x.replaced_text, ")").c_str(), now.world_size());
   if (!x.moved_master.empty()) std::fprintf(stderr, "hetlaunch: %s\n", x.moved_master.c_str());
-  j.events.attempt = attempt + 1;
-  j.events.write("restart",
-                 concat("\"failed_node\": ", x.failed_node,
-                        ", \"failed_host\": ", json_string(x.failed_host), ", \"excluded\": ",
-                        json_hosts(before, x.excluded), ", \"replaced\": ", x.replaced_json,
-                        ", \"nodes\": ", now.node_count(), ", \"world_size\": ", now.world_size(),
-                        ", \"reason\": \"", reason, "\", \"readmitted\": []"));
+  write_restart(j, attempt,
+                {concat(x.failed_node), json_string(x.failed_host), json_hosts(before, x.excluded),
+                 x.replaced_json, "[]", now.node_count(), now.world_size(), reason});
 }
 
 // --grow-back: the hosts that left the job, each to be probed while the next attempt runs, less
@@ -473,12 +488,9 @@ void grow_restart(job& j, int attempt, const attempt_result& r, const hetlaunch:
                "node%s (%s back), world size %d\n",
                r.checkpoint_step, attempt + 2, now.node_count(), now.node_count() == 1 ? "" : "s",
                back.c_str(), now.world_size());
-  j.events.attempt = attempt + 1;
-  j.events.write("restart",
-                 concat("\"failed_node\": null, \"failed_host\": null, \"excluded\": [], "
-                        "\"replaced\": [], \"nodes\": ",
-                        now.node_count(), ", \"world_size\": ", now.world_size(),
-                        ", \"reason\": \"grow\", \"readmitted\": ", again ? readmitted : "[]"));
+  write_restart(j, attempt,
+                {"null", "null", "[]", "[]", again ? readmitted : "[]", now.node_count(),
+                 now.world_size(), "grow"});
 }
 
 // The job's end when the attempt that ended is the last one, else the next attempt's plan.
@@ -530,12 +542,9 @@ std::optional<job_end> restart_after(job& j, int attempt, const attempt_result& 
     j.kept_slow_hosts.emplace_back(x.failed_host);
     std::fprintf(stderr, "hetlaunch: attempt %d starts as the last one did, with %s\n", attempt + 2,
                  quoted(x.failed_host).c_str());
-    j.events.attempt = attempt + 1;
-    j.events.write("restart", concat("\"failed_node\": ", x.failed_node,
-                                     ", \"failed_host\": ", json_string(x.failed_host),
-                                     ", \"excluded\": [], \"replaced\": [], \"nodes\": ",
-                                     before.node_count(), ", \"world_size\": ", before.world_size(),
-                                     ", \"reason\": \"slow\", \"readmitted\": []"));
+    write_restart(j, attempt,
+                  {concat(x.failed_node), json_string(x.failed_host), "[]", "[]", "[]",
+                   before.node_count(), before.world_size(), "slow"});
     return std::nullopt;
   }
   if (j.places) j.places = hetlaunch::places_after_restart(*j.places, d);

@@ -1100,8 +1100,8 @@ def case_slow_training(b, w, work, c):
     rebalance` trains 120 steps from that hostfile (1.5: a halved quota does not quite halve the
     measured rate, since a short computation fits in the quota's periods). For 60 steps nobody is slow: the T4-like rank
     is judged against its own rate, not the fast one's. Then host 1's quota is halved: rank_slow
-    names rank 1 on node 1 alone, within two windows of 10 steps, and the samplers move work off
-    it (the final weights are further apart than the calibrated ones). Nothing is left running."""
+    names rank 1 on node 1 alone, first within two windows of 10 steps, and the samplers move work
+    off it (the final weights are further apart than the calibrated ones). Nothing is left running."""
     example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_shares.py"
     fast, slow = cgroup("fast", 0.6), cgroup("slow", 0.2)
     common = [*ssh_args(c.work), *TORCHRUN, "--kill-after", str(KILL_AFTER), "--global-batch", "960",
@@ -1135,7 +1135,10 @@ def case_slow_training(b, w, work, c):
     final = json.loads(report.read_text())["weights"] if report.exists() else None
     print(f"     slow training: calibrated weights {weights}; rank_slow {named} (rate, expected: {rates}); "
           f"final weights {final}")
-    if [n[:3] for n in named] != [(1, V4[1], 1)]:
+    # One event an episode: once the samplers have moved work off rank 1, a shorter computation
+    # fits its quota's periods better, and a window can come back above its expected rate / 1.5,
+    # which ends the episode; a later window below it starts another. Each names rank 1.
+    if not named or any(n[:3] != (1, V4[1], 1) for n in named):
         problems.append(f"rank_slow events {named}, expected rank 1 of node 1 alone:\n{err[-3000:]}")
     elif not 60 <= named[0][3] <= 60 + 3 * 10:  # two windows after the change, the change's own included
         problems.append(f"rank 1 was named at step {named[0][3]}, the quota was halved at step 60")

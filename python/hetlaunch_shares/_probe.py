@@ -54,7 +54,8 @@ def allreduce_without_each_node(node_of_rank: List[int], gradient: Gradient) -> 
     # group, in the same order. The whole job gets a group of its own too, not the default one:
     # a group's communication threads start where its creator runs at that moment (a cgroup, a
     # CPU set applied after the default group began), and groups are compared alike.
-    groups = [(dist.new_group(list(range(len(node_of_rank)))), list(range(len(node_of_rank))))]
+    everyone = list(range(len(node_of_rank)))
+    groups = [(dist.new_group(everyone), everyone)]
     for j in range(nodes):
         ranks = [k for k, node in enumerate(node_of_rank) if node != j]
         groups.append((dist.new_group(ranks), ranks))

@@ -97,9 +97,11 @@ def measurement(step: int, layout: List[RankLayout], gathered: List[RankWindow],
     measured = {"step": step, "nodes": nodes}
     # The all-reduce's own time: from the last gradient to the gradients reduced on the rank that
     # waits least for the others (the last to compute its gradients).
-    reduce = reductions or [r for r in [least_reduce(gathered)] if r is not None]
-    if reduce:
-        measured["allreduce_seconds"] = sum(s * n for s, n in reduce) / sum(n for _, n in reduce)
+    if not reductions:
+        window = least_reduce(gathered)
+        reductions = [window] if window is not None else []
+    if reductions:
+        measured["allreduce_seconds"] = sum(s * n for s, n in reductions) / sum(n for _, n in reductions)
     else:
         # Nothing saw the reduction end (a script that reduces by itself): each step's time outside
         # the computation of the rank that waits least, its own work between steps included.
@@ -490,7 +492,9 @@ class ShareBatchSampler:
                 self._calibration = [RankWindow(0.0, 0, 0, False, False) for _ in gathered]
             else:
                 self._calibration = [summed(c, g) for c, g in zip(self._calibration, gathered)]
-                self._reductions += [r for r in [least_reduce(gathered)] if r is not None]
+                window = least_reduce(gathered)
+                if window is not None:
+                    self._reductions.append(window)
                 gathered = self._calibration
         rates = []
         for node in range(len(nproc)):

@@ -155,6 +155,7 @@ class gpu_questions {
 
  private:
   const remote_args& remote_;
+  const std::string python_ = remote_.python.value_or("python3");  // what runs the facts program
   hetlaunch::cluster& nodes_;
   const std::vector<std::size_t> asked_;  // the nodes asked, by index
   const bool custom_;
@@ -180,13 +181,13 @@ class gpu_questions {
   // count's status is the command's).
   std::string question(std::size_t k) const {
     if (!facts_) return command_;
-    const std::string facts = host_facts_command(remote_.python.value_or("python3"));
+    const std::string facts = host_facts_command(python_);
     if (!counts(k)) return facts;
     return concat(command_, "; hetlaunch_count_status=$?; ", facts,
                   " || true; exit $hetlaunch_count_status");
   }
   const std::string& what(std::size_t k) const { return counts(k) ? command_ : facts_command_; }
-  const std::string facts_command_ = concat(remote_.python.value_or("python3"), " -c ...");
+  const std::string facts_command_ = concat(python_, " -c ...");
   result<completed> start();
   void stop_all() {
     for (const std::size_t k : active_) loop_.stop(k);
@@ -268,8 +269,7 @@ void gpu_questions::take_answer(std::size_t k) {
                               hetlaunch::host_facts_prefix, "line (", describe_status(c.status),
                               first_error.empty() ? "" : ": ",
                               first_error.empty() ? std::string() : quoted(first_error, 200),
-                              "): is --python ", quoted(remote_.python.value_or("python3")),
-                              " a Python 3 there?");
+                              "): is --python ", quoted(python_), " a Python 3 there?");
         return;
       }
     } else {

@@ -1154,15 +1154,28 @@ def case_slow_training(b, w, work, c):
     return problems + left_on_hosts(work)
 
 
+def last_window_rates(metrics):
+    """{host: samples per second of its rank's last window} from a `run --metrics` file of one rank a
+    node."""
+    found = {}
+    if metrics.exists():
+        for line in metrics.read_text().splitlines():
+            m = re.fullmatch(r'hetlaunch_rank_samples_per_second\{rank="\d+",node="\d+",host="([^"]+)"\} (\S+)', line)
+            if m:
+                found[m.group(1)] = float(m.group(2))
+    return found
+
+
 def case_calibrate_advice(b, w, work, c):
     """Which nodes pay their way: three hosts whose workers get 1, 1/3 and 1/30 of a core (cgroup v1
     quotas on every thread of the worker, its communication's too) run examples/train_shares.py on
     DDP/gloo. `calibrate --json` measures each node (its rate and its own work between steps), the
     all-reduce and the all-reduce without each node, and predicts the step of the whole job and of
     the job without each node; then each of those four jobs runs, split by the measured rates, and
-    its step is measured. The predictions and the measured steps are printed side by side (their
-    errors are measurements of a shared machine, docs/performance.md); the test asks for a
-    prediction of each job, each figure measured, and every job to run.
+    its step is measured; then `calibrate` measures once more. The predictions and the measured
+    steps are printed side by side, and how far the machine's rates moved between the two
+    calibrations (the errors are measurements of a shared machine, docs/performance.md); the test
+    asks for a prediction of each job, each figure measured, and every job to run.
 
     The quotas' periods are the shortest the kernel allows (its least quota is 1 ms: 3 ms for the
     third, 30 ms for the thirtieth), and a step of 2,400 samples takes several periods: a node whose
@@ -1174,31 +1187,40 @@ def case_calibrate_advice(b, w, work, c):
     common = [*ssh_args(c.work), *TORCHRUN, "--kill-after", str(KILL_AFTER), "--global-batch", "2400",
               "--env", "GLOO_SOCKET_IFNAME=eth0", "--env", "OMP_NUM_THREADS=1"]
     train = ["--features", "64", "--hidden", "256", "--samples", "192000"]
-    problems, measured = [], {}
+    hf = hostfile(work, [f"{V4[i]} slots=1" for i in range(3)])
+
+    def calibrate(port):
+        code, out, err = finish(hetlaunch_on_host0(b, [
+            "calibrate", "--hostfile", str(hf), *common, "--master-port", str(port), "--calibrate-steps", "40",
+            "--json", "--", str(example), *train, "--steps", "1000"]), timeout=300)
+        return json.loads(out) if code == 0 else f"calibrate exited {code}:\n{err[-3000:]}"
+
+    problems, measured, in_job, again = [], {}, {}, None
     try:
         with throttle("train_shares.py", groups, whole_worker=True):
-            hf = hostfile(work, [f"{V4[i]} slots=1" for i in range(3)])
-            code, out, err = finish(hetlaunch_on_host0(b, [
-                "calibrate", "--hostfile", str(hf), *common, "--master-port", "29741", "--calibrate-steps", "20",
-                "--json", "--", str(example), *train, "--steps", "1000"]), timeout=300)
-            if code != 0:
-                return [f"calibrate exited {code}:\n{err[-3000:]}"] + left_on_hosts(work)
-            advice = json.loads(out)
+            advice = calibrate(29741)
+            if isinstance(advice, str):
+                return [advice] + left_on_hosts(work)
             rates = {n["host"]: n["samples_per_second"] for n in advice["nodes"]}
             for k, p in enumerate(advice["prediction"]):
                 hosts = [h for h in V4[:3] if h != p["without"]]
                 job_hf = hostfile(work, [f"{h} slots=1 weight={rates[h]:.6g}" for h in hosts], f"job-{k}")
-                report = work / f"report-{k}.json"
+                report, metrics = work / f"report-{k}.json", work / f"metrics-{k}.prom"
                 code, out, err = finish(hetlaunch_on_host0(b, [
-                    "run", "--hostfile", str(job_hf), *common, "--master-port", str(29743 + 2 * k), "--",
-                    str(example), *train, "--steps", "30", "--warmup", "6", "--report", str(report)]), timeout=300)
+                    "run", "--hostfile", str(job_hf), *common, "--master-port", str(29743 + 2 * k),
+                    "--metrics", str(metrics), "--", str(example), *train, "--steps", "30", "--warmup", "6",
+                    "--report", str(report)]), timeout=300)
                 if code != 0 or not report.exists():
                     problems.append(f"the job without {p['without']} exited {code}:\n{err[-2000:]}")
                     continue
                 r = json.loads(report.read_text())
                 measured[p["without"]] = r["seconds"] / r["steps"]
+                in_job[p["without"]] = last_window_rates(metrics)
+            again = calibrate(29751)
     finally:
         remove_cgroups(stale_only=False)
+    if isinstance(again, str):
+        problems.append(again)
     predicted = {p["without"]: p["step_seconds"] for p in advice["prediction"]}
     marked = [p["without"] for p in advice["prediction"] if p.get("slows_the_job")]
     own = {n["host"]: n.get("overhead_seconds") for n in advice["nodes"]}
@@ -1211,6 +1233,24 @@ def case_calibrate_advice(b, w, work, c):
         print(f"     {'the whole job' if who is None else 'without ' + who}: predicted {seconds * 1000:.1f} ms, "
               f"measured {got * 1000 if got else float('nan'):.1f} ms ({error})")
     print(f"     marked as slowing the job: {marked}")
+    for who, job_rates in in_job.items():
+        # The job's own rates (its ranks' last window) in the prediction's place: what is left of
+        # the error is the model's, not the rates'.
+        hosts = [h for h in V4[:3] if h != who]
+        if sorted(job_rates) != sorted(hosts):
+            continue
+        total = sum(rates[h] for h in hosts)
+        own_work = max(2400 * rates[h] / total / job_rates[h] + (own[h] or 0) for h in hosts)
+        allreduce = advice["allreduce_seconds"] if who is None else apart[who]
+        moved = {h: f"{(job_rates[h] / rates[h] - 1) * 100:+.0f}%" for h in hosts}
+        print(f"     {'the whole job' if who is None else 'without ' + who}: rates in the job against the "
+              f"calibration {moved}; with them the prediction is {(own_work + allreduce) * 1000:.1f} ms "
+              f"({((own_work + allreduce) / measured[who] - 1) * 100:+.0f}%)")
+    if isinstance(again, dict):
+        moved = {n["host"]: f"{(n['samples_per_second'] / rates[n['host']] - 1) * 100:+.0f}%" for n in again["nodes"]}
+        later = {p["without"]: f"{p['step_seconds'] * 1000:.1f} ms" for p in again["prediction"]}
+        print(f"     calibrated again after the jobs: rates moved {moved}; all-reduce "
+              f"{again.get('allreduce_seconds')} s; predictions {later}")
     if sorted(predicted, key=str) != sorted([None, *V4[:3]], key=str):
         problems.append(f"predictions for {list(predicted)}, expected the whole job and each without one node")
     if not isinstance(advice.get("allreduce_seconds"), (int, float)) or advice["allreduce_seconds"] < 0:

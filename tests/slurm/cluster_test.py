@@ -388,6 +388,10 @@ class suite:
                 expect(time.monotonic() < deadline, f"the hetjob was not cancelled:\n{self.log(d)}")
                 time.sleep(0.2)
             shown = self.c.client(["scontrol", "-o", "show", "job", str(job)], check=False).stdout
+            # The step's srun may end a moment before the batch script is killed with the job; a
+            # script that went on would print 10 s after its srun ended (srun waits up to 7 s for
+            # the step's tasks).
+            time.sleep(20)
             expect("after the step" not in self.log(d), f"the batch script went on after the node failure:\n{self.log(d)}")
         finally:
             self.c.client(["scancel", str(job)], check=False)
@@ -541,6 +545,7 @@ HETJOB_NO_KILL = """#!/bin/bash
 #SBATCH -w h0,h2 --nodes=2 --ntasks=2 --ntasks-per-node=1 --no-kill
 echo started
 srun --nodes=1 --ntasks=1 sleep 600 : --nodes=2 --ntasks=2 --ntasks-per-node=1 sleep 600
+sleep 10
 echo after the step
 """
 

@@ -162,6 +162,8 @@ class gpu_questions {
   const std::string command_;
   // --preflight: every host is asked for its facts too, in the same command as its GPU count.
   std::vector<hetlaunch::host_facts>* const facts_;
+  // The facts program as a shell command, made once: every host is asked the same.
+  const std::string facts_question_ = facts_ ? host_facts_command(python_) : std::string();
   std::vector<hetlaunch::host_facts> facts_of_;  // by node index
   const bool leave_out_unreachable_;
   std::vector<child> children_;
@@ -181,9 +183,8 @@ class gpu_questions {
   // count's status is the command's).
   std::string question(std::size_t k) const {
     if (!facts_) return command_;
-    const std::string facts = host_facts_command(python_);
-    if (!counts(k)) return facts;
-    return concat(command_, "; hetlaunch_count_status=$?; ", facts,
+    if (!counts(k)) return facts_question_;
+    return concat(command_, "; hetlaunch_count_status=$?; ", facts_question_,
                   " || true; exit $hetlaunch_count_status");
   }
   const std::string& what(std::size_t k) const { return counts(k) ? command_ : facts_command_; }

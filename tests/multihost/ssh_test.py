@@ -28,6 +28,7 @@ openssh-server and torchrun (and mmdebstrap for a chroot not built yet).
 usage: ssh_test.py HETLAUNCH WORKER_PY [--chroot SUITE] [CASE...]
 """
 import json
+import math
 import os
 import pathlib
 import re
@@ -1166,6 +1167,11 @@ def last_window_rates(metrics):
     return found
 
 
+def off_by(value, against):
+    """How far `value` is from `against`, as a signed percentage of it: "+12%"."""
+    return f"{(value / against - 1) * 100:+.0f}%"
+
+
 def case_calibrate_advice(b, w, work, c):
     """Which nodes pay their way: three hosts whose workers get 1, 1/3 and 1/30 of a core (cgroup v1
     quotas on every thread of the worker, its communication's too) run examples/train_shares.py on
@@ -1229,7 +1235,7 @@ def case_calibrate_advice(b, w, work, c):
           f"rates {rates}; own work between steps {own}")
     for who, seconds in predicted.items():
         got = measured.get(who)
-        error = f"{(seconds - got) / got * 100:+.0f}%" if got else "?"
+        error = off_by(seconds, got) if got else "?"
         print(f"     {'the whole job' if who is None else 'without ' + who}: predicted {seconds * 1000:.1f} ms, "
               f"measured {got * 1000 if got else float('nan'):.1f} ms ({error})")
     print(f"     marked as slowing the job: {marked}")
@@ -1237,17 +1243,20 @@ def case_calibrate_advice(b, w, work, c):
         # The job's own rates (its ranks' last window) in the prediction's place: what is left of
         # the error is the model's, not the rates'.
         hosts = [h for h in V4[:3] if h != who]
-        if sorted(job_rates) != sorted(hosts):
+        allreduce = advice["allreduce_seconds"] if who is None else apart[who]
+        # Not for a job whose ranks did not all report a rate (or an infinite one), nor without
+        # its all-reduce measured: the checks below name those.
+        if sorted(job_rates) != sorted(hosts) or not all(0 < job_rates[h] < math.inf for h in hosts) or \
+                not isinstance(allreduce, (int, float)):
             continue
         total = sum(rates[h] for h in hosts)
-        own_work = max(2400 * rates[h] / total / job_rates[h] + (own[h] or 0) for h in hosts)
-        allreduce = advice["allreduce_seconds"] if who is None else apart[who]
-        moved = {h: f"{(job_rates[h] / rates[h] - 1) * 100:+.0f}%" for h in hosts}
+        slowest = max(2400 * rates[h] / total / job_rates[h] + (own[h] or 0) for h in hosts)
+        moved = {h: off_by(job_rates[h], rates[h]) for h in hosts}
         print(f"     {'the whole job' if who is None else 'without ' + who}: rates in the job against the "
-              f"calibration {moved}; with them the prediction is {(own_work + allreduce) * 1000:.1f} ms "
-              f"({((own_work + allreduce) / measured[who] - 1) * 100:+.0f}%)")
+              f"calibration {moved}; with them the prediction is {(slowest + allreduce) * 1000:.1f} ms "
+              f"({off_by(slowest + allreduce, measured[who])})")
     if isinstance(again, dict):
-        moved = {n["host"]: f"{(n['samples_per_second'] / rates[n['host']] - 1) * 100:+.0f}%" for n in again["nodes"]}
+        moved = {n["host"]: off_by(n["samples_per_second"], rates[n["host"]]) for n in again["nodes"]}
         later = {p["without"]: f"{p['step_seconds'] * 1000:.1f} ms" for p in again["prediction"]}
         print(f"     calibrated again after the jobs: rates moved {moved}; all-reduce "
               f"{again.get('allreduce_seconds')} s; predictions {later}")

@@ -25,7 +25,7 @@ chroot's mounts) is removed at the end, also when a case fails or the test is in
 leftovers of a killed earlier run are removed first. Needs root, iproute2, util-linux,
 openssh-server and torchrun (and mmdebstrap for a chroot not built yet).
 
-usage: ssh_test.py HETLAUNCH WORKER_PY [--chroot SUITE] [CASE...]
+usage: ssh_test.py HETLAUNCH WORKER_PY [--chroot SUITE] [--without CASE]... [CASE...]
 """
 import json
 import math
@@ -45,6 +45,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
 import job_events  # noqa: E402
 import netns  # noqa: E402
 import processes  # noqa: E402
+import sshd_privsep  # noqa: E402
 import torchrun_flags  # noqa: E402
 from harness import Suite, pick  # noqa: E402
 from worker_records import rank_problems, read_records  # noqa: E402
@@ -105,7 +106,7 @@ class cluster:
     def __init__(self, work):
         self.work = work
         self.sshd = [None] * 3
-        self.made_run_sshd = False
+        self.privsep = False  # this suite uses sshd's privilege separation directory
 
     def create(self):
         w = self.work
@@ -131,9 +132,8 @@ class cluster:
                 f"AuthorizedKeysFile {w / 'authorized_keys'}\nStrictModes no\nUsePAM no\n"
                 "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
                 f"LogLevel VERBOSE\nSetEnv PATH={bin_dir}:/usr/local/bin:/usr/bin:/bin TMPDIR={w / f'tmp-{i}'}\n")
-        if not pathlib.Path("/run/sshd").exists():  # sshd's privilege separation directory
-            pathlib.Path("/run/sshd").mkdir(mode=0o755)
-            self.made_run_sshd = True
+        sshd_privsep.enter()
+        self.privsep = True
         for i in range(3):
             self.start_sshd(i)
 
@@ -173,8 +173,9 @@ class cluster:
             except ProcessLookupError:
                 pass
         NETWORK.remove()
-        if self.made_run_sshd:
-            shutil.rmtree("/run/sshd", ignore_errors=True)
+        if self.privsep:
+            sshd_privsep.leave()
+            self.privsep = False
 
 
 def ssh_args(work):
@@ -1572,8 +1573,16 @@ def main():
     suite = None
     if rest[:1] == ["--chroot"]:
         suite, rest = rest[1], rest[2:]
+    without = []
+    while rest[:1] == ["--without"]:
+        if len(rest) < 2:
+            sys.exit("--without needs the name of a case")
+        without.append(rest[1])
+        rest = rest[2:]
+    pick(CASES, without)  # an unknown name is refused, as a case to run would be
     # A case that compares this machine's torch with the chroot's runs only with a chroot.
     chosen = pick(CASES, rest) if rest or suite else [n for n in CASES if n not in CHROOT_ONLY]
+    chosen = [n for n in chosen if n not in without]
     if os.geteuid() != 0:
         print("ssh_test: needs root (network namespaces)")
         return 1

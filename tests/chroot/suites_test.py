@@ -23,6 +23,7 @@ test that does run in sid must pass.
 
 usage: suites_test.py SOURCE_DIR TEST_BIN_DIR [SUITE...]   (suites: trixie sid)
 """
+import fcntl
 import os
 import pathlib
 import re
@@ -78,7 +79,19 @@ def release(root):
 
 
 def build(suite, extra):
-    """The suite's chroot, from the cache or built now; None with a message when it cannot be."""
+    """The suite's chroot, from the cache or built now; None with a message when it cannot be.
+    One suite at a time checks and builds it (a lock of the cache's): the others that want it wait,
+    then find it built."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    lock = os.open(CACHE / f"{suite}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build(suite, extra)
+    finally:
+        os.close(lock)
+
+
+def _build(suite, extra):
     root = CACHE / suite
     # sid's Release file on a mirror may have expired; the archive is still consistent.
     cmd = ["mmdebstrap", "--variant=apt", f"--include={PACKAGES}{extra}",
@@ -87,7 +100,6 @@ def build(suite, extra):
     marker = root / ".hetlaunch-complete"
     if marker.exists() and marker.read_text() == f"{' '.join(cmd)}\n":
         return root, "cached"
-    CACHE.mkdir(parents=True, exist_ok=True)
     partial = CACHE / f"{suite}.partial"
     release(partial)
     shutil.rmtree(partial, ignore_errors=True)
@@ -106,15 +118,37 @@ def build(suite, extra):
     return root, f"built in {time.monotonic() - started:.0f} s"
 
 
-class mounted:
-    """proc, /dev, /dev/shm, sysfs and the given directories at their own paths inside `root`."""
+VIEW = ".view-"  # CACHE/SUITE.view-PID: suite PID's own view of the chroot SUITE
 
-    def __init__(self, root, binds):
-        self.root, self.binds = root, binds
+
+def remove_stale_views():
+    """The views of suites that were killed: their processes, their mounts, their directories."""
+    for view in CACHE.glob(f"*{VIEW}*"):
+        pid = view.name.rsplit(VIEW, 1)[1]
+        if pid.isdigit() and not pathlib.Path(f"/proc/{pid}").exists():
+            release(view)
+            try:
+                view.rmdir()
+            except OSError:
+                pass
+
+
+class mounted:
+    """A view of the chroot `image` of this suite's own (the image bound at CACHE/SUITE.view-PID),
+    with proc, /dev, /dev/shm, sysfs and the given directories at their own paths inside. Suites
+    that use one chroot at once each have theirs: one suite's mounts, its processes and its
+    teardown never touch another's. `root` is the view."""
+
+    def __init__(self, image, binds):
+        self.image, self.binds = image, binds
+        self.root = image.parent / f"{image.name}{VIEW}{os.getpid()}"
 
     def __enter__(self):
+        remove_stale_views()
         release(self.root)
         try:
+            self.root.mkdir(exist_ok=True)
+            subprocess.run(["mount", "--bind", str(self.image), str(self.root)], check=True, capture_output=True)
             for kind, source, target in [("proc", "proc", "proc"), ("bind", "/dev", "dev"), ("bind", "/dev/shm", "dev/shm"),
                                          ("sysfs", "sys", "sys")] + [("bind", b, b.lstrip("/")) for b in self.binds]:
                 where = self.root / target
@@ -122,14 +156,21 @@ class mounted:
                 args = ["mount", "--bind", source, str(where)] if kind == "bind" else ["mount", "-t", kind, source, str(where)]
                 subprocess.run(args, check=True, capture_output=True)
         except BaseException:
-            release(self.root)
+            self._remove()
             raise
         return self
 
     def __exit__(self, *exc):
         with signals_held():
-            release(self.root)
+            self._remove()
         return False
+
+    def _remove(self):
+        release(self.root)
+        try:
+            self.root.rmdir()
+        except OSError:
+            pass
 
     def argv(self, argv, env=None):
         base = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "USE_LIBUV": "0",
@@ -208,7 +249,7 @@ def run_suite(run, suite, source, bins):
             t = time.monotonic()
             r = m.run([str(bins / "torchrun_e2e"), case, str(source / "tests/e2e/worker.py"), str(bins / "env_checker"),
                        work, str(bins.parent / "examples" / "direct_launcher")])
-            left = processes_in(root)
+            left = processes_in(m.root)
             run.report(f"{suite} torchrun {case}",
                        ([f"exit status {r.returncode}"] if r.returncode else []) +
                        ([f"processes left {left}"] if left else []),

@@ -1546,6 +1546,7 @@ def chroot_torchrun(suite, work_root):
     if root is None:
         raise RuntimeError(f"no {suite} chroot: {how}")
     m = suites_test.mounted(root, [str(pathlib.Path(__file__).resolve().parents[2]), str(work_root)])
+    root = m.root  # this suite's own view of the chroot
     # Named torchrun, as a node's own is: run prefixes the workers' lines (and relays their errors)
     # under a program of that name, on torch 2.14 as on 1.13.
     (work_root / f"{suite}-bin").mkdir(mode=0o755)

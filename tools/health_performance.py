@@ -231,8 +231,11 @@ def section(weights, clean, runs, blocks, steps, marks):
         "measured rate falls below half, which a halved quota does only about.",
         "",
         "On these two shared cores a rank's windows swing by up to a third now and then (the other processes take "
-        f"its core). F between those swings and the slowdown to name, {FACTOR} here, names a halving within two "
-        "windows and none of the swings; 1.5 is too close to them. Pick F above the swings of your own ranks.",
+        "its core), and a halved quota measures about half the rank's earlier rate, a little more or less from "
+        "window to window. Between the two no F names every halving within two windows here: 1.5 names such a "
+        f"swing, {FACTOR} named none in the no-false runs above and names a halving whose windows stay below "
+        f"1/{FACTOR} of the earlier rate, and 2 only one that falls below half. Pick F above the swings of your "
+        "own ranks and below the slowdown you want named.",
         "<!-- health-end -->",
     ]
     return "\n".join(lines) + "\n"

@@ -20,7 +20,10 @@ import sys
 
 
 def main():
-    block = int(os.environ["PROGRESS_BLOCK_STEPS"])
+    block = os.environ.get("PROGRESS_BLOCK_STEPS", "")
+    if not block.isdigit() or int(block) < 1:
+        sys.exit(f"progress_blocks: PROGRESS_BLOCK_STEPS={block!r} must be a number of steps, 1 or more")
+    block = int(block)
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
     from hetlaunch_shares import _sampler
 

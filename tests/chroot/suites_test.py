@@ -125,7 +125,7 @@ def remove_stale_views():
     """The views of suites that were killed: their processes, their mounts, their directories."""
     for view in CACHE.glob(f"*{VIEW}*"):
         pid = view.name.rsplit(VIEW, 1)[1]
-        if pid.isdigit() and not pathlib.Path(f"/proc/{pid}").exists():
+        if processes.owner_gone(pid):
             release(view)
             try:
                 view.rmdir()

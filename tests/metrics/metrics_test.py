@@ -41,7 +41,7 @@ def remove_stale():
     """A killed earlier run's daemons and directory: its pid is gone, its directory is left."""
     for path in pathlib.Path(tempfile.gettempdir()).glob(STEM + "*"):
         pid = path.name[len(STEM):]
-        if pid.isdigit() and not pathlib.Path(f"/proc/{pid}").exists():
+        if processes.owner_gone(pid):
             processes.kill_until_gone(lambda p=path: ours(p))
             shutil.rmtree(path, ignore_errors=True)
 

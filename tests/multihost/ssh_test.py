@@ -84,7 +84,7 @@ def remove_leftovers():
     directory), its namespaces and its /etc/netns files. Runs are told apart by their pid."""
     for work in pathlib.Path(tempfile.gettempdir()).glob(WORK_STEM + "*"):
         pid = work.name[len(WORK_STEM):]
-        if pid.isdigit() and not pathlib.Path(f"/proc/{pid}").exists():
+        if processes.owner_gone(pid):
             for p, _ in job_processes(str(work)):
                 try:
                     os.kill(p, signal.SIGKILL)
@@ -95,7 +95,7 @@ def remove_leftovers():
     # cases below kept it in their own directory.
     for f in pathlib.Path(tempfile.gettempdir()).glob("hetlaunch-rank-lines.*.py"):
         pid = f.name.split(".")[1]
-        if pid.isdigit() and not pathlib.Path(f"/proc/{pid}").exists():
+        if processes.owner_gone(pid):
             f.unlink(missing_ok=True)
     netns.remove_stale("hs")
 
@@ -1006,7 +1006,7 @@ def remove_cgroups(stale_only):
     then the groups removed."""
     for group in CGROUP_ROOT.glob(CGROUP_STEM + "*"):
         pid = group.name[len(CGROUP_STEM):].split("-")[0]
-        if stale_only and (not pid.isdigit() or pathlib.Path(f"/proc/{pid}").exists()):
+        if stale_only and not processes.owner_gone(pid):
             continue
         if not stale_only and pid != str(os.getpid()):
             continue

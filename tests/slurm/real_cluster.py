@@ -50,7 +50,7 @@ def remove_leftovers():
     """A killed earlier run's daemons, job processes, namespaces and work directory."""
     for work in pathlib.Path(tempfile.gettempdir()).glob(WORK_STEM + "*"):
         pid = work.name[len(WORK_STEM):]
-        if pid.isdigit() and not pathlib.Path(f"/proc/{pid}").exists():
+        if processes.owner_gone(pid):
             kill_all(str(work))
             shutil.rmtree(work, ignore_errors=True)
     netns.remove_stale("hsl")

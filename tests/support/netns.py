@@ -12,6 +12,8 @@ import re
 import shutil
 import subprocess
 
+import processes
+
 
 def ip(*args):
     subprocess.run(["ip", *args], check=True, capture_output=True)
@@ -21,7 +23,7 @@ def remove_stale(stem):
     """Namespaces (and /etc/netns files) named STEM<pid>-... of runs whose process is gone."""
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     for name, pid in re.findall(rf"^({re.escape(stem)}(\d+)-[\w-]+)\b", listed, re.M):
-        if not pathlib.Path(f"/proc/{pid}").exists():
+        if processes.owner_gone(pid):
             subprocess.run(["ip", "netns", "del", name], capture_output=True)
             shutil.rmtree(pathlib.Path("/etc/netns") / name, ignore_errors=True)
 

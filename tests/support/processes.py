@@ -32,6 +32,12 @@ def children(pid):
     return matching(is_child)
 
 
+def owner_gone(pid):
+    """Whether `pid`, as a name of a run's leftovers holds it (text), is a process id that no
+    process has now: the run that made them was killed."""
+    return pid.isdigit() and not pathlib.Path(f"/proc/{pid}").exists()
+
+
 def wait_until(ready, seconds, pause=0.02):
     """Waits until `ready()` is true; whether it became true within `seconds`."""
     deadline = time.monotonic() + seconds

@@ -30,11 +30,15 @@ SUITE = textwrap.dedent("""
 """)
 
 
+def suite_program(root):
+    """The suite's program, with the directory and the users file of the test's `root`."""
+    return SUITE.format(support=str(SUPPORT), directory=str(root / "sshd"), users=str(root / "users"))
+
+
 class Suite:
     def __init__(self, root):
-        code = SUITE.format(support=str(SUPPORT), directory=str(root / "sshd"), users=str(root / "users"))
-        self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True)
+        self.proc = subprocess.Popen([sys.executable, "-c", suite_program(root)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout.readline() == "in\n", "the suite did not enter"
 
     def end(self, how="leave"):
@@ -92,9 +96,8 @@ def racing():
     with tempfile.TemporaryDirectory() as tmp:
         root = pathlib.Path(tmp)
         holder = Suite(root)
-        code = SUITE.format(support=str(SUPPORT), directory=str(root / "sshd"), users=str(root / "users"))
-        churn = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                  text=True) for _ in range(12)]
+        churn = [subprocess.Popen([sys.executable, "-c", suite_program(root)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.DEVNULL, text=True) for _ in range(12)]
         for c in churn:
             c.communicate("leave\n", timeout=60)
         problems = [f"{sum(c.returncode != 0 for c in churn)} of the racing suites failed"] \

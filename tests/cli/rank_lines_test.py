@@ -41,10 +41,18 @@ sys.stdout.write("progress " + r + " 100%%\\n")
 sys.stdout.write("last-" + r)
 """ % LINES
 
-FAILING = """import os, signal, sys, time
+# Rank 3 fails once every rank has said it is ready (each leaves a file in the nodes' TMPDIR after
+# its line): a fixed second after its own line was too short for a rank starting on a loaded
+# machine, whose line then never came.
+FAILING = """import os, pathlib, sys, time
 r = os.environ["RANK"]
 print("ready", r)
+said = pathlib.Path(os.environ["TMPDIR"])
+(said / ("ready-" + r)).touch()
 if r == "3":
+    deadline = time.monotonic() + 120
+    while len(list(said.glob("ready-*"))) < 5 and time.monotonic() < deadline:
+        time.sleep(0.1)
     time.sleep(1)
     sys.exit(7)
 time.sleep(600)

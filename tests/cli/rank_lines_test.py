@@ -51,12 +51,12 @@ said = pathlib.Path(os.environ["TMPDIR"])
 (said / ("ready-" + r)).touch()
 if r == "3":
     deadline = time.monotonic() + 120
-    while len(list(said.glob("ready-*"))) < 5 and time.monotonic() < deadline:
+    while len(list(said.glob("ready-*"))) < %d and time.monotonic() < deadline:
         time.sleep(0.1)
     time.sleep(1)
     sys.exit(7)
 time.sleep(600)
-"""
+""" % len(NODE_OF)
 
 WORKER_LINE = re.compile(r"\[(\d) ([ab])\] (?:\[default\d\]:)?\[rank (\d)\] (.*)")
 

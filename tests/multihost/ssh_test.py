@@ -1033,17 +1033,22 @@ CGROUP_SHARES = 65536  # 64 busy tasks' worth: ahead of the other suites on the 
 
 
 def cgroup(name, share_of_core, period_us=CGROUP_PERIOD):
-    """A cgroup v1 cpu group of this run whose tasks get `share_of_core` of one core each period of
-    `period_us`, lengthened where the quota would be under the kernel's least, 1 ms. Its cpu.shares
-    put it ahead of the machine's other work, so that its quota, not the load, sets its speed: with
-    the default shares a group weighs as one task among all of the machine's."""
+    """A cgroup v1 cpu group of this run whose tasks get `share_of_core` of one core (set_share).
+    Its cpu.shares put it ahead of the machine's other work, so that its quota, not the load, sets
+    its speed: with the default shares a group weighs as one task among all of the machine's."""
     group = CGROUP_ROOT / f"{CGROUP_STEM}{os.getpid()}-{name}"
     group.mkdir()
     (group / "cpu.shares").write_text(str(CGROUP_SHARES))
+    set_share(group, share_of_core, period_us)
+    return group
+
+
+def set_share(group, share_of_core, period_us=CGROUP_PERIOD):
+    """`group`'s tasks get `share_of_core` of one core each period of `period_us`, lengthened where
+    the quota would be under the kernel's least, 1 ms."""
     period = max(period_us, int(1000 / share_of_core) + 1)
     (group / "cpu.cfs_period_us").write_text(str(period))
     (group / "cpu.cfs_quota_us").write_text(str(int(period * share_of_core)))
-    return group
 
 
 class in_background:
@@ -1102,8 +1107,9 @@ class cut_quota_at(in_background):
             except (OSError, ValueError):
                 done = 0
             if done >= self.step:
-                quota = self.group / "cpu.cfs_quota_us"
-                quota.write_text(str(int(quota.read_text()) // self.by))
+                quota = int((self.group / "cpu.cfs_quota_us").read_text())
+                period = int((self.group / "cpu.cfs_period_us").read_text())
+                set_share(self.group, quota / period / self.by, period)
                 return
             time.sleep(0.02)
 
@@ -1157,7 +1163,8 @@ def case_slow_training(b, w, work, c):
         problems.append(f"rank_slow events {named}, expected rank 1 of node 1 alone:\n{err[-3000:]}")
     elif not 60 <= named[0][3] <= 60 + 3 * 10:  # two windows after the change, the change's own included
         problems.append(f"rank 1 was named at step {named[0][3]}, the quota was cut at step 60")
-    # 3:1 by the quotas; less on a loaded machine, where host 0's worker gets less than its 60%.
+    # 3:1 by the quotas; full runs have measured down to 1.0 for a cause not found (calibrate's table
+    # comes with the failure).
     if not 1.2 <= weights[0] / weights[1] <= 4.5:
         problems.append(f"calibrated weights {weights}, expected host 0 faster, at most 3:1 and a half; "
                         f"calibrate said:\n{measured}")

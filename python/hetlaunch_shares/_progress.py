@@ -9,7 +9,8 @@ prints one line that often on standard output:
                         "samples_per_second": X}
 
 P is `computing` (step S started, its gradients not all computed), `computed` (done, waiting for
-the other ranks in the collective) or `checkpointing`; T how long the rank has been in P; W the
+the other ranks in the collective; and before the rank's first step, its start-up) or
+`checkpointing`; T how long the rank has been in P; W the
 number of the rank's last complete window and X its samples per second of computation in it.
 The training loop only sets a few fields: no collective, no I/O, nothing that waits. A rank
 that stops stops printing; one that waits for a stopped rank goes on saying it waits.
@@ -38,7 +39,10 @@ class Progress:
         self.out = out
         self.window_steps = window_steps
         self.step = 0
-        self.phase = "computing"
+        # Until its first step begins the rank starts up: loading data or a checkpoint, or waiting
+        # in DDP's first broadcast for a rank still importing torch. That is no step to judge stuck
+        # (a healthy start may take minutes); silence is still judged.
+        self.phase = "computed"
         self.since = clock()
         self.window = 0
         self.samples_per_second = 0.0

@@ -5625,7 +5625,8 @@ namespace hetlaunch {
 /// What a rank is doing, as it reports it.
 enum class rank_phase : unsigned char {
   computing,      ///< a step started, its gradients not all computed yet
-  computed,       ///< the step's own computation done: waiting for the others (the collective)
+  computed,       ///< the step's own computation done: waiting for the others (the collective);
+                  ///< also a rank's start-up, before its first step
   checkpointing,  ///< inside `with hetlaunch_shares.checkpointing():`
 };
 

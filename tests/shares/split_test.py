@@ -667,7 +667,8 @@ def checkpoint_line_cases():
 
 def progress_cases():
     """A rank's progress reporter: its line says the step, the phase and how long it has lasted,
-    and the last window's samples a second; the loop's marks change only fields; nothing at all
+    and the last window's samples a second; before its first step the rank says it waits (its
+    start-up is no step to judge); the loop's marks change only fields; nothing at all
     without HETLAUNCH_PROGRESS_SECONDS."""
     import io
     import time
@@ -682,6 +683,10 @@ def progress_cases():
         return json.loads(p.line()[len(_names.PROGRESS_LINE):])
     if not p.line().startswith("HETLAUNCH_PROGRESS {"):
         failures.append(f"the line {p.line()!r}")
+    now[0] = 160.0  # a minute of start-up before the first step: waiting, never stuck
+    if (said()["phase"], said()["step"], said()["phase_seconds"]) != ("computed", 0, 60.0):
+        failures.append(f"before the first step: {said()}")
+    now[0] = 100.0
     p.started(5)
     now[0] = 101.5
     want = {"rank": 3, "step": 5, "phase": "computing", "phase_seconds": 1.5, "window": 0, "samples_per_second": 0.0}
@@ -713,7 +718,9 @@ def progress_cases():
         failures.append(f"one line a report: {out.getvalue()!r}")
     # Leaving checkpointing() is said at once by a started reporter, not at its next interval.
     out3 = io.StringIO()
-    r = _progress.Progress(3600, 2, out=out3).start()
+    r = _progress.Progress(3600, 2, out=out3)
+    r.started(4)
+    r.start()
     r.computed()
     with r.checkpointing():
         pass

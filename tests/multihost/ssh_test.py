@@ -972,8 +972,11 @@ def case_hung_training(b, w, work, c):
     pids = workers_of(2)
     if not pids:
         proc.kill()
-        finish(proc)
-        return ["no worker on host 2 to stop"] + left_on_hosts(work)
+        code, out, err = finish(proc)
+        events, _ = job_events.read(work / "events.jsonl")
+        return [f"no worker on host 2 to stop (run exited {code}); events "
+                f"{[(e['event'], e.get('rank'), e.get('step'), e.get('reason')) for e in events]}:\n{err[-3000:]}"] + \
+            left_on_hosts(work)
     for pid in pids:  # the worker and the process that writes its lines: the rank stops whole
         os.kill(pid, signal.SIGSTOP)
     stopped = time.monotonic()

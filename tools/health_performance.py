@@ -23,6 +23,7 @@ when a run fails or is interrupted, and one a killed earlier run left is removed
 usage: tools/health_performance.py HETLAUNCH [--quick]
 """
 import json
+import math
 import os
 import pathlib
 import re
@@ -79,7 +80,8 @@ RANK_METRIC = re.compile(r'hetlaunch_rank_(step|samples_per_second)\{rank="(\d+)
 
 def read_windows(metrics, rank, done, windows):
     """Appends (step, samples per second) to `windows` for each window of `rank` that run's
-    --metrics file shows (it is replaced at each window's end) until `done` is set."""
+    --metrics file shows until `done` is set. run replaces the file every second and at each
+    event too: a window is a rate that differs from the one before."""
     last = None
     while not done.is_set():
         try:
@@ -88,7 +90,8 @@ def read_windows(metrics, rank, done, windows):
         except (OSError, ValueError):
             said = {}
         rate, step = said.get(("samples_per_second", str(rank))), said.get(("step", str(rank)))
-        if rate and step is not None and rate != last:
+        # A window's rate is a positive finite number (0 before the first: no window yet).
+        if rate is not None and 0 < rate < math.inf and step is not None and 0 <= step < math.inf and rate != last:
             windows.append((int(step), rate))
             last = rate
         time.sleep(0.02)
@@ -108,8 +111,9 @@ def run(binary, ssh, work, weights, steps, flags, on_step=None, script=shares.SC
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     done = threading.Event()
     windows = []
-    reader = threading.Thread(target=read_windows, args=(metrics, windows_of, done, windows), daemon=True)
-    if windows_of is not None:
+    reader = None if windows_of is None else threading.Thread(
+        target=read_windows, args=(metrics, windows_of, done, windows), daemon=True)
+    if reader:
         reader.start()
 
     def watch():
@@ -129,7 +133,7 @@ def run(binary, ssh, work, weights, steps, flags, on_step=None, script=shares.SC
         out, _ = proc.communicate()
     done.set()
     watcher.join()
-    if windows_of is not None:
+    if reader:
         reader.join()
     if proc.returncode != 0:
         raise RuntimeError(f"run failed ({proc.returncode}):\n{out[-3000:]}")
@@ -144,6 +148,7 @@ def run(binary, ssh, work, weights, steps, flags, on_step=None, script=shares.SC
 FACTOR = "1.75"
 FACTORS = ("2", FACTOR, "1.5")  # the halving, judged at each
 WINDOW = 10  # steps: a window when the sampler does not rebalance (hetlaunch_shares._progress)
+HALVED_AT, HALVED_STEPS = 150, 250  # the throttled rank's quota halved at this step of a job this long
 
 
 def no_false_slow(binary, ssh, work, weights, steps):
@@ -158,7 +163,7 @@ def make_cgroup():
     return cgroup
 
 
-def slowed(binary, ssh, work, weights, cgroup, factor, at=150, steps=250):
+def slowed(binary, ssh, work, weights, cgroup, factor, at=HALVED_AT, steps=HALVED_STEPS):
     """The halving at step `at`, judged at `factor`: (the rank_slow events, how many times slower
     the throttled rank computed after the change than before it: the median of its windows before
     the change over that of the windows wholly after it)."""
@@ -243,12 +248,13 @@ def section(weights, clean, runs, blocks, steps, marks):
         found = [events for events, _ in judged]
         # Each run's first rank_slow, in windows after the change: the window the change falls in,
         # then two more; one before the change, or of the other rank, is false.
-        windows = [(s[0][0] - 150) / WINDOW if s and s[0][3] == 1 else None for s in found]
+        windows = [(s[0][0] - HALVED_AT) / WINDOW if s and s[0][3] == 1 else None for s in found]
         ok = all(w is not None and 0 <= w <= 2 + 1 for w in windows) and all(len(s) == 1 for s in found)
         said = ", ".join("never" if w is None else f"{w:.1f}" for w in windows)
         rates = "; ".join(f"{s[0][1]:.0f} vs {s[0][2]:.0f}" for s in found if s)
         slower = ", ".join("?" if x is None else f"{x:.2f}x" for _, x in judged)
-        lines.append(f"| the throttled rank's quota halved at step 150 of 250: `rank_slow` for it alone, within 2 "
+        lines.append(f"| the throttled rank's quota halved at step {HALVED_AT} of {HALVED_STEPS}: `rank_slow` for it "
+                     "alone, within 2 "
                      f"windows of the change (`--slow-factor {factor}`) | windows after the change: {said} (rate vs "
                      f"expected: {rates}); events a run: {'/'.join(str(len(s)) for s in found)}; the rank computed "
                      f"{slower} slower after the change (its windows' medians) | {'met' if ok else 'not met'} |")

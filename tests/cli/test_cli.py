@@ -11,6 +11,7 @@ usage: test_cli.py HETLAUNCH [--update] [--e2e WORKER_PY WORK_DIR]
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
@@ -1547,13 +1548,20 @@ def preflight_cases(suite, binary, ssh, tmp):
                 ("job_exited", 0, "succeeded")])
 
 
+def stand_in_ssh(tmp):
+    """FAKE_SSH written into `tmp`, executable: its path."""
+    ssh = pathlib.Path(tmp) / "ssh"
+    ssh.write_text(FAKE_SSH)
+    ssh.chmod(0o755)
+    return ssh
+
+
 def fake_ssh_cases(suite, binary):
+    """Discover, run's node statuses and signals, and preflight with the stand-in ssh (the events
+    cases run in shards of their own: events_in_shards)."""
     with tempfile.TemporaryDirectory() as tmp:
-        ssh = pathlib.Path(tmp) / "ssh"
-        ssh.write_text(FAKE_SSH)
-        ssh.chmod(0o755)
+        ssh = stand_in_ssh(tmp)
         base = [binary]
-        events_cases(suite, binary, ssh, tmp)
         preflight_cases(suite, binary, ssh, tmp)
 
         def check(name, ok, detail):
@@ -1705,8 +1713,87 @@ def slurm_comment_cases(suite, binary):
                    "update JobId=7 Comment=hetlaunch: interrupted\n", "--restarts", "1")
 
 
+# The `run --events` cases spend their time in their programs' sleeps (a minute, one after
+# another) and share nothing but a directory: they run in EVENT_SHARDS processes of this script
+# (--events-shard K/N), each with a directory of its own, beside the other cases.
+EVENT_SHARDS = 6
+
+
+class Shard:
+    """A suite that runs every `count`-th case given to it, from the `index`-th, and passes the
+    others over: the same cases in `count` shards run each of them once."""
+
+    def __init__(self, suite, index, count):
+        self.suite, self.index, self.count, self.given = suite, index, count, 0
+
+    def case(self, name, function, *args, **kwargs):
+        mine = self.given % self.count == self.index
+        self.given += 1
+        return self.suite.case(name, function, *args, **kwargs) if mine else True
+
+
+def events_shard(binary, index, count):
+    """This process is one shard of the events cases: runs its cases and says its counts."""
+    with Suite(f"cli events {index}/{count}") as suite:
+        with tempfile.TemporaryDirectory() as tmp:
+            events_cases(Shard(suite, index, count), binary, stand_in_ssh(tmp), tmp)
+    return suite.status
+
+
+class events_in_shards:
+    """with events_in_shards(suite, binary): the events cases run in EVENT_SHARDS processes while
+    the block runs; at its end their lines are printed, in the shards' order, and their counts
+    added to `suite`'s. A shard that ends without its counts (a crash) fails the suite; a block
+    that raises (a signal) stops the shards."""
+
+    def __init__(self, suite, binary):
+        self.suite, self.binary = suite, binary
+
+    def __enter__(self):
+        self.shards = []
+        for k in range(EVENT_SHARDS):
+            out = tempfile.TemporaryFile()
+            proc = subprocess.Popen([sys.executable, __file__, self.binary, "--events-shard", f"{k}/{EVENT_SHARDS}"],
+                                    stdout=out, stderr=subprocess.STDOUT)
+            self.shards.append((proc, out))
+        return self
+
+    def __exit__(self, kind, _error, _trace):
+        try:
+            if kind is None:
+                for proc, _ in self.shards:
+                    proc.wait()
+        finally:  # interrupted, here or in the block: the shards stop (their suites tear down)
+            for proc, _ in self.shards:
+                if proc.poll() is None:
+                    proc.terminate()
+                    try:
+                        proc.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+                        proc.wait()
+        for k, (proc, out) in enumerate(self.shards):
+            out.seek(0)
+            text = out.read().decode(errors="replace")
+            out.close()
+            if kind is not None:
+                continue
+            counts = re.search(rf"^cli events {k}/{EVENT_SHARDS}: (\d+) passed, (\d+) failed", text, re.M)
+            print(text[:counts.start()] if counts else text, end="", flush=True)
+            if counts:
+                self.suite.passed += int(counts.group(1))
+                self.suite.failed += int(counts.group(2))
+            else:
+                self.suite.report(f"events shard {k}/{EVENT_SHARDS}",
+                                  [f"ended with status {proc.returncode} and no counts"])
+        return False
+
+
 def main():
     binary = sys.argv[1]
+    if "--events-shard" in sys.argv:
+        index, count = sys.argv[sys.argv.index("--events-shard") + 1].split("/")
+        return events_shard(binary, int(index), int(count))
     update = "--update" in sys.argv
     e2e = "--e2e-only" in sys.argv or "--e2e" in sys.argv
     if e2e:
@@ -1714,13 +1801,14 @@ def main():
         worker, work = sys.argv[i + 1], sys.argv[i + 2]
     with Suite("cli") as suite:
         if "--e2e-only" not in sys.argv:  # another torch (tests/chroot): the other cases do not depend on it
-            golden_cases(suite, binary, update)
-            compress_peers(suite, binary, required=e2e)
-            slurm_case(suite, binary)
-            slurm_comment_cases(suite, binary)
-            hostile_cases(suite, binary)
-            fake_ssh_cases(suite, binary)
-            usage_cases(suite, binary)
+            with events_in_shards(suite, binary):
+                golden_cases(suite, binary, update)
+                compress_peers(suite, binary, required=e2e)
+                slurm_case(suite, binary)
+                slurm_comment_cases(suite, binary)
+                hostile_cases(suite, binary)
+                fake_ssh_cases(suite, binary)
+                usage_cases(suite, binary)
         if e2e:
             suite.case("exec_e2e: 3 torchrun agents (3 + 1 + 2 workers) started by hetlaunch exec",
                        exec_e2e, binary, worker, work)

@@ -901,20 +901,23 @@ def events_cases(suite, binary, ssh, tmp):
     # shown). b's rank 1 says it computes step 3 and goes silent (a stopped process); a's rank 0
     # says it waits for the others (computed) the whole time. Only rank 1 is hung: the job stops,
     # reason hung, status 1, and b's node ended as failed. No clock decides the order: a reports
-    # until it is stopped.
+    # until it is stopped. --hang-timeout 3, not 1: a's shell loop, every 0.2 s, has paused for
+    # more than a second on a loaded machine, and was then rightly named too.
     def said(rank, step, phase, seconds=0):
         return (f"echo 'HETLAUNCH_PROGRESS {{\"rank\": {rank}, \"step\": {step}, \"phase\": \"{phase}\", "
                 f"\"phase_seconds\": {seconds}}}'")
-    asked = '[ "$HETLAUNCH_PROGRESS_SECONDS" = 0.25 ] || { echo "no progress interval" >&2; exit 9; }; '
+
+    def asked(seconds):  # four reports a --hang-timeout
+        return f'[ "$HETLAUNCH_PROGRESS_SECONDS" = {seconds} ] || {{ echo "no progress interval" >&2; exit 9; }}; '
     waits = f"while true; do {said(0, 3, 'computed', 40)}; sleep 0.2; done"
-    silent = (asked + f'case "$HETLAUNCH_RESTART_COUNT.$HOST" in 1.*) sleep 1; echo ran;; *.a) {waits};; '
+    silent = (asked("0.75") + f'case "$HETLAUNCH_RESTART_COUNT.$HOST" in 1.*) sleep 1; echo ran;; *.a) {waits};; '
               f'*.b) {said(1, 3, "computing")}; exec sleep 30;; esac')
 
     def named(status_line):
         def check(events, r):
             problems = []
             hung = [e for e in events if e["event"] == "rank_hung"]
-            if len(hung) != 1 or not 1.0 <= hung[0]["seconds"] < 10:
+            if len(hung) != 1 or not 3.0 <= hung[0]["seconds"] < 12:
                 problems.append(f"rank_hung events {hung}")
             # The nodes stop because of it: every node_exited comes after rank_hung.
             kinds = [e["event"] for e in events]
@@ -926,33 +929,33 @@ def events_cases(suite, binary, ssh, tmp):
                 problems.append(f"progress lines were shown: {(r.stdout + r.stderr)[-1500:]}")
             return problems
         return check
-    suite.case("events_hung_rank_stops_the_job", run, ["--hosts", "a:1,b:1", "--hang-timeout", "1"], silent, 1,
+    suite.case("events_hung_rank_stops_the_job", run, ["--hosts", "a:1,b:1", "--hang-timeout", "3"], silent, 1,
                [("planned", 0), *started(0, (0, "a"), (1, "b")), job_events.hung(0, 1, "b", 1, 3),
                 *exited(0, (1, "b", "failed"), (0, "a", "stopped")), ("job_exited", 0, "hung")],
-               named("hetlaunch: node 1 ('b'): rank 1 hung in step 3 (no progress line for 1"))
+               named("hetlaunch: node 1 ('b'): rank 1 hung in step 3 (no progress line for 3"))
     # With --restarts and --exclude-failed the hung rank's node is left out like a failed one.
     suite.case("events_hung_rank_restarts_without_its_node", run,
-               ["--hosts", "a:1,b:1", "--hang-timeout", "1", "--restarts", "1", "--exclude-failed"],
+               ["--hosts", "a:1,b:1", "--hang-timeout", "3", "--restarts", "1", "--exclude-failed"],
                silent, 0,
                [("planned", 0), *started(0, (0, "a"), (1, "b")), job_events.hung(0, 1, "b", 1, 3),
                 *exited(0, (1, "b", "failed"), (0, "a", "stopped")), ("restart", 1), *started(1, (0, "a")),
                 *exited(1, (0, "a", "succeeded")), ("job_exited", 1, "succeeded")])
     # A rank that keeps reporting, but computes one step past the limit, is stuck: named, while a
     # rank that has waited far longer for the others is not.
-    stuck = (asked + f'case $HOST in a) {waits};; b) while true; do {said(1, 8, "computing", 5)}; sleep 0.2; done;; '
-             'esac')
-    suite.case("events_stuck_rank_is_named_not_its_victims", run, ["--hosts", "a:1,b:1", "--hang-timeout", "1"],
+    stuck = (asked("0.75") + f'case $HOST in a) {waits};; b) while true; do {said(1, 8, "computing", 5)}; '
+             'sleep 0.2; done;; esac')
+    suite.case("events_stuck_rank_is_named_not_its_victims", run, ["--hosts", "a:1,b:1", "--hang-timeout", "3"],
                stuck, 1,
                [("planned", 0), *started(0, (0, "a"), (1, "b")), job_events.hung(0, 1, "b", 1, 8),
                 *exited(0, (1, "b", "failed"), (0, "a", "stopped")), ("job_exited", 0, "hung")],
                named("hetlaunch: node 1 ('b'): rank 1 hung in step 8 (computing the step for 5"))
-    # Inside checkpointing() the checkpoint limit holds: silent for 2 s, past --hang-timeout 1 but
-    # within --checkpoint-timeout 4, the rank is not hung, and the job succeeds (a waits, saying so).
-    checkpoint = (asked + f'case $HOST in a) for i in 1 2 3 4 5 6 7 8 9 10 11 12; do {said(0, 3, "computed")}; '
+    # Inside checkpointing() the checkpoint limit holds: silent for 3 s, past --hang-timeout 2 but
+    # within --checkpoint-timeout 6, the rank is not hung, and the job succeeds (a waits, saying so).
+    checkpoint = (asked("0.5") + f'case $HOST in a) for i in $(seq 20); do {said(0, 3, "computed")}; '
                   f'sleep 0.2; done; echo ran;; '
-                  f'b) {said(1, 3, "checkpointing")}; sleep 2; {said(1, 4, "computing")}; sleep 0.5; echo ran;; esac')
+                  f'b) {said(1, 3, "checkpointing")}; sleep 3; {said(1, 4, "computing")}; sleep 0.5; echo ran;; esac')
     suite.case("events_checkpoint_within_its_timeout_is_not_hung", run,
-               ["--hosts", "a:1,b:1", "--hang-timeout", "1", "--checkpoint-timeout", "4"], checkpoint, 0,
+               ["--hosts", "a:1,b:1", "--hang-timeout", "2", "--checkpoint-timeout", "6"], checkpoint, 0,
                [("planned", 0), *started(0, (0, "a"), (1, "b")),
                 *exited(0, (0, "a", "succeeded"), (1, "b", "succeeded")), ("job_exited", 0, "succeeded")])
 

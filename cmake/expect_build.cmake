@@ -1,8 +1,24 @@
 # Builds one target and checks the outcome: EXPECT=PASS must compile; EXPECT=FAIL must not, and
 # the compiler's output must match the regular expression on the source's "// EXPECT-ERROR:" line.
-# usage: cmake -DBUILD_DIR=... -DTARGET=... -DSOURCE=... -DEXPECT=PASS|FAIL -P expect_build.cmake
-execute_process(COMMAND "${CMAKE_COMMAND}" --build "${BUILD_DIR}" --target "${TARGET}"
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+# usage: cmake -DBUILD_DIR=... -DTARGET=... -DSOURCE=... -DEXPECT=PASS|FAIL [-DNINJA=PROGRAM]
+#        -P expect_build.cmake
+# With NINJA (a Ninja build tree), the target's one compile command, as ninja would run it, runs
+# here: no build of the tree, so these tests run side by side. Without it, the tree builds the
+# target (one such test at a time: two builds in one tree fight over its lock files).
+if(NINJA)
+  execute_process(COMMAND "${NINJA}" -C "${BUILD_DIR}" -t commands "${TARGET}"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE command ERROR_VARIABLE error)
+  string(STRIP "${command}" command)
+  if(NOT rc EQUAL 0 OR command MATCHES "\n" OR NOT command MATCHES "-c ${SOURCE}$")
+    message(FATAL_ERROR "expected one command that compiles ${SOURCE} for ${TARGET}, ninja said:\n"
+                        "${command}${error}")
+  endif()
+  execute_process(COMMAND sh -c "${command}" WORKING_DIRECTORY "${BUILD_DIR}"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+else()
+  execute_process(COMMAND "${CMAKE_COMMAND}" --build "${BUILD_DIR}" --target "${TARGET}"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+endif()
 if(EXPECT STREQUAL "PASS")
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "${SOURCE} must compile but did not:\n${out}")

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """The hetlaunch command's behaviour, pinned by golden files: stdout, stderr and the exit status
 of each case. `--update` rewrites the golden files from the current output (review the diff).
-`--e2e` also runs `hetlaunch exec` for real: one torchrun agent per node of a heterogeneous
+`--e2e` runs `hetlaunch exec` for real instead: one torchrun agent per node of a heterogeneous
 hostfile on loopback, whose workers check their environment with `hetlaunch check-env` and join a
-gloo all_reduce.
+gloo all_reduce, and `run --local`; and compresses host lists beside the fan-out references, which
+must be installed then. `--e2e-only` (another torch's Python, tests/chroot) runs the two jobs alone.
 
-usage: test_cli.py HETLAUNCH [--update] [--e2e WORKER_PY WORK_DIR]
+usage: test_cli.py HETLAUNCH [--update]
+       test_cli.py HETLAUNCH --e2e WORKER_PY WORK_DIR
        test_cli.py HETLAUNCH --e2e-only WORKER_PY WORK_DIR
 """
 import json
@@ -1803,15 +1805,17 @@ def main():
         i = sys.argv.index("--e2e-only" if "--e2e-only" in sys.argv else "--e2e")
         worker, work = sys.argv[i + 1], sys.argv[i + 2]
     with Suite("cli") as suite:
-        if "--e2e-only" not in sys.argv:  # another torch (tests/chroot): the other cases do not depend on it
+        if not e2e:
             with events_in_shards(suite, binary):
                 golden_cases(suite, binary, update)
-                compress_peers(suite, binary, required=e2e)
+                compress_peers(suite, binary, required=False)
                 slurm_case(suite, binary)
                 slurm_comment_cases(suite, binary)
                 hostile_cases(suite, binary)
                 fake_ssh_cases(suite, binary)
                 usage_cases(suite, binary)
+        elif "--e2e-only" not in sys.argv:  # the references are installed where the jobs run
+            compress_peers(suite, binary, required=True)
         if e2e:
             suite.case("exec_e2e: 3 torchrun agents (3 + 1 + 2 workers) started by hetlaunch exec",
                        exec_e2e, binary, worker, work)

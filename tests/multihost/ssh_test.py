@@ -891,9 +891,9 @@ def case_grow_back_training(b, w, work, c):
     while not (ckpt / "latest.pt").exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
     try:
-        for pid in subprocess.run(["ip", "netns", "pids", HOSTS[2]], capture_output=True, text=True).stdout.split():
+        for pid in namespace_pids([HOSTS[2]])[HOSTS[2]]:
             try:
-                os.kill(int(pid), signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         deadline = time.monotonic() + 120

@@ -9,7 +9,11 @@ if(NINJA)
   execute_process(COMMAND "${NINJA}" -C "${BUILD_DIR}" -t commands "${TARGET}"
                   RESULT_VARIABLE rc OUTPUT_VARIABLE command ERROR_VARIABLE error)
   string(STRIP "${command}" command)
-  if(NOT rc EQUAL 0 OR command MATCHES "\n" OR NOT command MATCHES "-c ${SOURCE}$")
+  # The source's file name is looked for as text, not as a pattern, and not its whole path, which
+  # ninja quotes where it holds a space or "(", and which may hold "+".
+  get_filename_component(file_name "${SOURCE}" NAME)
+  string(FIND "${command}" "${file_name}" at)
+  if(NOT rc EQUAL 0 OR command MATCHES "\n" OR at EQUAL -1)
     message(FATAL_ERROR "expected one command that compiles ${SOURCE} for ${TARGET}, ninja said:\n"
                         "${command}${error}")
   endif()

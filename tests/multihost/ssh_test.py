@@ -1148,6 +1148,30 @@ class cut_quota_at(in_background):
             time.sleep(0.02)
 
 
+def slow_job(b, work, c, port, on_slow, train, cut_by):
+    """The slow-rank cases' job: examples/train_shares.py on DDP/gloo over hosts 0 and 1 at 3:1
+    weights (given in the hostfile, as `calibrate --write-hostfile` writes them), their workers'
+    computing threads at 60% and 20% of a core, under `run --slow-factor 1.5` and `on_slow`; host
+    1's quota is divided by `cut_by` once rank 0 reports step 60. `train`: the script's steps and
+    further arguments. Writes work/progress and work/report.json; returns finish()'s (code, out,
+    err). The cgroups are removed whatever happens."""
+    example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_shares.py"
+    fast, slow = cgroup("fast", 0.6), cgroup("slow", 0.2)
+    hf = hostfile(work, [f"{V4[0]} slots=1 weight=3", f"{V4[1]} slots=1 weight=1"])
+    progress = work / "progress"
+    try:
+        with throttle("train_shares.py", {0: fast, 1: slow}), cut_quota_at(progress, slow, 60, by=cut_by):
+            proc = hetlaunch_on_host0(b, [
+                "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--kill-after", str(KILL_AFTER),
+                "--global-batch", "960", "--env", "GLOO_SOCKET_IFNAME=eth0", "--env", "OMP_NUM_THREADS=1",
+                "--master-port", port, "--slow-factor", "1.5", *on_slow, *events_flag(work),
+                "--", str(example), "--features", "128", "--hidden", "384", "--samples", "96000", "--warmup", "0",
+                *train, "--progress", str(progress), "--report", str(work / "report.json")])
+            return finish(proc, timeout=400)
+    finally:
+        remove_cgroups(stale_only=False)
+
+
 def case_slow_training(b, w, work, c):
     """A mixed job at 3:1 speeds over real sshd: host 0's worker at 60% of a core, host 1's at 20%
     (cgroup v1 cpu quotas on their computing threads), examples/train_shares.py on DDP/gloo, the
@@ -1157,22 +1181,9 @@ def case_slow_training(b, w, work, c):
     1's quota is cut to a SLOWDOWN-th: rank_slow names rank 1 on node 1 alone, first within two
     windows of 10 steps, and the samplers move work off it (the final weights are further apart
     than the given ones). Nothing is left running."""
-    example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_shares.py"
-    fast, slow = cgroup("fast", 0.6), cgroup("slow", 0.2)
     weights = [3.0, 1.0]
-    hf = hostfile(work, [f"{V4[0]} slots=1 weight={weights[0]}", f"{V4[1]} slots=1 weight={weights[1]}"])
-    progress, report = work / "progress", work / "report.json"
-    try:
-        with throttle("train_shares.py", {0: fast, 1: slow}), cut_quota_at(progress, slow, 60, by=SLOWDOWN):
-            proc = hetlaunch_on_host0(b, [
-                "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--kill-after", str(KILL_AFTER),
-                "--global-batch", "960", "--env", "GLOO_SOCKET_IFNAME=eth0", "--env", "OMP_NUM_THREADS=1",
-                "--master-port", "29737", "--slow-factor", "1.5", "--on-slow", "rebalance", *events_flag(work),
-                "--", str(example), "--features", "128", "--hidden", "384", "--samples", "96000", "--warmup", "0",
-                "--steps", "120", "--progress", str(progress), "--report", str(report)])
-            code, out, err = finish(proc, timeout=400)
-    finally:
-        remove_cgroups(stale_only=False)
+    report = work / "report.json"
+    code, out, err = slow_job(b, work, c, "29737", ["--on-slow", "rebalance"], ["--steps", "120"], SLOWDOWN)
     problems = [] if code == 0 else [f"run exited {code}:\n{err[-3000:]}"]
     events, _ = job_events.read(work / "events.jsonl")
     named = [(e["node"], e["host"], e["rank"], e["step"]) for e in events if e["event"] == "rank_slow"]
@@ -1357,24 +1368,11 @@ def case_slow_training_exclude(b, w, work, c):
     rank 0's next checkpoint line the job stops and restarts without host 1 (restart reason slow,
     host 1 excluded, with no --exclude-failed), resumes from that checkpoint on host 0 alone and
     trains to its last step. Nothing is left running."""
-    example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_shares.py"
-    fast, slow = cgroup("fast", 0.6), cgroup("slow", 0.2)
-    progress, report, ckpt = work / "progress", work / "report.json", work / "ckpt"
+    report, ckpt = work / "report.json", work / "ckpt"
     ckpt.mkdir()
     ckpt.chmod(0o777)
-    hf = hostfile(work, [f"{V4[0]} slots=1 weight=3", f"{V4[1]} slots=1 weight=1"])
-    try:
-        with throttle("train_shares.py", {0: fast, 1: slow}), cut_quota_at(progress, slow, 60, by=2):
-            proc = hetlaunch_on_host0(b, [
-                "run", "--hostfile", str(hf), *ssh_args(c.work), *TORCHRUN, "--kill-after", str(KILL_AFTER),
-                "--global-batch", "960", "--env", "GLOO_SOCKET_IFNAME=eth0", "--env", "OMP_NUM_THREADS=1",
-                "--master-port", "29739", "--slow-factor", "1.5", "--on-slow", "exclude", "--restarts", "1",
-                *events_flag(work), "--", str(example), "--features", "128", "--hidden", "384", "--samples", "96000",
-                "--warmup", "0", "--steps", "140", "--checkpoint-dir", str(ckpt), "--every", "10",
-                "--progress", str(progress), "--report", str(report)])
-            code, out, err = finish(proc, timeout=400)
-    finally:
-        remove_cgroups(stale_only=False)
+    code, out, err = slow_job(b, work, c, "29739", ["--on-slow", "exclude", "--restarts", "1"],
+                              ["--steps", "140", "--checkpoint-dir", str(ckpt), "--every", "10"], 2)
     problems = [] if code == 0 else [f"run exited {code}:\n{err[-3000:]}"]
     events, _ = job_events.read(work / "events.jsonl")
     named = [(e["attempt"], e["node"], e["host"], e["rank"], e["step"]) for e in events if e["event"] == "rank_slow"]

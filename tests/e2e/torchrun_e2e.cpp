@@ -239,8 +239,10 @@ int main(int argc, char** argv) {
   o.rdzv_id = "e2e-" + which;
   o.torch = installed_torch();
   o.script = worker;
-  // Debian's torch 1.13 on Python 3.11 crashes on the default --redirects/--tee values.
-  o.torchrun_args = {"--redirects", "2", "--tee", "2"};
+  // Debian's torch 1.13 on Python 3.11 crashes on the default --redirects/--tee values. With
+  // them, torchrun writes the streams under --log_dir; without one it leaves a torchelastic_*
+  // directory in TMPDIR for every job.
+  o.torchrun_args = {"--redirects", "2", "--tee", "2", "--log_dir", dir + "/torchelastic"};
   o.program = {"/usr/bin/torchrun"};
 
   // Loopback addresses stand for distinct hosts; every one of them is this machine.

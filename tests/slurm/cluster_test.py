@@ -64,13 +64,16 @@ class suite:
         self.binary = binary
         self.worker = worker
         # `hetlaunch` and a torchrun that adds what Debian's torch 1.13 on Python 3.11 needs
-        # (its default --redirects/--tee crash), first on every job's PATH.
+        # (its default --redirects/--tee crash), first on every job's PATH; its streams' logs in
+        # the cluster's directory (without --log_dir torchrun leaves a directory in TMPDIR a job).
         self.bin = cluster.work / "bin"
         self.bin.mkdir()
         (self.bin / "hetlaunch").symlink_to(binary)
         shim = self.bin / "torchrun"
-        shim.write_text('#!/bin/sh\nexec /usr/bin/torchrun --redirects 2 --tee 2 "$@"\n')
+        shim.write_text(f'#!/bin/sh\nexec /usr/bin/torchrun --redirects 2 --tee 2 --log_dir {cluster.work / "torchelastic"} "$@"\n')
         shim.chmod(0o755)
+        (cluster.work / "torchelastic").mkdir(mode=0o1777)
+        (cluster.work / "torchelastic").chmod(0o1777)  # jobs of every user
         self.count = 0
 
     def job_env(self):

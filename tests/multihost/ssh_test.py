@@ -1062,6 +1062,7 @@ def remove_cgroups(stale_only):
 # while the weights went from 3:1 to 6:1. A quarter measures about 0.23. slow_training_exclude,
 # where no work moves, halves it.
 SLOWDOWN = 4
+SLOW_JOB_WEIGHTS = (3, 1)  # hosts 0 and 1 of slow_job, as their quotas make them
 CGROUP_SHARES = 65536  # 64 busy tasks' worth: ahead of the other suites on the machine
 
 
@@ -1157,7 +1158,7 @@ def slow_job(b, work, c, port, on_slow, train, cut_by):
     err). The cgroups are removed whatever happens."""
     example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_shares.py"
     fast, slow = cgroup("fast", 0.6), cgroup("slow", 0.2)
-    hf = hostfile(work, [f"{V4[0]} slots=1 weight=3", f"{V4[1]} slots=1 weight=1"])
+    hf = hostfile(work, [f"{V4[k]} slots=1 weight={SLOW_JOB_WEIGHTS[k]}" for k in range(2)])
     progress = work / "progress"
     try:
         with throttle("train_shares.py", {0: fast, 1: slow}), cut_quota_at(progress, slow, 60, by=cut_by):
@@ -1181,7 +1182,7 @@ def case_slow_training(b, w, work, c):
     1's quota is cut to a SLOWDOWN-th: rank_slow names rank 1 on node 1 alone, first within two
     windows of 10 steps, and the samplers move work off it (the final weights are further apart
     than the given ones). Nothing is left running."""
-    weights = [3.0, 1.0]
+    weights = SLOW_JOB_WEIGHTS
     report = work / "report.json"
     code, out, err = slow_job(b, work, c, "29737", ["--on-slow", "rebalance"], ["--steps", "120"], SLOWDOWN)
     problems = [] if code == 0 else [f"run exited {code}:\n{err[-3000:]}"]

@@ -34,6 +34,7 @@ import json
 import os
 import pathlib
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -69,11 +70,12 @@ class suite:
         self.bin = cluster.work / "bin"
         self.bin.mkdir()
         (self.bin / "hetlaunch").symlink_to(binary)
+        logs = cluster.work / "torchelastic"
+        logs.mkdir()
+        logs.chmod(0o1777)  # jobs of every user
         shim = self.bin / "torchrun"
-        shim.write_text(f'#!/bin/sh\nexec /usr/bin/torchrun --redirects 2 --tee 2 --log_dir {cluster.work / "torchelastic"} "$@"\n')
+        shim.write_text(f'#!/bin/sh\nexec /usr/bin/torchrun --redirects 2 --tee 2 --log_dir {shlex.quote(str(logs))} "$@"\n')
         shim.chmod(0o755)
-        (cluster.work / "torchelastic").mkdir(mode=0o1777)
-        (cluster.work / "torchelastic").chmod(0o1777)  # jobs of every user
         self.count = 0
 
     def job_env(self):

@@ -22,15 +22,21 @@ def _remove_stale():
             shutil.rmtree(old, ignore_errors=True)
 
 
+_made = False
+
+
 def _log_dir():
     """LOG_DIR, made on first use; writable by every user, as TMPDIR is (some workers run as
     another user)."""
-    if not LOG_DIR.exists():
+    global _made
+    if not _made:
         _remove_stale()
+        shutil.rmtree(LOG_DIR, ignore_errors=True)  # a killed process's of the same pid, reused
         LOG_DIR.mkdir()
         LOG_DIR.chmod(0o1777)
         owner = os.getpid()  # not a forked child's to remove
         atexit.register(lambda: os.getpid() == owner and shutil.rmtree(LOG_DIR, ignore_errors=True))
+        _made = True
     return str(LOG_DIR)
 
 

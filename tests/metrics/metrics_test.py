@@ -39,11 +39,9 @@ RULES = HERE.parents[1] / "docs" / "prometheus" / "hetlaunch.rules.yml"
 
 def remove_stale():
     """A killed earlier run's daemons and directory: its pid is gone, its directory is left."""
-    for path in pathlib.Path(tempfile.gettempdir()).glob(STEM + "*"):
-        pid = path.name[len(STEM):]
-        if processes.owner_gone(pid):
-            processes.kill_until_gone(lambda p=path: ours(p))
-            shutil.rmtree(path, ignore_errors=True)
+    for path in processes.left_by_killed_runs(STEM):
+        processes.kill_until_gone(lambda p=path: ours(p))
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def ours(directory):

@@ -82,15 +82,13 @@ def job_processes(marker):
 def remove_leftovers():
     """What a killed earlier run left: its processes (sshd, torchrun, workers, all named by its work
     directory), its namespaces and its /etc/netns files. Runs are told apart by their pid."""
-    for work in pathlib.Path(tempfile.gettempdir()).glob(WORK_STEM + "*"):
-        pid = work.name[len(WORK_STEM):]
-        if processes.owner_gone(pid):
-            for p, _ in job_processes(str(work)):
-                try:
-                    os.kill(p, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            shutil.rmtree(work, ignore_errors=True)
+    for work in processes.left_by_killed_runs(WORK_STEM):
+        for p, _ in job_processes(str(work)):
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(work, ignore_errors=True)
     # The line writer's file of a node script that was killed (a host lost on purpose) before the
     # cases below kept it in their own directory.
     for f in pathlib.Path(tempfile.gettempdir()).glob("hetlaunch-rank-lines.*.py"):

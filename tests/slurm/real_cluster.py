@@ -48,11 +48,9 @@ def kill_all(marker):
 
 def remove_leftovers():
     """A killed earlier run's daemons, job processes, namespaces and work directory."""
-    for work in pathlib.Path(tempfile.gettempdir()).glob(WORK_STEM + "*"):
-        pid = work.name[len(WORK_STEM):]
-        if processes.owner_gone(pid):
-            kill_all(str(work))
-            shutil.rmtree(work, ignore_errors=True)
+    for work in processes.left_by_killed_runs(WORK_STEM):
+        kill_all(str(work))
+        shutil.rmtree(work, ignore_errors=True)
     netns.remove_stale("hsl")
 
 

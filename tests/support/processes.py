@@ -38,6 +38,13 @@ def owner_gone(pid):
     return pid.isdigit() and not pathlib.Path(f"/proc/{pid}").exists()
 
 
+def left_by_killed_runs(stem):
+    """The paths in TMPDIR named STEM<pid> whose process is gone: a killed earlier run's work
+    directories (its daemons and jobs may still run, named by them)."""
+    return [path for path in pathlib.Path(tempfile.gettempdir()).glob(stem + "*")
+            if owner_gone(path.name[len(stem):])]
+
+
 def wait_until(ready, seconds, pause=0.02):
     """Waits until `ready()` is true; whether it became true within `seconds`."""
     deadline = time.monotonic() + seconds

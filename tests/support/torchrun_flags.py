@@ -17,9 +17,8 @@ LOG_DIR = pathlib.Path(tempfile.gettempdir()) / f"{STEM}{os.getpid()}"
 
 
 def _remove_stale():
-    for old in pathlib.Path(tempfile.gettempdir()).glob(STEM + "*"):
-        if processes.owner_gone(old.name[len(STEM):]):
-            shutil.rmtree(old, ignore_errors=True)
+    for old in processes.left_by_killed_runs(STEM):
+        shutil.rmtree(old, ignore_errors=True)
 
 
 _made = False

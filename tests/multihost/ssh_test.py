@@ -1234,6 +1234,9 @@ def case_calibrate_advice(b, w, work, c):
     measured, and every job to run. With ADVICE_CALIBRATE_AGAIN=1 in its environment `calibrate`
     measures once more after the jobs and prints how far the machine's rates moved (a measurement
     for docs/performance.md that checks nothing more: a minute and more a run, left out of CI).
+    ADVICE_CALIBRATE_STEPS and ADVICE_JOB_STEPS (40 and 30 unless set) make calibration and the
+    jobs' timed steps longer: each core of a shared machine changes speed on its own for seconds
+    to minutes (tools/machine_speed.py), and longer windows measure both at the mean of that.
 
     The quotas' periods are the shortest the kernel allows (its least quota is 1 ms: 3 ms for the
     third, 30 ms for the thirtieth), and a step of 2,400 samples takes several periods: a node whose
@@ -1246,11 +1249,12 @@ def case_calibrate_advice(b, w, work, c):
               "--env", "GLOO_SOCKET_IFNAME=eth0", "--env", "OMP_NUM_THREADS=1"]
     train = ["--features", "64", "--hidden", "256", "--samples", "192000"]
     hf = hostfile(work, [f"{V4[i]} slots=1" for i in range(3)])
+    calibrate_steps, job_steps = os.environ.get("ADVICE_CALIBRATE_STEPS", "40"), int(os.environ.get("ADVICE_JOB_STEPS", "30"))
 
     def calibrate(port):
         code, out, err = finish(hetlaunch_on_host0(b, [
-            "calibrate", "--hostfile", str(hf), *common, "--master-port", str(port), "--calibrate-steps", "40",
-            "--json", "--", str(example), *train, "--steps", "1000"]), timeout=300)
+            "calibrate", "--hostfile", str(hf), *common, "--master-port", str(port), "--calibrate-steps", calibrate_steps,
+            "--json", "--", str(example), *train, "--steps", "1000"]), timeout=300 + int(calibrate_steps))
         return json.loads(out) if code == 0 else f"calibrate exited {code}:\n{err[-3000:]}"
 
     problems, measured, in_job, again = [], {}, {}, None
@@ -1266,8 +1270,8 @@ def case_calibrate_advice(b, w, work, c):
                 report, metrics = work / f"report-{k}.json", work / f"metrics-{k}.prom"
                 code, out, err = finish(hetlaunch_on_host0(b, [
                     "run", "--hostfile", str(job_hf), *common, "--master-port", str(29743 + 2 * k),
-                    "--metrics", str(metrics), "--", str(example), *train, "--steps", "30", "--warmup", "6",
-                    "--report", str(report)]), timeout=300)
+                    "--metrics", str(metrics), "--", str(example), *train, "--steps", str(job_steps), "--warmup", "6",
+                    "--report", str(report)]), timeout=300 + 2 * job_steps)
                 if code != 0 or not report.exists():
                     problems.append(f"the job without {p['without']} exited {code}:\n{err[-2000:]}")
                     continue

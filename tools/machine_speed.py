@@ -15,10 +15,14 @@ guest of the host), which no process of this machine can see or prevent.
 usage: machine_speed.py [--seconds S] [--window W] [--later L] [--cpus 0,1]   (Python with torch)
 """
 import argparse
+import contextlib
+import math
 import os
+import signal
 import statistics
 import sys
 import time
+import traceback
 
 
 def train(cpu, seconds, window, out):
@@ -57,38 +61,72 @@ def summary(rates, window, later):
             f"{later:g} s: {share}; means of each {later:g} s: {means}")
 
 
-def main():
+def arguments():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=180)
     p.add_argument("--window", type=float, default=2)
     p.add_argument("--later", type=float, default=60, help="seconds between the rates compared")
-    p.add_argument("--cpus", default=",".join(str(c) for c in sorted(os.sched_getaffinity(0))))
+    allowed = sorted(os.sched_getaffinity(0))
+    p.add_argument("--cpus", default=",".join(str(c) for c in allowed))
     args = p.parse_args()
-    if args.seconds <= 0 or args.window <= 0 or args.later <= 0:
-        p.error("--seconds, --window and --later are positive")
-    cpus = [int(c) for c in args.cpus.split(",")]
-    readers = {}
-    for cpu in cpus:
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
+    if not all(0 < v < math.inf for v in (args.seconds, args.window, args.later)):
+        p.error("--seconds, --window and --later are positive, finite numbers")
+    if args.window > args.seconds:
+        p.error(f"--window {args.window:g} is longer than --seconds {args.seconds:g}: no window would end")
+    words = args.cpus.split(",")
+    if not all(w.isdigit() and int(w) in allowed for w in words) or len(set(words)) != len(words):
+        p.error(f"--cpus {args.cpus!r}: a comma-separated list of distinct CPUs this process may use ({allowed})")
+    args.cpus = [int(w) for w in words]
+    return args
+
+
+def start(cpu, args):
+    """A child that trains on `cpu`; (its pid, the pipe it writes its windows to)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
             os.close(r)
             with os.fdopen(w, "w") as out:
                 train(cpu, args.seconds, args.window, out)
-            os._exit(0)
-        os.close(w)
-        readers[cpu] = (pid, os.fdopen(r))
-    rates = {cpu: [] for cpu in cpus}
-    for cpu, (pid, lines) in readers.items():
-        for line in lines:
-            _, start, wall, used = line.split()
-            rates[cpu].append(float(wall))
-            print(f"cpu {cpu} at {float(start):6.1f} s: {float(wall):8.0f} samples/s, {float(used):8.0f} per CPU second")
-        os.waitpid(pid, 0)
-    print(f"samples a second in windows of {args.window:g} s, least / median / greatest:")
-    for cpu in cpus:
-        if rates[cpu]:
-            print(f"  cpu {cpu}: {summary(rates[cpu], args.window, args.later)}")
+            code = 0
+        except BaseException:  # the child never returns into the parent's code
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    os.close(w)
+    return pid, os.fdopen(r)
+
+
+def main():
+    args = arguments()
+    children = {cpu: start(cpu, args) for cpu in args.cpus}
+    rates = {cpu: [] for cpu in args.cpus}
+    failed = []
+    try:
+        for cpu, (pid, lines) in children.items():
+            for line in lines:
+                _, began, wall, used = line.split()
+                rates[cpu].append(float(wall))
+                print(f"cpu {cpu} at {float(began):6.1f} s: {float(wall):8.0f} samples/s, {float(used):8.0f} per CPU second")
+            if os.waitpid(pid, 0)[1] != 0 or not rates[cpu]:
+                failed.append(cpu)
+        print(f"samples a second in windows of {args.window:g} s, least / median / greatest:")
+        for cpu in args.cpus:
+            if rates[cpu]:
+                print(f"  cpu {cpu}: {summary(rates[cpu], args.window, args.later)}")
+        sys.stdout.flush()
+    except OSError as e:  # the output cannot be written (a full disk, a closed pipe)
+        for pid, _ in children.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        print(f"machine_speed: cannot write the output: {e}", file=sys.stderr)
+        return 1
+    if failed:
+        print(f"machine_speed: no measurement of CPU {', '.join(map(str, failed))} (what it printed is above)",
+              file=sys.stderr)
+        return 1
     return 0
 
 

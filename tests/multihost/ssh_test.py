@@ -1249,12 +1249,13 @@ def case_calibrate_advice(b, w, work, c):
               "--env", "GLOO_SOCKET_IFNAME=eth0", "--env", "OMP_NUM_THREADS=1"]
     train = ["--features", "64", "--hidden", "256", "--samples", "192000"]
     hf = hostfile(work, [f"{V4[i]} slots=1" for i in range(3)])
-    calibrate_steps, job_steps = os.environ.get("ADVICE_CALIBRATE_STEPS", "40"), int(os.environ.get("ADVICE_JOB_STEPS", "30"))
+    calibrate_steps = int(os.environ.get("ADVICE_CALIBRATE_STEPS", "40"))
+    job_steps = int(os.environ.get("ADVICE_JOB_STEPS", "30"))
 
     def calibrate(port):
         code, out, err = finish(hetlaunch_on_host0(b, [
-            "calibrate", "--hostfile", str(hf), *common, "--master-port", str(port), "--calibrate-steps", calibrate_steps,
-            "--json", "--", str(example), *train, "--steps", "1000"]), timeout=300 + int(calibrate_steps))
+            "calibrate", "--hostfile", str(hf), *common, "--master-port", str(port), "--calibrate-steps", str(calibrate_steps),
+            "--json", "--", str(example), *train, "--steps", "1000"]), timeout=300 + calibrate_steps)
         return json.loads(out) if code == 0 else f"calibrate exited {code}:\n{err[-3000:]}"
 
     problems, measured, in_job, again = [], {}, {}, None

@@ -620,8 +620,9 @@ class ShareBatchSampler:
             sys.stdout.flush()
 
     def _time_allreduce_without_each_node(self) -> None:
-        """Each node's `allreduce_seconds_without`: the all-reduce measured while training, scaled
-        by how much faster the job without that node reduces a gradient-sized tensor (_probe).
+        """Each node's `allreduce_seconds_without`: the all-reduce measured while training, for
+        the job without the slowest node scaled by how much faster the rest reduce a
+        gradient-sized tensor (_probe.without_each_node).
         Every rank decides alike: on the default group, with an all-reduce measured and a
         gradient seen on every rank."""
         if self._cut.group is not None or "allreduce_seconds" not in self.measured:
@@ -631,9 +632,9 @@ class ShareBatchSampler:
         probed = _probe.allreduce_without_each_node([r.node for r in self._layout], self._gradient)
         if probed is None:
             return
-        measured = self.measured["allreduce_seconds"]
-        for node, seconds in zip(self.measured["nodes"], probed["without"]):
-            node["allreduce_seconds_without"] = measured * seconds / probed["whole"] if probed["whole"] > 0 else seconds
+        without = _probe.without_each_node(self.measured["allreduce_seconds"], probed)
+        for node, seconds in zip(self.measured["nodes"], without):
+            node["allreduce_seconds_without"] = seconds
 
 
 def weighted_allreduce_hook(state, bucket):

@@ -14,9 +14,12 @@
 4. Rebalancing with no step timed is an error that says how to time one; watch() times them.
 5. Steps a loader reads ahead keep the share they were cut with, and the position a checkpoint
    keeps is what training finished; a loaded position resumes there.
+6. Calibration's all-reduce without each node: only the job without the slowest node reduces
+   faster than the whole job.
 
 usage: split_test.py HETLAUNCH [--torchrun PATH]
 """
+import itertools
 import json
 import os
 import pathlib
@@ -599,6 +602,43 @@ def own_work_cases():
     return failures
 
 
+def probe_cases():
+    """The all-reduce of the job without each node: an all-reduce is as slow as its slowest
+    member. With three nodes or more, only the job without the slowest node (the probe's fastest
+    group) reduces faster than the whole job, by the probe's ratio; every other keeps the whole
+    job's all-reduce, whatever its group probed. With two nodes each group is one node and keeps
+    its own ratio. No ratio is above 1."""
+    from hetlaunch_shares._probe import without_each_node
+
+    failures = []
+
+    def expect(probed, want, why):
+        got = without_each_node(0.2, probed)
+        if len(got) != len(want) or any(abs(g - w) > 1e-12 for g, w in zip(got, want)):
+            failures.append(f"{why}: {probed} gave {got}, expected {want}")
+
+    # The probed groups that keep the slowest node (the third, at 1/30 of a core) vary from run to
+    # run; the jobs keep the whole job's all-reduce.
+    for keeps in ((0.037, 0.046), (0.112, 0.073), (0.26, 1.23), (0.1, 0.1)):
+        expect({"whole": 0.1, "without": [*keeps, 0.004]}, [0.2, 0.2, 0.008], f"keeping the slowest {keeps}")
+    expect({"whole": 0.1, "without": [0.02, 0.1, 0.1, 0.1]}, [0.04, 0.2, 0.2, 0.2], "the first node slowest of four")
+    expect({"whole": 0.1, "without": [0.1, 0.1, 0.1]}, [0.2, 0.2, 0.2], "nodes alike")
+    expect({"whole": 0.1, "without": [0.3, 0.2, 0.15]}, [0.2, 0.2, 0.2], "every group probed slower than the whole")
+    expect({"whole": 0.1, "without": [0.05, 0.3]}, [0.1, 0.2], "two nodes: each group its own ratio, at most 1")
+    expect({"whole": 0.1, "without": [0.0, 0.05]}, [0.0, 0.1], "two nodes, one a single rank: nothing to reduce")
+    # The property, for every probe of three to five nodes over a grid of times: one group at most
+    # below the whole job's all-reduce, the one probed fastest, and none above it.
+    grid = (0.0, 0.01, 0.05, 0.1, 0.2)
+    for n in (3, 4, 5):
+        for without in itertools.product(grid, repeat=n):
+            got = without_each_node(0.2, {"whole": 0.1, "without": list(without)})
+            below = [j for j, g in enumerate(got) if g < 0.2]
+            if any(g > 0.2 for g in got) or len(below) > 1 or (below and without[below[0]] != min(without)):
+                failures.append(f"{without} gave {got}")
+                break
+    return failures
+
+
 def names_cases():
     """The Python side names hetlaunch's variables once (hetlaunch_shares._names), and they are
     the C++ side's: the launch-owned variables of include/hetlaunch/worker_variables.hpp."""
@@ -826,6 +866,7 @@ def main():
         run.case("steps in flight keep their share; only the first marker counts; own work between steps", ledger_cases)
         run.case("calibration whose last step ends an epoch still prints its line", calibrate_epoch_end_cases)
         run.case("a loader that reads ahead: the position is what training finished", read_ahead_cases)
+        run.case("the all-reduce without each node: as slow as its slowest member", probe_cases)
         run.case("variable names: once in Python, equal to worker_variables.hpp's", names_cases)
         run.case("checkpoint_saved: rank 0 prints the checkpoint line, for a step only", checkpoint_line_cases)
         run.case("progress: each rank's line of its step, phase and rate, nothing without the launcher's variable",

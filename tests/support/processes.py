@@ -38,11 +38,12 @@ def owner_gone(pid):
     return pid.isdigit() and not pathlib.Path(f"/proc/{pid}").exists()
 
 
-def left_by_killed_runs(stem):
-    """The paths in TMPDIR named STEM<pid> whose process is gone: a killed earlier run's work
-    directories (its daemons and jobs may still run, named by them)."""
-    return [path for path in pathlib.Path(tempfile.gettempdir()).glob(stem + "*")
-            if owner_gone(path.name[len(stem):])]
+def left_by_killed_runs(stem, parent=None):
+    """The paths in `parent` (TMPDIR when None) named STEM<pid> or STEM<pid>-ANYTHING whose
+    process is gone: a killed earlier run's work directories (its daemons and jobs may still run,
+    named by them)."""
+    return [path for path in pathlib.Path(parent or tempfile.gettempdir()).glob(stem + "*")
+            if owner_gone(path.name[len(stem):].split("-", 1)[0])]
 
 
 def wait_until(ready, seconds, pause=0.02):
@@ -123,15 +124,18 @@ class marker:
 
 
 class scratch:
-    """A suite's own processes (by a marker) and its work directory. Made at the suite's start,
-    after stopping what a killed earlier run of the suite left running. For Suite: `teardown`
-    removes the directory; `leftovers` stops this run's processes still running and counts them
-    as a failure, so that none survives the run and none goes unnoticed."""
+    """A suite's own processes (by a marker) and its work directory (PREFIX<pid>-...). Made at
+    the suite's start, after stopping what a killed earlier run of the suite left running and
+    removing its work directories. For Suite: `teardown` removes the directory; `leftovers` stops
+    this run's processes still running and counts them as a failure, so that none survives the
+    run and none goes unnoticed."""
 
     def __init__(self, marker_name, prefix, parent=None):
         self.marker = marker(marker_name)
         kill_until_gone(self.marker.stale())
-        self.work = pathlib.Path(tempfile.mkdtemp(dir=parent, prefix=prefix))
+        for path in left_by_killed_runs(prefix, parent):
+            shutil.rmtree(path, ignore_errors=True)
+        self.work = pathlib.Path(tempfile.mkdtemp(dir=parent, prefix=f"{prefix}{os.getpid()}-"))
 
     def teardown(self):
         shutil.rmtree(self.work, ignore_errors=True)

@@ -21,18 +21,18 @@ ROUNDS = 10  # timed rounds, after one that is not timed
 
 
 def without_each_node(measured: float, probed: Dict[str, object]) -> List[float]:
-    """Each node's all-reduce of the job without it, from the whole job's `measured` while
-    training and the probe's groups (allreduce_without_each_node's result).
+    """Each node's all-reduce of the job without it, from the whole job's `measured` while training
+    and the probe's groups (allreduce_without_each_node's result).
 
-    An all-reduce is as slow as its slowest member. With three nodes or more, every group but the
-    one without the slowest node keeps it, and reduces as the whole job does: those get `measured`.
-    The probe's group time serves only to find the slowest node (its group is the fastest) and
-    how much faster the rest reduce: `measured` scaled by that group's ratio to the probed whole,
-    never above 1. Timed apart from training, a group that keeps a member whose CPU time is
-    capped (a cgroup quota) came out anywhere from a third of the whole job's to above it from run
-    to run, while every job that kept that member reduced as slowly as the whole one. With two
-    nodes each group is one node, reduced within it, and each keeps its probed ratio; a group of
-    one rank has nothing to reduce (0)."""
+    An all-reduce is as slow as its slowest member. With three nodes or more, every group but
+    the one without the slowest node keeps it, and reduces as the whole job does: those get
+    `measured`. The probe's group time serves only to find the slowest node (its group is the
+    fastest) and how much faster the rest reduce: `measured` scaled by that group's ratio to the
+    probed whole, never above 1. Timed apart from training, a group that keeps a member whose
+    CPU time is capped (a cgroup quota) came out anywhere from a quarter of the whole job's to
+    above it from run to run, while every job that kept that member reduced at least as slowly
+    as the whole one. With two nodes each group is one node, reduced within it, and each keeps
+    its probed ratio; a group of one rank has nothing to reduce (0)."""
     whole, without = float(probed["whole"]), [float(s) for s in probed["without"]]  # type: ignore[union-attr]
     ratios = [min(1.0, s / whole) if whole > 0 else 0.0 for s in without]
     if len(without) >= 3:

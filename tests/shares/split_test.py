@@ -617,7 +617,7 @@ def probe_cases():
         if len(got) != len(want) or any(abs(g - w) > 1e-12 for g, w in zip(got, want)):
             failures.append(f"{why}: {probed} gave {got}, expected {want}")
 
-    # The probed groups that keep the slowest node (the third, at 1/30 of a core) vary from run to
+    # The probed groups that keep the slowest node (node 2, at 1/30 of a core) vary from run to
     # run; the jobs keep the whole job's all-reduce.
     for keeps in ((0.037, 0.046), (0.112, 0.073), (0.26, 1.23), (0.1, 0.1)):
         expect({"whole": 0.1, "without": [*keeps, 0.004]}, [0.2, 0.2, 0.008], f"keeping the slowest {keeps}")
